@@ -1,0 +1,37 @@
+# The two set-up commands a newcomer needs: `make demo` and `make test`.
+# Both create .venv and install the project with what it needs from PyPI.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck bench run samples clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/longcall demo --out out/demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check pipeline bot tests bench
+	$(BIN)/mypy pipeline
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m bench --out out/bench
+
+run: $(STAMP)
+	$(BIN)/longcall run
+
+samples: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[samples]'
+	$(BIN)/python samples/make_audio_session.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

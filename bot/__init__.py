@@ -1,0 +1,1 @@
+"""longcall's Discord shell: entry point, settings, logging, client, voice, dashboard."""

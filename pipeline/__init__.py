@@ -1,0 +1,1 @@
+"""longcall's Discord-free pipeline: transcript, compaction, context, hearing."""

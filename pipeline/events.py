@@ -1,0 +1,58 @@
+"""Structured events: the dashboard contract (DESIGN.md section 5).
+
+One event per unit of work. Every event carries `guild_id`, `session_id` and `source`.
+Events go to structlog (JSON in production) and to any extra sinks attached, e.g. the
+replay tool's `events.jsonl` writer or a test's `events.append`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+COMPACTION_SKIPPED = "voice_context_compaction_skipped"
+COMPACTION_STARTED = "voice_context_compaction_started"
+COMPACTION_COMPLETED = "voice_context_compaction_completed"
+COMPACTION_FAILED = "voice_context_compaction_failed"
+CONTEXT_WINDOW_PRUNED = "context_window_pruned"
+REALTIME_INSTRUCTIONS_BUILT = "realtime_instructions_built"
+
+EventSink = Callable[[dict[str, Any]], None]
+
+# Events that would drown the rest at info level; they are logged at debug.
+_DEBUG_SKIP_REASONS = frozenset({"below_threshold", "no_eligible_batch"})
+
+
+class EventEmitter:
+    """Emits events with the session's identity bound once."""
+
+    __slots__ = ("_base", "_log", "_sinks")
+
+    def __init__(self, *, guild_id: str, session_id: str, source: str) -> None:
+        self._base = {"guild_id": guild_id, "session_id": session_id, "source": source}
+        self._log = structlog.get_logger("longcall.events")
+        self._sinks: list[EventSink] = []
+
+    @property
+    def base(self) -> dict[str, str]:
+        return dict(self._base)
+
+    def add_sink(self, sink: EventSink) -> None:
+        self._sinks.append(sink)
+
+    def remove_sink(self, sink: EventSink) -> None:
+        self._sinks.remove(sink)
+
+    def emit(self, event: str, **fields: Any) -> dict[str, Any]:
+        record = {"event": event, **self._base, **fields}
+        for sink in self._sinks:
+            sink(record)
+        level = "info"
+        if event == COMPACTION_SKIPPED and fields.get("reason") in _DEBUG_SKIP_REASONS:
+            level = "debug"
+        elif event == COMPACTION_FAILED:
+            level = "warning"
+        getattr(self._log, level)(event, **self._base, **fields)
+        return record

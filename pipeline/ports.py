@@ -1,0 +1,108 @@
+"""Boundaries of the pipeline, as Protocols. Fakes for each live in `pipeline.testing`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from pipeline.models import (
+    CompactionState,
+    FoldCommit,
+    Note,
+    SummaryRequest,
+    SummaryResult,
+    Turn,
+    TurnDraft,
+)
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Session time in seconds. Real clocks are monotonic; tests advance a fake one."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class Summarizer(Protocol):
+    """Folds a batch of turns and notes into the previous summary."""
+
+    @property
+    def model(self) -> str: ...
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """Return the new summary, or raise `SummarizerError` with a code."""
+        ...
+
+
+class SessionStore(Protocol):
+    """Durable session data: the append-only transcript and the compaction state.
+
+    The Redis implementation is the production one; the in-memory one serves tests and
+    single-process tools. Both pass `tests/test_store_contract.py`.
+    """
+
+    async def append_turn(self, session_id: str, draft: TurnDraft) -> Turn:
+        """Append and return the turn with its absolute `seq` (one round trip)."""
+        ...
+
+    async def get_turns(self, session_id: str, start: int, end: int) -> list[Turn]:
+        """Turns with `start <= seq < end`, in order."""
+        ...
+
+    async def turn_count(self, session_id: str) -> int: ...
+
+    async def load_state(self, session_id: str) -> CompactionState: ...
+
+    async def commit_fold(self, session_id: str, commit: FoldCommit) -> bool:
+        """Atomically write summary + cursor and drop consumed notes, only if the stored
+        cursor still equals `commit.expected_cursor`. Returns False for a stale fold."""
+        ...
+
+    async def record_failure(
+        self, session_id: str, *, expected_cursor: int, failures: int, next_retry_at: float
+    ) -> bool:
+        """Store the failure count and retry time unless the cursor moved meanwhile."""
+        ...
+
+    async def add_pending_notes(self, session_id: str, notes: Sequence[Note], max_pending: int) -> int:
+        """Queue evicted notes for the next fold. Returns how many old notes were dropped
+        to keep the queue within `max_pending` (also added to `notes_dropped`)."""
+        ...
+
+    async def pending_notes(self, session_id: str) -> list[Note]:
+        """Pending notes ordered by time."""
+        ...
+
+    async def save_live_notes(self, session_id: str, notes: Sequence[Note]) -> None: ...
+
+    async def load_live_notes(self, session_id: str) -> list[Note]: ...
+
+    async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool: ...
+
+    async def release_lock(self, session_id: str, owner: str) -> None: ...
+
+    async def save_meta(self, session_id: str, meta: Mapping[str, str]) -> None: ...
+
+    async def load_meta(self, session_id: str) -> dict[str, str]: ...
+
+    async def delete_session(self, session_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenCount:
+    tokens: int
+    exact: bool
+
+    def display(self) -> str:
+        """`77k` when exact, `~77k` when estimated."""
+        value = f"{self.tokens / 1000:.0f}k" if self.tokens >= 1000 else str(self.tokens)
+        return value if self.exact else f"~{value}"
+
+
+class TokenCounter(Protocol):
+    def count_text(self, text: str) -> TokenCount: ...
+
+    def count_messages(self, messages: Sequence[Mapping[str, str]]) -> TokenCount: ...
