@@ -215,3 +215,7 @@ class ContextSnapshot:
     total_turns: int
     in_flight: bool = False
     live_notes: tuple[Note, ...] = ()
+
+
+class StoreUnavailable(Exception):
+    """The session store could not be reached; callers degrade, they do not crash."""

@@ -1,0 +1,180 @@
+"""PyAV adapter for PCM conversion and audio files; the only importer of `av`.
+
+Everything the hearing pipeline analyses is 16 kHz mono int16 (Whisper's input rate).
+Discord hands us 48 kHz stereo s16 in 20 ms frames; files come in whatever they were
+written in. PyAV bundles FFmpeg's resampler and libopus, so no other audio library is
+needed (faster-whisper already depends on it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import numpy as np
+import numpy.typing as npt
+
+TARGET_RATE = 16_000
+"""The rate the segmenter, the VAD and Whisper work at."""
+
+DISCORD_RATE = 48_000
+DISCORD_CHANNELS = 2
+
+PcmInt16 = npt.NDArray[np.int16]
+PcmFloat32 = npt.NDArray[np.float32]
+
+_LAYOUTS = {1: "mono", 2: "stereo"}
+
+
+def _layout(channels: int) -> str:
+    try:
+        return _LAYOUTS[channels]
+    except KeyError:
+        raise ValueError(f"unsupported channel count {channels} (1 or 2)") from None
+
+
+class PcmResampler:
+    """Stateful converter of one speaker's stream: interleaved s16 PCM → 16 kHz mono int16.
+
+    Stateful because the resampler's filter spans frame boundaries: converting each 20 ms
+    frame on its own would click at every edge. One instance per speaker stream.
+    """
+
+    __slots__ = ("_channels", "_resampler", "_sample_rate", "_target_rate")
+
+    def __init__(
+        self, *, sample_rate: int = DISCORD_RATE, channels: int = DISCORD_CHANNELS, target_rate: int = TARGET_RATE
+    ) -> None:
+        _layout(channels)
+        if sample_rate <= 0 or target_rate <= 0:
+            raise ValueError("sample rates must be positive")
+        self._sample_rate = sample_rate
+        self._channels = channels
+        self._target_rate = target_rate
+        # Same rate needs no filter: a plain downmix is exact and ~50x cheaper.
+        self._resampler: av.AudioResampler | None = None
+        if sample_rate != target_rate:
+            self._resampler = av.AudioResampler(format="s16", layout="mono", rate=target_rate)
+
+    @property
+    def sample_rate(self) -> int:
+        return self._sample_rate
+
+    @property
+    def channels(self) -> int:
+        return self._channels
+
+    def convert(self, pcm: bytes | PcmInt16) -> PcmInt16:
+        """Convert one chunk; the output may lag the input by the filter delay (a few ms)."""
+        samples = np.frombuffer(pcm, dtype=np.int16) if isinstance(pcm, bytes | bytearray | memoryview) else pcm
+        if samples.size % self._channels:
+            raise ValueError(f"PCM of {samples.size} samples is not a whole number of {self._channels}-channel frames")
+        if samples.size == 0:
+            return np.zeros(0, dtype=np.int16)
+        if self._resampler is None:
+            return downmix(samples, self._channels)
+        frame = av.AudioFrame.from_ndarray(
+            samples.reshape(1, -1), format="s16", layout=_layout(self._channels)
+        )
+        frame.sample_rate = self._sample_rate
+        return _join(self._resampler.resample(frame))
+
+    def flush(self) -> PcmInt16:
+        """Drain the filter's delay line at the end of a stream."""
+        if self._resampler is None:
+            return np.zeros(0, dtype=np.int16)
+        return _join(self._resampler.resample(None))
+
+
+def downmix(samples: PcmInt16, channels: int) -> PcmInt16:
+    """Average interleaved channels into mono (int16, no rate change)."""
+    if channels == 1:
+        return samples.astype(np.int16, copy=False)
+    mixed = samples.reshape(-1, channels).astype(np.int32).sum(axis=1) // channels
+    return mixed.astype(np.int16)
+
+
+def _join(frames: list[av.AudioFrame]) -> PcmInt16:
+    if not frames:
+        return np.zeros(0, dtype=np.int16)
+    return np.concatenate([f.to_ndarray().reshape(-1) for f in frames]).astype(np.int16, copy=False)
+
+
+def to_float32(pcm: PcmInt16) -> PcmFloat32:
+    """int16 → float32 in [-1, 1), the form Whisper and Silero take."""
+    return (pcm.astype(np.float32) / 32768.0).astype(np.float32, copy=False)
+
+
+def to_int16(audio: PcmFloat32) -> PcmInt16:
+    """float32 in [-1, 1] → int16, clipping instead of wrapping around."""
+    return (np.clip(audio, -1.0, 1.0) * 32767.0).astype(np.int16)
+
+
+def resample(
+    pcm: PcmInt16, *, sample_rate: int, channels: int = 1, target_rate: int = TARGET_RATE, target_channels: int = 1
+) -> PcmInt16:
+    """Convert a whole buffer at once (files, samples); returns interleaved int16."""
+    if sample_rate == target_rate and channels == target_channels:
+        return pcm.astype(np.int16, copy=False)
+    resampler = av.AudioResampler(format="s16", layout=_layout(target_channels), rate=target_rate)
+    frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1).astype(np.int16, copy=False), format="s16",
+                                       layout=_layout(channels))
+    frame.sample_rate = sample_rate
+    return np.concatenate([_join(resampler.resample(frame)), _join(resampler.resample(None))])
+
+
+def read_audio_file(path: Path | str, *, sample_rate: int = TARGET_RATE, channels: int = 1) -> PcmInt16:
+    """Decode any file FFmpeg reads (wav, ogg/opus, flac, mp3) into interleaved int16 at the
+    requested rate and channel count."""
+    resampler = av.AudioResampler(format="s16", layout=_layout(channels), rate=sample_rate)
+    chunks: list[PcmInt16] = []
+    with av.open(str(path)) as container:
+        stream = container.streams.audio[0]
+        for frame in container.decode(stream):
+            # Some demuxers hand out frames without pts; the resampler does not need them.
+            frame.pts = None
+            chunks.append(_join(resampler.resample(frame)))
+    chunks.append(_join(resampler.resample(None)))
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
+
+
+def write_opus_ogg(
+    path: Path | str, pcm: PcmInt16, *, sample_rate: int, bitrate: int = 24_000, encode_rate: int = 24_000
+) -> None:
+    """Encode mono int16 PCM as Opus in an Ogg container (the sample clips' format).
+
+    libopus only takes 8/12/16/24/48 kHz, so the audio is resampled to `encode_rate` first;
+    the encoder wants fixed 20 ms frames, which the resampler's `frame_size` produces.
+    """
+    frame_samples = encode_rate // 50
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=encode_rate, frame_size=frame_samples)
+    source = av.AudioFrame.from_ndarray(pcm.reshape(1, -1).astype(np.int16, copy=False), format="s16", layout="mono")
+    source.sample_rate = sample_rate
+    with av.open(str(path), "w", format="ogg") as container:
+        stream = container.add_stream("libopus", rate=encode_rate)
+        stream.layout = "mono"  # type: ignore[union-attr]
+        stream.bit_rate = bitrate
+        pts = 0
+        for frame in [*resampler.resample(source), *resampler.resample(None)]:
+            frame.pts = pts
+            pts += frame.samples
+            for packet in stream.encode(frame):  # type: ignore[union-attr]
+                container.mux(packet)
+        for packet in stream.encode(None):  # type: ignore[union-attr]
+            container.mux(packet)
+
+
+def write_wav(path: Path | str, pcm: PcmInt16, *, sample_rate: int = TARGET_RATE) -> None:
+    """Write mono int16 PCM as a WAV file (debugging, fixtures)."""
+    import wave
+
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(sample_rate)
+        out.writeframes(pcm.astype("<i2").tobytes())
+
+
+def duration_s(pcm: PcmInt16, sample_rate: int = TARGET_RATE) -> float:
+    """Seconds of mono audio, from the sample count."""
+    return float(pcm.size) / sample_rate

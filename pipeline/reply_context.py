@@ -1,0 +1,117 @@
+"""The brain's prompt: OpenAI chat messages for one reply (DESIGN.md section 4). Pure.
+
+Order:
+
+1. system: the persona and rules (`prompts/persona.txt`, `{bot_name}` filled in);
+2. system: participant memory, when there is any;
+3. system: `Earlier in this session (summary of turns 0–N): ...`, when a summary exists;
+4. system: `[N earlier turns not shown]`, only if the token guard hid turns;
+5. every verbatim turn of the snapshot (it starts at the compaction cursor), one message
+   each: people as `user` with `Speaker: text`; the bot's own spoken turns as `assistant`
+   with the bare text (a `Clanky:` prefix there teaches the model to say its own name
+   before every reply, which TTS then reads out); membership, effect and thought turns as
+   `user` lines tagged `[voice]`, `[effect]`, `[bot thought]` (see `pipeline.formatting`);
+6. the current turn, rendered the same way.
+
+Transcript text only ever appears inside the message of its own turn, behind its speaker
+label, never in a system message: what people say is data, and the persona says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.events import EventEmitter
+from pipeline.formatting import cap_text, render_turn_line
+from pipeline.models import CompactionPolicy, ContextSnapshot, Turn, TurnKind
+from pipeline.ports import TokenCount, TokenCounter
+from pipeline.prompts import render_prompt
+from pipeline.token_guard import GuardConfig, Message, TokenGuard
+
+PERSONA_PROMPT = "persona"
+MEMORY_HEADER = "What you remember about the people here:"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyContext:
+    """The messages for one reply, and what the token guard did to get them."""
+
+    messages: list[Message]
+    tokens: TokenCount
+    shown_seqs: tuple[int, ...]  # verbatim turns shown (the current turn not included)
+    pruned_seqs: tuple[int, ...]  # verbatim turns the guard hid, oldest first
+    urge_compaction: bool
+    history_budget: int
+
+
+def summary_header(covered_through_turn: int) -> str:
+    return f"Earlier in this session (summary of turns 0–{covered_through_turn}):"
+
+
+def turn_message(turn: Turn, *, cap: int) -> Message:
+    """One transcript turn as one chat message."""
+    if turn.kind is TurnKind.BOT:
+        # The bot's own words, as it said them: no name label (see the module docstring).
+        return {"role": "assistant", "content": cap_text(turn.text, cap)}
+    return {"role": "user", "content": render_turn_line(turn, cap)}
+
+
+def system_prompt(bot_name: str, persona: str | None = None) -> str:
+    """The persona text (the `persona` prompt unless given) with `{bot_name}` filled in."""
+    if persona is None:
+        return render_prompt(PERSONA_PROMPT, bot_name=bot_name)
+    return persona.replace("{bot_name}", bot_name)
+
+
+def build_reply_messages(
+    snapshot: ContextSnapshot,
+    current: Turn,
+    *,
+    bot_name: str,
+    counter: TokenCounter,
+    context_limit: int,
+    persona: str | None = None,
+    participant_memory: str | None = None,
+    policy: CompactionPolicy | None = None,
+    guard: TokenGuard | None = None,
+    guard_config: GuardConfig | None = None,
+    events: EventEmitter | None = None,
+) -> ReplyContext:
+    """The chat messages for replying to `current`, given the session's snapshot.
+
+    Pass the session's own `guard` so pruning has hysteresis across replies; without one a
+    fresh guard (built from `guard_config`) judges this call alone.
+    """
+    cap = (policy or CompactionPolicy()).turn_text_cap_chars
+    system: list[Message] = [{"role": "system", "content": system_prompt(bot_name, persona)}]
+    memory = (participant_memory or "").strip()
+    if memory:
+        system.append({"role": "system", "content": f"{MEMORY_HEADER}\n{memory}"})
+    summary = snapshot.summary.strip()
+    if summary:
+        header = summary_header(snapshot.covered_through_turn)
+        system.append({"role": "system", "content": f"{header}\n{summary}"})
+
+    # The snapshot starts at the cursor; anything older is already in the summary. The
+    # current turn may already be the snapshot's newest turn: show it once, last.
+    verbatim = [
+        (turn.seq, turn_message(turn, cap=cap))
+        for turn in snapshot.turns
+        if turn.seq >= snapshot.cursor and turn.seq != current.seq
+    ]
+    result = (guard or TokenGuard(guard_config)).apply(
+        system_messages=system,
+        turn_messages=verbatim,
+        current_messages=[turn_message(current, cap=cap)],
+        counter=counter,
+        context_limit=context_limit,
+        events=events,
+    )
+    return ReplyContext(
+        messages=result.messages,
+        tokens=result.tokens,
+        shown_seqs=result.shown_seqs,
+        pruned_seqs=result.pruned_seqs,
+        urge_compaction=result.urge_compaction,
+        history_budget=result.history_budget,
+    )

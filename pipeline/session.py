@@ -1,0 +1,281 @@
+"""One conversation session: the append path, the verbatim window, notes and the compactor.
+
+Everything that produces turns (speech, the bot's replies, membership, replayed files)
+goes through `ConversationSession.append`; every model entry point calls `trigger()` and
+reads `snapshot()`.
+
+Memory stays bounded by the compactor: the in-memory window holds the turns from the
+cursor on, and a turn leaves it only after a fold has committed it into the summary. If
+the store is unreachable, turns are kept in an unsynced queue with provisional seqs and
+written in order once it is back; compaction waits meanwhile (nothing is lost, nothing is
+folded that the store does not hold).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Sequence
+
+import structlog
+
+from pipeline.compactor import RollingCompactor
+from pipeline.events import EventEmitter
+from pipeline.models import (
+    CompactionPolicy,
+    CompactionState,
+    ContextSnapshot,
+    FoldPlan,
+    Note,
+    Skip,
+    StoreUnavailable,
+    Turn,
+    TurnDraft,
+)
+from pipeline.notes import NoteBuffer
+from pipeline.ports import Clock, SessionStore, Summarizer
+
+log = structlog.get_logger("longcall.session")
+
+
+class TurnWindow:
+    """Turns from the cursor to the newest, in seq order. A deque: appends and folds are O(1)
+    per turn, and nothing here ever walks the whole session history."""
+
+    __slots__ = ("_turns",)
+
+    def __init__(self, turns: Sequence[Turn] = ()) -> None:
+        self._turns: deque[Turn] = deque(turns)
+
+    def __len__(self) -> int:
+        return len(self._turns)
+
+    def append(self, turn: Turn) -> None:
+        self._turns.append(turn)
+
+    @property
+    def first_seq(self) -> int | None:
+        return self._turns[0].seq if self._turns else None
+
+    def between(self, start: int, end: int) -> list[Turn] | None:
+        """Turns with start <= seq < end if all are in memory, else None."""
+        first = self.first_seq
+        if first is None or start < first or end > first + len(self._turns):
+            return None
+        return [self._turns[i] for i in range(start - first, end - first)]
+
+    def drop_before(self, seq: int) -> int:
+        dropped = 0
+        while self._turns and self._turns[0].seq < seq:
+            self._turns.popleft()
+            dropped += 1
+        return dropped
+
+    def all(self) -> tuple[Turn, ...]:
+        return tuple(self._turns)
+
+
+class ConversationSession:
+    """Create with `await ConversationSession.open(...)`, then run `run()` in a TaskGroup."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        store: SessionStore,
+        summarizer: Summarizer | None,
+        fallback: Summarizer | None,
+        policy: CompactionPolicy,
+        clock: Clock,
+        events: EventEmitter,
+        bot_name: str,
+        state: CompactionState,
+        total: int,
+        window: Sequence[Turn],
+        live_notes: Sequence[Note],
+    ) -> None:
+        self.session_id = session_id
+        self.store = store
+        self.policy = policy
+        self.clock = clock
+        self.events = events
+        self.bot_name = bot_name
+        self._total = total
+        self._window = TurnWindow(window)
+        self._notes = NoteBuffer(policy, list(live_notes))
+        self._unsynced: deque[Turn] = deque()
+        self._unsynced_notes: list[Note] = []
+        self.compactor = RollingCompactor(
+            session_id=session_id,
+            store=store,
+            summarizer=summarizer,
+            fallback=fallback,
+            policy=policy,
+            clock=clock,
+            events=events,
+            bot_name=bot_name,
+            state=state,
+            turn_source=self._window.between,
+        )
+        self.compactor.on_commit(self._on_commit)
+
+    @classmethod
+    async def open(
+        cls,
+        *,
+        session_id: str,
+        store: SessionStore,
+        summarizer: Summarizer | None,
+        fallback: Summarizer | None,
+        policy: CompactionPolicy,
+        clock: Clock,
+        events: EventEmitter,
+        bot_name: str,
+    ) -> ConversationSession:
+        """Load (or resume) a session from the store: summary, cursor, window, notes."""
+        state = await store.load_state(session_id)
+        total = await store.turn_count(session_id)
+        window = await store.get_turns(session_id, state.cursor, total)
+        live = await store.load_live_notes(session_id)
+        if total:
+            log.info(
+                "session_resumed",
+                session_id=session_id,
+                total_turns=total,
+                cursor=state.cursor,
+                summary_chars=len(state.summary),
+                live_notes=len(live),
+            )
+        return cls(
+            session_id=session_id,
+            store=store,
+            summarizer=summarizer,
+            fallback=fallback,
+            policy=policy,
+            clock=clock,
+            events=events,
+            bot_name=bot_name,
+            state=state,
+            total=total,
+            window=window,
+            live_notes=live,
+        )
+
+    # -- writes ------------------------------------------------------------------------------
+
+    @property
+    def total_turns(self) -> int:
+        return self._total
+
+    @property
+    def unsynced_count(self) -> int:
+        return len(self._unsynced)
+
+    async def append(self, draft: TurnDraft) -> Turn:
+        """Append a turn durably (or queue it if the store is down), then trigger compaction."""
+        await self.resync()
+        if self._unsynced:
+            turn = self._queue_unsynced(draft)
+        else:
+            try:
+                turn = await self.store.append_turn(self.session_id, draft)
+            except StoreUnavailable:
+                turn = self._queue_unsynced(draft)
+        if turn.seq != self._total:
+            # Another writer appended to this session; re-anchor on the store's numbering.
+            log.warning("transcript_seq_gap", session_id=self.session_id, expected=self._total, got=turn.seq)
+        self._total = turn.seq + 1
+        self._window.append(turn)
+        self.trigger()
+        return turn
+
+    def _queue_unsynced(self, draft: TurnDraft) -> Turn:
+        turn = Turn.from_draft(draft, self._total)
+        self._unsynced.append(turn)
+        if len(self._unsynced) == 1:
+            log.warning("transcript_store_degraded", session_id=self.session_id, first_unsynced_seq=turn.seq)
+        return turn
+
+    async def resync(self) -> bool:
+        """Write queued turns and notes in order. True when nothing is left unsynced."""
+        while self._unsynced:
+            turn = self._unsynced[0]
+            draft = TurnDraft(
+                kind=turn.kind,
+                speaker_id=turn.speaker_id,
+                speaker_name=turn.speaker_name,
+                text=turn.text,
+                started_at=turn.started_at,
+                ended_at=turn.ended_at,
+                source=turn.source,
+                confidence=turn.confidence,
+            )
+            try:
+                stored = await self.store.append_turn(self.session_id, draft)
+            except StoreUnavailable:
+                return False
+            if stored.seq != turn.seq:
+                log.warning("transcript_resync_seq_mismatch", provisional=turn.seq, stored=stored.seq)
+            self._unsynced.popleft()
+            if not self._unsynced:
+                log.info("transcript_store_recovered", session_id=self.session_id, total_turns=self._total)
+        if self._unsynced_notes:
+            try:
+                await self._persist_notes(self._unsynced_notes)
+            except StoreUnavailable:
+                return False
+            self._unsynced_notes = []
+        return True
+
+    async def add_note(self, note: Note) -> None:
+        """Add a screen-watch note; evicted notes queue for the next fold."""
+        evicted = self._notes.add(note)
+        try:
+            await self._persist_notes(evicted)
+        except StoreUnavailable:
+            self._unsynced_notes.extend(evicted)
+
+    async def _persist_notes(self, evicted: Sequence[Note]) -> None:
+        if evicted:
+            dropped = await self.store.add_pending_notes(self.session_id, evicted, self.policy.pending_notes_max)
+            if dropped:
+                log.warning("pending_notes_dropped", session_id=self.session_id, dropped=dropped)
+        await self.store.save_live_notes(self.session_id, self._notes.notes)
+
+    # -- the trigger helper and reads ---------------------------------------------------------
+
+    def trigger(self) -> FoldPlan | Skip:
+        """The one compaction trigger, called from every model entry point. Never blocks."""
+        return self.compactor.request(self._total, hold=bool(self._unsynced))
+
+    def snapshot(self) -> ContextSnapshot:
+        state = self.compactor.state
+        return ContextSnapshot(
+            summary=state.summary,
+            cursor=state.cursor,
+            covered_through_turn=state.covered_through_turn,
+            turns=self._window.all(),
+            total_turns=self._total,
+            in_flight=self.compactor.in_flight,
+            live_notes=self._notes.notes,
+        )
+
+    def _on_commit(self, state: CompactionState) -> None:
+        self._window.drop_before(state.cursor)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """The session's compactor task; run it inside the owner's TaskGroup."""
+        await self.compactor.run()
+
+    async def settle(self) -> None:
+        """Wait until no fold is in flight (replay, tests and clean shutdown)."""
+        await asyncio.sleep(0)
+        await self.compactor.wait_idle()
+
+    async def close(self) -> None:
+        """Stop new folds, let the in-flight one finish, write anything still queued."""
+        self.compactor.end()
+        await self.settle()
+        await self.resync()

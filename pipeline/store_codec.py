@@ -1,0 +1,68 @@
+"""Serialisation of turns, notes and state for the stores (compact JSON, stable keys)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from pipeline.models import CompactionState, Note, Turn, TurnDraft, TurnKind
+
+
+def encode_draft(draft: TurnDraft) -> str:
+    """A stored turn has no seq: its position in the append-only list is its seq."""
+    payload: dict[str, object] = {
+        "k": draft.kind.value,
+        "sid": draft.speaker_id,
+        "sn": draft.speaker_name,
+        "x": draft.text,
+        "s": round(draft.started_at, 3),
+        "e": round(draft.ended_at, 3),
+        "src": draft.source,
+    }
+    if draft.confidence is not None:
+        payload["c"] = round(draft.confidence, 4)
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_turn(raw: str | bytes, seq: int) -> Turn:
+    data = json.loads(raw)
+    return Turn(
+        seq=seq,
+        kind=TurnKind(data["k"]),
+        speaker_id=data["sid"],
+        speaker_name=data["sn"],
+        text=data["x"],
+        started_at=float(data["s"]),
+        ended_at=float(data["e"]),
+        source=data.get("src", "text"),
+        confidence=data.get("c"),
+    )
+
+
+def encode_note(note: Note) -> str:
+    return json.dumps(
+        {"id": note.note_id, "at": note.at, "by": note.by, "x": note.text, "why": note.why, "src": note.source},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def decode_note(raw: str | bytes) -> Note:
+    data = json.loads(raw)
+    return Note(
+        note_id=data["id"], at=float(data["at"]), by=data["by"], text=data["x"], why=data.get("why", ""),
+        source=data.get("src", "screen"),
+    )
+
+
+def decode_state(fields: Mapping[str, str]) -> CompactionState:
+    last_at = fields.get("last_at")
+    return CompactionState(
+        summary=fields.get("summary", ""),
+        cursor=int(fields.get("cursor", 0)),
+        covered_through_turn=int(fields.get("covered_through_turn", -1)),
+        last_at=float(last_at) if last_at not in (None, "") else None,
+        failures=int(fields.get("failures", 0)),
+        next_retry_at=float(fields.get("next_retry_at", 0.0)),
+        notes_dropped=int(fields.get("notes_dropped", 0)),
+    )

@@ -1,0 +1,142 @@
+"""The offline extractive summarizer: no network, speaker-attributed, bounded.
+
+Used when no API key is configured and as the compactor's fallback when the model keeps
+failing. The summary is a list of facts, one a line, each attributed to who said it:
+
+    - Bob: I keep dying as Hulk on this map
+    - [screen] James: Marvel Rivals, Tokyo map
+
+Each fold scores the sentences of the new batch (names, numbers, commitments, questions
+and preferences score high; filler scores nothing), keeps the best sentence of each turn
+that says something, merges them with the facts already in the summary, and, when the
+result is over budget, drops the lowest-scoring facts first (the oldest among equals). The
+previous summary's facts are re-scored with the same function, so an early, salient fact
+("Bob keeps dying as Hulk") outlives later chatter.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.formatting import cap_text, one_line
+from pipeline.models import SummaryRequest, SummaryResult, Turn, TurnKind
+
+MODEL_NAME = "offline-extractive"
+FACT_CAP_CHARS = 120
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[A-Za-z0-9']+")
+_FILLER = re.compile(
+    r"\b(um+|uh+|erm|hmm+|you know|i mean|like,|okay so|ok so|so yeah|yeah|yep|lol|lmao|haha+)\b[,.]?\s*",
+    re.IGNORECASE,
+)
+_KEYWORDS = (
+    "decide", "agree", "let's", "lets ", "we'll", "i'll", "promise", "plan", "going to", "gonna",
+    "bet", "remember", "tomorrow", "tonight", "next", "deadline", "main", "favorite", "favourite",
+    "always", "keep", "never", "hate", "love", "need", "should", "must", "because", "birthday",
+    "named", "called", "owe", "buy", "bought", "rank", "won", "lost", "record", "exam", "due",
+)
+_STOP_CAPS = frozenset({"I", "I'm", "I'll", "I've", "I'd", "OK", "Okay", "Yeah", "Oh", "So", "And", "But"})
+
+
+def salience(text: str) -> float:
+    """How worth keeping a sentence is. Pure and deterministic: old facts re-score the same."""
+    words = _WORD.findall(text)
+    if len(words) < 3:
+        return 0.0
+    score = 1.0
+    caps = [w for w in words[1:] if w[0].isupper() and w not in _STOP_CAPS]
+    score += min(3, len(caps)) * 1.5
+    if any(ch.isdigit() for ch in text):
+        score += 1.0
+    lowered = text.lower()
+    score += 2.0 * min(2, sum(1 for k in _KEYWORDS if k in lowered))
+    if text.rstrip().endswith("?"):
+        score += 1.0
+    if 6 <= len(words) <= 25:
+        score += 0.5
+    if len(words) < 5:
+        score -= 1.0
+    return max(score, 0.0)
+
+
+def _condense(text: str) -> str:
+    return cap_text(_FILLER.sub("", one_line(text)).strip(" ,"), FACT_CAP_CHARS)
+
+
+def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
+    if turn.kind is TurnKind.MEMBERSHIP:
+        return (0.5, f"- {one_line(turn.speaker_name)} {_condense(turn.text)}")
+    if turn.kind not in (TurnKind.SPEECH, TurnKind.BOT):
+        return None
+    best: tuple[float, str] | None = None
+    for sentence in _SENTENCE_SPLIT.split(one_line(turn.text)):
+        condensed = _condense(sentence)
+        score = salience(condensed)
+        if turn.kind is TurnKind.BOT or turn.speaker_name == bot_name:
+            score -= 1.5  # the bot's own words matter less than the people's
+        if best is None or score > best[0]:
+            best = (score, condensed)
+    if best is None or best[0] < 2.0 or not best[1]:
+        return None
+    return (best[0], f"- {one_line(turn.speaker_name)}: {best[1]}")
+
+
+def _fact_score(line: str) -> float:
+    body = line.split(":", 1)[1] if ":" in line else line
+    bonus = 1.0 if line.startswith("- [screen]") else 0.0
+    return salience(body) + bonus
+
+
+def _key(line: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(line) if len(w) > 3)
+
+
+class OfflineSummarizer:
+    """Extractive, deterministic, instant. Never raises for well-formed input."""
+
+    @property
+    def model(self) -> str:
+        return MODEL_NAME
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return SummaryResult(text=summarize_extractive(request), model=MODEL_NAME)
+
+
+def summarize_extractive(request: SummaryRequest) -> str:
+    facts: list[tuple[float, int, str]] = []  # (score, order, line)
+    order = 0
+    for line in request.previous_summary.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith("- "):
+            line = f"- {line}"  # a summary written by another summarizer: keep it as facts
+        facts.append((_fact_score(line), order, cap_text(line, FACT_CAP_CHARS + 24)))
+        order += 1
+    seen = [_key(f[2]) for f in facts]
+    new_items: list[tuple[float, float, str]] = [
+        (n.at, 3.0 + salience(n.text), f"- [screen] {one_line(n.by)}: {_condense(n.text)}") for n in request.notes
+    ]
+    for turn in request.turns:
+        fact = _turn_fact(turn, request.bot_name)
+        if fact is not None:
+            new_items.append((turn.started_at, fact[0], fact[1]))
+    for _, score, line in sorted(new_items, key=lambda item: item[0]):
+        key = _key(line)
+        # Near-duplicates (same content words mostly) add nothing; keep the first telling.
+        if key and any(len(key & other) >= 0.8 * len(key) for other in seen if other):
+            continue
+        seen.append(key)
+        facts.append((score, order, line))
+        order += 1
+    kept = sorted(facts, key=lambda f: f[1])
+    budget = request.max_chars
+    while kept and len("\n".join(f[2] for f in kept)) > budget:
+        weakest = min(kept, key=lambda f: (f[0], f[1]))
+        kept.remove(weakest)
+    if not kept and request.turns:
+        # Nothing salient (all filler): still fold, so the cursor moves and nothing is stuck.
+        speakers = ", ".join(sorted({one_line(t.speaker_name) for t in request.turns}))
+        kept = [(0.0, 0, f"- Small talk between {speakers}.")]
+    return "\n".join(f[2] for f in kept)

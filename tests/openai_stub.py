@@ -1,0 +1,139 @@
+"""A local OpenAI-compatible HTTP server for tests: the real `openai` client talks to it.
+
+Only OpenAI's models are faked, at the network boundary. Each endpoint pops a scripted
+`Reply` (default: a canned success) and records the request it got.
+
+    async with OpenAIStub() as stub:
+        stub.chat.append(Reply(text="summary"))
+        client = openai.AsyncOpenAI(api_key="test", base_url=stub.base_url)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass(slots=True)
+class Reply:
+    text: str | None = "ok"
+    status: int = 200
+    delay_s: float = 0.0
+    raw_body: bytes | None = None  # sent as-is (malformed JSON tests)
+    audio: bytes | None = None  # for /audio/speech
+    no_choices: bool = False
+
+
+@dataclass(slots=True)
+class Recorded:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+
+
+class OpenAIStub:
+    def __init__(self) -> None:
+        self.chat: list[Reply] = []
+        self.speech: list[Reply] = []
+        self.requests: list[Recorded] = []
+        self.default_chat_text = "ok"
+        self.default_speech_audio = b""
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def bodies(self, path_suffix: str) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.path.endswith(path_suffix)]
+
+    async def __aenter__(self) -> OpenAIStub:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/audio/speech", self._speech)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _record(self, request: web.Request) -> dict[str, Any]:
+        body = await request.json()
+        self.requests.append(Recorded(path=request.path, body=body, headers=dict(request.headers)))
+        return body
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        reply = self.chat.pop(0) if self.chat else Reply(text=self.default_chat_text)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        if reply.raw_body is not None:
+            return web.Response(body=reply.raw_body, status=reply.status, content_type="application/json")
+        if reply.status != 200:
+            return web.json_response(
+                {"error": {"message": "scripted error", "type": "server_error", "code": None}}, status=reply.status
+            )
+        if body.get("stream"):
+            return await self._stream_chat(request, body, reply)
+        choices = [] if reply.no_choices else [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}
+        ]
+        return web.json_response(
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "test"),
+                "choices": choices,
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
+
+    async def _stream_chat(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        words = (reply.text or "").split(" ")
+        for i, word in enumerate(words):
+            chunk = {
+                "id": "chatcmpl-test",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": body.get("model", "test"),
+                "choices": [{"index": 0, "delta": {"content": word + (" " if i < len(words) - 1 else "")}}],
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def _speech(self, request: web.Request) -> web.StreamResponse:
+        await self._record(request)
+        reply = self.speech.pop(0) if self.speech else Reply(audio=self.default_speech_audio)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        if reply.status != 200:
+            return web.json_response({"error": {"message": "scripted error"}}, status=reply.status)
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        await response.prepare(request)
+        audio = reply.audio or b""
+        for i in range(0, len(audio), 4096):  # streamed in chunks, as the real endpoint does
+            await response.write(audio[i : i + 4096])
+        await response.write_eof()
+        return response

@@ -1,0 +1,123 @@
+"""One contract, two stores: the Redis store and the in-memory store behave the same."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from pipeline.models import FoldCommit, Note, StoreUnavailable, TurnDraft, TurnKind
+from pipeline.ports import SessionStore
+from pipeline.redis_server import PrivateRedisServer
+from pipeline.store_memory import InMemorySessionStore
+from pipeline.store_redis import RedisSessionStore
+
+
+def draft(i: int, speaker: str = "Alice") -> TurnDraft:
+    return TurnDraft(
+        kind=TurnKind.SPEECH,
+        speaker_id=speaker.lower(),
+        speaker_name=speaker,
+        text=f"line {i} — ünïcode ok",
+        started_at=float(i),
+        ended_at=i + 0.5,
+        confidence=0.9,
+    )
+
+
+def note(i: int, at: float) -> Note:
+    return Note(note_id=f"n{i}", at=at, by="James", text=f"screen {i}", why="shared")
+
+
+@pytest.fixture(params=["redis", "memory"])
+async def store(request: pytest.FixtureRequest, redis_server: PrivateRedisServer) -> AsyncIterator[SessionStore]:
+    if request.param == "redis":
+        redis_store = RedisSessionStore.from_url(redis_server.url)
+        yield redis_store
+        await redis_store.aclose()
+    else:
+        yield InMemorySessionStore()
+
+
+async def test_append_assigns_absolute_seq_and_reads_ranges(store: SessionStore, session_id: str) -> None:
+    """Appends get seq 0,1,2,... and ranges read back by seq, not list index."""
+    turns = [await store.append_turn(session_id, draft(i)) for i in range(25)]
+    assert list(range(25)) == [t.seq for t in turns]
+    assert 25 == await store.turn_count(session_id)
+    got = await store.get_turns(session_id, 10, 20)
+    assert list(range(10, 20)) == [t.seq for t in got]
+    assert turns[10:20] == got
+    assert [] == await store.get_turns(session_id, 30, 40)
+
+
+async def test_commit_fold_is_compare_and_set(store: SessionStore, session_id: str) -> None:
+    """A fold commits only from the cursor it started at; a stale one changes nothing."""
+    await store.add_pending_notes(session_id, [note(1, 1.0), note(2, 50.0)], max_pending=10)
+    first = FoldCommit(
+        expected_cursor=0, summary="S1", new_cursor=10, covered_through_turn=9, last_at=12.0,
+        consumed_note_ids=("n1",),
+    )
+    assert await store.commit_fold(session_id, first)
+    stale = FoldCommit(expected_cursor=0, summary="STALE", new_cursor=10, covered_through_turn=9, last_at=13.0)
+    assert not await store.commit_fold(session_id, stale)
+    state = await store.load_state(session_id)
+    assert ("S1", 10, 9, 12.0) == (state.summary, state.cursor, state.covered_through_turn, state.last_at)
+    assert ["n2"] == [n.note_id for n in await store.pending_notes(session_id)]
+
+
+async def test_failure_record_is_conditional(store: SessionStore, session_id: str) -> None:
+    """Failure counts are stored for the current cursor and cleared by the next commit."""
+    assert await store.record_failure(session_id, expected_cursor=0, failures=2, next_retry_at=9.5)
+    assert not await store.record_failure(session_id, expected_cursor=10, failures=3, next_retry_at=1.0)
+    state = await store.load_state(session_id)
+    assert (2, 9.5) == (state.failures, state.next_retry_at)
+    await store.commit_fold(
+        session_id, FoldCommit(expected_cursor=0, summary="S", new_cursor=10, covered_through_turn=9, last_at=1.0)
+    )
+    state = await store.load_state(session_id)
+    assert (0, 0.0) == (state.failures, state.next_retry_at)
+
+
+async def test_pending_notes_are_bounded_and_drops_counted(store: SessionStore, session_id: str) -> None:
+    """Past the bound the oldest pending notes go, and the drop is counted in the state."""
+    dropped = await store.add_pending_notes(session_id, [note(i, float(i)) for i in range(7)], max_pending=5)
+    assert 2 == dropped
+    assert ["n2", "n3", "n4", "n5", "n6"] == [n.note_id for n in await store.pending_notes(session_id)]
+    assert 2 == (await store.load_state(session_id)).notes_dropped
+
+
+async def test_live_notes_meta_and_delete(store: SessionStore, session_id: str) -> None:
+    """Live notes and metadata round-trip; delete removes the whole session."""
+    await store.save_live_notes(session_id, [note(1, 1.0), note(2, 2.0)])
+    await store.save_meta(session_id, {"channel_id": "42", "guild_id": "7"})
+    await store.append_turn(session_id, draft(0))
+    assert ["n1", "n2"] == [n.note_id for n in await store.load_live_notes(session_id)]
+    assert {"channel_id": "42", "guild_id": "7"} == await store.load_meta(session_id)
+    await store.delete_session(session_id)
+    assert 0 == await store.turn_count(session_id)
+    assert {} == await store.load_meta(session_id)
+    assert [] == await store.load_live_notes(session_id)
+
+
+async def test_lock_has_one_owner(store: SessionStore, session_id: str) -> None:
+    """Only one owner holds the fold lock; only the owner releases it."""
+    assert await store.acquire_lock(session_id, "a", ttl_s=30)
+    assert not await store.acquire_lock(session_id, "b", ttl_s=30)
+    await store.release_lock(session_id, "b")
+    assert not await store.acquire_lock(session_id, "b", ttl_s=30)
+    await store.release_lock(session_id, "a")
+    assert await store.acquire_lock(session_id, "b", ttl_s=30)
+
+
+async def test_redis_outage_raises_store_unavailable(session_id: str) -> None:
+    """A dead Redis becomes StoreUnavailable, and the message holds no URL or password."""
+    server = PrivateRedisServer()
+    server.start()
+    url = server.url.replace("redis://", "redis://:s3cret-pass@")
+    store = RedisSessionStore.from_url(url, timeout_s=0.5)
+    server.stop()
+    with pytest.raises(StoreUnavailable) as info:
+        await store.append_turn(session_id, draft(0))
+    assert "s3cret" not in str(info.value)
+    assert "127.0.0.1" not in str(info.value)
+    await store.aclose()
