@@ -90,7 +90,7 @@ def downmix(samples: PcmInt16, channels: int) -> PcmInt16:
     """Average interleaved channels into mono (int16, no rate change)."""
     if channels == 1:
         return samples.astype(np.int16, copy=False)
-    mixed = samples.reshape(-1, channels).astype(np.int32).sum(axis=1) // channels
+    mixed: npt.NDArray[np.int32] = samples.reshape(-1, channels).astype(np.int32).sum(axis=1) // channels
     return mixed.astype(np.int16)
 
 
@@ -152,15 +152,15 @@ def write_opus_ogg(
     source.sample_rate = sample_rate
     with av.open(str(path), "w", format="ogg") as container:
         stream = container.add_stream("libopus", rate=encode_rate)
-        stream.layout = "mono"  # type: ignore[union-attr]
+        stream.layout = "mono"
         stream.bit_rate = bitrate
         pts = 0
         for frame in [*resampler.resample(source), *resampler.resample(None)]:
             frame.pts = pts
             pts += frame.samples
-            for packet in stream.encode(frame):  # type: ignore[union-attr]
+            for packet in stream.encode(frame):
                 container.mux(packet)
-        for packet in stream.encode(None):  # type: ignore[union-attr]
+        for packet in stream.encode(None):
             container.mux(packet)
 
 

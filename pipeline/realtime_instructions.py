@@ -134,9 +134,7 @@ class _LineSection:
 
     __slots__ = ("heading", "kept", "keys", "layout", "lines", "next", "section", "stopped")
 
-    def __init__(
-        self, layout: _Layout, section: Section, heading: str, lines: Sequence[tuple[int, str]]
-    ) -> None:
+    def __init__(self, layout: _Layout, section: Section, heading: str, lines: Sequence[tuple[int, str]]) -> None:
         self.layout = layout
         self.section = section
         self.heading = heading
@@ -213,14 +211,12 @@ def build_realtime_instructions(
     core = core.replace("{bot_name}", bot_name).strip()
     if len(core) > budget_chars:
         core = clamp_at_sentence(core, budget_chars)
-        layout.shortened.append(Section.PERSONA.value)
+        (layout.shortened if core else layout.dropped).append(Section.PERSONA.value)
     if core:
         layout.blocks[Section.PERSONA] = core
 
     if current is not None:
-        layout.add_text(
-            Section.CURRENT_TURN, HEADERS[Section.CURRENT_TURN], render_turn_line(current, turn_text_cap)
-        )
+        layout.add_text(Section.CURRENT_TURN, HEADERS[Section.CURRENT_TURN], render_turn_line(current, turn_text_cap))
 
     exclude = current.seq if current is not None else None
     turn_lines = [

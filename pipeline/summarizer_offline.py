@@ -46,7 +46,7 @@ def salience(text: str) -> float:
         return 0.0
     score = 1.0
     caps = [w for w in words[1:] if w[0].isupper() and w not in _STOP_CAPS]
-    score += min(3, len(caps)) * 1.5
+    score += min(3, len(caps)) * 1.0
     if any(ch.isdigit() for ch in text):
         score += 1.0
     lowered = text.lower()
@@ -69,17 +69,22 @@ def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
         return (0.5, f"- {one_line(turn.speaker_name)} {_condense(turn.text)}")
     if turn.kind not in (TurnKind.SPEECH, TurnKind.BOT):
         return None
-    best: tuple[float, str] | None = None
-    for sentence in _SENTENCE_SPLIT.split(one_line(turn.text)):
-        condensed = _condense(sentence)
-        score = salience(condensed)
-        if turn.kind is TurnKind.BOT or turn.speaker_name == bot_name:
-            score -= 1.5  # the bot's own words matter less than the people's
-        if best is None or score > best[0]:
-            best = (score, condensed)
-    if best is None or best[0] < 2.0 or not best[1]:
+    penalty = 1.5 if turn.kind is TurnKind.BOT or turn.speaker_name == bot_name else 0.0
+    scored = [
+        (salience(c) - penalty, i, c)
+        for i, c in enumerate(_condense(s) for s in _SENTENCE_SPLIT.split(one_line(turn.text)))
+        if c
+    ]
+    # The bot's own words matter less than the people's (penalty). Keep the best sentence,
+    # and a second one from the same turn when it also says something and both fit.
+    top = sorted(scored, reverse=True)[:2]
+    if not top or top[0][0] < 2.0:
         return None
-    return (best[0], f"- {one_line(turn.speaker_name)}: {best[1]}")
+    chosen = [top[0]]
+    if len(top) == 2 and top[1][0] >= 3.0 and len(top[0][2]) + len(top[1][2]) < FACT_CAP_CHARS:
+        chosen.append(top[1])
+    text = " ".join(c for _, _, c in sorted(chosen, key=lambda x: x[1]))
+    return (top[0][0], f"- {one_line(turn.speaker_name)}: {text}")
 
 
 def _fact_score(line: str) -> float:
@@ -106,8 +111,8 @@ class OfflineSummarizer:
 def summarize_extractive(request: SummaryRequest) -> str:
     facts: list[tuple[float, int, str]] = []  # (score, order, line)
     order = 0
-    for line in request.previous_summary.splitlines():
-        line = line.strip()
+    for raw_line in request.previous_summary.splitlines():
+        line = raw_line.strip()
         if not line:
             continue
         if not line.startswith("- "):

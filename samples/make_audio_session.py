@@ -27,6 +27,7 @@ from pipeline.audio import resample, to_int16, write_opus_ogg
 BOT_NAME = "Clanky"
 CLIP_RATE = 24_000  # hibari's native rate; libopus takes it directly
 BITRATE = 24_000
+SENTENCE_PAUSE_S = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,15 @@ def _warp(envelope: npt.NDArray[np.float32], alpha: float) -> npt.NDArray[np.flo
     return (envelope[lo] * (1 - w) + envelope[hi] * w).astype(np.float32)
 
 
+def _trim(audio: npt.NDArray[np.float32], margin_s: float = 0.08) -> npt.NDArray[np.float32]:
+    """Cut a sentence's leading and trailing near-silence (40 dB below its peak)."""
+    loud = np.flatnonzero(np.abs(audio) > np.abs(audio).max() * 0.01)
+    if loud.size == 0:
+        return audio
+    margin = int(margin_s * 24_000)
+    return audio[max(0, loud[0] - margin) : loud[-1] + margin]
+
+
 def synthesize(tts: object, text: str, voice: Voice, seed: int) -> npt.NDArray[np.float32]:
     """hibari's pipeline with the f0 track and the envelopes edited before the vocoder."""
     from hibari import dsp
@@ -113,8 +123,11 @@ def synthesize(tts: object, text: str, voice: Voice, seed: int) -> npt.NDArray[n
         lh, th, ln, lr, phi, f0 = (o[0] for o in out)
         if voice.formant_scale != 1.0:
             lh, th, ln, lr, phi = (_warp(x, voice.formant_scale) for x in (lh, th, ln, lr, phi))
-        parts.append(dsp.synth(lh, th, ln, lr, phi, f0 * voice.f0_scale, rng))
-    audio = np.concatenate(parts).astype(np.float32)
+        parts.append(_trim(dsp.synth(lh, th, ln, lr, phi, f0 * voice.f0_scale, rng)))
+    # hibari leaves ~0.7 s between sentences, right at the end-of-utterance threshold;
+    # people chatting pause for a third of that.
+    pause = np.zeros(int(SENTENCE_PAUSE_S * tts.sample_rate), np.float32)  # type: ignore[attr-defined]
+    audio = np.concatenate([x for part in parts for x in (part, pause)][:-1]).astype(np.float32)
     rms = float(np.sqrt(np.mean(audio**2))) or 1.0
     return (audio * (10 ** (voice.gain_db / 20) / rms)).astype(np.float32)
 

@@ -148,7 +148,7 @@ LONG = "Bob keeps dying as Hulk on the Tokyo map and everyone laughs about it. "
     ],
 )
 async def test_failure_leaves_cursor_and_summary_intact(
-    step: object, error_class: str, retryable: bool, session_id: str, emitter: EventEmitter, event_log: EventLog
+    step: object, error_class: str, retryable: bool, *, session_id: str, emitter: EventEmitter, event_log: EventLog
 ) -> None:
     """Timeout, exception, empty or garbage output: cursor and last good summary unchanged,
     one failed event with the error class and the next retry time."""

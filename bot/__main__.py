@@ -1,0 +1,214 @@
+"""`longcall` command line: run, replay, inspect, demo.
+
+Settings are read once, here, at startup; every resource is built from them and passed in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bot.logging_setup import configure_logging
+from bot.runtime import make_summarizers, open_store
+from bot.settings import Settings, SettingsError, load_settings
+from pipeline.model_context import ModelContextConfig
+from pipeline.replay import AudioDriver, ReplayOptions, Replayer
+from pipeline.session_file import SessionFileError, load_session_file
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+class Progress:
+    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+        self._tty = sys.stderr.isatty()
+        self._last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        pct = int(100 * done / max(total, 1))
+        if self._tty:
+            bar = "#" * (pct // 4) + "." * (25 - pct // 4)
+            sys.stderr.write(f"\r{self._label} [{bar}] {done}/{total}")
+            if done >= total:
+                sys.stderr.write("\n")
+        elif pct // 10 != self._last // 10 or done >= total:
+            sys.stderr.write(f"{self._label}: {pct}% ({done}/{total})\n")
+        self._last = pct
+        sys.stderr.flush()
+
+
+def _model_context(settings: Settings) -> ModelContextConfig:
+    return ModelContextConfig(
+        model=settings.brain_model,
+        context_limit=settings.brain_context_limit,
+        realtime_budget_chars=settings.realtime_instructions_max_chars,
+    )
+
+
+def _audio_driver(settings: Settings) -> AudioDriver | None:
+    try:
+        from bot.audio_replay_driver import make_audio_driver
+    except ImportError:
+        return None
+    return make_audio_driver(settings)
+
+
+async def replay(
+    settings: Settings, path: Path, out: Path, *, stop_at_turn: int | None = None, quiet: bool = False
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    session_file = load_session_file(path)
+    primary, fallback = make_summarizers(settings)
+    async with open_store(settings) as store:
+        replayer = Replayer(
+            session_file,
+            store=store,
+            summarizer=primary,
+            fallback=fallback,
+            options=ReplayOptions(
+                policy=settings.policy(),
+                bot_name=settings.bot_name,
+                model_context=_model_context(settings),
+                stop_at_turn=stop_at_turn,
+            ),
+            out_dir=out,
+            progress=None if quiet else Progress(f"replay {path.name}"),
+            audio_driver=_audio_driver(settings) if session_file.audio_dir else None,
+        )
+        try:
+            report = await replayer.run()
+        finally:
+            await store.delete_session(replayer.session_id)  # replay data is not a live session
+        return report, replayer.inspection
+
+
+def print_headline(report: dict[str, Any], out: Path) -> None:
+    comp = report["compactions"]
+    probes = report["probes"]
+    tokens = report["context_tokens"]
+    lines = [
+        f"  session          {report['session']}",
+        f"  turns            {report['turns']}  (lost: {report['lost_turns']})",
+        f"  compactions      {comp['completed']} completed, {comp['failed']} failed, "
+        f"cursor {report['cursor']}, covered through turn {report['covered_through_turn']}",
+        f"  summary          max {report['summary_chars_max']} chars ({report['summarizer']})",
+        f"  context tokens   p50 {tokens['p50']}, max {tokens['max']}" + ("" if tokens["exact"] else " (~)"),
+    ]
+    if probes["total"]:
+        lines.append(f"  probes           {probes['hit']}/{probes['total']} hit (retention {probes['retention']:.0%})")
+    if "wer" in report:
+        lines.append(f"  ASR              WER {report['wer']:.1%}, speaker attribution "
+                     f"{report.get('speaker_attribution', 0):.0%}")
+    lines.append(f"  reports          {out / 'report.html'}  {out / 'report.json'}  {out / 'events.jsonl'}")
+    print("\n".join(lines))
+
+
+def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
+    report, _ = asyncio.run(replay(settings, Path(args.path), Path(args.out)))
+    print_headline(report, Path(args.out))
+    return 0 if report["lost_turns"] == 0 else 1
+
+
+def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    _, inspection = asyncio.run(
+        replay(settings, Path(args.path), out, stop_at_turn=args.at_turn, quiet=True)
+    )
+    if inspection is None:
+        print(f"the session has fewer than {args.at_turn + 1} turns", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(inspection, indent=2, ensure_ascii=False))
+        return 0
+    tok = inspection["tokens"]
+    print(f"== at turn {inspection['at_turn']}  cursor {inspection['cursor']}  "
+          f"covered through {inspection['covered_through_turn']}  in flight: {inspection['in_flight']}")
+    verbatim = inspection["verbatim_seqs"]
+    print(f"== summary: turns {'0-' + str(inspection['covered_through_turn']) if inspection['summary_seqs'] else 'none'}"
+          f" | verbatim: {verbatim[0] if verbatim else '-'}-{verbatim[-1] if verbatim else '-'} ({len(verbatim)})"
+          f" | pruned: {len(inspection['pruned_seqs'])}")
+    print(f"== brain model {tok['model']}: {tok['display']} tokens of {tok['budget']} history budget "
+          f"(context {tok['context_limit']}, {'exact' if tok['exact'] else 'estimated'})")
+    for message in inspection["messages"]:
+        print(f"--- {message['role']}\n{message['content']}")
+    rt = inspection["realtime"]
+    print(f"\n== realtime instructions: {rt['chars']}/{rt['budget']} chars; sections {rt['sections']}; "
+          f"shortened {rt['shortened']}; dropped {rt['dropped']}")
+    print(inspection["instructions"])
+    return 0
+
+
+def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    status = 0
+    runs = [("audio session", SAMPLES / "audio_night"), ("long transcript session", SAMPLES / "gaming_night.jsonl")]
+    for label, path in runs:
+        if not path.exists():
+            print(f"skipping {label}: {path} is missing", file=sys.stderr)
+            continue
+        print(f"\n== {label}: {path.relative_to(SAMPLES.parent)}")
+        target = out / path.stem
+        report, _ = asyncio.run(replay(settings, path, target))
+        print_headline(report, target)
+        status |= 0 if report["lost_turns"] == 0 else 1
+    summarizer = "the OpenAI-compatible model" if settings.openai_api_key else "the offline summarizer"
+    print(f"\nDemo done with {summarizer}. Open the HTML reports above; "
+          "`longcall inspect samples/gaming_night.jsonl --at-turn 300` shows what the model sees.")
+    return status
+
+
+def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.app import run_bot
+
+    asyncio.run(run_bot(settings))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="longcall", description="Discord voice companion with rolling context")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run the Discord bot (needs DISCORD_TOKEN)")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("replay", help="replay a session file or audio session folder through the pipeline")
+    p.add_argument("path")
+    p.add_argument("--out", default="out/replay")
+    p.set_defaults(func=cmd_replay)
+    p = sub.add_parser("inspect", help="show what the models would receive at a turn of a session")
+    p.add_argument("path")
+    p.add_argument("--at-turn", type=int, required=True)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", default="out/inspect")
+    p.set_defaults(func=cmd_inspect)
+    p = sub.add_parser("demo", help="replay the bundled sessions offline and print the headline figures")
+    p.add_argument("--out", default="out/demo")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        print(f"longcall: configuration error: {err}", file=sys.stderr)
+        return 2
+    if args.command != "run":
+        # Bot logging is configured by run_bot; the tools log warnings only, to stderr.
+        configure_logging(fmt=settings.log_format.value, level="WARNING",
+                          secrets=[settings.openai_api_key, settings.discord_token, settings.redis_url])
+    try:
+        return int(args.func(settings, args))
+    except (SettingsError, SessionFileError) as err:
+        print(f"longcall: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Resources built once from Settings: the session store (Redis) and the summarizers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import structlog
+
+from bot.settings import Settings, SettingsError
+from pipeline.models import StoreUnavailable
+from pipeline.openai_adapter import OpenAISummarizer
+from pipeline.ports import Summarizer
+from pipeline.redis_server import PrivateRedisServer, RedisServerError
+from pipeline.store_redis import RedisSessionStore
+from pipeline.summarizer_offline import OfflineSummarizer
+
+log = structlog.get_logger("longcall.runtime")
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
+    """REDIS_URL if set (must answer PING); else a private redis-server on loopback."""
+    server: PrivateRedisServer | None = None
+    url = settings.redis_url
+    if url is None:
+        try:
+            server = PrivateRedisServer(data_dir=settings.redis_data_dir)
+            server.start()
+        except RedisServerError as err:
+            raise SettingsError(str(err)) from err
+        url = server.url
+        log.info("redis_embedded_started", port=server.port, persistent=settings.redis_data_dir is not None)
+    store = RedisSessionStore.from_url(url)
+    try:
+        try:
+            await store.ping()
+        except StoreUnavailable:
+            raise SettingsError(
+                "REDIS_URL is set but Redis does not answer: check the host, port and password, "
+                "or unset REDIS_URL to use a private embedded redis-server"
+            ) from None
+        yield store
+    finally:
+        await store.aclose()
+        if server is not None:
+            server.stop()
+
+
+def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]:
+    """(primary, fallback): the OpenAI-compatible model when a key is set; offline always backs it."""
+    offline = OfflineSummarizer()
+    if not settings.openai_api_key:
+        return None, offline
+    primary = OpenAISummarizer(
+        api_key=settings.openai_api_key,
+        model=settings.summary_model,
+        base_url=settings.openai_base_url,
+        timeout_s=settings.summary_timeout_s,
+    )
+    return primary, offline

@@ -1,0 +1,279 @@
+"""Settings: read once, at startup, from the environment (and `.env`), in this one place.
+
+Every variable is listed with its default in `.env.example`. A bad value fails with a
+`SettingsError` that names the variable and what it expected -- never the value itself when
+the variable is a secret.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pipeline.models import CompactionPolicy
+
+T = TypeVar("T")
+
+SECRET_VARIABLES = frozenset({"DISCORD_TOKEN", "OPENAI_API_KEY", "REDIS_URL"})
+
+
+class SettingsError(ValueError):
+    """A configuration problem; the message names the variable and what it expected."""
+
+
+class LogFormat(StrEnum):
+    CONSOLE = "console"
+    JSON = "json"
+
+
+class ReplyMode(StrEnum):
+    BRAIN = "brain"
+    REALTIME = "realtime"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    # Discord
+    discord_token: str | None = None
+    discord_guild_ids: tuple[int, ...] = ()
+    bot_name: str = "Clanky"
+    wake_words: tuple[str, ...] = ()
+    # Storage
+    redis_url: str | None = None
+    redis_data_dir: Path | None = None
+    # Models
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    summary_model: str = "gpt-4o-mini"
+    summary_timeout_s: float = 30.0
+    brain_model: str = "gpt-4o-mini"
+    brain_timeout_s: float = 20.0
+    brain_context_limit: int | None = None
+    tts_model: str = "gpt-4o-mini-tts"
+    tts_voice: str = "alloy"
+    realtime_model: str = "gpt-realtime"
+    reply_mode: ReplyMode = ReplyMode.BRAIN
+    reply_cooldown_s: float = 8.0
+    # Compaction (DESIGN.md section 3)
+    context_window_turns: int = 50
+    compaction_batch_turns: int = 10
+    summary_max_chars: int = 1200
+    note_max_chars: int = 400
+    turn_text_max_chars: int = 1200
+    realtime_instructions_max_chars: int = 5200
+    # Hearing
+    asr_model: str = "bundled-tiny.en"
+    asr_device: str = "cpu"
+    asr_compute_type: str = "int8"
+    asr_beam_size: int = 1
+    asr_threads: int = 1
+    asr_vad_filter: bool = False
+    end_of_utterance_ms: int = 700
+    max_utterance_s: float = 15.0
+    coalesce_failsafe_s: float = 10.0
+    # Sessions
+    session_idle_timeout_s: float = 1800.0
+    session_max_duration_s: float = 6 * 3600.0
+    # Operations
+    log_format: LogFormat = LogFormat.CONSOLE
+    log_level: str = "INFO"
+    dashboard_host: str = "127.0.0.1"
+    dashboard_port: int = 8088
+
+    def policy(self) -> CompactionPolicy:
+        return CompactionPolicy(
+            window=self.context_window_turns,
+            batch=self.compaction_batch_turns,
+            summary_cap_chars=self.summary_max_chars,
+            note_cap_chars=self.note_max_chars,
+            turn_text_cap_chars=self.turn_text_max_chars,
+            summarizer_timeout_s=self.summary_timeout_s,
+            lock_ttl_s=max(120.0, self.summary_timeout_s * 3),
+        )
+
+    def redacted(self) -> dict[str, Any]:
+        """Settings safe to log or show on the dashboard: secrets become set/unset."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name.upper() in SECRET_VARIABLES:
+                value = "set" if value else "unset"
+            out[f.name] = value.value if isinstance(value, StrEnum) else value
+        return out
+
+
+# -- parsing ------------------------------------------------------------------------------------
+
+
+def _text(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise SettingsError(f"{name} must be between {lo} and {hi}, got {value}")
+        return value
+
+    return parse
+
+
+def _float(lo: float = 0.0) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+        if value < lo:
+            raise SettingsError(f"{name} must be at least {lo}, got {value}")
+        return value
+
+    return parse
+
+
+def _bool(name: str, raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
+def _ids(name: str, raw: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in raw.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        raise SettingsError(f"{name} must be a comma-separated list of numeric Discord ids, got {raw!r}")
+    return tuple(int(p) for p in parts)
+
+
+def _words(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(w.strip().lower() for w in raw.split(",") if w.strip())
+
+
+def _enum(kind: type[StrEnum]) -> Callable[[str, str], Any]:
+    def parse(name: str, raw: str) -> Any:
+        try:
+            return kind(raw.strip().lower())
+        except ValueError:
+            allowed = ", ".join(m.value for m in kind)
+            raise SettingsError(f"{name} must be one of: {allowed}; got {raw!r}") from None
+
+    return parse
+
+
+def _secret(name: str, raw: str) -> str:
+    value = raw.strip()
+    if any(ch.isspace() for ch in value):
+        raise SettingsError(f"{name} contains whitespace; check how it was pasted (value not shown)")
+    return value
+
+
+def _redis_url(name: str, raw: str) -> str:
+    value = raw.strip()
+    if not value.startswith(("redis://", "rediss://", "unix://")):
+        raise SettingsError(f"{name} must start with redis://, rediss:// or unix:// (value not shown)")
+    return value
+
+
+def _path(name: str, raw: str) -> Path:
+    return Path(raw.strip()).expanduser()
+
+
+def _level(name: str, raw: str) -> str:
+    value = raw.strip().upper()
+    if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise SettingsError(f"{name} must be DEBUG, INFO, WARNING or ERROR, got {raw!r}")
+    return value
+
+
+# variable name -> (field, parser)
+VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "DISCORD_TOKEN": ("discord_token", _secret),
+    "DISCORD_GUILD_IDS": ("discord_guild_ids", _ids),
+    "BOT_NAME": ("bot_name", _text),
+    "WAKE_WORDS": ("wake_words", _words),
+    "REDIS_URL": ("redis_url", _redis_url),
+    "REDIS_DATA_DIR": ("redis_data_dir", _path),
+    "OPENAI_API_KEY": ("openai_api_key", _secret),
+    "OPENAI_BASE_URL": ("openai_base_url", _text),
+    "SUMMARY_MODEL": ("summary_model", _text),
+    "SUMMARY_TIMEOUT_S": ("summary_timeout_s", _float(0.1)),
+    "BRAIN_MODEL": ("brain_model", _text),
+    "BRAIN_TIMEOUT_S": ("brain_timeout_s", _float(0.1)),
+    "BRAIN_CONTEXT_LIMIT": ("brain_context_limit", _int(1024)),
+    "TTS_MODEL": ("tts_model", _text),
+    "TTS_VOICE": ("tts_voice", _text),
+    "REALTIME_MODEL": ("realtime_model", _text),
+    "REPLY_MODE": ("reply_mode", _enum(ReplyMode)),
+    "REPLY_COOLDOWN_S": ("reply_cooldown_s", _float()),
+    "CONTEXT_WINDOW_TURNS": ("context_window_turns", _int(1, 1000)),
+    "COMPACTION_BATCH_TURNS": ("compaction_batch_turns", _int(1, 200)),
+    "SUMMARY_MAX_CHARS": ("summary_max_chars", _int(100, 20000)),
+    "NOTE_MAX_CHARS": ("note_max_chars", _int(20, 4000)),
+    "TURN_TEXT_MAX_CHARS": ("turn_text_max_chars", _int(50, 20000)),
+    "REALTIME_INSTRUCTIONS_MAX_CHARS": ("realtime_instructions_max_chars", _int(500, 100000)),
+    "ASR_MODEL": ("asr_model", _text),
+    "ASR_DEVICE": ("asr_device", _text),
+    "ASR_COMPUTE_TYPE": ("asr_compute_type", _text),
+    "ASR_BEAM_SIZE": ("asr_beam_size", _int(1, 10)),
+    "ASR_THREADS": ("asr_threads", _int(1, 64)),
+    "ASR_VAD_FILTER": ("asr_vad_filter", _bool),
+    "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", _int(100, 10000)),
+    "MAX_UTTERANCE_S": ("max_utterance_s", _float(1.0)),
+    "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", _float(0.5)),
+    "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", _float(10.0)),
+    "SESSION_MAX_DURATION_S": ("session_max_duration_s", _float(60.0)),
+    "LOG_FORMAT": ("log_format", _enum(LogFormat)),
+    "LOG_LEVEL": ("log_level", _level),
+    "DASHBOARD_HOST": ("dashboard_host", _text),
+    "DASHBOARD_PORT": ("dashboard_port", _int(0, 65535)),
+}
+
+
+def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | None = Path(".env")) -> Settings:
+    """Build Settings from `environ` (default: the process environment plus `.env`).
+
+    Variables already in the environment win over `.env`. Empty values mean "default".
+    """
+    env: dict[str, str] = {}
+    if environ is None:
+        if dotenv is not None and dotenv.is_file():
+            from dotenv import dotenv_values
+
+            env.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
+        env.update(os.environ)
+    else:
+        env.update(environ)
+    values: dict[str, Any] = {}
+    for variable, (field_name, parser) in VARIABLES.items():
+        raw = env.get(variable)
+        if raw is None or raw.strip() == "":
+            continue
+        values[field_name] = parser(variable, raw)
+    settings = Settings(**values)
+    if settings.compaction_batch_turns > settings.context_window_turns:
+        raise SettingsError(
+            "COMPACTION_BATCH_TURNS must not exceed CONTEXT_WINDOW_TURNS "
+            f"({settings.compaction_batch_turns} > {settings.context_window_turns})"
+        )
+    if not settings.bot_name:
+        raise SettingsError("BOT_NAME must not be empty")
+    return settings
+
+
+def require_discord_token(settings: Settings) -> str:
+    if not settings.discord_token:
+        raise SettingsError(
+            "DISCORD_TOKEN is not set: create a bot at https://discord.com/developers/applications, "
+            "copy its token, and put DISCORD_TOKEN=... in .env (see README, 'Invite the bot')"
+        )
+    return settings.discord_token

@@ -1,0 +1,248 @@
+"""In-process metrics built from the section-5 events, rendered in the Prometheus text format.
+
+`CompactionMetrics` is an event sink: attach it to every session's emitter with
+`emitter.add_sink(metrics)` and serve `metrics.render()` at `/metrics`. It reads only event
+fields, so nothing secret can reach a metric.
+
+Concurrency: no locks. Sink calls and `render()` must all run on the one event-loop thread
+(EventEmitter.emit is only called from the loop, and the dashboard's handlers run on it). A
+producer on another thread must hop over with `loop.call_soon_threadsafe(metrics, event)`.
+
+Written by hand instead of with prometheus_client: a dozen families, series that come and go
+with sessions (`forget_session`), and no process-global registry for tests to share.
+Latency is exported in seconds (Prometheus' base unit) from the events' `latency_ms`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pipeline.events import (
+    COMPACTION_COMPLETED,
+    COMPACTION_FAILED,
+    COMPACTION_SKIPPED,
+    COMPACTION_STARTED,
+    CONTEXT_WINDOW_PRUNED,
+    REALTIME_INSTRUCTIONS_BUILT,
+)
+
+LabelSet = tuple[tuple[str, str], ...]
+
+BASE_LABELS: Final = ("guild_id", "session_id", "source")
+LATENCY_BUCKETS_MS: Final = (100, 250, 500, 1000, 2500, 5000, 10000, 20000, 30000, 60000)
+SUMMARY_CHARS_BUCKETS: Final = (100, 200, 400, 600, 800, 1000, 1200, 1600, 2400)
+CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+
+_COUNTERS: Final = {
+    "longcall_compaction_started_total": "Folds started.",
+    "longcall_compaction_completed_total": "Folds committed.",
+    "longcall_compaction_recompacted_total": "Completed folds that needed a re-compaction pass.",
+    "longcall_compaction_failed_total": "Folds that failed, by error_class.",
+    "longcall_compaction_skipped_total": "Compaction requests that did not fold, by reason.",
+    "longcall_context_window_pruned_total": "Prompts the token guard had to prune.",
+    "longcall_context_window_pruned_turns_total": "Verbatim turns dropped by the token guard.",
+    "longcall_realtime_instructions_built_total": "Realtime instruction strings built.",
+    "longcall_metrics_malformed_events_total": "Events the metrics sink could not read, by event.",
+}
+_HISTOGRAMS: Final = {
+    "longcall_compaction_latency_seconds": ("Fold latency, by outcome.", LATENCY_BUCKETS_MS, 1000),
+    "longcall_compaction_summary_chars": ("Length of committed summaries.", SUMMARY_CHARS_BUCKETS, 1),
+}
+_GAUGES: Final = {
+    "longcall_session_cursor": ("First seq not yet folded into the summary.", "cursor"),
+    "longcall_session_total_turns": ("Turns in the transcript.", "total_turns"),
+    "longcall_session_backlog_turns": ("Turns not yet folded (total_turns - cursor).", "backlog"),
+    "longcall_session_eligible_turns": ("Turns out of the verbatim window, waiting to fold.", "eligible"),
+    "longcall_session_compaction_failures": ("Consecutive failed folds (0 after a commit).", "failures"),
+    "longcall_session_summary_chars": ("Length of the latest committed summary.", "summary_chars"),
+    "longcall_realtime_instructions_chars": ("Length of the latest realtime instructions.", "instructions_chars"),
+}
+
+
+@dataclass(slots=True)
+class _SessionGauges:
+    cursor: int | None = None
+    total_turns: int | None = None
+    eligible: int | None = None
+    failures: int | None = None
+    summary_chars: int | None = None
+    instructions_chars: int | None = None
+
+    @property
+    def backlog(self) -> int | None:
+        if self.cursor is None or self.total_turns is None:
+            return None
+        return max(0, self.total_turns - self.cursor)
+
+
+class _Histogram:
+    __slots__ = ("bounds", "count", "cumulative", "total")
+
+    def __init__(self, bounds: tuple[int, ...]) -> None:
+        self.bounds = bounds
+        self.cumulative = [0] * len(bounds)
+        self.count = 0
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        for i, bound in enumerate(self.bounds):
+            if value <= bound:
+                self.cumulative[i] += 1
+        self.count += 1
+        self.total += value
+
+
+def escape_label_value(value: str) -> str:
+    """Escape a label value for the text exposition format: backslash, quote, newline."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    if isinstance(value, int) or value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
+def _series(name: str, labels: LabelSet, value: str) -> str:
+    if not labels:
+        return f"{name} {value}"
+    body = ",".join(f'{k}="{escape_label_value(v)}"' for k, v in labels)
+    return f"{name}{{{body}}} {value}"
+
+
+def _count(event: Mapping[str, Any], key: str) -> int:
+    value = event[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{key} is not a number")
+    return int(value)
+
+
+class CompactionMetrics:
+    """Event sink that aggregates the section-5 events; `render()` gives the /metrics body."""
+
+    __slots__ = ("_counters", "_handlers", "_histograms", "_sessions")
+
+    def __init__(self) -> None:
+        self._counters: dict[str, dict[LabelSet, int]] = {name: {} for name in _COUNTERS}
+        self._histograms: dict[str, dict[LabelSet, _Histogram]] = {name: {} for name in _HISTOGRAMS}
+        self._sessions: dict[LabelSet, _SessionGauges] = {}
+        self._handlers: dict[str, Callable[[Mapping[str, Any], LabelSet], None]] = {
+            COMPACTION_SKIPPED: self._skipped,
+            COMPACTION_STARTED: self._started,
+            COMPACTION_COMPLETED: self._completed,
+            COMPACTION_FAILED: self._failed,
+            CONTEXT_WINDOW_PRUNED: self._pruned,
+            REALTIME_INSTRUCTIONS_BUILT: self._instructions,
+        }
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        """Record one event. Never raises: a bad event is counted, not propagated."""
+        name = str(event.get("event", ""))
+        handler = self._handlers.get(name)
+        if handler is None:
+            return
+        base = tuple((key, str(event.get(key, ""))) for key in BASE_LABELS)
+        try:
+            handler(event, base)
+        except (KeyError, TypeError, ValueError):
+            self._inc("longcall_metrics_malformed_events_total", (("event", name),))
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop every series of a finished session so label sets do not pile up forever."""
+        def doomed(labels: LabelSet) -> bool:
+            return ("session_id", session_id) in labels
+
+        for counters in self._counters.values():
+            for labels in [ls for ls in counters if doomed(ls)]:
+                del counters[labels]
+        for histograms in self._histograms.values():
+            for labels in [ls for ls in histograms if doomed(ls)]:
+                del histograms[labels]
+        for labels in [ls for ls in self._sessions if doomed(ls)]:
+            del self._sessions[labels]
+
+    # -- per-event handlers: read every field first, then mutate ------------------------------
+
+    def _skipped(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        reason = str(event["reason"])
+        cursor, total, eligible = _count(event, "cursor"), _count(event, "total_turns"), _count(event, "eligible_count")
+        self._inc("longcall_compaction_skipped_total", (*base, ("reason", reason)))
+        gauges = self._session(base)
+        gauges.cursor, gauges.total_turns, gauges.eligible = cursor, total, eligible
+
+    def _started(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        cursor, recent_start = _count(event, "cursor"), _count(event, "recent_start")
+        self._inc("longcall_compaction_started_total", base)
+        gauges = self._session(base)
+        gauges.cursor, gauges.eligible = cursor, max(0, recent_start - cursor)
+
+    def _completed(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        old, new = _count(event, "old_cursor"), _count(event, "new_cursor")
+        chars, latency_ms = _count(event, "summary_chars"), _count(event, "latency_ms")
+        self._inc("longcall_compaction_completed_total", base)
+        if event.get("recompacted") is True:
+            self._inc("longcall_compaction_recompacted_total", base)
+        self._observe("longcall_compaction_latency_seconds", (*base, ("outcome", "completed")), latency_ms)
+        self._observe("longcall_compaction_summary_chars", base, chars)
+        gauges = self._session(base)
+        gauges.cursor, gauges.failures, gauges.summary_chars = new, 0, chars
+        if gauges.eligible is not None:
+            gauges.eligible = max(0, gauges.eligible - (new - old))
+
+    def _failed(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        error_class = str(event["error_class"])
+        latency_ms, attempt = _count(event, "latency_ms"), _count(event, "attempt")
+        self._inc("longcall_compaction_failed_total", (*base, ("error_class", error_class)))
+        self._observe("longcall_compaction_latency_seconds", (*base, ("outcome", "failed")), latency_ms)
+        self._session(base).failures = attempt
+
+    def _pruned(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        pruned = len(event["pruned_seqs"])
+        self._inc("longcall_context_window_pruned_total", base)
+        self._inc("longcall_context_window_pruned_turns_total", base, pruned)
+
+    def _instructions(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        chars = _count(event, "chars")
+        self._inc("longcall_realtime_instructions_built_total", base)
+        self._session(base).instructions_chars = chars
+
+    # -- storage --------------------------------------------------------------------------------
+
+    def _inc(self, name: str, labels: LabelSet, by: int = 1) -> None:
+        table = self._counters[name]
+        table[labels] = table.get(labels, 0) + by
+
+    def _observe(self, name: str, labels: LabelSet, value: int) -> None:
+        table = self._histograms[name]
+        if labels not in table:
+            table[labels] = _Histogram(_HISTOGRAMS[name][1])
+        table[labels].observe(value)
+
+    def _session(self, base: LabelSet) -> _SessionGauges:
+        return self._sessions.setdefault(base, _SessionGauges())
+
+    # -- exposition -----------------------------------------------------------------------------
+
+    def render(self) -> str:
+        """The Prometheus text exposition (format 0.0.4) of every family, series sorted."""
+        lines: list[str] = []
+        for name, help_text in _COUNTERS.items():
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter"]
+            lines += [_series(name, ls, str(v)) for ls, v in sorted(self._counters[name].items())]
+        for name, (help_text, _, scale) in _HISTOGRAMS.items():
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
+            for labels, hist in sorted(self._histograms[name].items(), key=lambda item: item[0]):
+                for bound, count in zip(hist.bounds, hist.cumulative, strict=True):
+                    lines.append(_series(f"{name}_bucket", (*labels, ("le", _number(bound / scale))), str(count)))
+                lines.append(_series(f"{name}_bucket", (*labels, ("le", "+Inf")), str(hist.count)))
+                lines.append(_series(f"{name}_sum", labels, _number(hist.total / scale)))
+                lines.append(_series(f"{name}_count", labels, str(hist.count)))
+        for name, (help_text, attribute) in _GAUGES.items():
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+            for labels, gauges in sorted(self._sessions.items(), key=lambda item: item[0]):
+                value = getattr(gauges, attribute)
+                if value is not None:
+                    lines.append(_series(name, labels, str(value)))
+        return "\n".join(lines) + "\n"
