@@ -96,7 +96,7 @@ class OpenAISummarizer:
             raise SummarizerError(SummarizerErrorCode.BAD_REQUEST, f"HTTP {err.status_code}") from err
         except openai.APIStatusError as err:
             raise SummarizerError(SummarizerErrorCode.UNAVAILABLE, f"HTTP {err.status_code}") from err
-        except openai.OpenAIError as err:  # malformed bodies and other client-side errors
+        except (openai.OpenAIError, ValueError) as err:  # malformed bodies (the client raises JSONDecodeError)
             raise SummarizerError(SummarizerErrorCode.GARBAGE, type(err).__name__) from err
         if not response.choices:
             raise SummarizerError(SummarizerErrorCode.EMPTY, "no choices")

@@ -70,9 +70,9 @@ SCRIPT: list[tuple[str, str, str, float]] = [
     ("turn", "Maya", "Careful James, their tank is right behind the corner.", -1.8),
     ("turn", "Alice", "Everyone group up on the payload, the enemy team is coming back.", 0.8),
     ("turn", "Bob", "I just died again. They focused me the moment I jumped in.", 0.6),
-    ("turn", "James", "Group up, now.", 0.4),
+    ("turn", "James", "Group up on me, right now.", 0.4),
     ("turn", "James", "Of course you did. That is six deaths as Hulk tonight.", 0.5),
-    ("turn", "Maya", "Bob, try waiting for us before you jump into their back line.", 0.6),
+    ("turn", "Maya", "Bob, try waiting for us before you jump into the middle of their team.", 0.6),
     ("turn", "Bob", "Fine, I will wait for the team next time. I promise.", 0.7),
     ("turn", "Alice", "We won the first round. The payload reached the final checkpoint.", 0.6),
     ("turn", "Maya", "Good job everyone. Should we swap sides or play another map after this one?", 0.5),
@@ -80,8 +80,8 @@ SCRIPT: list[tuple[str, str, str, float]] = [
     ("turn", "Alice", "Hey Clanky, how many times has Bob died as Hulk tonight?", 0.8),
     ("bot", BOT_NAME, "By my count, six times, all of them as Hulk.", 0.4),
     ("turn", "Bob", "Do not answer that. It is embarrassing enough already.", 0.5),
-    ("turn", "Alice", "Okay, here is the plan. Bob goes in only after Maya calls it, James stays on the "
-     "high ground, and I will keep everyone healed from the middle of the point.", 0.7),
+    ("turn", "Alice", "Okay, here is the plan. Bob goes in only after Maya calls it, and James stays "
+     "on the high ground.", 0.7),
     ("turn", "Maya", "The defense round is starting. I will stay near the back and heal.", 0.7),
     ("turn", "James", "Two enemies on the bridge. I am going to hold this corner for now.", 0.5),
     ("turn", "Bob", "Okay, I am holding back this time. Tell me when to go in.", 0.6),

@@ -74,7 +74,8 @@ def _talkers(per_speaker: int = 2) -> list[Talker]:
             if event.get("type") == "turn" and event.get("audio") and event.get("role") != "assistant":
                 rows.append((event["speaker"], SAMPLES / event["audio"], event["text"]))
     if len({name for name, _, _ in rows}) < 4:
-        rows = [(r["name"], FIXTURES / r["file"], r["text"]) for r in json.loads((FIXTURES / "speakers.json").read_text())]
+        fixture = json.loads((FIXTURES / "speakers.json").read_text())
+        rows = [(r["name"], FIXTURES / r["file"], r["text"]) for r in fixture]
     by_name: dict[str, list[tuple[Path, str]]] = defaultdict(list)
     for name, path, text in rows:
         if len(by_name[name]) < per_speaker:
@@ -115,7 +116,7 @@ def _impaired_stream(talker: Talker, rng: random.Random, counts: dict[str, int])
     speaker = talker.speaker
     assert speaker is not None
     frames = _opus_packets(talker.pcm) + [OPUS_SILENCE] * TRAILING_SILENCE_FRAMES
-    sent: list[bytes] = []
+    sent: list[tuple[str, bytes]] = []
     for index, opus in enumerate(frames):
         padding = rng.choice([0, 0, 0, 4, 13])
         extension = one_byte_extension([(1, bytes([rng.randrange(128)]))]) if rng.random() < 0.5 else None
@@ -126,22 +127,25 @@ def _impaired_stream(talker: Talker, rng: random.Random, counts: dict[str, int])
             talker.lost += 1
             continue
         talker.sent_sequences.add(seq)
-        sent.append(datagram)
+        sent.append(("audio", datagram))
         if index % 40 == 17:  # a video packet from the same member, on its own SSRC
             counts["non_opus"] += 1
-            sent.append(speaker.server.wrap(b"\x90" + rng.randbytes(60), sequence=index, timestamp=0,
-                                            ssrc=speaker.ssrc + 1, payload_type=101))
+            video = speaker.server.wrap(
+                b"\x90" + rng.randbytes(60), sequence=index, timestamp=0, ssrc=speaker.ssrc + 1, payload_type=101
+            )
+            sent.append(("video", video))
         if index % 50 == 25:
             counts["rtcp"] += 1
-            sent.append(speaker.server.rtcp(speaker.ssrc))
+            sent.append(("rtcp", speaker.server.rtcp(speaker.ssrc)))
     arrival = list(sent)
     for i in range(2, len(arrival) - 3):  # swap neighbours now and then (never the first packet)
         if rng.random() < 0.05:
             arrival[i], arrival[i + 1] = arrival[i + 1], arrival[i]
-    for i in sorted(rng.sample(range(1, len(arrival) - 4), k=len(arrival) // 30), reverse=True):
+    audio_at = [i for i in range(1, len(arrival) - 4) if arrival[i][0] == "audio"]
+    for i in sorted(rng.sample(audio_at, k=len(arrival) // 30), reverse=True):
         counts["duplicates"] += 1
         arrival.insert(i + rng.randrange(1, 3), arrival[i])
-    return arrival
+    return [datagram for _, datagram in arrival]
 
 
 class ArrivalCounter:
@@ -159,7 +163,7 @@ class ArrivalCounter:
             ready = [fut for target, fut in self._waiters if self.count >= target]
             self._waiters = [(t, f) for t, f in self._waiters if f not in ready]
         for fut in ready:
-            self._loop.call_soon_threadsafe(lambda f=fut: f.done() or f.set_result(None))
+            self._loop.call_soon_threadsafe(_resolve, fut)
 
     async def reached(self, target: int) -> None:
         fut: asyncio.Future[None] = self._loop.create_future()
@@ -168,6 +172,11 @@ class ArrivalCounter:
                 return
             self._waiters.append((target, fut))
         await asyncio.wait_for(fut, timeout=20)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def _words(text: str) -> list[str]:
@@ -207,6 +216,7 @@ async def test_four_simultaneous_speakers_arrive_separately_and_are_transcribed(
     vc = ReceivingVoiceClient(client, mock.MagicMock())
     conn = vc._connection
     conn.socket = bot_sock
+    conn._socket_reader.resume(force=True)  # what discord.py's _create_socket does
     conn.secret_key = list(server.secret_key)
     conn.mode = "aead_xchacha20_poly1305_rtpsize"
     conn.dave_protocol_version = 1
@@ -216,7 +226,8 @@ async def test_four_simultaneous_speakers_arrive_separately_and_are_transcribed(
 
     async def speaking(talker: Talker) -> None:  # voice gateway op 5
         assert talker.speaker is not None
-        await hook(None, {"op": 5, "d": {"user_id": str(talker.user_id), "ssrc": talker.speaker.ssrc, "speaking": 1}})
+        data = {"user_id": str(talker.user_id), "ssrc": talker.speaker.ssrc, "speaking": 1}
+        await hook(mock.MagicMock(), {"op": 5, "d": data})
 
     await speaking(talkers[0])
     await speaking(talkers[1])

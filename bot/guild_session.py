@@ -1,0 +1,884 @@
+"""One voice session per guild, and the registry that owns them all.
+
+A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
+
+    voice-receive:{guild}   the voice connection's receive loop (DAVE, Opus decode)
+    hearing-feed:{guild}    decoded frames → hearing pipeline (+ barge-in detection)
+    hearing:{guild}         the hearing pipeline (segmenter, ASR, coalescer) → speech turns
+    compactor:{guild}       `ConversationSession.run()`: rolling compaction
+    reply:{guild}           the reply worker (brain → TTS → playback), one reply at a time
+    limits:{guild}          idle / alone / maximum-duration limits
+
+Every turn (speech, membership, the bot's replies) goes through `ConversationSession.append`
+under one lock, so seqs are assigned in the order things happened.
+
+The reply path for a turn the `ReplyPolicy` accepts: `ModelContext.reply(turn)` (which
+calls the compaction trigger, reads the snapshot and applies the token guard) → the brain
+under a deadline → TTS → playback. A reply is dropped when the room moved on meanwhile (more
+than `stale_allowance` new human turns since the reply started), both before the TTS
+request and again right before the first frame plays. The addressed speaker talking over
+the bot stops playback (barge-in). One `bot_reply_completed` (or `bot_reply_dropped`) event
+per reply carries the stage latencies.
+
+Session metadata (guild, channel, started_at, active) lives in the store's meta hash. A
+clean process shutdown leaves `active=1`, so the next start rejoins; `/leave`, the limits
+and `/forget` end the session for good (`active=0`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+import numpy as np
+import structlog
+
+from bot.playback import AudioPlayerLike, Playback, PlaybackResult
+from bot.voice_receive import VoiceFrame
+from pipeline.events import EventEmitter
+from pipeline.model_context import ModelContext, ModelContextConfig
+from pipeline.models import CompactionPolicy, StoreUnavailable, Turn, TurnDraft, TurnKind
+from pipeline.openai_adapter import BrainError
+from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
+from pipeline.session import ConversationSession
+
+log = structlog.get_logger("longcall.guild_session")
+
+BOT_REPLY_COMPLETED = "bot_reply_completed"
+BOT_REPLY_DROPPED = "bot_reply_dropped"
+SESSION_RESUMED_AFTER_RESTART = "session_resumed_after_restart"
+
+META_ACTIVE = "active"
+
+
+def session_id_for(guild_id: int) -> str:
+    """The guild's session id: stable across restarts, so the transcript and summary carry on."""
+    return f"guild-{guild_id}"
+
+
+class StopReason(StrEnum):
+    LEAVE = "leave"  # /leave
+    IDLE = "idle"  # nobody spoke for the idle limit
+    ALONE = "alone"  # no person left in the channel
+    MAX_DURATION = "max_duration"
+    DISCONNECTED = "disconnected"  # kicked or the channel went away
+    FORGET = "forget"  # /forget deletes the data
+    SHUTDOWN = "shutdown"  # the process is stopping: resume on the next start
+
+    @property
+    def ends_session(self) -> bool:
+        return self is not StopReason.SHUTDOWN
+
+
+# -- boundaries ------------------------------------------------------------------------------------
+
+
+class Brain(Protocol):
+    async def reply(self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None) -> str: ...
+
+
+class Speech(Protocol):
+    def stream(self, text: str) -> AsyncIterator[bytes]: ...
+
+
+class Hearing(Protocol):
+    """The hearing pipeline as the session drives it (pipeline.hearing.HearingPipeline)."""
+
+    def feed(self, speaker_id: str, speaker_name: str, pcm: bytes, sample_rate: int = ..., channels: int = ...) -> Any: ...
+
+    async def run(self) -> None: ...
+
+    async def flush(self) -> Any: ...
+
+
+TurnSink = Callable[[TurnDraft], Awaitable[Any]]
+HearingFactory = Callable[[TurnSink, EventEmitter, Clock], Hearing]
+
+
+class VoiceLink(AudioPlayerLike, Protocol):
+    """A joined voice channel, as a session uses it (the Discord version is in bot.client)."""
+
+    @property
+    def channel_id(self) -> int: ...
+
+    def humans(self) -> list[tuple[int, str]]:
+        """(user id, display name) of the people (not bots) in the channel now."""
+        ...
+
+    def display_name(self, user_id: int) -> str: ...
+
+    async def run_receive(self) -> None:
+        """Receive until cancelled."""
+        ...
+
+    async def next_frame(self) -> VoiceFrame: ...
+
+    async def disconnect(self) -> None: ...
+
+
+class VoiceConnector(Protocol):
+    async def connect(self, guild_id: int, channel_id: int) -> VoiceLink: ...
+
+
+class OffsetClock:
+    """A session clock that carries on from where the session was: a resumed session's turn
+    times continue from its original start instead of restarting at zero."""
+
+    __slots__ = ("_base", "_offset")
+
+    def __init__(self, base: Clock, offset: float) -> None:
+        self._base = base
+        self._offset = offset
+
+    def now(self) -> float:
+        return self._base.now() + self._offset
+
+    async def sleep(self, seconds: float) -> None:
+        await self._base.sleep(seconds)
+
+
+# -- configuration -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuildSessionConfig:
+    bot_name: str = "Clanky"
+    idle_timeout_s: float = 1800.0
+    alone_timeout_s: float = 120.0
+    max_duration_s: float = 6 * 3600.0
+    check_interval_s: float = 5.0
+    brain_deadline_s: float = 20.0
+    stale_allowance: int = 1  # new human turns tolerated while a reply is being made
+    reply_queue_max: int = 4
+    barge_in_ms: int = 240  # voiced audio from the addressed speaker that stops playback
+    barge_in_rms: float = 600.0  # int16 RMS that counts as voiced
+    flush_timeout_s: float = 10.0  # hearing flush at shutdown
+    close_timeout_s: float = 30.0  # settling the compactor at shutdown
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ReplyJob:
+    turn: Turn
+    decision: ReplyDecision
+    human_mark: int  # human turns heard when the job was made (the current one included)
+    heard_at: float  # perf_counter when the turn was appended
+    asr_ms: int | None  # end of speech → turn appended
+
+
+@dataclass(slots=True)
+class _Stages:
+    """Per-reply stage timings (perf_counter seconds); turned into ms in the event."""
+
+    started: float
+    decided: float | None = None
+    llm_done: float | None = None
+    tts_requested: float | None = None
+    tts_first_byte: float | None = None
+
+    def ms(self, a: float | None, b: float | None) -> int | None:
+        return None if a is None or b is None else round((b - a) * 1000)
+
+
+# -- the session -------------------------------------------------------------------------------------
+
+
+class GuildSession:
+    """One guild's voice session. Create through `GuildSessionRegistry`; `run()` until stopped."""
+
+    def __init__(
+        self,
+        *,
+        guild_id: int,
+        link: VoiceLink,
+        session: ConversationSession,
+        store: SessionStore,
+        config: GuildSessionConfig,
+        reply_policy: ReplyPolicy,
+        model_context: ModelContext,
+        brain: Brain | None,
+        speech: Speech | None,
+        hearing_factory: HearingFactory | None,
+        bot_user_id: int,
+        started_at_wall: float,
+        resumed: bool = False,
+        wall: Callable[[], float] = time.time,
+        perf: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.guild_id = guild_id
+        self.link = link
+        self.session = session
+        self.store = store
+        self.config = config
+        self.reply_policy = reply_policy
+        self.model_context = model_context
+        self.brain = brain
+        self.speech = speech
+        self.bot_user_id = bot_user_id
+        self.started_at_wall = started_at_wall
+        self.resumed = resumed
+        self._wall = wall
+        self._perf = perf
+        self._clock = session.clock
+        self._hearing = hearing_factory(self.on_heard, session.events, session.clock) if hearing_factory else None
+        self._append_lock = asyncio.Lock()
+        self._replies: asyncio.Queue[_ReplyJob] = asyncio.Queue(maxsize=config.reply_queue_max)
+        self._stop = asyncio.Event()
+        self._closed = asyncio.Event()
+        self.stop_reason: StopReason | None = None
+        started = self._clock.now()
+        self._session_started = started
+        self._last_activity = started
+        self._humans: dict[int, str] = {}
+        self._alone_since: float | None = None
+        self._human_turns = 0
+        self._last_reply_at: float | None = None
+        self._playback: Playback | None = None
+        self._addressed_user: int | None = None
+        self._barge_voiced_ms = 0
+        self.replies_spoken = 0
+        self.replies_dropped = 0
+
+    @property
+    def channel_id(self) -> int:
+        return self.link.channel_id
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def events(self) -> EventEmitter:
+        return self.session.events
+
+    @property
+    def humans(self) -> dict[int, str]:
+        return dict(self._humans)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def request_stop(self, reason: StopReason) -> None:
+        """Ask the session to end (any caller, idempotent: the first reason wins)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self._stop.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    def meta(self, *, active: bool) -> dict[str, str]:
+        meta = {
+            "guild_id": str(self.guild_id),
+            "channel_id": str(self.channel_id),
+            "started_at": repr(self.started_at_wall),
+            META_ACTIVE: "1" if active else "0",
+            "updated_at": repr(self._wall()),
+        }
+        if self.stop_reason is not None:
+            meta["last_stop_reason"] = str(self.stop_reason)
+        return meta
+
+    async def run(self) -> None:
+        """Run every task of the session until `request_stop`, then shut down in order."""
+        gid = self.guild_id
+        try:
+            await self._save_meta(active=True)
+            for user_id, name in self.link.humans():
+                self._humans[user_id] = name
+            if not self._humans:
+                self._alone_since = self._clock.now()
+            async with asyncio.TaskGroup() as tg:
+                receive = [
+                    tg.create_task(self.link.run_receive(), name=f"voice-receive:{gid}"),
+                    tg.create_task(self._feed_frames(), name=f"hearing-feed:{gid}"),
+                ]
+                workers = [
+                    tg.create_task(self._reply_worker(), name=f"reply:{gid}"),
+                    tg.create_task(self._limits(), name=f"limits:{gid}"),
+                ]
+                hearing = (
+                    [tg.create_task(self._hearing.run(), name=f"hearing:{gid}")] if self._hearing is not None else []
+                )
+                compactor = tg.create_task(self.session.run(), name=f"compactor:{gid}")
+                log.info(
+                    "guild_session_started",
+                    guild_id=gid,
+                    session_id=self.session_id,
+                    channel_id=self.channel_id,
+                    resumed=self.resumed,
+                    humans=len(self._humans),
+                    total_turns=self.session.total_turns,
+                )
+                await self._stop.wait()
+                # Orderly: no new audio, no new replies; what was heard becomes turns.
+                if self._playback is not None:
+                    self._playback.stop()
+                for task in receive + workers:
+                    task.cancel()
+                await self._flush_hearing()
+                for task in hearing:
+                    task.cancel()
+                await self._close_session()
+                compactor.cancel()
+        finally:
+            await self._finish()
+
+    async def _flush_hearing(self) -> None:
+        if self._hearing is None:
+            return
+        try:
+            async with asyncio.timeout(self.config.flush_timeout_s):
+                await self._hearing.flush()
+        except Exception as err:  # a failed flush must not stop the state from being saved
+            log.warning("hearing_flush_failed", guild_id=self.guild_id, error_class=type(err).__name__)
+
+    async def _close_session(self) -> None:
+        try:
+            async with asyncio.timeout(self.config.close_timeout_s):
+                await self.session.close()
+        except Exception as err:
+            log.warning("session_close_failed", guild_id=self.guild_id, error_class=type(err).__name__)
+
+    async def _finish(self) -> None:
+        """Persist the meta and leave the channel, whatever ended the session."""
+        reason = self.stop_reason or StopReason.SHUTDOWN
+        if self.stop_reason is None:
+            self.stop_reason = reason  # cancelled or crashed: treat as a process shutdown
+        try:
+            if reason is not StopReason.FORGET:
+                await self._save_meta(active=not reason.ends_session)
+        finally:
+            with contextlib.suppress(Exception):
+                await self.link.disconnect()
+            self._closed.set()
+            snapshot = self.session.snapshot()
+            log.info(
+                "guild_session_stopped",
+                guild_id=self.guild_id,
+                session_id=self.session_id,
+                reason=str(reason),
+                total_turns=snapshot.total_turns,
+                cursor=snapshot.cursor,
+                replies_spoken=self.replies_spoken,
+                replies_dropped=self.replies_dropped,
+            )
+
+    async def _save_meta(self, *, active: bool) -> None:
+        try:
+            await self.store.save_meta(self.session_id, self.meta(active=active))
+        except StoreUnavailable:
+            log.warning("session_meta_not_saved", guild_id=self.guild_id, session_id=self.session_id)
+
+    # -- limits --------------------------------------------------------------------------------------
+
+    def limit_reached(self, now: float) -> StopReason | None:
+        """Which limit, if any, ends the session at `now` (session seconds). Pure."""
+        cfg = self.config
+        if now - self._session_started >= cfg.max_duration_s:
+            return StopReason.MAX_DURATION
+        if self._alone_since is not None and now - self._alone_since >= cfg.alone_timeout_s:
+            return StopReason.ALONE
+        if now - self._last_activity >= cfg.idle_timeout_s:
+            return StopReason.IDLE
+        return None
+
+    async def _limits(self) -> None:
+        while True:
+            await self._clock.sleep(self.config.check_interval_s)
+            reason = self.limit_reached(self._clock.now())
+            if reason is not None:
+                log.info("guild_session_limit_reached", guild_id=self.guild_id, reason=str(reason))
+                self.request_stop(reason)
+                return
+
+    def set_max_duration_elapsed(self, elapsed_s: float) -> None:
+        """A resumed session counts its limit from its original start."""
+        self._session_started = self._clock.now() - max(0.0, elapsed_s)
+
+    # -- turns -----------------------------------------------------------------------------------------
+
+    async def append(self, draft: TurnDraft) -> Turn:
+        async with self._append_lock:
+            return await self.session.append(draft)
+
+    async def on_heard(self, draft: TurnDraft) -> Turn | None:
+        """The hearing pipeline's sink: a finished speech turn."""
+        if self._stop.is_set() and self.stop_reason is StopReason.FORGET:
+            return None
+        turn = await self.append(draft)
+        appended_at = self._perf()
+        now = self._clock.now()
+        asr_ms = max(0, round((now - draft.ended_at) * 1000))
+        await self._consider_reply(turn, heard_at=appended_at, asr_ms=asr_ms)
+        return turn
+
+    async def _consider_reply(self, turn: Turn, *, heard_at: float, asr_ms: int | None) -> None:
+        own = self.reply_policy.is_own(turn)
+        if turn.kind is TurnKind.SPEECH and not own:
+            self._human_turns += 1
+            self._last_activity = self._clock.now()
+        decision = self.reply_policy.decide(
+            turn,
+            now=self._clock.now(),
+            last_reply_at=self._last_reply_at,
+            previous=self.session.snapshot().turns[-8:],
+        )
+        log.debug("reply_decision", guild_id=self.guild_id, seq=turn.seq, reply=decision.reply, reason=str(decision.reason))
+        if not decision.reply or self._stop.is_set():
+            return
+        if self.brain is None:
+            log.info("reply_skipped", guild_id=self.guild_id, seq=turn.seq, reason="no_brain_configured")
+            return
+        job = _ReplyJob(turn=turn, decision=decision, human_mark=self._human_turns, heard_at=heard_at, asr_ms=asr_ms)
+        if self._replies.full():
+            dropped = self._replies.get_nowait()  # the oldest request is the stalest
+            self._emit_dropped(dropped, "queue_full", _Stages(started=self._perf()))
+        self._replies.put_nowait(job)
+
+    async def on_member_joined(self, user_id: int, name: str) -> None:
+        if user_id == self.bot_user_id or self._stop.is_set():
+            return
+        self._humans[user_id] = name
+        self._alone_since = None
+        self._last_activity = self._clock.now()
+        await self._membership(user_id, name, "joined the voice channel.")
+
+    async def on_member_left(self, user_id: int, name: str) -> None:
+        if user_id == self.bot_user_id or self._stop.is_set():
+            return
+        self._humans.pop(user_id, None)
+        if not self._humans and self._alone_since is None:
+            self._alone_since = self._clock.now()
+        await self._membership(user_id, name, "left the voice channel.")
+
+    async def _membership(self, user_id: int, name: str, text: str) -> None:
+        now = self._clock.now()
+        await self.append(
+            TurnDraft(
+                kind=TurnKind.MEMBERSHIP,
+                speaker_id=str(user_id),
+                speaker_name=name,
+                text=text,
+                started_at=now,
+                ended_at=now,
+                source="discord",
+            )
+        )
+
+    # -- audio in ----------------------------------------------------------------------------------------
+
+    async def _feed_frames(self) -> None:
+        frame_ms = 20
+        while True:
+            frame = await self.link.next_frame()
+            if frame.user_id == self.bot_user_id:
+                continue
+            self._check_barge_in(frame, frame_ms)
+            if self._hearing is not None:
+                name = self._humans.get(frame.user_id) or self.link.display_name(frame.user_id)
+                self._hearing.feed(str(frame.user_id), name, frame.pcm, 48_000, 2)
+
+    def _check_barge_in(self, frame: VoiceFrame, frame_ms: int) -> None:
+        playback = self._playback
+        if playback is None or frame.user_id != self._addressed_user or playback.stopping:
+            return
+        if frame_rms(frame.pcm) >= self.config.barge_in_rms:
+            self._barge_voiced_ms += frame_ms
+        else:
+            self._barge_voiced_ms = 0
+        if self._barge_voiced_ms >= self.config.barge_in_ms:
+            log.info("bot_reply_barge_in", guild_id=self.guild_id, user_id=frame.user_id)
+            playback.stop()
+
+    # -- replies -----------------------------------------------------------------------------------------
+
+    def _stale(self, job: _ReplyJob) -> bool:
+        return self._human_turns - job.human_mark > self.config.stale_allowance
+
+    async def _reply_worker(self) -> None:
+        while True:
+            job = await self._replies.get()
+            try:
+                await self.reply(job)
+            except Exception as err:  # one failed reply must not end the session
+                self.replies_dropped += 1
+                log.exception("bot_reply_crashed", guild_id=self.guild_id, seq=job.turn.seq, error_class=type(err).__name__)
+
+    async def reply(self, job: _ReplyJob) -> None:
+        stages = _Stages(started=self._perf())
+        if self._stale(job):
+            self._emit_dropped(job, "stale", stages)
+            return
+        assert self.brain is not None
+        context = self.model_context.reply(job.turn)
+        stages.decided = self._perf()
+        try:
+            text = await self.brain.reply(context.messages, deadline_s=self.config.brain_deadline_s)
+        except BrainError as err:
+            stages.llm_done = self._perf()
+            self._emit_dropped(job, f"llm_{err.code}", stages, tokens=context.tokens.tokens)
+            return
+        stages.llm_done = self._perf()
+        if self._stale(job):
+            self._emit_dropped(job, "stale", stages, tokens=context.tokens.tokens)
+            return
+        if self.speech is None:
+            await self._append_bot_turn(text, interrupted=False, started_at=self._clock.now())
+            self._emit_completed(job, stages, None, text, tokens=context.tokens.tokens, exact=context.tokens.exact)
+            return
+        result = await self._speak(job, text, stages)
+        if result is None:
+            return
+        if result.gated:
+            self._emit_dropped(job, "stale", stages, tokens=context.tokens.tokens)
+            return
+        if not result.started:
+            self._emit_dropped(job, "interrupted" if result.interrupted else "no_audio", stages)
+            return
+        spoken_at = self._clock.now() - max(0.0, result.ended_at - (result.playback_started_at or result.ended_at))
+        await self._append_bot_turn(text, interrupted=result.interrupted, started_at=spoken_at)
+        self._emit_completed(job, stages, result, text, tokens=context.tokens.tokens, exact=context.tokens.exact)
+
+    async def _speak(self, job: _ReplyJob, text: str, stages: _Stages) -> PlaybackResult | None:
+        assert self.speech is not None
+        stages.tts_requested = self._perf()
+
+        async def timed(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+            async for chunk in chunks:
+                if stages.tts_first_byte is None:
+                    stages.tts_first_byte = self._perf()
+                yield chunk
+
+        playback = Playback(self.link, clock=self._perf)
+        self._playback = playback
+        self._addressed_user = _int_or_none(job.turn.speaker_id)
+        self._barge_voiced_ms = 0
+        try:
+            return await playback.play(timed(self.speech.stream(text)), before_start=lambda: not self._stale(job))
+        except BrainError as err:  # SpeechError: TTS failed before any audio
+            self._emit_dropped(job, f"tts_{err.code}", stages)
+            return None
+        finally:
+            self._playback = None
+            self._addressed_user = None
+
+    async def _append_bot_turn(self, text: str, *, interrupted: bool, started_at: float) -> None:
+        now = self._clock.now()
+        self._last_reply_at = now
+        await self.append(
+            TurnDraft(
+                kind=TurnKind.BOT,
+                speaker_id=str(self.bot_user_id),
+                speaker_name=self.config.bot_name,
+                text=text,
+                started_at=min(started_at, now),
+                ended_at=now,
+                source="brain_interrupted" if interrupted else "brain",
+            )
+        )
+
+    def _emit_completed(
+        self,
+        job: _ReplyJob,
+        stages: _Stages,
+        result: PlaybackResult | None,
+        text: str,
+        *,
+        tokens: int,
+        exact: bool,
+    ) -> None:
+        self.replies_spoken += 1
+        ms = stages.ms
+        playback_start = result.playback_started_at if result else None
+        first_frame = result.first_frame_at if result else None
+        to_playback = ms(job.heard_at, playback_start)
+        self.events.emit(
+            BOT_REPLY_COMPLETED,
+            seq=job.turn.seq,
+            reason=str(job.decision.reason),
+            asr_ms=job.asr_ms,
+            queue_ms=ms(job.heard_at, stages.started),
+            decide_ms=ms(stages.started, stages.decided),
+            llm_ms=ms(stages.decided, stages.llm_done),
+            tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
+            first_frame_ms=ms(stages.tts_first_byte, first_frame),
+            playback_start_ms=ms(first_frame, playback_start),
+            end_to_playback_ms=(None if to_playback is None else to_playback + (job.asr_ms or 0)),
+            interrupted=bool(result and result.interrupted),
+            audio_s=round(result.audio_s, 2) if result else 0.0,
+            reply_chars=len(text),
+            prompt_tokens=tokens,
+            prompt_tokens_exact=exact,
+        )
+
+    def _emit_dropped(self, job: _ReplyJob, reason: str, stages: _Stages, *, tokens: int | None = None) -> None:
+        self.replies_dropped += 1
+        ms = stages.ms
+        self.events.emit(
+            BOT_REPLY_DROPPED,
+            seq=job.turn.seq,
+            reason=reason,
+            asr_ms=job.asr_ms,
+            decide_ms=ms(stages.started, stages.decided),
+            llm_ms=ms(stages.decided, stages.llm_done),
+            tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
+            new_human_turns=self._human_turns - job.human_mark,
+            prompt_tokens=tokens,
+        )
+
+
+def frame_rms(pcm: bytes) -> float:
+    samples = np.frombuffer(pcm, dtype=np.int16)
+    if samples.size == 0:
+        return 0.0
+    return float(np.sqrt(np.mean(samples.astype(np.float32) ** 2)))
+
+
+def _int_or_none(value: str) -> int | None:
+    return int(value) if value.isdigit() else None
+
+
+# -- the registry ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionResources:
+    """What every guild session shares, made once in `main` and injected."""
+
+    store: SessionStore
+    summarizer: Summarizer | None
+    fallback: Summarizer | None
+    policy: CompactionPolicy
+    config: GuildSessionConfig
+    model_context: ModelContextConfig
+    wake_words: tuple[str, ...] = ()
+    reply_cooldown_s: float = 8.0
+    brain: Brain | None = None
+    speech: Speech | None = None
+    hearing_factory: HearingFactory | None = None
+    clock_factory: Callable[[], Clock] = field(default_factory=lambda: _monotonic_clock)
+    wall: Callable[[], float] = time.time
+    bot_user_id: int = 0
+
+
+def _monotonic_clock() -> Clock:
+    from pipeline.clock import MonotonicClock
+
+    return MonotonicClock()
+
+
+class GuildSessionRegistry:
+    """All guild sessions of this process; `run()` is the task that owns them.
+
+        tg.create_task(registry.run(), name="guild-sessions")
+        await registry.join(guild_id, channel_id)       # /join
+        await registry.resume(guild_ids)                # on startup: rejoin active sessions
+        registry.close()                                # shutdown: every session stops, state kept
+    """
+
+    def __init__(self, resources: SessionResources, connector: VoiceConnector) -> None:
+        self.resources = resources
+        self.connector = connector
+        self._sessions: dict[int, GuildSession] = {}
+        self._pending: set[int] = set()
+        self._tg: asyncio.TaskGroup | None = None
+        self._ready = asyncio.Event()
+        self._closing = asyncio.Event()
+
+    @property
+    def store(self) -> SessionStore:
+        return self.resources.store
+
+    def get(self, guild_id: int) -> GuildSession | None:
+        return self._sessions.get(guild_id)
+
+    def sessions(self) -> list[GuildSession]:
+        return list(self._sessions.values())
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            self._tg = tg
+            self._ready.set()
+            await self._closing.wait()
+            for session in list(self._sessions.values()):
+                session.request_stop(StopReason.SHUTDOWN)
+        self._tg = None
+
+    def close(self) -> None:
+        """Stop every session (state kept, `active` left set) and end `run()`."""
+        self._closing.set()
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def join(self, guild_id: int, channel_id: int) -> GuildSession:
+        """Connect to the channel and start (or continue) the guild's session.
+
+        Raises `RuntimeError` if the guild already has a session or the registry is closing.
+        Connection errors propagate to the caller (the command answers with them).
+        """
+        if guild_id in self._sessions or guild_id in self._pending:
+            raise RuntimeError("already in a voice channel in this guild")
+        self._pending.add(guild_id)
+        try:
+            link = await self.connector.connect(guild_id, channel_id)
+            try:
+                return await self._start(guild_id, link, meta=None)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await link.disconnect()
+                raise
+        finally:
+            self._pending.discard(guild_id)
+
+    async def _start(self, guild_id: int, link: VoiceLink, *, meta: Mapping[str, str] | None) -> GuildSession:
+        await self._ready.wait()
+        if self._closing.is_set() or self._tg is None:
+            raise RuntimeError("shutting down")
+        res = self.resources
+        sid = session_id_for(guild_id)
+        wall_now = res.wall()
+        started_at = wall_now
+        elapsed = 0.0
+        if meta is not None:
+            started_at = _float(meta.get("started_at"), wall_now)
+            elapsed = max(0.0, wall_now - started_at)
+        events = EventEmitter(guild_id=str(guild_id), session_id=sid, source="bot")
+        clock = OffsetClock(res.clock_factory(), elapsed)
+        conversation = await ConversationSession.open(
+            session_id=sid,
+            store=res.store,
+            summarizer=res.summarizer,
+            fallback=res.fallback,
+            policy=res.policy,
+            clock=clock,
+            events=events,
+            bot_name=res.config.bot_name,
+        )
+        session = GuildSession(
+            guild_id=guild_id,
+            link=link,
+            session=conversation,
+            store=res.store,
+            config=res.config,
+            reply_policy=ReplyPolicy(
+                ReplyPolicyConfig(
+                    bot_name=res.config.bot_name,
+                    bot_speaker_id=str(res.bot_user_id),
+                    wake_words=res.wake_words,
+                    cooldown_s=res.reply_cooldown_s,
+                )
+            ),
+            model_context=ModelContext(conversation, res.model_context),
+            brain=res.brain,
+            speech=res.speech,
+            hearing_factory=res.hearing_factory,
+            bot_user_id=res.bot_user_id,
+            started_at_wall=started_at,
+            resumed=meta is not None,
+            wall=res.wall,
+        )
+        if meta is not None:
+            session.set_max_duration_elapsed(elapsed)
+        self._sessions[guild_id] = session
+        self._tg.create_task(self._own(session), name=f"guild-session:{guild_id}")
+        return session
+
+    async def _own(self, session: GuildSession) -> None:
+        try:
+            await session.run()
+        except Exception as err:  # one guild's crash must not take the others down
+            log.exception("guild_session_crashed", guild_id=session.guild_id, error_class=type(err).__name__)
+        finally:
+            if self._sessions.get(session.guild_id) is session:
+                del self._sessions[session.guild_id]
+
+    async def leave(self, guild_id: int, reason: StopReason = StopReason.LEAVE) -> bool:
+        """End the guild's session (state saved, not rejoined on restart). False if none."""
+        session = self._sessions.get(guild_id)
+        if session is None:
+            return False
+        session.request_stop(reason)
+        await session.wait_closed()
+        return True
+
+    async def forget(self, guild_id: int) -> None:
+        """Stop the guild's session if one runs, then delete everything stored for it."""
+        await self.leave(guild_id, StopReason.FORGET)
+        await self.store.delete_session(session_id_for(guild_id))
+        log.info("session_forgotten", guild_id=guild_id, session_id=session_id_for(guild_id))
+
+    async def resume(self, guild_ids: Iterable[int]) -> list[GuildSession]:
+        """On startup: rejoin every guild whose stored meta says its session was active."""
+        resumed: list[GuildSession] = []
+        for guild_id in guild_ids:
+            if guild_id in self._sessions:
+                continue
+            sid = session_id_for(guild_id)
+            try:
+                meta = await self.store.load_meta(sid)
+            except StoreUnavailable:
+                log.warning("session_resume_skipped", guild_id=guild_id, reason="store_unavailable")
+                continue
+            if meta.get(META_ACTIVE) != "1":
+                continue
+            session = await self._resume_one(guild_id, sid, meta)
+            if session is not None:
+                resumed.append(session)
+        return resumed
+
+    async def _resume_one(self, guild_id: int, sid: str, meta: dict[str, str]) -> GuildSession | None:
+        channel_id = int(meta.get("channel_id", "0") or 0)
+        started_at = _float(meta.get("started_at"), 0.0)
+        age = self.resources.wall() - started_at
+        if age >= self.resources.config.max_duration_s or not channel_id:
+            reason = "expired" if channel_id else "no_channel"
+            log.info("session_resume_skipped", guild_id=guild_id, session_id=sid, reason=reason)
+            await self._mark_inactive(sid, reason)
+            return None
+        try:
+            link = await self.connector.connect(guild_id, channel_id)
+        except Exception as err:
+            log.warning(
+                "session_resume_skipped", guild_id=guild_id, session_id=sid, reason="rejoin_failed",
+                error_class=type(err).__name__,
+            )
+            await self._mark_inactive(sid, "rejoin_failed")
+            return None
+        try:
+            session = await self._start(guild_id, link, meta=meta)
+        except Exception:
+            with contextlib.suppress(Exception):
+                await link.disconnect()
+            raise
+        snap = session.session.snapshot()
+        session.events.emit(
+            SESSION_RESUMED_AFTER_RESTART,
+            channel_id=channel_id,
+            cursor=snap.cursor,
+            covered_through_turn=snap.covered_through_turn,
+            total_turns=snap.total_turns,
+            summary_chars=len(snap.summary),
+            down_s=round(self.resources.wall() - _float(meta.get("updated_at"), started_at), 1),
+        )
+        return session
+
+    async def _mark_inactive(self, sid: str, reason: str) -> None:
+        with contextlib.suppress(StoreUnavailable):
+            await self.store.save_meta(sid, {META_ACTIVE: "0", "last_stop_reason": reason})
+
+
+def _float(raw: str | None, default: float) -> float:
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        return default

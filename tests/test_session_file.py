@@ -1,0 +1,62 @@
+"""Session files parse strictly and name the offending line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.session_file import (
+    MembershipLine,
+    NoteLine,
+    ProbeLine,
+    SessionFileError,
+    TurnLine,
+    load_session_file,
+)
+
+
+def write(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_all_line_types_parse_in_time_order(tmp_path: Path) -> None:
+    """Header, turns (bot role), notes, joins, leaves and probes parse; lines sort by time."""
+    path = write(
+        tmp_path,
+        '{"type": "session", "bot_name": "Clanky", "title": "t"}',
+        '{"type": "turn", "t": 14.0, "speaker": "Clanky", "role": "assistant", "text": "hi"}',
+        '{"type": "turn", "t": 12.5, "speaker": "Alice", "speaker_id": "u1", "text": "hello"}',
+        '{"type": "note", "t": 30.0, "by": "James", "text": "Tokyo map"}',
+        '{"type": "join", "t": 40.0, "speaker": "Bob"}',
+        '{"type": "leave", "t": 41.0, "speaker": "Bob"}',
+        '{"type": "probe", "t": 50.0, "question": "q?", "expect_any": ["hulk"], "expect_all": "bob"}',
+    )
+    sf = load_session_file(path)
+    assert "Clanky" == sf.header.bot_name
+    assert [TurnLine, TurnLine, NoteLine, MembershipLine, MembershipLine, ProbeLine] == [type(x) for x in sf.lines]
+    first = sf.lines[0]
+    assert isinstance(first, TurnLine) and ("u1", False) == (first.speaker_id, first.is_bot)
+    probe = sf.lines[-1]
+    assert isinstance(probe, ProbeLine)
+    assert (True, False) == (probe.check("BOB played HULK"), probe.check("Bob played Thor"))
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", ":1: not valid JSON"),
+        ('{"type": "turn", "speaker": "A", "text": "x"}', "needs a numeric 't'"),
+        ('{"type": "turn", "t": 1, "text": "x"}', "a turn needs a 'speaker'"),
+        ('{"type": "probe", "t": 1, "question": "q"}', "a probe needs 'question' and 'expect_any'"),
+        ('{"type": "dance", "t": 1}', "unknown type 'dance'"),
+    ],
+)
+def test_errors_name_file_and_line(tmp_path: Path, line: str, message: str) -> None:
+    """A malformed line fails before anything is replayed, naming file, line and problem."""
+    with pytest.raises(SessionFileError) as info:
+        load_session_file(write(tmp_path, line))
+    assert "s.jsonl:1" in str(info.value)
+    assert message in str(info.value)

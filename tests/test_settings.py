@@ -1,0 +1,84 @@
+"""Settings are read once from the environment; bad values name the variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.settings import VARIABLES, LogFormat, Settings, SettingsError, load_settings, require_discord_token
+
+
+def test_defaults_without_environment() -> None:
+    """An empty environment gives the embedded defaults: no Redis URL, offline summarizer, W=50, B=10."""
+    settings = load_settings({})
+    assert (None, None, 50, 10, 1200) == (
+        settings.redis_url, settings.openai_api_key, settings.context_window_turns,
+        settings.compaction_batch_turns, settings.summary_max_chars,
+    )
+    policy = settings.policy()
+    assert (50, 10, 1200, 400) == (policy.window, policy.batch, policy.summary_cap_chars, policy.note_cap_chars)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("CONTEXT_WINDOW_TURNS", "fifty", "CONTEXT_WINDOW_TURNS must be a whole number"),
+        ("COMPACTION_BATCH_TURNS", "0", "COMPACTION_BATCH_TURNS must be between 1 and 200"),
+        ("LOG_FORMAT", "xml", "LOG_FORMAT must be one of: console, json"),
+        ("DISCORD_GUILD_IDS", "12,abc", "DISCORD_GUILD_IDS must be a comma-separated list"),
+        ("ASR_VAD_FILTER", "maybe", "ASR_VAD_FILTER must be true or false"),
+        ("SUMMARY_TIMEOUT_S", "-1", "SUMMARY_TIMEOUT_S must be at least 0.1"),
+    ],
+)
+def test_bad_value_names_the_variable(variable: str, value: str, expected: str) -> None:
+    """Each malformed value fails with a message that names its variable and what it expected."""
+    with pytest.raises(SettingsError) as info:
+        load_settings({variable: value})
+    assert str(info.value).startswith(expected)
+
+
+def test_secret_values_are_never_echoed() -> None:
+    """A malformed secret is named, but its value does not appear in the error."""
+    with pytest.raises(SettingsError) as info:
+        load_settings({"REDIS_URL": "http://user:hunter2@redis:6379"})
+    assert "REDIS_URL" in str(info.value)
+    assert "hunter2" not in str(info.value)
+    with pytest.raises(SettingsError) as info:
+        load_settings({"OPENAI_API_KEY": "sk-abc def-secretpart"})
+    assert "secretpart" not in str(info.value)
+
+
+def test_batch_larger_than_window_is_refused() -> None:
+    """A batch larger than the window could never fold; the error names both variables."""
+    with pytest.raises(SettingsError, match="COMPACTION_BATCH_TURNS must not exceed CONTEXT_WINDOW_TURNS"):
+        load_settings({"CONTEXT_WINDOW_TURNS": "8", "COMPACTION_BATCH_TURNS": "10"})
+
+
+def test_missing_discord_token_says_how_to_fix() -> None:
+    """`longcall run` without DISCORD_TOKEN explains where to get one."""
+    with pytest.raises(SettingsError, match="DISCORD_TOKEN is not set"):
+        require_discord_token(load_settings({}))
+
+
+def test_redacted_view_hides_secrets() -> None:
+    """The settings shown on the dashboard or logged at startup say set/unset for secrets."""
+    settings = load_settings({"DISCORD_TOKEN": "abc.def.ghi", "OPENAI_API_KEY": "sk-x", "LOG_FORMAT": "json"})
+    view = settings.redacted()
+    assert ("set", "set", "unset", "json") == (
+        view["discord_token"], view["openai_api_key"], view["redis_url"], view["log_format"]
+    )
+    assert LogFormat.JSON == settings.log_format
+
+
+def test_env_example_lists_every_variable_with_its_default() -> None:
+    """.env.example documents exactly the variables the settings read."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / ".env.example"
+    names = {
+        line.split("=", 1)[0].lstrip("# ").strip()
+        for line in example.read_text().splitlines()
+        if "=" in line and line.lstrip("# ").split("=", 1)[0].strip().isupper()
+    }
+    assert set(VARIABLES) == names
+    defaults = Settings()
+    assert defaults.bot_name in example.read_text()
