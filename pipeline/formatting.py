@@ -16,6 +16,7 @@ speaker or a system section.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from pipeline.models import Turn, TurnKind
@@ -29,7 +30,6 @@ THOUGHT_TAG = "[bot thought]"
 # A sentence ends at . ! ? or … optionally followed by closing quotes/brackets, then
 # whitespace or the end of the text. The match end is the cut point.
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*(?=\s|$)")
-_WHITESPACE = re.compile(r"\s+")
 _LABEL_FORBIDDEN = re.compile(r"[\[\]:]")
 MAX_SPEAKER_CHARS = 64
 # Trailing characters that read badly right before an ellipsis or at a cut.
@@ -43,7 +43,7 @@ _MIN_KEEP_SHARE = 0.5
 
 def one_line(text: str) -> str:
     """Collapse all whitespace runs (newlines included) to single spaces and strip."""
-    return _WHITESPACE.sub(" ", text).strip()
+    return " ".join(text.split())  # split() with no argument splits on any whitespace run
 
 
 def _cut_at_word(text: str, limit: int) -> str:
@@ -117,6 +117,7 @@ def mmss(seconds: float) -> str:
     return f"{minutes:02d}:{secs:02d}"
 
 
+@functools.lru_cache(maxsize=1024)  # a session has a handful of names, rendered every turn
 def speaker_label(name: str) -> str:
     """A display name made safe to put in front of `: text`.
 

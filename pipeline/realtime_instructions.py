@@ -24,9 +24,11 @@ current turn (background first, the freshest last, next to where the model answe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Generic, TypeVar
 
 from pipeline.events import REALTIME_INSTRUCTIONS_BUILT, EventEmitter
 from pipeline.formatting import clamp_at_sentence, mmss, one_line, render_turn_line
@@ -38,6 +40,8 @@ DEFAULT_BUDGET_CHARS = 5200
 DEFAULT_FRESH_TURNS = 12
 DEFAULT_TURN_TEXT_CAP = 1200
 SEPARATOR = "\n\n"
+
+T = TypeVar("T")
 
 
 class Section(StrEnum):
@@ -92,20 +96,27 @@ def note_line(note: Note) -> str:
 class _Layout:
     """Section blocks chosen so far and the chars they take, separators included."""
 
-    __slots__ = ("blocks", "budget", "shortened", "dropped")
+    __slots__ = ("blocks", "budget", "dropped", "shortened", "sizes")
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.blocks: dict[Section, str] = {}
+        # Chars per section; line sections grow theirs line by line and render once at the
+        # end, so filling stays linear in the number of lines.
+        self.sizes: dict[Section, int] = {}
         self.shortened: list[str] = []
         self.dropped: list[str] = []
 
+    def set_block(self, section: Section, block: str) -> None:
+        self.blocks[section] = block
+        self.sizes[section] = len(block)
+
     def used(self) -> int:
-        return sum(len(b) for b in self.blocks.values()) + len(SEPARATOR) * max(0, len(self.blocks) - 1)
+        return sum(self.sizes.values()) + len(SEPARATOR) * max(0, len(self.sizes) - 1)
 
     def room_for_new(self) -> int:
         """Chars a new block may take, after the separator it needs."""
-        return self.budget - self.used() - (len(SEPARATOR) if self.blocks else 0)
+        return self.budget - self.used() - (len(SEPARATOR) if self.sizes else 0)
 
     def add_text(self, section: Section, heading: str, body: str) -> None:
         """Add `heading` + `body`, shortening the body at a sentence boundary if needed."""
@@ -114,17 +125,17 @@ class _Layout:
             return
         room = self.room_for_new() - len(heading) - 1
         if len(body) <= room:
-            self.blocks[section] = f"{heading}\n{body}"
+            self.set_block(section, f"{heading}\n{body}")
             return
         short = clamp_at_sentence(body, room) if room > 0 else ""
         if short:
-            self.blocks[section] = f"{heading}\n{short}"
+            self.set_block(section, f"{heading}\n{short}")
             self.shortened.append(section.value)
         else:
             self.dropped.append(section.value)
 
 
-class _LineSection:
+class _LineSection(Generic[T]):
     """A section of lines picked newest first and shown oldest first (turns, notes).
 
     Lines are taken while they fit, stopping at the first one that does not, so what is
@@ -134,11 +145,19 @@ class _LineSection:
 
     __slots__ = ("heading", "kept", "keys", "layout", "lines", "next", "section", "stopped")
 
-    def __init__(self, layout: _Layout, section: Section, heading: str, lines: Sequence[tuple[int, str]]) -> None:
+    def __init__(
+        self,
+        layout: _Layout,
+        section: Section,
+        heading: str,
+        items: Sequence[T],
+        render: Callable[[T], tuple[int, str]],
+    ) -> None:
         self.layout = layout
         self.section = section
         self.heading = heading
-        self.lines = list(reversed(lines))  # newest first
+        # Newest first, rendered only when reached: most of a long window never is.
+        self.lines = [functools.partial(render, item) for item in reversed(items)]
         self.kept: list[str] = []
         self.keys: list[int] = []
         self.next = 0
@@ -151,7 +170,7 @@ class _LineSection:
         """Take up to `limit` more lines (all that fit when None)."""
         taken = 0
         while not self.stopped and self.next < len(self.lines) and (limit is None or taken < limit):
-            key, line = self.lines[self.next]
+            key, line = self.lines[self.next]()
             if self.kept:
                 room = self.layout.budget - self.layout.used()
                 fits = len(line) + 1 <= room
@@ -170,12 +189,14 @@ class _LineSection:
                 break
             self.kept.append(line)
             self.keys.append(key)
-            self.layout.blocks[self.section] = self._render()
+            self.layout.sizes[self.section] = self.layout.sizes.get(self.section, len(self.heading)) + 1 + len(line)
             self.next += 1
             taken += 1
 
     def finish(self) -> None:
-        """Record whether the section lost lines (shortened) or everything (dropped)."""
+        """Render the block; record whether it lost lines (shortened) or all (dropped)."""
+        if self.kept:
+            self.layout.set_block(self.section, self._render())
         name = self.section.value
         if not self.lines or name in self.layout.shortened:
             return
@@ -213,18 +234,18 @@ def build_realtime_instructions(
         core = clamp_at_sentence(core, budget_chars)
         (layout.shortened if core else layout.dropped).append(Section.PERSONA.value)
     if core:
-        layout.blocks[Section.PERSONA] = core
+        layout.set_block(Section.PERSONA, core)
 
     if current is not None:
         layout.add_text(Section.CURRENT_TURN, HEADERS[Section.CURRENT_TURN], render_turn_line(current, turn_text_cap))
 
     exclude = current.seq if current is not None else None
-    turn_lines = [
-        (turn.seq, render_turn_line(turn, turn_text_cap))
-        for turn in snapshot.turns
-        if turn.seq >= snapshot.cursor and turn.seq != exclude
-    ]
-    turns = _LineSection(layout, Section.RECENT_TURNS, HEADERS[Section.RECENT_TURNS], turn_lines)
+    window = [t for t in snapshot.turns if t.seq >= snapshot.cursor and t.seq != exclude]
+
+    def turn_line(turn: Turn) -> tuple[int, str]:
+        return turn.seq, render_turn_line(turn, turn_text_cap)
+
+    turns = _LineSection(layout, Section.RECENT_TURNS, HEADERS[Section.RECENT_TURNS], window, turn_line)
     turns.fill(limit=max(0, fresh_turns))
 
     if participant_memory:
@@ -237,8 +258,10 @@ def build_realtime_instructions(
     turns.fill()
     turns.finish()
 
-    notes = [(i, note_line(n)) for i, n in enumerate(sorted(snapshot.live_notes, key=lambda n: n.at))]
-    screen = _LineSection(layout, Section.SCREEN_NOTES, HEADERS[Section.SCREEN_NOTES], notes)
+    notes = sorted(snapshot.live_notes, key=lambda n: n.at)
+    screen = _LineSection(
+        layout, Section.SCREEN_NOTES, HEADERS[Section.SCREEN_NOTES], notes, lambda n: (0, note_line(n))
+    )
     screen.fill()
     screen.finish()
 

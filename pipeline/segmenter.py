@@ -274,8 +274,7 @@ class Segmenter:
             return []
         # A final piece after cuts is emitted even when it holds no speech: it is what
         # tells the coalescer the banked pieces are complete.
-        return [self._utterance(pcm, start, max(start, self._last_speech_end), final=True, piece=piece,
-                                speech=speech)]
+        return [self._utterance(pcm, start, max(start, self._last_speech_end), final=True, piece=piece, speech=speech)]
 
     def _cut(self, end: int) -> Utterance:
         """The utterance reached `max_utterance_s`: emit a non-final piece, keep going."""

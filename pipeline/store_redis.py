@@ -75,12 +75,14 @@ return 0
 """
 
 
+def _as_str_dict(fields: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
+    """The client decodes responses (decode_responses=True); this only narrows the type."""
+    return {str(k): str(v) for k, v in fields.items()}
+
+
 def _keys(session_id: str) -> dict[str, str]:
     base = f"lc:{{{session_id}}}"
-    return {
-        name: f"{base}:{name}"
-        for name in ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta")
-    }
+    return {name: f"{base}:{name}" for name in ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta")}
 
 
 class RedisSessionStore:
@@ -134,7 +136,7 @@ class RedisSessionStore:
 
     async def load_state(self, session_id: str) -> CompactionState:
         fields = await self._call(self._redis.hgetall, _keys(session_id)["state"])
-        return decode_state(fields)
+        return decode_state(_as_str_dict(fields))
 
     async def commit_fold(self, session_id: str, commit: FoldCommit) -> bool:
         k = _keys(session_id)
@@ -188,9 +190,7 @@ class RedisSessionStore:
         return [decode_note(json.dumps(item)) for item in json.loads(raw)]
 
     async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
-        ok = await self._call(
-            self._redis.set, _keys(session_id)["lock"], owner, nx=True, px=max(1, int(ttl_s * 1000))
-        )
+        ok = await self._call(self._redis.set, _keys(session_id)["lock"], owner, nx=True, px=max(1, int(ttl_s * 1000)))
         return bool(ok)
 
     async def release_lock(self, session_id: str, owner: str) -> None:
@@ -201,7 +201,7 @@ class RedisSessionStore:
             await self._call(self._redis.hset, _keys(session_id)["meta"], mapping=dict(meta))
 
     async def load_meta(self, session_id: str) -> dict[str, str]:
-        return dict(await self._call(self._redis.hgetall, _keys(session_id)["meta"]))
+        return _as_str_dict(await self._call(self._redis.hgetall, _keys(session_id)["meta"]))
 
     async def delete_session(self, session_id: str) -> None:
         await self._call(self._redis.delete, *_keys(session_id).values())

@@ -122,17 +122,33 @@ class EstimatingCounter:
 
 
 class TiktokenCounter:
-    """Counts with a tiktoken encoding. `exact` says whether it is the model's own encoding."""
+    """Counts with a tiktoken encoding. `exact` says whether it is the model's own encoding.
 
-    __slots__ = ("_encoder", "_exact")
+    Counts are memoised per text: each reply re-sends the same persona, summary and window
+    turns (the window slides by a turn or two), so nearly every count is a repeat.
+    """
 
-    def __init__(self, encoder: _Encoder, *, exact: bool) -> None:
+    __slots__ = ("_cache", "_cache_size", "_encoder", "_exact")
+
+    def __init__(self, encoder: _Encoder, *, exact: bool, cache_size: int = 4096) -> None:
         self._encoder = encoder
         self._exact = exact
+        self._cache: dict[str, int] = {}
+        self._cache_size = cache_size
 
     def _tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
         # encode_ordinary: transcript text that happens to spell "<|endoftext|>" is text.
-        return len(self._encoder.encode_ordinary(text)) if text else 0
+        count = len(self._encoder.encode_ordinary(text))
+        if len(self._cache) >= self._cache_size:
+            # Drop the oldest entry (dicts keep insertion order): old turns leave the window.
+            self._cache.pop(next(iter(self._cache)), None)
+        self._cache[text] = count
+        return count
 
     def count_text(self, text: str) -> TokenCount:
         return TokenCount(tokens=self._tokens(text), exact=self._exact)
@@ -252,6 +268,4 @@ def make_token_counter(model: str, context_limit_override: int | None = None) ->
             near = load_encoder(Encoding.CL100K)
             if near is not None:
                 backend = TiktokenCounter(near, exact=False)
-    return ModelTokenCounter(
-        model=model, context_limit=limit, encoding=info.encoding, exact=exact, backend=backend
-    )
+    return ModelTokenCounter(model=model, context_limit=limit, encoding=info.encoding, exact=exact, backend=backend)

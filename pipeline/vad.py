@@ -74,8 +74,9 @@ class EnergyVad:
 
     def __init__(self, config: EnergyVadConfig | None = None) -> None:
         self._config = config or EnergyVadConfig()
-        self._memory = max(1, round(self._config.floor_memory_s * self._config.sample_rate
-                                    / self._config.window_samples))
+        self._memory = max(
+            1, round(self._config.floor_memory_s * self._config.sample_rate / self._config.window_samples)
+        )
         self._history: deque[float] = deque(maxlen=self._memory)
 
     @property

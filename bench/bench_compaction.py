@@ -1,0 +1,179 @@
+"""Compaction benchmarks: append + trigger cost vs session length, Redis round trips, memory.
+
+- append and trigger cost at 100 vs 100,000 turns already in the session: the ratio must
+  stay near 1 (nothing scans the whole history);
+- Redis commands per appended turn (each is one round trip: scripts run server-side);
+- RSS growth over a 10,000-turn replay-like run (memory stays bounded by the window).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import resource
+import statistics
+import time
+import uuid
+from typing import Any
+
+from pipeline.events import EventEmitter
+from pipeline.models import CompactionPolicy, FoldCommit, TurnDraft, TurnKind
+from pipeline.redis_server import PrivateRedisServer
+from pipeline.session import ConversationSession
+from pipeline.store_codec import encode_draft
+from pipeline.store_redis import RedisSessionStore
+from pipeline.testing import FakeClock, ScriptedSummarizer
+
+NAMES = ["Alice", "Bob", "James", "Maya"]
+
+
+def _draft(i: int) -> TurnDraft:
+    name = NAMES[i % 4]
+    return TurnDraft(kind=TurnKind.SPEECH, speaker_id=name.lower(), speaker_name=name,
+                     text=f"{name} makes callout number {i} on the Tokyo map, push now.", started_at=float(i),
+                     ended_at=i + 1.0)
+
+
+async def _prefill(store: RedisSessionStore, client: Any, session_id: str, n: int) -> None:
+    """n turns already in the session, compacted as a live session would be."""
+    key = f"lc:{{{session_id}}}:turns"
+    for start in range(0, n, 5000):
+        await client.rpush(key, *[encode_draft(_draft(i)) for i in range(start, min(n, start + 5000))])
+    cursor = max(0, (n - 1 - 50) // 10 * 10)
+    if cursor:
+        await store.commit_fold(session_id, FoldCommit(expected_cursor=0, summary="- Bob: prefilled summary.",
+                                                       new_cursor=cursor, covered_through_turn=cursor - 1,
+                                                       last_at=float(n)))
+
+
+async def _commands(client: Any) -> dict[str, int]:
+    """Calls per command since server start (INFO commandstats), e.g. {"rpush": 2000}."""
+    info = await client.info("commandstats")
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in info.items()}
+
+
+def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) > 0}
+
+
+async def _measure(url: str, prefill: int, appends: int) -> dict[str, float]:
+    store = RedisSessionStore.from_url(url)
+    import redis.asyncio as aioredis
+
+    raw = aioredis.Redis.from_url(url, decode_responses=True)
+    session_id = f"bench-{uuid.uuid4().hex[:8]}"
+    await _prefill(store, raw, session_id, prefill)
+    clock = FakeClock(start=float(prefill))
+    session = await ConversationSession.open(
+        session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
+        policy=CompactionPolicy(), clock=clock, events=EventEmitter(guild_id="b", session_id=session_id,
+                                                                    source="bench"), bot_name="Clanky",
+    )
+    append_us: list[float] = []
+    trigger_us: list[float] = []
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(session.run(), name=f"compactor:{session_id}")
+        before = await _commands(raw)
+        for i in range(prefill, prefill + appends):
+            clock.set(float(i))
+            t0 = time.perf_counter()
+            await session.append(_draft(i))
+            append_us.append((time.perf_counter() - t0) * 1e6)
+            await session.settle()
+        after = await _commands(raw)
+        for _ in range(2000):
+            t0 = time.perf_counter()
+            session.trigger()
+            trigger_us.append((time.perf_counter() - t0) * 1e6)
+        await session.close()
+        task.cancel()
+    folds = session.compactor.folds_completed
+    await raw.delete(*[f"lc:{{{session_id}}}:{k}" for k in ("turns", "state", "pnotes", "pnote", "lnotes", "meta")])
+    await raw.aclose()
+    await store.aclose()
+    delta = _delta(after, before)
+    delta.pop("info", None)
+    # Commands inside Lua scripts are counted by Redis but cost no round trip.
+    inner = {"hget", "hset", "get", "del", "zrem", "hdel", "hincrby", "zadd", "zcard", "zpopmin"}
+    total_cmds = sum(v for k, v in delta.items() if k not in inner)
+    return {
+        "append_us_p50": statistics.median(append_us),
+        "trigger_us_p50": statistics.median(trigger_us),
+        "commands_per_append": delta.get("rpush", 0) / appends,
+        "commands_per_fold": (total_cmds - delta.get("rpush", 0)) / max(folds, 1),
+        "commands_per_append_incl_folds": total_cmds / appends,
+        "command_mix": delta,
+        "window": len(session.snapshot().turns),
+    }
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * resource.getpagesize() / 1e6
+
+
+async def _memory(url: str, turns: int) -> dict[str, float]:
+    store = RedisSessionStore.from_url(url)
+    session_id = f"bench-mem-{uuid.uuid4().hex[:8]}"
+    clock = FakeClock()
+    session = await ConversationSession.open(
+        session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
+        policy=CompactionPolicy(), clock=clock, events=EventEmitter(guild_id="b", session_id=session_id,
+                                                                    source="bench"), bot_name="Clanky",
+    )
+    samples: dict[int, float] = {}
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(session.run(), name=f"compactor:{session_id}")
+        for i in range(turns):
+            clock.set(float(i))
+            await session.append(_draft(i))
+            await session.settle()
+            if i in (1000, turns - 1):
+                gc.collect()
+                samples[i] = _rss_mb()
+        await session.close()
+        task.cancel()
+    await store.delete_session(session_id)
+    await store.aclose()
+    return {"rss_mb_at_1000": samples[1000], "rss_mb_at_end": samples[turns - 1],
+            "window_at_end": len(session.snapshot().turns)}
+
+
+async def _run() -> list[dict[str, Any]]:
+    with PrivateRedisServer() as server:
+        small = await _measure(server.url, 100, 2000)
+        large = await _measure(server.url, 100_000, 2000)
+        mem = await _memory(server.url, 10_000)
+    return [
+        {"name": "append_turn_us_p50", "at_100": round(small["append_us_p50"], 1),
+         "at_100000": round(large["append_us_p50"], 1),
+         "ratio": round(large["append_us_p50"] / small["append_us_p50"], 2)},
+        {"name": "trigger_check_us_p50", "at_100": round(small["trigger_us_p50"], 2),
+         "at_100000": round(large["trigger_us_p50"], 2),
+         "ratio": round(large["trigger_us_p50"] / small["trigger_us_p50"], 2)},
+        {"name": "redis_round_trips_per_append", "at_100": round(small["commands_per_append"], 2),
+         "at_100000": round(large["commands_per_append"], 2),
+         "note": f"{large['commands_per_fold']:.1f} per fold (one fold per 10 turns); "
+                 f"{large['commands_per_append_incl_folds']:.2f} per turn in all"},
+        {"name": "rss_growth_mb_10k_turns", "value": round(mem["rss_mb_at_end"] - mem["rss_mb_at_1000"], 2),
+         "note": f"from turn 1,000 to 10,000; window at end {mem['window_at_end']} turns"},
+    ]
+
+
+def run() -> list[dict[str, Any]]:
+    return asyncio.run(_run())
+
+
+def quiet_logging() -> None:
+    """Production log levels: debug-level skip events are filtered, not printed."""
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+if __name__ == "__main__":
+    quiet_logging()
+    for row in run():
+        print(row)

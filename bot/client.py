@@ -1,0 +1,147 @@
+"""The discord.py client: a `commands.Bot` whose resources are made in `main` and injected.
+
+`setup_hook` loads the voice cog and syncs the slash commands (to DISCORD_GUILD_IDS when set,
+which is instant, else globally, which Discord propagates within the hour). On the first
+`on_ready` the registry rejoins the sessions that were active when the process last stopped.
+
+`DiscordVoiceLink` / `DiscordVoiceConnector` adapt a joined voice channel to what a
+`GuildSession` needs (`bot.guild_session.VoiceLink`): receive through `bot.voice_receive`
+(DAVE-aware), play through the voice client, names from the member cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import discord
+import structlog
+from discord.ext import commands
+
+from bot.cogs.voice import VoiceCog
+from bot.guild_session import GuildSessionRegistry, VoiceLink
+from bot.voice_receive import ReceivingVoiceClient, VoiceFrame, VoiceReceiver
+from pipeline.ports import SessionStore
+
+log = structlog.get_logger("longcall.client")
+
+CONNECT_TIMEOUT_S = 20.0
+
+
+class DiscordVoiceLink:
+    """One connected voice channel: receive, play, names."""
+
+    def __init__(self, voice_client: ReceivingVoiceClient, channel: discord.VoiceChannel | discord.StageChannel) -> None:
+        self._vc = voice_client
+        self._channel = channel
+        self._receiver = VoiceReceiver(loop=asyncio.get_running_loop(), on_reconnect_needed=self._on_reconnect_needed)
+
+    @property
+    def channel_id(self) -> int:
+        return self._channel.id
+
+    @property
+    def channel_name(self) -> str:
+        return self._channel.name
+
+    def humans(self) -> list[tuple[int, str]]:
+        return [(m.id, m.display_name) for m in self._channel.members if not m.bot]
+
+    def display_name(self, user_id: int) -> str:
+        member = self._channel.guild.get_member(user_id)
+        return member.display_name if member is not None else f"user-{user_id}"
+
+    async def run_receive(self) -> None:
+        await self._receiver.run(self._vc)
+
+    async def next_frame(self) -> VoiceFrame:
+        return await self._receiver.get()
+
+    def play(self, source: discord.AudioSource, *, after: Callable[[Exception | None], Any] | None = None) -> None:
+        if self._vc.is_playing():
+            self._vc.stop()
+        self._vc.play(source, after=after)
+
+    def stop(self) -> None:
+        self._vc.stop()
+
+    def is_connected(self) -> bool:
+        return self._vc.is_connected()
+
+    async def disconnect(self) -> None:
+        if self._vc.is_connected():
+            await self._vc.disconnect(force=False)
+
+    def _on_reconnect_needed(self, user_id: int) -> None:
+        # DAVE keys out of step for one sender. discord.py re-runs the MLS handshake on the
+        # next epoch; a full rejoin is left to the operator (/leave, /join) for now.
+        log.warning("voice_dave_out_of_step", channel_id=self.channel_id, user_id=user_id)
+
+
+class DiscordVoiceConnector:
+    """Joins voice channels for the registry (undeafened, through the receive-aware client)."""
+
+    def __init__(self, client: discord.Client) -> None:
+        self._client = client
+
+    async def connect(self, guild_id: int, channel_id: int) -> VoiceLink:
+        channel = self._client.get_channel(channel_id)
+        if not isinstance(channel, discord.VoiceChannel | discord.StageChannel) or channel.guild.id != guild_id:
+            raise LookupError(f"voice channel {channel_id} not found in guild {guild_id}")
+        stale = channel.guild.voice_client
+        if stale is not None:  # a connection left over from before (e.g. a crashed session)
+            with contextlib.suppress(Exception):
+                await stale.disconnect(force=True)
+        voice_client = await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
+        log.info("voice_connected", guild_id=guild_id, channel_id=channel_id)
+        return DiscordVoiceLink(voice_client, channel)
+
+
+def make_intents() -> discord.Intents:
+    """Guilds and voice states only: no privileged intents (voice members come with voice states)."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.voice_states = True
+    return intents
+
+
+class LongcallBot(commands.Bot):
+    def __init__(
+        self,
+        *,
+        registry: GuildSessionRegistry,
+        store: SessionStore,
+        brain_model: str,
+        sync_guild_ids: tuple[int, ...] = (),
+    ) -> None:
+        super().__init__(command_prefix=commands.when_mentioned, intents=make_intents(), help_command=None)
+        self.registry = registry
+        self.store = store
+        self.brain_model = brain_model
+        self.sync_guild_ids = sync_guild_ids
+        self._resumed = False
+
+    async def setup_hook(self) -> None:
+        if self.user is not None:
+            self.registry.resources.bot_user_id = self.user.id
+        await self.add_cog(VoiceCog(self.registry, self.store, brain_model=self.brain_model))
+        if self.sync_guild_ids:
+            for guild_id in self.sync_guild_ids:
+                guild = discord.Object(id=guild_id)
+                self.tree.copy_global_to(guild=guild)
+                synced = await self.tree.sync(guild=guild)
+                log.info("slash_commands_synced", guild_id=guild_id, commands=[c.name for c in synced])
+        else:
+            synced = await self.tree.sync()
+            log.info("slash_commands_synced", scope="global", commands=[c.name for c in synced])
+
+    async def on_ready(self) -> None:
+        log.info("discord_ready", user_id=self.user.id if self.user else None, guilds=len(self.guilds))
+        if self._resumed:
+            return  # on_ready fires again after reconnects; resume only once per process
+        self._resumed = True
+        resumed = await self.registry.resume([g.id for g in self.guilds])
+        if resumed:
+            log.info("sessions_resumed", guilds=[s.guild_id for s in resumed])

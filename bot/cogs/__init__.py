@@ -1,0 +1,1 @@
+"""discord.py cogs: the slash commands and gateway listeners."""
