@@ -26,8 +26,8 @@ SPEAKERS = ["Alice", "Bob", "James", "Maya"]
 SUMMARY_CHARS = 1200
 HISTORIES = (100, 100_000)
 WINDOWS = (50, 60)  # the window, and the window with a whole batch waiting to be folded
-ITERATIONS = 300
-REPEATS = 3
+ITERATIONS = 200
+REPEATS = 5
 
 _LINES = [
     "no way, did you see that, he just walked straight into the ult",
@@ -77,31 +77,34 @@ def _snapshot(history: list[Turn], window: int) -> ContextSnapshot:
     )
 
 
-def _per_call_us(fn: Callable[[], object]) -> float:
-    """Best mean over a few repeats: the machine is shared, the minimum is the signal."""
-    fn()  # warm caches (prompt files, tokenizer)
-    best = float("inf")
+def _per_call_us(fns: dict[int, Callable[[], object]]) -> dict[int, float]:
+    """Per-call µs for each history size: best mean over repeats, sizes interleaved so that
+    load from other processes on the shared machine hits both alike."""
+    for fn in fns.values():
+        fn()  # warm caches (prompt files, tokenizer)
+    best = dict.fromkeys(fns, float("inf"))
     for _ in range(REPEATS):
-        start = time.perf_counter()
-        for _ in range(ITERATIONS):
-            fn()
-        best = min(best, (time.perf_counter() - start) / ITERATIONS)
-    return best * 1e6
+        for total, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(ITERATIONS):
+                fn()
+            best[total] = min(best[total], (time.perf_counter() - start) / ITERATIONS)
+    return {total: value * 1e6 for total, value in best.items()}
 
 
 def run() -> list[dict[str, Any]]:
     counter = make_token_counter("gpt-4o-mini")
-    guard = TokenGuard()
     histories = {total: _history(total) for total in HISTORIES}
     rows: list[dict[str, Any]] = []
     for window in WINDOWS:
-        reply: dict[int, float] = {}
-        realtime: dict[int, float] = {}
+        reply_fns: dict[int, Callable[[], object]] = {}
+        realtime_fns: dict[int, Callable[[], object]] = {}
         for total, history in histories.items():
             snap = _snapshot(history, window)
             current = snap.turns[-1]
+            guard = TokenGuard()  # one per session: it carries the pruning hold point
 
-            def build_reply(snap: ContextSnapshot = snap, current: Turn = current) -> object:
+            def build_reply(snap: ContextSnapshot = snap, current: Turn = current, guard: TokenGuard = guard) -> object:
                 return build_reply_messages(
                     snap,
                     current,
@@ -117,8 +120,10 @@ def run() -> list[dict[str, Any]]:
                     snap, current, bot_name=BOT, participant_memory="Alice: prefers tanks."
                 )
 
-            reply[total] = _per_call_us(build_reply)
-            realtime[total] = _per_call_us(build_realtime)
+            reply_fns[total] = build_reply
+            realtime_fns[total] = build_realtime
+        reply = _per_call_us(reply_fns)
+        realtime = _per_call_us(realtime_fns)
         suffix = "" if window == 50 else f"_window{window}"
         for name, values in (
             (f"reply_messages_build_us{suffix}", reply),

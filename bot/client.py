@@ -33,7 +33,9 @@ CONNECT_TIMEOUT_S = 20.0
 class DiscordVoiceLink:
     """One connected voice channel: receive, play, names."""
 
-    def __init__(self, voice_client: ReceivingVoiceClient, channel: discord.VoiceChannel | discord.StageChannel) -> None:
+    def __init__(
+        self, voice_client: ReceivingVoiceClient, channel: discord.VoiceChannel | discord.StageChannel
+    ) -> None:
         self._vc = voice_client
         self._channel = channel
         self._receiver = VoiceReceiver(loop=asyncio.get_running_loop(), on_reconnect_needed=self._on_reconnect_needed)

@@ -40,7 +40,7 @@ import structlog
 
 from bot.playback import AudioPlayerLike, Playback, PlaybackResult
 from bot.voice_receive import VoiceFrame
-from pipeline.events import EventEmitter
+from pipeline.events import EventEmitter, EventSink
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, StoreUnavailable, Turn, TurnDraft, TurnKind
 from pipeline.openai_adapter import BrainError
@@ -90,7 +90,9 @@ class Speech(Protocol):
 class Hearing(Protocol):
     """The hearing pipeline as the session drives it (pipeline.hearing.HearingPipeline)."""
 
-    def feed(self, speaker_id: str, speaker_name: str, pcm: bytes, sample_rate: int = ..., channels: int = ...) -> Any: ...
+    def feed(
+        self, speaker_id: str, speaker_name: str, pcm: bytes, sample_rate: int = ..., channels: int = ...
+    ) -> Any: ...
 
     async def run(self) -> None: ...
 
@@ -234,8 +236,8 @@ class GuildSession:
         started = self._clock.now()
         self._session_started = started
         self._last_activity = started
-        self._humans: dict[int, str] = {}
-        self._alone_since: float | None = None
+        self._humans: dict[int, str] = {uid: name for uid, name in link.humans() if uid != bot_user_id}
+        self._alone_since: float | None = None if self._humans else started
         self._human_turns = 0
         self._last_reply_at: float | None = None
         self._playback: Playback | None = None
@@ -292,10 +294,6 @@ class GuildSession:
         gid = self.guild_id
         try:
             await self._save_meta(active=True)
-            for user_id, name in self.link.humans():
-                self._humans[user_id] = name
-            if not self._humans:
-                self._alone_since = self._clock.now()
             async with asyncio.TaskGroup() as tg:
                 receive = [
                     tg.create_task(self.link.run_receive(), name=f"voice-receive:{gid}"),
@@ -432,7 +430,9 @@ class GuildSession:
             last_reply_at=self._last_reply_at,
             previous=self.session.snapshot().turns[-8:],
         )
-        log.debug("reply_decision", guild_id=self.guild_id, seq=turn.seq, reply=decision.reply, reason=str(decision.reason))
+        log.debug(
+            "reply_decision", guild_id=self.guild_id, seq=turn.seq, reply=decision.reply, reason=str(decision.reason)
+        )
         if not decision.reply or self._stop.is_set():
             return
         if self.brain is None:
@@ -511,7 +511,9 @@ class GuildSession:
                 await self.reply(job)
             except Exception as err:  # one failed reply must not end the session
                 self.replies_dropped += 1
-                log.exception("bot_reply_crashed", guild_id=self.guild_id, seq=job.turn.seq, error_class=type(err).__name__)
+                log.exception(
+                    "bot_reply_crashed", guild_id=self.guild_id, seq=job.turn.seq, error_class=type(err).__name__
+                )
 
     async def reply(self, job: _ReplyJob) -> None:
         stages = _Stages(started=self._perf())
@@ -668,6 +670,7 @@ class SessionResources:
     clock_factory: Callable[[], Clock] = field(default_factory=lambda: _monotonic_clock)
     wall: Callable[[], float] = time.time
     bot_user_id: int = 0
+    event_sinks: tuple[EventSink, ...] = ()  # dashboard, metrics: attached to every session's events
 
 
 def _monotonic_clock() -> Clock:
@@ -685,9 +688,9 @@ class GuildSessionRegistry:
         registry.close()                                # shutdown: every session stops, state kept
     """
 
-    def __init__(self, resources: SessionResources, connector: VoiceConnector) -> None:
+    def __init__(self, resources: SessionResources, connector: VoiceConnector | None) -> None:
         self.resources = resources
-        self.connector = connector
+        self.connector = connector  # set before the first join when it needs the client first
         self._sessions: dict[int, GuildSession] = {}
         self._pending: set[int] = set()
         self._tg: asyncio.TaskGroup | None = None
@@ -730,15 +733,23 @@ class GuildSessionRegistry:
             raise RuntimeError("already in a voice channel in this guild")
         self._pending.add(guild_id)
         try:
-            link = await self.connector.connect(guild_id, channel_id)
+            link = await self._connect(guild_id, channel_id)
+            started = False
             try:
-                return await self._start(guild_id, link, meta=None)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    await link.disconnect()
-                raise
+                session = await self._start(guild_id, link, meta=None)
+                started = True
+                return session
+            finally:
+                if not started:
+                    with contextlib.suppress(Exception):
+                        await link.disconnect()
         finally:
             self._pending.discard(guild_id)
+
+    async def _connect(self, guild_id: int, channel_id: int) -> VoiceLink:
+        if self.connector is None:
+            raise RuntimeError("no voice connector configured")
+        return await self.connector.connect(guild_id, channel_id)
 
     async def _start(self, guild_id: int, link: VoiceLink, *, meta: Mapping[str, str] | None) -> GuildSession:
         await self._ready.wait()
@@ -753,6 +764,8 @@ class GuildSessionRegistry:
             started_at = _float(meta.get("started_at"), wall_now)
             elapsed = max(0.0, wall_now - started_at)
         events = EventEmitter(guild_id=str(guild_id), session_id=sid, source="bot")
+        for sink in res.event_sinks:
+            events.add_sink(sink)
         clock = OffsetClock(res.clock_factory(), elapsed)
         conversation = await ConversationSession.open(
             session_id=sid,
@@ -846,7 +859,7 @@ class GuildSessionRegistry:
             await self._mark_inactive(sid, reason)
             return None
         try:
-            link = await self.connector.connect(guild_id, channel_id)
+            link = await self._connect(guild_id, channel_id)
         except Exception as err:
             log.warning(
                 "session_resume_skipped", guild_id=guild_id, session_id=sid, reason="rejoin_failed",

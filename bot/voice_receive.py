@@ -89,6 +89,7 @@ _NONCE_SUFFIX_BYTES: Final = 4
 _NONCE_PAD: Final = bytes(20)
 _RTP_FIXED: Final = struct.Struct(">BBHII")
 _SEQ_HISTORY: Final = 512  # (ssrc, sequence) pairs remembered for duplicate detection, ~10 s
+_RESTART_SEQUENCES: Final = 500  # a packet this far behind playout means a new sequence, not a late one
 _UNENCRYPTED_ERROR: Final = "UnencryptedWhenPassthroughDisabled"
 _AUDIO: Final = davey.MediaType.audio
 
@@ -479,6 +480,12 @@ class _Stream:
         self.last_arrival = 0.0
         self.failure_run = 0
 
+    def restart(self) -> None:
+        self.highest = self.next_seq = None
+        self.buffer.clear()
+        self.seen.clear()
+        self.seen_order.clear()
+
     def extend(self, seq: int) -> int:
         """The 16-bit RTP sequence as a monotonic integer (wraparound at 65535 removed)."""
         if self.highest is None:
@@ -601,15 +608,22 @@ class PacketProcessor:
             stream = _Stream(ssrc, self._ssrc_users.get(ssrc), self._decoder_factory(), self._held_max)
             self._streams[ssrc] = stream
         ext = stream.extend(seq)
+        out: list[VoiceFrame] = []
+        if stream.next_seq is not None and stream.next_seq - ext > _RESTART_SEQUENCES:
+            # Far behind what we played: the sender restarted its sequence on the same SSRC.
+            # Treating it as late would drop its audio until the counter caught up (minutes).
+            out = self._drain(stream, force=True)
+            stream.restart()
+            ext = stream.extend(seq)
         # Before DAVE: davey's replay protection fails a repeated frame, which would count as loss.
         if stream.check_duplicate(ext):
             c.drop(DropReason.DUPLICATE)
-            return []
+            return out
         if stream.next_seq is not None and ext < stream.next_seq:
             c.drop(DropReason.LATE)
-            return []
+            return out
         stream.last_arrival = now
-        return self._admit(stream, ext, ts, payload)
+        return out + self._admit(stream, ext, ts, payload)
 
     def poll(self, now: float) -> list[VoiceFrame]:
         """Release frames stuck behind a hole once the stream has been quiet for the window."""
@@ -674,7 +688,7 @@ class PacketProcessor:
     def _admit(self, stream: _Stream, ext: int, ts: int, payload: bytes) -> list[VoiceFrame]:
         """E2EE layer, then the reorder window."""
         c = self._c
-        opus = self._e2ee(stream, ext, ts, payload)
+        opus = self._e2ee(stream, payload)
         if opus is None:
             return []
         if stream.user_id is None:  # plaintext from an unmapped SSRC: hold until op 5 names it
@@ -685,7 +699,7 @@ class PacketProcessor:
         stream.buffer[ext] = (ts, opus)
         return self._drain(stream, force=False)
 
-    def _e2ee(self, stream: _Stream, ext: int, ts: int, payload: bytes) -> bytes | None:
+    def _e2ee(self, stream: _Stream, payload: bytes) -> bytes | None:
         c = self._c
         if payload == OPUS_SILENCE:  # sent unencrypted by DAVE senders
             c.silence += 1
@@ -717,7 +731,10 @@ class PacketProcessor:
             self._count_failure(stream, user_id)
             return None
         stream.failure_run = 0
-        c.decrypted += 1
+        if encrypted:
+            c.decrypted += 1
+        else:  # davey in passthrough mode (around protocol transitions) hands clear frames back
+            c.passthrough += 1
         return opus
 
     def _trial_decrypt(self, stream: _Stream, dave: DaveSessionLike, payload: bytes) -> bytes | None:

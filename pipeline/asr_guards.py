@@ -72,7 +72,8 @@ _CREDIT_PREFIX = re.compile(
 _URL = re.compile(r"(www\.|https?://|\.com\b|\.org\b|\.net\b|amara)", re.IGNORECASE)
 # Non-speech annotations Whisper emits: [Music], (upbeat music), *laughs*, ♪ ... ♪, [BLANK_AUDIO].
 _ANNOTATION = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪+[^♪]*♪*|♫+")
-_REPEATED_WORD = re.compile(r"\b(\w+)(?:\W+\1\b){3,}", re.IGNORECASE)
+# Six or more of one word in a row; "go go go go" is a gaming-night staple, so four is not enough.
+_REPEATED_WORD = re.compile(r"\b(\w+)(?:\W+\1\b){5,}", re.IGNORECASE)
 
 
 def clean_text(text: str) -> str:

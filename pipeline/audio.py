@@ -73,7 +73,9 @@ class PcmResampler:
             return np.zeros(0, dtype=np.int16)
         if self._resampler is None:
             return downmix(samples, self._channels)
-        frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout=_layout(self._channels))
+        frame = av.AudioFrame.from_ndarray(
+            samples.reshape(1, -1), format="s16", layout=_layout(self._channels)
+        )
         frame.sample_rate = self._sample_rate
         return _join(self._resampler.resample(frame))
 
@@ -115,9 +117,8 @@ def resample(
     if sample_rate == target_rate and channels == target_channels:
         return pcm.astype(np.int16, copy=False)
     resampler = av.AudioResampler(format="s16", layout=_layout(target_channels), rate=target_rate)
-    frame = av.AudioFrame.from_ndarray(
-        pcm.reshape(1, -1).astype(np.int16, copy=False), format="s16", layout=_layout(channels)
-    )
+    frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1).astype(np.int16, copy=False), format="s16",
+                                       layout=_layout(channels))
     frame.sample_rate = sample_rate
     return np.concatenate([_join(resampler.resample(frame)), _join(resampler.resample(None))])
 

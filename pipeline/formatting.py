@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 
-from pipeline.models import Turn, TurnKind
+from pipeline.models import Note, Turn, TurnKind
 
 ELLIPSIS = "…"
 
@@ -55,11 +55,12 @@ def _cut_at_word(text: str, limit: int) -> str:
     # Cutting right before whitespace keeps the last word whole.
     if text[limit].isspace():
         return text[:limit].rstrip()
-    head = text[:limit]
-    space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    space = limit - 1
+    while space > 0 and not text[space].isspace():
+        space -= 1
     if space <= 0:
         return ""  # one word longer than the budget: dropping it beats cutting it
-    return head[:space].rstrip()
+    return text[:space].rstrip()
 
 
 def cap_text(text: str, cap: int) -> str:
@@ -149,3 +150,8 @@ def render_turn_line(turn: Turn, cap: int) -> str:
     if turn.kind is TurnKind.THOUGHT:
         return f"{THOUGHT_TAG} {text}"
     return f"{speaker_label(turn.speaker_name)}: {text}"
+
+def note_line(note: Note) -> str:
+    """One screen-watch note as one line: when, whose screen, what, why."""
+    why = f" (why: {one_line(note.why)})" if note.why.strip() else ""
+    return f"[{mmss(note.at)}] on {one_line(note.by)}'s screen: {one_line(note.text)}{why}"

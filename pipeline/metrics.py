@@ -151,7 +151,6 @@ class CompactionMetrics:
 
     def forget_session(self, session_id: str) -> None:
         """Drop every series of a finished session so label sets do not pile up forever."""
-
         def doomed(labels: LabelSet) -> bool:
             return ("session_id", session_id) in labels
 

@@ -70,7 +70,9 @@ class OpenAISummarizer:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         if request.recompaction:
-            system = render_prompt("summarizer_recompact", bot_name=request.bot_name, max_chars=str(request.max_chars))
+            system = render_prompt(
+                "summarizer_recompact", bot_name=request.bot_name, max_chars=str(request.max_chars)
+            )
             user = f"SUMMARY (BEGIN data)\n{request.previous_summary}\n(END data)"
         else:
             system = render_prompt("summarizer", bot_name=request.bot_name, max_chars=str(request.max_chars))

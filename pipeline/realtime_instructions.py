@@ -31,8 +31,8 @@ from enum import StrEnum
 from typing import Generic, TypeVar
 
 from pipeline.events import REALTIME_INSTRUCTIONS_BUILT, EventEmitter
-from pipeline.formatting import clamp_at_sentence, mmss, one_line, render_turn_line
-from pipeline.models import ContextSnapshot, Note, Turn
+from pipeline.formatting import clamp_at_sentence, note_line, render_turn_line
+from pipeline.models import ContextSnapshot, Turn
 from pipeline.prompts import render_prompt
 
 REALTIME_PERSONA_PROMPT = "realtime_persona"
@@ -88,9 +88,6 @@ class RealtimeInstructions:
     shown_seqs: tuple[int, ...]  # verbatim turns in `recent_turns`, oldest first
 
 
-def note_line(note: Note) -> str:
-    why = f" (why: {one_line(note.why)})" if note.why.strip() else ""
-    return f"[{mmss(note.at)}] on {one_line(note.by)}'s screen: {one_line(note.text)}{why}"
 
 
 class _Layout:

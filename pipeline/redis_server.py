@@ -72,16 +72,11 @@ class PrivateRedisServer:
             self.port = free_port()
             args = [
                 self._binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(workdir),
-                "--protected-mode",
-                "yes",
-                "--loglevel",
-                "warning",
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--dir", str(workdir),
+                "--protected-mode", "yes",
+                "--loglevel", "warning",
                 *persistence,
             ]
             self._proc = subprocess.Popen(
@@ -97,7 +92,9 @@ class PrivateRedisServer:
         while time.monotonic() < deadline:
             if self._proc is None or self._proc.poll() is not None:
                 return False
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+            with contextlib.suppress(OSError), socket.create_connection(
+                ("127.0.0.1", self.port), timeout=0.2
+            ) as sock:
                 sock.sendall(b"PING\r\n")
                 if sock.recv(16).startswith(b"+PONG"):
                     return True

@@ -85,13 +85,8 @@ class ReplayOptions:
 
 def _probe_turn(probe: ProbeLine, seq: int) -> Turn:
     return Turn(
-        seq=seq,
-        kind=TurnKind.SPEECH,
-        speaker_id="probe",
-        speaker_name="Someone",
-        text=probe.question,
-        started_at=probe.t,
-        ended_at=probe.t,
+        seq=seq, kind=TurnKind.SPEECH, speaker_id="probe", speaker_name="Someone", text=probe.question,
+        started_at=probe.t, ended_at=probe.t,
     )
 
 
@@ -147,13 +142,8 @@ class Replayer:
             emitter = EventEmitter(guild_id=self._options.guild_id, session_id=self._session_id, source="replay")
             emitter.add_sink(recorder)
             session = await ConversationSession.open(
-                session_id=self._session_id,
-                store=self._store,
-                summarizer=self._summarizer,
-                fallback=self._fallback,
-                policy=self._options.policy,
-                clock=self._clock,
-                events=emitter,
+                session_id=self._session_id, store=self._store, summarizer=self._summarizer,
+                fallback=self._fallback, policy=self._options.policy, clock=self._clock, events=emitter,
                 bot_name=self._bot_name,
             )
             self._session = session
@@ -244,13 +234,8 @@ class Replayer:
     ) -> None:
         await session.append(
             TurnDraft(
-                kind=kind,
-                speaker_id=speaker_id,
-                speaker_name=name,
-                text=text,
-                started_at=t,
-                ended_at=t + _estimate_duration(text),
-                source="replay",
+                kind=kind, speaker_id=speaker_id, speaker_name=name, text=text, started_at=t,
+                ended_at=t + _estimate_duration(text), source="replay",
             )
         )
         await session.settle()

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.events import EventEmitter
-from pipeline.formatting import cap_text, render_turn_line
+from pipeline.formatting import cap_text, note_line, render_turn_line
 from pipeline.models import CompactionPolicy, ContextSnapshot, Turn, TurnKind
 from pipeline.ports import TokenCount, TokenCounter
 from pipeline.prompts import render_prompt
@@ -30,6 +30,7 @@ from pipeline.token_guard import GuardConfig, Message, TokenGuard
 
 PERSONA_PROMPT = "persona"
 MEMORY_HEADER = "What you remember about the people here:"
+SCREEN_HEADER = "On screen now (screen-watch notes, newest last):"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +92,10 @@ def build_reply_messages(
     if summary:
         header = summary_header(snapshot.covered_through_turn)
         system.append({"role": "system", "content": f"{header}\n{summary}"})
+    if snapshot.live_notes:
+        # What is on people's screens now (newest notes; older ones are folded into the summary).
+        lines = "\n".join(note_line(n) for n in snapshot.live_notes)
+        system.append({"role": "system", "content": f"{SCREEN_HEADER}\n{lines}"})
 
     # The snapshot starts at the cursor; anything older is already in the summary. The
     # current turn may already be the snapshot's newest turn: show it once, last.

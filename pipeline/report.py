@@ -79,22 +79,19 @@ def render_html(report: dict[str, Any], series: Series) -> str:
         ("Cursor / covered through", f"{report['cursor']} / {report['covered_through_turn']}"),
         ("Summary chars (max)", report["summary_chars_max"]),
         ("Context tokens p50 / max", tok),
-        (
-            "Probes",
-            f"{report['probes']['hit']} of {probes_total} hit"
-            + (f" ({retention * 100:.0f}% retention)" if retention is not None else ""),
-        ),
+        ("Probes", f"{report['probes']['hit']} of {probes_total} hit"
+         + (f" ({retention * 100:.0f}% retention)" if retention is not None else "")),
     ]
     table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + wer
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>longcall replay: {esc(str(report["session"]))}</title>
+<html lang="en"><head><meta charset="utf-8"><title>longcall replay: {esc(str(report['session']))}</title>
 <style>
 body{{font-family:system-ui,sans-serif;margin:2rem;max-width:60rem;color:#222}}
 table{{border-collapse:collapse;margin:1rem 0}} th,td{{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}}
 .hit{{color:#1a7f37;font-weight:600}} .miss{{color:#b42318;font-weight:600}}
 pre{{white-space:pre-wrap;background:#f6f8fa;padding:1rem;border-radius:6px}}
 </style></head><body>
-<h1>Replay: {esc(str(report["session"]))}</h1>
+<h1>Replay: {esc(str(report['session']))}</h1>
 <table>{table}</table>
 <h2>Turns and compaction over time</h2>
 {render_plot(series)}
@@ -102,6 +99,6 @@ pre{{white-space:pre-wrap;background:#f6f8fa;padding:1rem;border-radius:6px}}
 <table><tr><th>at</th><th>turn</th><th>question</th><th>expected</th><th>result</th><th>found in</th>
 <th>tokens</th></tr>{probes}</table>
 <h2>Final running summary</h2>
-<pre>{esc(str(report.get("summary_final", "")))}</pre>
+<pre>{esc(str(report.get('summary_final', '')))}</pre>
 </body></html>
 """

@@ -116,7 +116,7 @@ class Segmenter:
         self._origin = origin_s
         self._consumed = 0  # samples that went through the detector (or were skipped as a gap)
         self._pending = np.zeros(0, dtype=np.int16)  # less than one window, waiting for more
-        self._pre_roll_windows = max(1, math.ceil(self._config.pre_roll_ms * self._rate / 1000 / self._window))
+        self._pre_roll_windows = max(0, math.ceil(self._config.pre_roll_ms * self._rate / 1000 / self._window))
         self._pre_roll: deque[_Window] = deque(maxlen=self._pre_roll_windows)
         self._chunks: list[_Window] = []
         self._in_utterance = False
@@ -262,9 +262,8 @@ class Segmenter:
         pcm = np.concatenate([c.pcm for c in chunks])[: audio_end - start]
         speech = sum(c.pcm.size for c in chunks if c.speech)
         # The trailing silence is the next utterance's pre-roll.
-        trailing = [c for c in chunks if c.start >= audio_end][-self._pre_roll_windows :]
         self._pre_roll.clear()
-        self._pre_roll.extend(trailing)
+        self._pre_roll.extend(c for c in chunks if c.start >= audio_end)  # the deque keeps the last few
         self._chunks = []
         self._in_utterance = False
         piece = self._piece
@@ -274,7 +273,8 @@ class Segmenter:
             return []
         # A final piece after cuts is emitted even when it holds no speech: it is what
         # tells the coalescer the banked pieces are complete.
-        return [self._utterance(pcm, start, max(start, self._last_speech_end), final=True, piece=piece, speech=speech)]
+        return [self._utterance(pcm, start, max(start, self._last_speech_end), final=True, piece=piece,
+                                speech=speech)]
 
     def _cut(self, end: int) -> Utterance:
         """The utterance reached `max_utterance_s`: emit a non-final piece, keep going."""

@@ -110,12 +110,8 @@ def _parse_line(data: dict[str, Any], where: str) -> SessionLine | Header:
         if not text and not audio:
             raise SessionFileError(f"{where}: a turn needs 'text' or 'audio'")
         return TurnLine(
-            t=t,
-            speaker=speaker,
-            speaker_id=_speaker_id(speaker, data.get("speaker_id")),
-            text=text,
-            is_bot=data.get("role") == "assistant",
-            audio=str(audio) if audio else None,
+            t=t, speaker=speaker, speaker_id=_speaker_id(speaker, data.get("speaker_id")), text=text,
+            is_bot=data.get("role") == "assistant", audio=str(audio) if audio else None,
         )
     if kind == "note":
         text = str(data.get("text", "")).strip()

@@ -50,11 +50,7 @@ def encode_note(note: Note) -> str:
 def decode_note(raw: str | bytes) -> Note:
     data = json.loads(raw)
     return Note(
-        note_id=data["id"],
-        at=float(data["at"]),
-        by=data["by"],
-        text=data["x"],
-        why=data.get("why", ""),
+        note_id=data["id"], at=float(data["at"]), by=data["by"], text=data["x"], why=data.get("why", ""),
         source=data.get("src", "screen"),
     )
 

@@ -74,10 +74,10 @@ class EnergyVad:
 
     def __init__(self, config: EnergyVadConfig | None = None) -> None:
         self._config = config or EnergyVadConfig()
-        self._memory = max(
-            1, round(self._config.floor_memory_s * self._config.sample_rate / self._config.window_samples)
-        )
+        self._memory = max(1, round(self._config.floor_memory_s * self._config.sample_rate
+                                    / self._config.window_samples))
         self._history: deque[float] = deque(maxlen=self._memory)
+        self.reset()
 
     @property
     def window_samples(self) -> int:
@@ -97,7 +97,13 @@ class EnergyVad:
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
 
     def reset(self) -> None:
+        # Start by assuming a quiet room: with an empty history the first loud window would
+        # be its own noise floor, and Discord streams start with speech, not with noise.
         self._history.clear()
+        # One second of that assumption: long enough to catch an opening sentence, short
+        # enough that a noisy room's real floor takes over quickly.
+        prior = min(self._memory, round(self._config.sample_rate / self._config.window_samples))
+        self._history.extend([self._config.absolute_floor_dbfs - self._config.margin_db] * prior)
 
 
 class SileroVad:

@@ -13,57 +13,22 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 _ONES = (
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
 )
 _TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
 _SCALES = ((1_000_000_000, "billion"), (1_000_000, "million"), (1_000, "thousand"))
 _ORDINALS = {
-    "one": "first",
-    "two": "second",
-    "three": "third",
-    "five": "fifth",
-    "eight": "eighth",
-    "nine": "ninth",
-    "twelve": "twelfth",
+    "one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
+    "nine": "ninth", "twelve": "twelfth",
 }
 
 # Whisper writes contractions as it pleases; the reference may spell them out.
 _CONTRACTIONS = {
-    "i'm": "i am",
-    "let's": "let us",
-    "can't": "can not",
-    "cannot": "can not",
-    "won't": "will not",
-    "shan't": "shall not",
-    "it's": "it is",
-    "that's": "that is",
-    "there's": "there is",
-    "here's": "here is",
-    "what's": "what is",
-    "who's": "who is",
-    "he's": "he is",
-    "she's": "she is",
-    "where's": "where is",
-    "how's": "how is",
+    "i'm": "i am", "let's": "let us", "can't": "can not", "cannot": "can not", "won't": "will not",
+    "shan't": "shall not", "it's": "it is", "that's": "that is", "there's": "there is",
+    "here's": "here is", "what's": "what is", "who's": "who is", "he's": "he is", "she's": "she is",
+    "where's": "where is", "how's": "how is",
 }
 _SUFFIXES = (("n't", " not"), ("'re", " are"), ("'ll", " will"), ("'ve", " have"))
 _SPELLINGS = {"ok": "okay", "alright": "all right", "gonna": "going to", "wanna": "want to"}

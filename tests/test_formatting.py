@@ -12,17 +12,11 @@ from pipeline.models import Turn, TurnKind
 
 
 def turn(kind: TurnKind, name: str, text: str, seq: int = 0) -> Turn:
-    return Turn(
-        seq=seq, kind=kind, speaker_id="u", speaker_name=name, text=text, started_at=0.0, ended_at=1.0
-    )
+    return Turn(seq=seq, kind=kind, speaker_id="u", speaker_name=name, text=text, started_at=0.0, ended_at=1.0)
 
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
-sentences = (
-    st.lists(st.sampled_from(WORDS), min_size=1, max_size=12)
-    .map(" ".join)
-    .map(lambda s: s.capitalize() + ".")
-)
+sentences = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join).map(lambda s: s.capitalize() + ".")
 prose = st.lists(sentences, min_size=1, max_size=30).map(" ".join)
 
 
@@ -128,7 +122,7 @@ def test_clamp_fits_and_never_cuts_mid_word(text: str, limit: int) -> None:
         assert words[-1].strip(".") in {w.strip(".") for w in allowed}
 
 
-@given(st.text(alphabet=string.ascii_letters + " .\n", max_size=300), st.integers(0, 200))
+@given(st.text(alphabet=string.ascii_letters + " .\n\t\u00a0", max_size=300), st.integers(0, 200))
 def test_clamp_is_a_prefix_within_limit(text: str, limit: int) -> None:
     """For any text, the clamp is a prefix of the stripped text (plus maybe an ellipsis)."""
     out = clamp_at_sentence(text, limit)

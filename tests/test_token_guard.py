@@ -153,9 +153,7 @@ def test_hysteresis_prunes_every_few_turns_not_every_turn(emitter: EventEmitter,
     assert list(range(9, 40, 3)) == prune_steps
     assert len(prune_steps) == len(event_log.named(CONTEXT_WINDOW_PRUNED))
 
-    memoryless_prunes = [
-        total for total in range(1, 40) if apply(TokenGuard(CONFIG), total).newly_pruned_seqs
-    ]
+    memoryless_prunes = [total for total in range(1, 40) if apply(TokenGuard(CONFIG), total).newly_pruned_seqs]
     assert list(range(9, 40)) == memoryless_prunes
 
 

@@ -634,3 +634,14 @@ async def test_voice_client_joins_undeafened_and_maps_ssrcs_from_the_gateway_hoo
 
     assert False is base_connect.call_args.kwargs["self_deaf"]
     assert [(4200, 42)] == vc.ssrc_map.items()
+
+
+def test_sequence_restart_on_the_same_ssrc_is_followed_not_dropped_as_late() -> None:
+    """A sender that restarts its RTP sequence far below the old one is heard again at once."""
+    proc = processor()
+    feed(proc, [packet(b"%d" % s, s) for s in range(30_000, 30_004)])
+
+    frames = feed(proc, [packet(b"r%d" % s, s) for s in (5, 6)])
+
+    assert [b"r5", b"r6"] == [f.pcm.rstrip(b"\0") for f in frames]
+    assert 0 == proc.stats().dropped_for(DropReason.LATE)

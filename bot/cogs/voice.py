@@ -128,7 +128,9 @@ class VoiceCog(commands.Cog):
         session = self.registry.get(guild.id)
         await self.registry.leave(guild.id)
         snap = session.session.snapshot() if session is not None else None
-        detail = f" Saved {snap.total_turns} turns; summary covers through turn {snap.covered_through_turn}." if snap else ""
+        detail = (
+            f" Saved {snap.total_turns} turns; summary covers through turn {snap.covered_through_turn}." if snap else ""
+        )
         await interaction.followup.send(f"Left the voice channel.{detail}", ephemeral=True)
 
     @app_commands.command(name="summary", description="Show the running summary of this session")

@@ -1,0 +1,271 @@
+"""`longcall run`: the Discord bot, from settings to a clean stop.
+
+    await run_bot(load_settings())
+
+Startup fails fast, naming the fix: no DISCORD_TOKEN, no Opus encoder in PyAV, or a REDIS_URL
+that does not answer PING (without REDIS_URL a private redis-server starts, persistent when
+REDIS_DATA_DIR is set). Then: summarizers (OpenAI-compatible when OPENAI_API_KEY is set, the
+offline one always as the fallback), brain and TTS (only with a key), ASR loaded and warmed
+up once, the guild-session registry, the dashboard, and `async with bot: await bot.start()`.
+
+SIGINT/SIGTERM stop everything in order: every guild session flushes what it heard, settles
+its compactor and saves its state with `active=1` (so the next start rejoins), leaves voice,
+then the client closes, then the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+import discord
+import structlog
+
+from bot.client import DiscordVoiceConnector, LongcallBot
+from bot.dashboard import RecentEvents, create_dashboard_app, start_dashboard
+from bot.guild_session import GuildSession, GuildSessionConfig, GuildSessionRegistry, HearingFactory, SessionResources
+from bot.logging_setup import configure_logging
+from bot.playback import opus_available
+from bot.runtime import make_summarizers, open_store
+from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
+from pipeline.metrics import CompactionMetrics
+from pipeline.model_context import ModelContextConfig
+from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
+from pipeline.ports import Clock, SessionStore
+from pipeline.session import ConversationSession
+
+log = structlog.get_logger("longcall.app")
+
+SHUTDOWN_TIMEOUT_S = 45.0
+BUNDLED_ASR = "bundled-tiny.en"
+
+
+class StartupError(SettingsError):
+    """Something the bot needs at startup is missing; the message says what and how to fix it."""
+
+
+def check_opus() -> None:
+    if not opus_available():
+        raise StartupError(
+            "Opus is unavailable: PyAV's FFmpeg has no libopus encoder. The PyAV wheels from PyPI "
+            "bundle it; reinstall with `pip install --force-reinstall --no-binary=:none: av` "
+            "(a PyAV built against a system FFmpeg needs that FFmpeg built with --enable-libopus)."
+        )
+
+
+def session_config(settings: Settings) -> GuildSessionConfig:
+    return GuildSessionConfig(
+        bot_name=settings.bot_name,
+        idle_timeout_s=settings.session_idle_timeout_s,
+        max_duration_s=settings.session_max_duration_s,
+        brain_deadline_s=settings.brain_timeout_s,
+    )
+
+
+def model_context_config(settings: Settings) -> ModelContextConfig:
+    return ModelContextConfig(
+        model=settings.brain_model,
+        context_limit=settings.brain_context_limit,
+        realtime_budget_chars=settings.realtime_instructions_max_chars,
+    )
+
+
+def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | None]:
+    if not settings.openai_api_key:
+        log.warning("reply_path_disabled", reason="OPENAI_API_KEY is not set: the bot listens and summarizes only")
+        return None, None
+    if settings.reply_mode is ReplyMode.REALTIME:
+        log.warning("reply_mode_not_supported", reply_mode="realtime", using="brain")
+    brain = OpenAIBrain(
+        api_key=settings.openai_api_key,
+        model=settings.brain_model,
+        base_url=settings.openai_base_url,
+        deadline_s=settings.brain_timeout_s,
+    )
+    speech = OpenAISpeech(
+        api_key=settings.openai_api_key,
+        model=settings.tts_model,
+        voice=settings.tts_voice,
+        base_url=settings.openai_base_url,
+    )
+    return brain, speech
+
+
+async def make_hearing(settings: Settings) -> HearingFactory | None:
+    """Load and warm up the ASR model once (off the loop), and return the per-session factory."""
+    try:
+        from pipeline.hearing import HearingConfig, HearingPipeline
+
+        from pipeline.transcription import WhisperConfig, WhisperTranscriber
+    except ImportError as err:
+        log.warning("hearing_unavailable", error_class=type(err).__name__, module=err.name)
+        return None
+    model = "" if settings.asr_model == BUNDLED_ASR else settings.asr_model
+    transcriber = WhisperTranscriber(
+        WhisperConfig(
+            model=model,
+            device=settings.asr_device,
+            compute_type=settings.asr_compute_type,
+            beam_size=settings.asr_beam_size,
+            cpu_threads=settings.asr_threads,
+            vad_filter=settings.asr_vad_filter,
+            hotwords=settings.bot_name,
+        )
+    )
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await transcriber.start()
+    log.info("asr_ready", model=settings.asr_model, load_ms=round((loop.time() - started) * 1000))
+    config = HearingConfig.from_settings(settings) if hasattr(HearingConfig, "from_settings") else HearingConfig()
+
+    def factory(sink: Any, events: Any, clock: Clock) -> Any:
+        return HearingPipeline(transcriber, sink, events=events, clock=clock, config=config)
+
+    return factory
+
+
+class _DashboardView:
+    """A guild session as the dashboard reads it (`bot.dashboard.SessionView`)."""
+
+    __slots__ = ("_s",)
+
+    def __init__(self, session: GuildSession) -> None:
+        self._s = session
+
+    @property
+    def guild_id(self) -> str:
+        return str(self._s.guild_id)
+
+    @property
+    def session_id(self) -> str:
+        return self._s.session_id
+
+    @property
+    def session(self) -> ConversationSession:
+        return self._s.session
+
+    @property
+    def started_at(self) -> float:
+        return self._s.started_at_wall
+
+    @property
+    def channel_name(self) -> str | None:
+        name = getattr(self._s.link, "channel_name", None)
+        return name if isinstance(name, str) else None
+
+
+class _DashboardRegistry:
+    __slots__ = ("_registry",)
+
+    def __init__(self, registry: GuildSessionRegistry) -> None:
+        self._registry = registry
+
+    def sessions(self) -> Mapping[str, _DashboardView]:
+        return {s.session_id: _DashboardView(s) for s in self._registry.sessions()}
+
+
+async def run_bot(settings: Settings) -> None:
+    """Run the bot until SIGINT/SIGTERM (or the gateway gives up); raises `SettingsError` with a
+    clear message for anything missing at startup."""
+    configure_logging(
+        fmt=settings.log_format.value,
+        level=settings.log_level,
+        secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url],
+    )
+    token = require_discord_token(settings)
+    check_opus()
+    log.info("longcall_starting", settings=settings.redacted())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+    try:
+        async with open_store(settings) as store:
+            await _run_with_store(settings, token, store, stop)
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+async def _run_with_store(settings: Settings, token: str, store: SessionStore, stop: asyncio.Event) -> None:
+    summarizer, fallback = make_summarizers(settings)
+    brain, speech = make_voice(settings)
+    hearing = await make_hearing(settings)
+    metrics = CompactionMetrics()
+    recent = RecentEvents()
+    resources = SessionResources(
+        store=store,
+        summarizer=summarizer,
+        fallback=fallback,
+        policy=settings.policy(),
+        config=session_config(settings),
+        model_context=model_context_config(settings),
+        wake_words=settings.wake_words,
+        reply_cooldown_s=settings.reply_cooldown_s,
+        brain=brain,
+        speech=speech,
+        hearing_factory=hearing,
+        event_sinks=(metrics, recent),
+    )
+    registry = GuildSessionRegistry(resources, connector=None)
+    bot = LongcallBot(
+        registry=registry, store=store, brain_model=settings.brain_model, sync_guild_ids=settings.discord_guild_ids
+    )
+    registry.connector = DiscordVoiceConnector(bot)
+    login_error: list[BaseException] = []
+    try:
+        async with asyncio.TaskGroup() as tg, bot:
+            registry_task = tg.create_task(registry.run(), name="guild-sessions")
+            dashboard = tg.create_task(_serve_dashboard(settings, registry, metrics, recent), name="dashboard")
+            client = tg.create_task(_run_client(bot, token, login_error), name="discord-client")
+            stopper = tg.create_task(stop.wait(), name="stop-signal")
+            await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            log.info("longcall_stopping", reason="signal" if stop.is_set() else "client_ended")
+            registry.close()  # sessions save state (active) and leave voice while the gateway is up
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
+                    await asyncio.shield(registry_task)
+            await bot.close()
+            for task in (dashboard, stopper, client, registry_task):
+                task.cancel()
+    finally:
+        for closable in (brain, speech, summarizer):
+            aclose = getattr(closable, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+    if login_error:
+        raise StartupError(
+            "Discord rejected DISCORD_TOKEN: reset the bot token in the developer portal and update .env"
+        ) from login_error[0]
+    log.info("longcall_stopped")
+
+
+async def _run_client(bot: LongcallBot, token: str, errors: list[BaseException]) -> None:
+    try:
+        await bot.start(token)
+    except discord.LoginFailure as err:
+        errors.append(err)
+    except discord.PrivilegedIntentsRequired as err:  # not expected: we ask for none
+        errors.append(err)
+
+
+async def _serve_dashboard(
+    settings: Settings, registry: GuildSessionRegistry, metrics: CompactionMetrics, recent: RecentEvents
+) -> None:
+    app = create_dashboard_app(_DashboardRegistry(registry), metrics, recent, config=settings.redacted())
+    try:
+        runner = await start_dashboard(app, settings.dashboard_host, settings.dashboard_port)
+    except OSError as err:
+        log.warning("dashboard_not_started", error_class=type(err).__name__, port=settings.dashboard_port)
+        return
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,197 @@
+"""The reply path end to end through the real `openai` client against the local stub:
+policy → context (full verbatim window) → brain → TTS → Opus playback → BOT turn."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import pytest
+
+from bot.guild_session import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED, GuildSession, GuildSessionConfig
+from pipeline.models import TurnKind
+from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
+from pipeline.store_memory import InMemorySessionStore
+from pipeline.testing import FakeClock
+from tests.bot_fakes import (
+    Events,
+    FakeConnector,
+    FakeVoiceLink,
+    RunningRegistry,
+    decode_opus_frames,
+    make_resources,
+    speech_draft,
+    tone_pcm,
+    voice_frame,
+)
+from tests.openai_stub import OpenAIStub, Reply
+
+GUILD = 42
+CHANNEL = 4242
+REPLY = "It's the Tokyo map, Bob, and Maya keeps picking Hulk."
+ROOM = [
+    ("Alice", "We should queue again after this match."),
+    ("Bob", "I keep dying as Hulk on this map."),
+    ("Maya", "That's because you dive in alone every time."),
+    ("Alice", "Maya is right, wait for the team."),
+]
+
+
+@dataclass
+class Rig:
+    stub: OpenAIStub
+    events: Events
+    session: GuildSession
+    link: FakeVoiceLink
+    clock: FakeClock
+
+
+@asynccontextmanager
+async def rig(config: GuildSessionConfig | None = None, *, tts_seconds: float = 0.4) -> AsyncIterator[Rig]:
+    async with OpenAIStub() as stub:
+        stub.default_chat_text = REPLY
+        stub.default_speech_audio = tone_pcm(tts_seconds)
+        cfg = config or GuildSessionConfig(bot_name="Clanky", brain_deadline_s=3.0)
+        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=3.0)
+        speech = OpenAISpeech(api_key="test-key", model="tts-1", voice="alloy", base_url=stub.base_url)
+        events = Events()
+        clock = FakeClock()
+        resources = make_resources(
+            InMemorySessionStore(), clock=clock, events=events, config=cfg, brain=brain, speech=speech
+        )
+        connector = FakeConnector(humans=[(1, "Alice"), (2, "Bob"), (3, "Maya")])
+        try:
+            async with RunningRegistry(resources, connector) as registry:
+                session = await registry.join(GUILD, CHANNEL)
+                yield Rig(stub=stub, events=events, session=session, link=connector.links[0], clock=clock)
+        finally:
+            await brain.aclose()
+            await speech.aclose()
+
+
+async def say_room(r: Rig) -> None:
+    for i, (name, text) in enumerate(ROOM):
+        r.clock.set(float(i * 3))
+        await r.session.on_heard(speech_draft(name, text, float(i * 3)))
+
+
+async def test_addressed_turn_gets_a_spoken_reply_with_the_full_window() -> None:
+    """Addressing the bot sends the whole verbatim window with speaker labels to the chat model,
+    asks TTS for raw PCM of the reply, plays valid Opus frames, and appends the reply as a BOT turn."""
+    async with rig() as r:
+        await say_room(r)
+        r.clock.set(20.0)
+        await r.session.on_heard(speech_draft("Bob", "Clanky, what map are we on?", 20.0, user_id=2))
+        completed = await r.events.wait_for(BOT_REPLY_COMPLETED)
+
+        chat = r.stub.bodies("/chat/completions")
+        assert 1 == len(chat)
+        sent = [m["content"] for m in chat[0]["messages"] if m["role"] == "user"]
+        assert [f"{name}: {text}" for name, text in ROOM] + ["Bob: Clanky, what map are we on?"] == sent
+        assert "system" == chat[0]["messages"][0]["role"]
+
+        tts = r.stub.bodies("/audio/speech")
+        assert [(REPLY, "pcm", "alloy")] == [(b["input"], b["response_format"], b["voice"]) for b in tts]
+
+        audio = decode_opus_frames(r.link.played)
+        assert (48_000, 2, {960}) == (audio.sample_rate, audio.channels, set(audio.frame_samples))
+        assert pytest.approx(0.4, abs=0.045) == audio.seconds
+
+        last = r.session.session.snapshot().turns[-1]
+        assert (TurnKind.BOT, REPLY, "Clanky", "brain") == (last.kind, last.text, last.speaker_name, last.source)
+
+        event = completed[0]
+        assert {"asr_ms", "decide_ms", "llm_ms", "tts_first_byte_ms", "first_frame_ms", "playback_start_ms"} <= set(
+            k for k, v in event.items() if isinstance(v, int)
+        )
+        assert (str(GUILD), "guild-42", "addressed", False) == (
+            event["guild_id"], event["session_id"], event["reason"], event["interrupted"]
+        )
+
+
+async def test_unaddressed_chatter_gets_no_reply() -> None:
+    """People talking among themselves cause no model call at all."""
+    async with rig() as r:
+        await say_room(r)
+        await r.session.session.settle()
+        assert ([], [], 0) == (r.stub.bodies("/chat/completions"), r.events.named(BOT_REPLY_COMPLETED), r.link.plays)
+
+
+async def test_deadline_passing_drops_the_reply_cleanly() -> None:
+    """A brain slower than the deadline: the reply is dropped with a coded reason, nothing is
+    spoken or appended, and the session keeps working (the next address is answered)."""
+    config = GuildSessionConfig(bot_name="Clanky", brain_deadline_s=0.1)
+    async with rig(config) as r:
+        r.stub.chat.append(Reply(text="too late", delay_s=0.4))
+        await r.session.on_heard(speech_draft("Bob", "Clanky, are you there?", 1.0, user_id=2))
+        dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
+        assert ("llm_timeout", [], 0) == (dropped[0]["reason"], r.stub.bodies("/audio/speech"), r.link.plays)
+        assert [TurnKind.SPEECH] == [t.kind for t in r.session.session.snapshot().turns]
+
+        await r.session.on_heard(speech_draft("Bob", "Clanky, now?", 2.0, user_id=2))
+        await r.events.wait_for(BOT_REPLY_COMPLETED)
+        assert TurnKind.BOT == r.session.session.snapshot().turns[-1].kind
+
+
+async def test_stale_reply_is_dropped_when_the_room_moves_on() -> None:
+    """Two more people speak while the model is thinking: the reply is dropped as stale before TTS."""
+    async with rig() as r:
+        r.stub.chat.append(Reply(text="An answer to an old question.", delay_s=0.3))
+        await r.session.on_heard(speech_draft("Bob", "Clanky, which hero is best?", 1.0, user_id=2))
+        await until(lambda: bool(r.stub.bodies("/chat/completions")))  # the request is in flight
+        await r.session.on_heard(speech_draft("Alice", "Never mind, we're switching games.", 2.0, user_id=1))
+        await r.session.on_heard(speech_draft("Maya", "Yeah, let's play something else.", 3.0, user_id=3))
+        dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
+        assert ("stale", 2, [], 0) == (
+            dropped[0]["reason"], dropped[0]["new_human_turns"], r.stub.bodies("/audio/speech"), r.link.plays
+        )
+        assert TurnKind.BOT not in [t.kind for t in r.session.session.snapshot().turns]
+
+
+async def test_one_interjection_is_within_the_allowance() -> None:
+    """A single extra human turn during the reply does not make it stale."""
+    async with rig() as r:
+        r.stub.chat.append(Reply(text=REPLY, delay_s=0.2))
+        await r.session.on_heard(speech_draft("Bob", "Clanky, what map?", 1.0, user_id=2))
+        await until(lambda: bool(r.stub.bodies("/chat/completions")))
+        await r.session.on_heard(speech_draft("Alice", "good question", 2.0, user_id=1))
+        await r.events.wait_for(BOT_REPLY_COMPLETED)
+        assert [] == r.events.named(BOT_REPLY_DROPPED)
+
+
+async def test_addressed_speaker_talking_over_the_bot_stops_playback() -> None:
+    """Barge-in: the person the bot is answering speaks over it; playback stops early and the BOT
+    turn is marked interrupted. Another person's voice does not stop it."""
+    async with rig(tts_seconds=2.0) as r:
+        release = threading.Event()
+        r.link.hold_after_first = release  # the reply stays "on air" after its first frame
+        started = Events()
+        loop = asyncio.get_running_loop()
+        r.link.on_first_frame = lambda: loop.call_soon_threadsafe(started.append, {"event": "first_frame"})
+        await r.session.on_heard(speech_draft("Bob", "Clanky, tell me a long story", 1.0, user_id=2))
+        await started.wait_for("first_frame")
+        for i in range(20):
+            r.link.frames.put_nowait(voice_frame(1, loud=True, sequence=i))  # Alice: not the addressed speaker
+        await until(r.link.frames.empty)
+        await asyncio.sleep(0)
+        assert (0, []) == (r.link.stops, r.events.named(BOT_REPLY_COMPLETED))
+        for i in range(20):
+            r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
+        completed = await r.events.wait_for(BOT_REPLY_COMPLETED)
+        release.set()
+        assert True is completed[0]["interrupted"]
+        assert 1 <= r.link.stops
+        assert len(r.link.played) < 100  # 2 s would be 100 frames
+        assert "brain_interrupted" == r.session.session.snapshot().turns[-1].source
+
+
+async def until(condition: Callable[[], bool], *, timeout_s: float = 5.0) -> None:
+    """Bounded wait for something the local HTTP stub does on its own schedule."""
+    for _ in range(int(timeout_s / 0.005)):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition never held")
