@@ -30,7 +30,10 @@ async def test_reply_and_realtime_see_live_screen_notes_and_trigger(
         realtime = context.realtime(current)
         await session.settle()
     screen = [m["content"] for m in reply.messages if m["content"].startswith("On screen now")]
-    assert ["On screen now (screen-watch notes, newest last):\n[00:03] on James's screen: Marvel Rivals, Tokyo 2099 map"] == screen
+    expected = (
+        "On screen now (screen-watch notes, newest last):\n[00:03] on James's screen: Marvel Rivals, Tokyo 2099 map"
+    )
+    assert [expected] == screen
     assert "Tokyo 2099 map" in realtime.text
     assert "Maya: Clanky, what map are we on?" == reply.messages[-1]["content"]
     assert 1 == started_before
