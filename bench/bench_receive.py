@@ -215,12 +215,28 @@ def _concealment_rows(loss: float = 0.10, seed: int = 11) -> list[dict[str, Any]
     return rows
 
 
+class _NullDecoder:
+    """Decodes nothing: isolates the cost of the path around Opus (crypto, window, bookkeeping)."""
+
+    supports_fec = True
+
+    def decode(self, payload: bytes) -> bytes:
+        return b""
+
+    def decode_fec(self, next_payload: bytes, samples: int) -> tuple[bytes, bool]:
+        return b"", True
+
+    def conceal(self, samples: int) -> bytes:
+        return b""
+
+
 def run() -> list[dict[str, Any]]:
     rows = _component_rows() + _concealment_rows()
     for speakers in (1, 4, 8, 16):
         rows.append(_path_row(speakers, 0.0, make_opus_decoder, "libopus"))
     rows.append(_path_row(8, 0.10, make_opus_decoder, "libopus"))
     rows.append(_path_row(8, 0.10, PyAVOpusDecoder, "pyav-fallback"))
+    rows.append(_path_row(8, 0.0, _NullDecoder, "no decode: path overhead only"))
     return rows
 
 

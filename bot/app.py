@@ -19,23 +19,35 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Mapping
-from typing import Any
 
 import discord
 import structlog
 
 from bot.client import DiscordVoiceConnector, LongcallBot
 from bot.dashboard import RecentEvents, create_dashboard_app, start_dashboard
-from bot.guild_session import GuildSession, GuildSessionConfig, GuildSessionRegistry, HearingFactory, SessionResources
+from bot.guild_session import (
+    GuildSession,
+    GuildSessionConfig,
+    GuildSessionRegistry,
+    Hearing,
+    HearingFactory,
+    SessionResources,
+    TurnSink,
+)
 from bot.logging_setup import configure_logging
 from bot.playback import opus_available
 from bot.runtime import make_summarizers, open_store
 from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
+from pipeline.coalescer import CoalescerConfig
+from pipeline.events import EventEmitter
+from pipeline.hearing import HearingConfig, HearingPipeline
 from pipeline.metrics import CompactionMetrics
 from pipeline.model_context import ModelContextConfig
 from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
 from pipeline.ports import Clock, SessionStore
+from pipeline.segmenter import SegmenterConfig
 from pipeline.session import ConversationSession
+from pipeline.transcription import AsrError, WhisperConfig, WhisperTranscriber
 
 log = structlog.get_logger("longcall.app")
 
@@ -94,15 +106,20 @@ def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | N
     return brain, speech
 
 
-async def make_hearing(settings: Settings) -> HearingFactory | None:
-    """Load and warm up the ASR model once (off the loop), and return the per-session factory."""
-    try:
-        from pipeline.hearing import HearingConfig, HearingPipeline
+def hearing_config(settings: Settings) -> HearingConfig:
+    return HearingConfig(
+        segmenter=SegmenterConfig(
+            end_of_utterance_ms=settings.end_of_utterance_ms, max_utterance_s=settings.max_utterance_s
+        ),
+        coalescer=CoalescerConfig(
+            bot_name=settings.bot_name, wake_words=settings.wake_words, failsafe_s=settings.coalesce_failsafe_s
+        ),
+    )
 
-        from pipeline.transcription import WhisperConfig, WhisperTranscriber
-    except ImportError as err:
-        log.warning("hearing_unavailable", error_class=type(err).__name__, module=err.name)
-        return None
+
+async def make_hearing(settings: Settings) -> HearingFactory:
+    """Load and warm up the ASR model once (off the loop), and return the per-session factory:
+    one long-lived Whisper model shared by every guild's hearing pipeline."""
     model = "" if settings.asr_model == BUNDLED_ASR else settings.asr_model
     transcriber = WhisperTranscriber(
         WhisperConfig(
@@ -117,11 +134,17 @@ async def make_hearing(settings: Settings) -> HearingFactory | None:
     )
     loop = asyncio.get_running_loop()
     started = loop.time()
-    await transcriber.start()
+    try:
+        await transcriber.start()
+    except AsrError as err:
+        raise StartupError(
+            f"ASR_MODEL could not be loaded ({err.code}): use `bundled-tiny.en` (works offline) or a "
+            "faster-whisper model name/path that exists on this machine"
+        ) from err
     log.info("asr_ready", model=settings.asr_model, load_ms=round((loop.time() - started) * 1000))
-    config = HearingConfig.from_settings(settings) if hasattr(HearingConfig, "from_settings") else HearingConfig()
+    config = hearing_config(settings)
 
-    def factory(sink: Any, events: Any, clock: Clock) -> Any:
+    def factory(sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
         return HearingPipeline(transcriber, sink, events=events, clock=clock, config=config)
 
     return factory
@@ -214,16 +237,14 @@ async def _run_with_store(settings: Settings, token: str, store: SessionStore, s
         event_sinks=(metrics, recent),
     )
     registry = GuildSessionRegistry(resources, connector=None)
-    bot = LongcallBot(
-        registry=registry, store=store, brain_model=settings.brain_model, sync_guild_ids=settings.discord_guild_ids
-    )
+    bot = LongcallBot(settings=settings, registry=registry, store=store)
     registry.connector = DiscordVoiceConnector(bot)
-    login_error: list[BaseException] = []
+    client_error: list[Exception] = []
     try:
         async with asyncio.TaskGroup() as tg, bot:
             registry_task = tg.create_task(registry.run(), name="guild-sessions")
             dashboard = tg.create_task(_serve_dashboard(settings, registry, metrics, recent), name="dashboard")
-            client = tg.create_task(_run_client(bot, token, login_error), name="discord-client")
+            client = tg.create_task(_run_client(bot, token, client_error), name="discord-client")
             stopper = tg.create_task(stop.wait(), name="stop-signal")
             await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
             log.info("longcall_stopping", reason="signal" if stop.is_set() else "client_ended")
@@ -240,19 +261,23 @@ async def _run_with_store(settings: Settings, token: str, store: SessionStore, s
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await aclose()
-    if login_error:
-        raise StartupError(
-            "Discord rejected DISCORD_TOKEN: reset the bot token in the developer portal and update .env"
-        ) from login_error[0]
+    if client_error:
+        err = client_error[0]
+        if isinstance(err, discord.LoginFailure):
+            raise StartupError(
+                "Discord rejected DISCORD_TOKEN: reset the bot token in the developer portal "
+                "(Bot -> Reset Token) and update .env"
+            ) from err
+        raise err
     log.info("longcall_stopped")
 
 
-async def _run_client(bot: LongcallBot, token: str, errors: list[BaseException]) -> None:
+async def _run_client(bot: LongcallBot, token: str, errors: list[Exception]) -> None:
+    """The gateway connection; an error ends it and is re-raised after the orderly shutdown."""
     try:
         await bot.start(token)
-    except discord.LoginFailure as err:
-        errors.append(err)
-    except discord.PrivilegedIntentsRequired as err:  # not expected: we ask for none
+    except Exception as err:
+        log.error("discord_client_failed", error_class=type(err).__name__)
         errors.append(err)
 
 

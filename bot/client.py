@@ -22,6 +22,7 @@ from discord.ext import commands
 
 from bot.cogs.voice import VoiceCog
 from bot.guild_session import GuildSessionRegistry, VoiceLink
+from bot.settings import Settings
 from bot.voice_receive import ReceivingVoiceClient, VoiceFrame, VoiceReceiver
 from pipeline.ports import SessionStore
 
@@ -110,19 +111,15 @@ def make_intents() -> discord.Intents:
 
 
 class LongcallBot(commands.Bot):
-    def __init__(
-        self,
-        *,
-        registry: GuildSessionRegistry,
-        store: SessionStore,
-        brain_model: str,
-        sync_guild_ids: tuple[int, ...] = (),
-    ) -> None:
+    """Resources come in from `bot.app.run_bot`; nothing is built at import time."""
+
+    def __init__(self, *, settings: Settings, registry: GuildSessionRegistry, store: SessionStore) -> None:
         super().__init__(command_prefix=commands.when_mentioned, intents=make_intents(), help_command=None)
+        self.settings = settings
         self.registry = registry
         self.store = store
-        self.brain_model = brain_model
-        self.sync_guild_ids = sync_guild_ids
+        self.brain_model = settings.brain_model
+        self.sync_guild_ids = settings.discord_guild_ids
         self._resumed = False
 
     async def setup_hook(self) -> None:

@@ -30,10 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import structlog
@@ -88,19 +88,37 @@ class Speech(Protocol):
 
 
 class Hearing(Protocol):
-    """The hearing pipeline as the session drives it (pipeline.hearing.HearingPipeline)."""
+    """The hearing pipeline as the session drives it (`pipeline.hearing.HearingPipeline`)."""
 
-    def feed(
-        self, speaker_id: str, speaker_name: str, pcm: bytes, sample_rate: int = ..., channels: int = ...
-    ) -> Any: ...
+    def feed(self, speaker_id: str, speaker_name: str, pcm: bytes, *, sample_rate: int, channels: int) -> None: ...
+
+    def end_speaker(self, speaker_id: str) -> None: ...
 
     async def run(self) -> None: ...
 
-    async def flush(self) -> Any: ...
+    async def flush(self) -> None: ...
 
 
-TurnSink = Callable[[TurnDraft], Awaitable[Any]]
+class TurnSink(Protocol):
+    """Where the hearing pipeline delivers finished speech turns (`pipeline.hearing.TurnSink`)."""
+
+    async def append(self, draft: TurnDraft) -> Turn: ...
+
+
 HearingFactory = Callable[[TurnSink, EventEmitter, Clock], Hearing]
+
+
+class _HeardSink:
+    """The session as the hearing pipeline's sink: each heard turn is appended, then considered
+    for a reply."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: GuildSession) -> None:
+        self._session = session
+
+    async def append(self, draft: TurnDraft) -> Turn:
+        return await self._session.on_heard(draft)
 
 
 class VoiceLink(AudioPlayerLike, Protocol):
@@ -227,7 +245,7 @@ class GuildSession:
         self._wall = wall
         self._perf = perf
         self._clock = session.clock
-        self._hearing = hearing_factory(self.on_heard, session.events, session.clock) if hearing_factory else None
+        self._hearing = hearing_factory(_HeardSink(self), session.events, session.clock) if hearing_factory else None
         self._append_lock = asyncio.Lock()
         self._replies: asyncio.Queue[_ReplyJob] = asyncio.Queue(maxsize=config.reply_queue_max)
         self._stop = asyncio.Event()
@@ -408,10 +426,8 @@ class GuildSession:
         async with self._append_lock:
             return await self.session.append(draft)
 
-    async def on_heard(self, draft: TurnDraft) -> Turn | None:
-        """The hearing pipeline's sink: a finished speech turn."""
-        if self._stop.is_set() and self.stop_reason is StopReason.FORGET:
-            return None
+    async def on_heard(self, draft: TurnDraft) -> Turn:
+        """A finished speech turn from the hearing pipeline: append it, maybe answer it."""
         turn = await self.append(draft)
         appended_at = self._perf()
         now = self._clock.now()
@@ -458,6 +474,8 @@ class GuildSession:
         self._humans.pop(user_id, None)
         if not self._humans and self._alone_since is None:
             self._alone_since = self._clock.now()
+        if self._hearing is not None:
+            self._hearing.end_speaker(str(user_id))  # finish what they were saying
         await self._membership(user_id, name, "left the voice channel.")
 
     async def _membership(self, user_id: int, name: str, text: str) -> None:
@@ -485,7 +503,7 @@ class GuildSession:
             self._check_barge_in(frame, frame_ms)
             if self._hearing is not None:
                 name = self._humans.get(frame.user_id) or self.link.display_name(frame.user_id)
-                self._hearing.feed(str(frame.user_id), name, frame.pcm, 48_000, 2)
+                self._hearing.feed(str(frame.user_id), name, frame.pcm, sample_rate=48_000, channels=2)
 
     def _check_barge_in(self, frame: VoiceFrame, frame_ms: int) -> None:
         playback = self._playback

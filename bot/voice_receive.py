@@ -230,25 +230,25 @@ class _Libopus:
 
 
 def find_libopus() -> str | None:
-    """Path of a loadable libopus: the system's, else the copy bundled in PyAV's wheel.
+    """Path of a loadable libopus: the copy bundled in PyAV's wheel, else the system's.
 
     PyAV's manylinux wheels ship FFmpeg's libopus as `av.libs/libopus-<hash>.so.*` (macOS:
-    `av/.dylibs`). FFmpeg's own libopus wrapper cannot do FEC or PLC (an empty packet is
-    end-of-stream), so we call libopus directly, as discord.py's `discord.opus` does.
+    `av/.dylibs`); it is preferred because its version is pinned with PyAV (1.6.1 with av 18)
+    and has `opus_packet_has_lbrr` (1.5+), which tells FEC from PLC. FFmpeg's own libopus
+    wrapper cannot do FEC or PLC (an empty packet means end of stream), so we call libopus
+    directly, as discord.py's `discord.opus` does. `discord.opus.load_opus(find_libopus())`
+    also gives discord.py's playback an encoder on a machine without a system libopus.
     """
-    name = ctypes.util.find_library("opus")
-    if name:
-        return name
-    try:
-        import av
-    except ImportError:
-        return None
-    site = os.path.dirname(os.path.dirname(os.path.abspath(av.__file__)))
-    for pattern in ("av.libs/libopus*.so*", "av/.dylibs/libopus*.dylib", "av.libs/opus*.dll"):
-        hits = sorted(glob.glob(os.path.join(site, pattern)))
-        if hits:
-            return hits[0]
-    return None
+    import importlib.util
+
+    spec = importlib.util.find_spec("av")
+    if spec is not None and spec.origin:
+        site = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+        for pattern in ("av.libs/libopus*.so*", "av/.dylibs/libopus*.dylib", "av.libs/opus*.dll"):
+            hits = sorted(glob.glob(os.path.join(site, pattern)))
+            if hits:
+                return hits[0]
+    return ctypes.util.find_library("opus")
 
 
 _libopus_lock = threading.Lock()
@@ -270,7 +270,13 @@ def _load_libopus() -> _Libopus | None:
 
 
 class LibopusDecoder:
-    """libopus through ctypes: real in-band FEC (`decode_fec=1`) and native PLC (NULL packet)."""
+    """libopus through ctypes: real in-band FEC (`decode_fec=1`) and native PLC (NULL packet).
+
+    Measured on speech at 10% random loss (bench/bench_receive.py), SNR against the lossless
+    decode: lost frames rebuilt from FEC 10.7 dB, libopus PLC 1.4 dB, repeat-attenuate -1.1 dB,
+    silence 0 dB; whole stream 19.3 / 9.3 / 7.8 / 8.5 dB. libopus only puts FEC (LBRR) data in
+    voiced SILK/hybrid frames: 57-75% of packets in our speech samples. Decode ~50-65 µs/frame.
+    """
 
     __slots__ = ("_buf", "_lib", "_state")
 
@@ -905,16 +911,24 @@ class SsrcMap:
             self._listeners.remove(listener)
 
 
+_OP_SESSION_DESCRIPTION: Final = 4
 _OP_SPEAKING: Final = 5
 _OP_VIDEO: Final = 12
 _OP_CLIENT_DISCONNECT: Final = 13
 
 
 def apply_voice_ws_message(ssrc_map: SsrcMap, msg: Mapping[str, Any]) -> None:
-    """Update the SSRC map from one voice-gateway message (the opcodes voice_recv reads)."""
+    """Update the SSRC map from one voice-gateway message (the opcodes voice_recv reads).
+
+    SESSION_DESCRIPTION (op 4) only follows a fresh IDENTIFY (a resume gets op 9 instead):
+    a new voice session, whose SSRCs are assigned anew, so the old map is dropped.
+    """
     op = msg.get("op")
     data = msg.get("d") or {}
-    if op == _OP_SPEAKING and data.get("ssrc"):
+    if op == _OP_SESSION_DESCRIPTION:
+        for user_id in {u for _, u in ssrc_map.items()}:
+            ssrc_map.remove_user(user_id)
+    elif op == _OP_SPEAKING and data.get("ssrc"):
         ssrc_map.set(int(data["ssrc"]), int(data["user_id"]))
     elif op == _OP_VIDEO and data.get("audio_ssrc"):
         ssrc_map.set(int(data["audio_ssrc"]), int(data["user_id"]))
@@ -950,7 +964,11 @@ class ReceivingVoiceClient(discord.VoiceClient):
         await super().connect(reconnect=reconnect, timeout=timeout, self_deaf=False, self_mute=self_mute)
 
     async def _on_voice_ws_message(self, ws: Any, msg: dict[str, Any]) -> None:
-        apply_voice_ws_message(self.ssrc_map, msg)
+        # An exception here would end discord.py's voice websocket loop: contain it.
+        try:
+            apply_voice_ws_message(self.ssrc_map, msg)
+        except Exception:
+            log.exception("voice_receive_ws_message_failed", op=msg.get("op"))
 
 
 class VoiceConnectionLike(Protocol):

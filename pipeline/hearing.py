@@ -251,8 +251,7 @@ class HearingPipeline:
     async def flush(self) -> None:
         """End of stream: finish every open utterance, wait until all are transcribed,
         release held and banked turns, and wait until the sink has them all."""
-        if not self._running:
-            raise RuntimeError("HearingPipeline.flush() needs run() to be running")
+        await self._require_running("flush")
         for speaker_id in list(self._speakers):
             speaker = self._speakers[speaker_id]
             for utterance in [*speaker.segmenter.feed(speaker.resampler.flush()), *speaker.segmenter.finish()]:
@@ -264,9 +263,16 @@ class HearingPipeline:
     async def wait_idle(self) -> None:
         """Until nothing is queued, transcribing or being appended (held turns may remain).
         A replay calls this to make ASR take no simulated time."""
-        if not self._running:
-            raise RuntimeError("HearingPipeline.wait_idle() needs run() to be running")
+        await self._require_running("wait_idle")
         await self._wait_until(lambda: not self._has_asr_work() and not self._outbox and not self._appending)
+
+    async def _require_running(self, what: str) -> None:
+        # Waiting without the worker would hang forever. One yield lets a run() task that
+        # was just created (but has not started yet) get going first.
+        if not self._running:
+            await asyncio.sleep(0)
+        if not self._running:
+            raise RuntimeError(f"HearingPipeline.{what}() needs run() to be running")
 
     def stats(self) -> HearingStats:
         now = self._clock.now()

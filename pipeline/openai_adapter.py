@@ -202,7 +202,7 @@ class OpenAIBrain:
                     temperature=self._temperature,
                     max_tokens=self._max_tokens,
                 )
-        except (TimeoutError, openai.OpenAIError) as err:
+        except (TimeoutError, openai.OpenAIError, ValueError) as err:  # ValueError: a malformed JSON body
             code, message = _translate(err)
             raise BrainError(code, message) from err
         if not response.choices:
@@ -266,7 +266,7 @@ class OpenAISpeech:
                     )
                     chunks = response.iter_bytes(self._chunk_bytes).__aiter__()
                     first = await anext(chunks, b"")
-            except (TimeoutError, openai.OpenAIError) as err:
+            except (TimeoutError, openai.OpenAIError, ValueError) as err:
                 code, message = _translate(err)
                 raise SpeechError(code, message) from err
             if not first:

@@ -97,7 +97,8 @@ def _warp(envelope: npt.NDArray[np.float32], alpha: float) -> npt.NDArray[np.flo
     lo = np.floor(src).astype(int)
     hi = np.minimum(lo + 1, bins - 1)
     w = (src - lo)[:, None]
-    return (envelope[lo] * (1 - w) + envelope[hi] * w).astype(np.float32)
+    warped: npt.NDArray[np.float32] = (envelope[lo] * (1 - w) + envelope[hi] * w).astype(np.float32)
+    return warped
 
 
 def _trim(audio: npt.NDArray[np.float32], margin_s: float = 0.08) -> npt.NDArray[np.float32]:
@@ -129,7 +130,8 @@ def synthesize(tts: object, text: str, voice: Voice, seed: int) -> npt.NDArray[n
     pause = np.zeros(int(SENTENCE_PAUSE_S * tts.sample_rate), np.float32)  # type: ignore[attr-defined]
     audio = np.concatenate([x for part in parts for x in (part, pause)][:-1]).astype(np.float32)
     rms = float(np.sqrt(np.mean(audio**2))) or 1.0
-    return (audio * (10 ** (voice.gain_db / 20) / rms)).astype(np.float32)
+    scaled: npt.NDArray[np.float32] = (audio * (10 ** (voice.gain_db / 20) / rms)).astype(np.float32)
+    return scaled
 
 
 def main() -> None:

@@ -137,12 +137,14 @@ class ScriptedHearing:
         self.fed: dict[str, list[bytes]] = {}
         self.names: dict[str, str] = {}
         self.flushed = 0
+        self.ended: list[str] = []
 
-    def feed(
-        self, speaker_id: str, speaker_name: str, pcm: bytes, sample_rate: int = 48_000, channels: int = 2
-    ) -> None:
+    def feed(self, speaker_id: str, speaker_name: str, pcm: bytes, *, sample_rate: int, channels: int) -> None:
         self.fed.setdefault(speaker_id, []).append(pcm)
         self.names[speaker_id] = speaker_name
+
+    def end_speaker(self, speaker_id: str) -> None:
+        self.ended.append(speaker_id)
 
     async def run(self) -> None:
         await asyncio.Event().wait()
@@ -151,7 +153,7 @@ class ScriptedHearing:
         self.flushed += 1
         now = self.clock.now()
         for speaker_id, chunks in sorted(self.fed.items()):
-            await self.sink(
+            await self.sink.append(
                 TurnDraft(
                     kind=TurnKind.SPEECH, speaker_id=speaker_id, speaker_name=self.names[speaker_id],
                     text=f"heard {len(chunks)} frames", started_at=now, ended_at=now, source="asr",

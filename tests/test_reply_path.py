@@ -13,7 +13,7 @@ import pytest
 
 from bot.guild_session import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED, GuildSession, GuildSessionConfig
 from pipeline.models import TurnKind
-from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
+from pipeline.openai_adapter import BrainError, BrainErrorCode, OpenAIBrain, OpenAISpeech
 from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock
 from tests.bot_fakes import (
@@ -195,3 +195,51 @@ async def until(condition: Callable[[], bool], *, timeout_s: float = 5.0) -> Non
             return
         await asyncio.sleep(0.005)
     raise AssertionError("condition never held")
+
+
+async def test_tts_failure_drops_the_reply_with_its_code() -> None:
+    """TTS answering 500 drops the reply as `tts_unavailable`: nothing plays, nothing is appended."""
+    async with rig() as r:
+        r.stub.speech.append(Reply(status=500))
+        await r.session.on_heard(speech_draft("Bob", "Clanky, say something", 1.0, user_id=2))
+        dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
+        assert ("tts_unavailable", 0) == (dropped[0]["reason"], r.link.plays)
+        assert TurnKind.BOT not in [t.kind for t in r.session.session.snapshot().turns]
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [
+        (Reply(status=429), BrainErrorCode.RATE_LIMITED),
+        (Reply(status=401), BrainErrorCode.AUTH),
+        (Reply(status=503), BrainErrorCode.UNAVAILABLE),
+        (Reply(status=400), BrainErrorCode.BAD_REQUEST),
+        (Reply(raw_body=b"{not json"), BrainErrorCode.GARBAGE),
+        (Reply(text=""), BrainErrorCode.EMPTY),
+        (Reply(no_choices=True), BrainErrorCode.EMPTY),
+    ],
+)
+async def test_brain_errors_are_translated_once_into_codes(reply: Reply, code: BrainErrorCode) -> None:
+    """Every failure of the chat call reaches the caller as one BrainError code."""
+    async with OpenAIStub() as stub:
+        stub.chat.append(reply)
+        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=2.0)
+        try:
+            with pytest.raises(BrainError) as caught:
+                await brain.reply([{"role": "user", "content": "Bob: hi"}])
+        finally:
+            await brain.aclose()
+        assert code == caught.value.code
+
+
+async def test_speech_chunks_hold_whole_samples() -> None:
+    """However the HTTP body is split, every TTS chunk has an even byte count and nothing is lost."""
+    audio = tone_pcm(0.3) + b"\x01"  # an odd tail byte: the half sample is never yielded
+    async with OpenAIStub() as stub:
+        stub.speech.append(Reply(audio=audio))
+        speech = OpenAISpeech(api_key="k", model="tts-1", voice="alloy", base_url=stub.base_url, chunk_bytes=1001)
+        try:
+            chunks = [chunk async for chunk in speech.stream("hello")]
+        finally:
+            await speech.aclose()
+    assert ([], audio[:-1]) == ([len(c) for c in chunks if len(c) % 2], b"".join(chunks))

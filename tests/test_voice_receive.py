@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 from unittest import mock
 
 import av
@@ -502,6 +503,17 @@ def test_voice_gateway_messages_maintain_the_ssrc_map() -> None:
     assert [(80, 8)] == ssrc_map.items()
 
 
+def test_new_voice_session_forgets_every_ssrc() -> None:
+    """SESSION_DESCRIPTION (a fresh voice session) clears the map; SSRCs are reassigned."""
+    ssrc_map = SsrcMap()
+    ssrc_map.set(70, 7)
+    ssrc_map.set(80, 8)
+
+    apply_voice_ws_message(ssrc_map, {"op": 4, "d": {"mode": "aead_xchacha20_poly1305_rtpsize"}})
+
+    assert [] == ssrc_map.items()
+
+
 class FakeConnection:
     """The slice of discord.py's VoiceConnectionState the receiver reads."""
 
@@ -636,6 +648,21 @@ async def test_voice_client_joins_undeafened_and_maps_ssrcs_from_the_gateway_hoo
     assert [(4200, 42)] == vc.ssrc_map.items()
 
 
+async def test_malformed_gateway_message_does_not_break_the_voice_websocket() -> None:
+    """A SPEAKING payload missing its user id is logged and ignored, never raised into discord.py."""
+    client = mock.MagicMock()
+    client._connection.loop = asyncio.get_running_loop()
+    vc = ReceivingVoiceClient(client, mock.MagicMock())
+    try:
+        hook = vc._connection.hook
+        assert hook is not None
+        await hook(mock.MagicMock(), {"op": 5, "d": {"ssrc": 4200}})
+    finally:
+        vc._connection._socket_reader.stop()
+
+    assert [] == vc.ssrc_map.items()
+
+
 def test_sequence_restart_on_the_same_ssrc_is_followed_not_dropped_as_late() -> None:
     """A sender that restarts its RTP sequence far below the old one is heard again at once."""
     proc = processor()
@@ -645,3 +672,43 @@ def test_sequence_restart_on_the_same_ssrc_is_followed_not_dropped_as_late() -> 
 
     assert [b"r5", b"r6"] == [f.pcm.rstrip(b"\0") for f in frames]
     assert 0 == proc.stats().dropped_for(DropReason.LATE)
+
+
+async def test_tick_releases_a_stalled_window_on_the_fake_clock() -> None:
+    """The receiver's periodic tick conceals a hole once the stream has been quiet for 60 ms."""
+    now = [100.0]
+    conn = FakeConnection()
+    ssrc_map = SsrcMap()
+    ssrc_map.set(SSRC, USER)
+    receiver = VoiceReceiver(
+        loop=asyncio.get_running_loop(), decoder_factory=lambda: TagDecoder(fec=False), clock=lambda: now[0]
+    )
+    receiver.attach_connection(conn, ssrc_map)
+    receiver.on_packet(packet(b"1", 1))
+    receiver.on_packet(packet(b"3", 3))
+    await asyncio.sleep(0)
+    first = [receiver.queue.get_nowait().sequence for _ in range(receiver.queue.qsize())]
+
+    now[0] += 0.06
+    receiver.tick()
+    released = [receiver.queue.get_nowait() for _ in range(receiver.queue.qsize())]
+
+    assert [1] == first
+    assert [(2, FrameSource.CONCEALED), (3, D)] == seqs(released)
+
+
+async def test_run_attaches_until_cancelled_then_detaches() -> None:
+    """`run` listens while it runs; cancelling it removes the socket listener."""
+    conn = FakeConnection()
+    target = cast(ReceivingVoiceClient, SimpleNamespace(_connection=conn, ssrc_map=SsrcMap()))
+    receiver = _receiver()
+
+    task = asyncio.create_task(receiver.run(target), name="voice-receive:test")
+    await asyncio.sleep(0)
+    listening = len(conn.listeners)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert 1 == listening
+    assert [] == conn.listeners

@@ -1,0 +1,82 @@
+"""ASR guards: accept real speech, reject Whisper's silence and noise artefacts (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.asr_guards import GuardConfig, Verdict, clean_text, judge
+from pipeline.transcription import Transcription
+
+
+def heard(text: str, *, no_speech: float = 0.02, logprob: float = -0.15, duration: float = 3.0,
+          compression: float = 1.0) -> Transcription:
+    return Transcription(text=text, avg_logprob=logprob, no_speech_prob=no_speech, duration_s=duration,
+                         compression_ratio=compression, segments=1)
+
+
+def test_clear_speech_is_accepted() -> None:
+    """A confident sentence at a human speaking rate passes every guard."""
+    assert Verdict.ACCEPT == judge(heard("Bob, you died as Hulk five times last game."))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thank you for watching!",
+        "Thanks for watching.",
+        "Please like and subscribe.",
+        "Thanks for watching! Please subscribe.",
+        "you",
+        "You.",
+        "Subtitles by the Amara.org community",
+        "Transcribed by ESO, translated by —",
+        "www.clanky.com",
+    ],
+)
+def test_classic_silence_hallucinations_are_rejected(text: str) -> None:
+    """Subtitle artefacts are rejected even when Whisper sounds confident about them."""
+    assert Verdict.HALLUCINATION == judge(heard(text, duration=2.0))
+
+
+def test_weak_phrase_is_kept_when_whisper_is_sure() -> None:
+    """A clearly spoken "Thank you." is speech; the same words with doubt are an artefact."""
+    assert Verdict.ACCEPT == judge(heard("Thank you.", no_speech=0.05, logprob=-0.1, duration=1.6))
+    assert Verdict.HALLUCINATION == judge(heard("Thank you.", no_speech=0.4, logprob=-0.1, duration=1.6))
+
+
+def test_high_no_speech_probability_is_rejected() -> None:
+    """The hotword hallucinated over hiss ("Clanky", no_speech 0.988 as measured) is rejected."""
+    assert Verdict.NO_SPEECH == judge(heard("Clanky", no_speech=0.988, logprob=-0.63))
+
+
+def test_low_average_logprob_is_rejected() -> None:
+    """A noise burst transcribed with mean log-probability -1.46 is rejected as low confidence."""
+    assert Verdict.LOW_CONFIDENCE == judge(heard("Whoa there buddy", no_speech=0.48, logprob=-1.46))
+
+
+def test_impossible_speaking_rate_is_rejected() -> None:
+    """A whole sentence "heard" in one second of audio is too fast to be speech."""
+    text = "And that is why we always push the payload together as a team, every single time."
+    assert Verdict.TOO_FAST == judge(heard(text, duration=1.0))
+
+
+def test_repetition_loops_are_rejected() -> None:
+    """A decoding loop (high compression ratio, or one word six times) is rejected; "go go go" is not."""
+    assert Verdict.REPETITION == judge(heard("the payload the payload the payload", compression=2.9))
+    assert Verdict.REPETITION == judge(heard("no no no no no no no"))
+    assert Verdict.ACCEPT == judge(heard("Go go go go!"))
+
+
+def test_annotations_only_is_empty_and_are_stripped_from_speech() -> None:
+    """"[Music]" alone is empty; inside speech the annotation is removed and the words kept."""
+    assert Verdict.EMPTY == judge(heard("[Music] (upbeat music) ♪"))
+    assert "Nice shot Maya" == clean_text("Nice shot [laughs] Maya ♪ la la ♪")
+
+
+def test_thresholds_are_configurable() -> None:
+    """A stricter no-speech threshold rejects what the default accepts."""
+    text = heard("Wait for me.", no_speech=0.45)
+    assert (Verdict.ACCEPT, Verdict.NO_SPEECH) == (
+        judge(text),
+        judge(text, GuardConfig(max_no_speech_prob=0.4)),
+    )
