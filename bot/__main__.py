@@ -16,7 +16,7 @@ from bot.logging_setup import configure_logging
 from bot.runtime import make_summarizers, open_store
 from bot.settings import Settings, SettingsError, load_settings
 from pipeline.model_context import ModelContextConfig
-from pipeline.replay import AudioDriver, ReplayOptions, Replayer
+from pipeline.replay import AudioDriver, Replayer, ReplayOptions
 from pipeline.session_file import SessionFileError, load_session_file
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -129,7 +129,8 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     print(f"== at turn {inspection['at_turn']}  cursor {inspection['cursor']}  "
           f"covered through {inspection['covered_through_turn']}  in flight: {inspection['in_flight']}")
     verbatim = inspection["verbatim_seqs"]
-    print(f"== summary: turns {'0-' + str(inspection['covered_through_turn']) if inspection['summary_seqs'] else 'none'}"
+    folded = f"0-{inspection['covered_through_turn']}" if inspection["summary_seqs"] else "none"
+    print(f"== summary: turns {folded}"
           f" | verbatim: {verbatim[0] if verbatim else '-'}-{verbatim[-1] if verbatim else '-'} ({len(verbatim)})"
           f" | pruned: {len(inspection['pruned_seqs'])}")
     print(f"== brain model {tok['model']}: {tok['display']} tokens of {tok['budget']} history budget "

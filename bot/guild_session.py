@@ -526,14 +526,14 @@ class GuildSession:
         while True:
             job = await self._replies.get()
             try:
-                await self.reply(job)
+                await self._reply(job)
             except Exception as err:  # one failed reply must not end the session
                 self.replies_dropped += 1
                 log.exception(
                     "bot_reply_crashed", guild_id=self.guild_id, seq=job.turn.seq, error_class=type(err).__name__
                 )
 
-    async def reply(self, job: _ReplyJob) -> None:
+    async def _reply(self, job: _ReplyJob) -> None:
         stages = _Stages(started=self._perf())
         if self._stale(job):
             self._emit_dropped(job, "stale", stages)

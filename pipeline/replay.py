@@ -216,10 +216,14 @@ class Replayer:
             if line.is_bot:
                 self._sample_context(session)  # what the model saw when it said this
             kind = TurnKind.BOT if line.is_bot else TurnKind.SPEECH
-            await self._append(session, kind, line.speaker_id, line.speaker, line.text, line.t)
+            await self._append(
+                session, kind, speaker_id=line.speaker_id, name=line.speaker, text=line.text, t=line.t
+            )
         elif isinstance(line, MembershipLine):
             text = "joined the voice channel." if line.joined else "left the voice channel."
-            await self._append(session, TurnKind.MEMBERSHIP, line.speaker_id, line.speaker, text, line.t)
+            await self._append(
+                session, TurnKind.MEMBERSHIP, speaker_id=line.speaker_id, name=line.speaker, text=text, t=line.t
+            )
         elif isinstance(line, NoteLine):
             await session.add_note(
                 Note(note_id=f"note-{self._done}", at=line.t, by=line.by, text=line.text, why=line.why)
@@ -230,7 +234,7 @@ class Replayer:
         self._tick(session, line.t)
 
     async def _append(
-        self, session: ConversationSession, kind: TurnKind, speaker_id: str, name: str, text: str, t: float
+        self, session: ConversationSession, kind: TurnKind, *, speaker_id: str, name: str, text: str, t: float
     ) -> None:
         await session.append(
             TurnDraft(

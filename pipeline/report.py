@@ -24,7 +24,7 @@ def render_plot(series: Series) -> str:
         return "<p>No data.</p>"
     t_max = max(s[0] for s in series) or 1.0
     n_max = max(s[1] for s in series) or 1
-    c_max = max(max(s[3] for s in series), 1200)
+    c_max = max(1200, *(s[3] for s in series))
 
     def xy(t: float, v: float, vmax: float) -> tuple[float, float]:
         return (_PAD + (_W - 2 * _PAD) * t / t_max, _H - _PAD - (_H - 2 * _PAD) * v / vmax)

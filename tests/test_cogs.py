@@ -10,6 +10,7 @@ from typing import Any
 from unittest.mock import create_autospec
 
 import discord
+import pytest
 
 from bot.cogs.voice import VoiceCog
 from bot.guild_session import GuildSessionRegistry, session_id_for
@@ -234,3 +235,25 @@ async def test_bot_disconnected_by_someone_else_ends_the_session() -> None:
         )
         await session.wait_closed()
         assert ("disconnected", "0") == (str(session.stop_reason), (await r.store.load_meta(SID))["active"])
+
+
+async def test_setup_hook_loads_the_cog_and_syncs_to_the_configured_guilds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With DISCORD_GUILD_IDS set, the five commands are copied to each guild and synced there (instant)."""
+    from bot.client import LongcallBot
+    from bot.settings import Settings
+
+    synced: list[int | None] = []
+
+    async def fake_sync(*, guild: discord.abc.Snowflake | None = None) -> list[Any]:
+        synced.append(guild.id if guild is not None else None)
+        return []
+
+    async with rig() as r:
+        bot = LongcallBot(settings=Settings(discord_guild_ids=(11, 12)), registry=r.registry, store=r.store)
+        monkeypatch.setattr(bot.tree, "sync", fake_sync)
+        await bot.setup_hook()
+        names = sorted(c.name for c in bot.tree.get_commands())
+        forget = bot.tree.get_command("forget")
+        assert (["context", "forget", "join", "leave", "summary"], [11, 12]) == (names, synced)
+        assert forget is not None and True is forget.default_permissions.manage_guild  # type: ignore[union-attr]
+        await bot.close()

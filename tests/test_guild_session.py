@@ -153,8 +153,7 @@ async def test_maximum_duration_ends_a_busy_session() -> None:
 
 
 async def test_clean_shutdown_flushes_hearing_and_persists_state_for_resume() -> None:
-    """A process shutdown turns audio still in the hearing pipeline into turns, settles the
-    compactor, keeps active=1 (so the next start rejoins) and leaves voice."""
+    """A process shutdown flushes heard audio into turns, keeps active=1 for a rejoin, and leaves voice."""
     store, clock, _, connector, running = setup()
     async with running as registry:
         session = await registry.join(GUILD, CHANNEL)
@@ -187,8 +186,7 @@ async def test_leave_ends_the_session_for_good() -> None:
 
 
 async def test_a_crashing_session_does_not_take_the_registry_down() -> None:
-    """One guild's voice connection failing ends that session (state kept for a rejoin); the
-    registry keeps running and serves other guilds."""
+    """One guild's failing voice connection ends only that session; the registry keeps serving others."""
     store, _, _, connector, running = setup()
     async with running as registry:
         connector.receive_error = ConnectionResetError("voice socket closed")

@@ -316,3 +316,46 @@ async def test_packets_stopping_ends_the_utterance_by_the_clock() -> None:
     assert (0, ["hello there"]) == (before, [t.text for t in sink.turns])
     # End of the last word (2 x 0.35 s words + 0.08 s gap), from sample counts, not from arrival.
     assert 0.78 == pytest.approx(sink.turns[0].ended_at, abs=0.04)
+
+
+async def _spoken(pipeline: HearingPipeline, clock: FakeClock, speech: ToneSpeech, words: list[str]) -> None:
+    for frame in frames(speech.say(words)):
+        clock.advance(0.02)
+        pipeline.feed("u1", "Alice", frame, sample_rate=R, channels=1)
+
+
+async def test_speaking_stopped_ends_the_utterance_without_jitter_allowance() -> None:
+    """After Discord's speaking=False, the silence counts at once; while still transmitting, a
+    short packet gap is allowed for jitter and the utterance stays open."""
+    speech = ToneSpeech(["go", "left"])
+    config = HearingConfig(vad=VadKind.ENERGY, segmenter=SegmenterConfig(end_of_utterance_ms=200, tail_ms=100))
+    results = []
+    for stopped in (False, True):
+        clock, sink = FakeClock(), ListSink()
+        pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock, config=config)
+        async with asyncio.TaskGroup() as tg:
+            runner = tg.create_task(pipeline.run())
+            await _spoken(pipeline, clock, speech, ["go", "left"])  # ends with 80 ms of quiet
+            if stopped:
+                pipeline.speaking_state("u1", False)
+            clock.advance(0.18)  # ~250 ms of silence in all, but only 180 ms without packets
+            pipeline.tick()
+            await pipeline.wait_idle()
+            results.append([t.text for t in sink.turns])
+            runner.cancel()
+    assert [[], ["go left"]] == results
+
+
+async def test_a_speaker_leaving_mid_sentence_keeps_their_words() -> None:
+    """end_speaker() finishes the open utterance (it becomes a turn) and forgets the stream."""
+    speech = ToneSpeech(["wait", "for", "me"])
+    clock, sink = FakeClock(), ListSink()
+    pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock,
+                               config=HearingConfig(vad=VadKind.ENERGY))
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        await _spoken(pipeline, clock, speech, ["wait", "for", "me"])
+        pipeline.end_speaker("u1")
+        await pipeline.wait_idle()
+        runner.cancel()
+    assert (["wait for me"], 0) == ([t.text for t in sink.turns], pipeline.stats().speakers)

@@ -20,8 +20,11 @@ def test_json_logs_redact_secrets_from_structlog_and_stdlib(capsys: pytest.Captu
     log = structlog.get_logger("test")
     log.info("startup", api_key=KEY, note=f"token is {TOKEN}", url="redis://:pw-123456@host:6379/0",
              other="redis://:other-pass@h2:6379")
-    try:
+    def fail() -> None:
         raise RuntimeError(f"auth failed for {KEY}")
+
+    try:
+        fail()
     except RuntimeError:
         log.exception("boom")
     logging.getLogger("discord.http").warning("using token %s", TOKEN)

@@ -9,7 +9,7 @@ import pytest
 
 from bot.__main__ import main
 from pipeline.redis_server import PrivateRedisServer
-from pipeline.replay import ReplayOptions, Replayer
+from pipeline.replay import Replayer, ReplayOptions
 from pipeline.session_file import load_session_file
 from pipeline.store_redis import RedisSessionStore
 from pipeline.summarizer_offline import OfflineSummarizer

@@ -79,8 +79,7 @@ async def say_room(r: Rig) -> None:
 
 
 async def test_addressed_turn_gets_a_spoken_reply_with_the_full_window() -> None:
-    """Addressing the bot sends the whole verbatim window with speaker labels to the chat model,
-    asks TTS for raw PCM of the reply, plays valid Opus frames, and appends the reply as a BOT turn."""
+    """Addressed: full labelled window to the chat model, TTS as PCM, valid Opus played, reply appended as BOT."""
     async with rig() as r:
         await say_room(r)
         r.clock.set(20.0)
@@ -121,8 +120,7 @@ async def test_unaddressed_chatter_gets_no_reply() -> None:
 
 
 async def test_deadline_passing_drops_the_reply_cleanly() -> None:
-    """A brain slower than the deadline: the reply is dropped with a coded reason, nothing is
-    spoken or appended, and the session keeps working (the next address is answered)."""
+    """A brain past its deadline drops the reply (coded), speaks nothing, and the next address still works."""
     config = GuildSessionConfig(bot_name="Clanky", brain_deadline_s=0.1)
     async with rig(config) as r:
         r.stub.chat.append(Reply(text="too late", delay_s=0.4))
@@ -163,8 +161,7 @@ async def test_one_interjection_is_within_the_allowance() -> None:
 
 
 async def test_addressed_speaker_talking_over_the_bot_stops_playback() -> None:
-    """Barge-in: the person the bot is answering speaks over it; playback stops early and the BOT
-    turn is marked interrupted. Another person's voice does not stop it."""
+    """Barge-in: only the addressed speaker talking over the bot stops playback; the turn is marked interrupted."""
     async with rig(tts_seconds=2.0) as r:
         release = threading.Event()
         r.link.hold_after_first = release  # the reply stays "on air" after its first frame

@@ -41,8 +41,7 @@ async def run_first_process(store: RedisSessionStore, turns: int) -> None:
 
 
 async def test_restart_resumes_summary_cursor_and_transcript_and_rejoins(redis_server: PrivateRedisServer) -> None:
-    """After an abrupt stop, a new registry finds the active session, rejoins its channel, and
-    carries on from the same summary, cursor and transcript (new turns continue the seqs)."""
+    """After an abrupt stop a new registry rejoins the channel with the same summary, cursor and transcript."""
     first_store = RedisSessionStore.from_url(redis_server.url)
     await first_store.delete_session(SID)
     await run_first_process(first_store, 23)
