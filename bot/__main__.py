@@ -31,6 +31,7 @@ class Progress:
         self._last = -1
 
     def __call__(self, done: int, total: int) -> None:
+        done = min(done, total)  # voice turns can merge or split clips: the count is approximate
         pct = int(100 * done / max(total, 1))
         if self._tty:
             bar = "#" * (pct // 4) + "." * (25 - pct // 4)

@@ -36,23 +36,20 @@ from bot.guild_session import (
 )
 from bot.logging_setup import configure_logging
 from bot.playback import opus_available
-from bot.runtime import make_summarizers, open_store
+from bot.runtime import hearing_config, make_summarizers, open_store, whisper_config
 from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
-from pipeline.coalescer import CoalescerConfig
 from pipeline.events import EventEmitter
-from pipeline.hearing import HearingConfig, HearingPipeline
+from pipeline.hearing import HearingPipeline
 from pipeline.metrics import CompactionMetrics
 from pipeline.model_context import ModelContextConfig
 from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
 from pipeline.ports import Clock, SessionStore
-from pipeline.segmenter import SegmenterConfig
 from pipeline.session import ConversationSession
-from pipeline.transcription import AsrError, WhisperConfig, WhisperTranscriber
+from pipeline.transcription import AsrError, WhisperTranscriber
 
 log = structlog.get_logger("longcall.app")
 
 SHUTDOWN_TIMEOUT_S = 45.0
-BUNDLED_ASR = "bundled-tiny.en"
 
 
 class StartupError(SettingsError):
@@ -106,32 +103,10 @@ def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | N
     return brain, speech
 
 
-def hearing_config(settings: Settings) -> HearingConfig:
-    return HearingConfig(
-        segmenter=SegmenterConfig(
-            end_of_utterance_ms=settings.end_of_utterance_ms, max_utterance_s=settings.max_utterance_s
-        ),
-        coalescer=CoalescerConfig(
-            bot_name=settings.bot_name, wake_words=settings.wake_words, failsafe_s=settings.coalesce_failsafe_s
-        ),
-    )
-
-
 async def make_hearing(settings: Settings) -> HearingFactory:
     """Load and warm up the ASR model once (off the loop), and return the per-session factory:
     one long-lived Whisper model shared by every guild's hearing pipeline."""
-    model = "" if settings.asr_model == BUNDLED_ASR else settings.asr_model
-    transcriber = WhisperTranscriber(
-        WhisperConfig(
-            model=model,
-            device=settings.asr_device,
-            compute_type=settings.asr_compute_type,
-            beam_size=settings.asr_beam_size,
-            cpu_threads=settings.asr_threads,
-            vad_filter=settings.asr_vad_filter,
-            hotwords=settings.bot_name,
-        )
-    )
+    transcriber = WhisperTranscriber(whisper_config(settings))
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:

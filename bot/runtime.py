@@ -8,14 +8,45 @@ from contextlib import asynccontextmanager
 import structlog
 
 from bot.settings import Settings, SettingsError
+from pipeline.coalescer import CoalescerConfig
+from pipeline.hearing import HearingConfig
 from pipeline.models import StoreUnavailable
 from pipeline.openai_adapter import OpenAISummarizer
 from pipeline.ports import Summarizer
 from pipeline.redis_server import PrivateRedisServer, RedisServerError
+from pipeline.segmenter import SegmenterConfig
 from pipeline.store_redis import RedisSessionStore
 from pipeline.summarizer_offline import OfflineSummarizer
+from pipeline.transcription import WhisperConfig
 
 log = structlog.get_logger("longcall.runtime")
+
+BUNDLED_ASR = "bundled-tiny.en"
+
+
+def whisper_config(settings: Settings) -> WhisperConfig:
+    """ASR settings; the bot's name and wake words are hotwords (tiny.en hears "Clanky" as
+    "Klinki" without them, and the wake-word bypass would never fire)."""
+    return WhisperConfig(
+        model="" if settings.asr_model == BUNDLED_ASR else settings.asr_model,
+        device=settings.asr_device,
+        compute_type=settings.asr_compute_type,
+        beam_size=settings.asr_beam_size,
+        cpu_threads=settings.asr_threads,
+        vad_filter=settings.asr_vad_filter,
+        hotwords=" ".join([settings.bot_name, *settings.wake_words]),
+    )
+
+
+def hearing_config(settings: Settings) -> HearingConfig:
+    return HearingConfig(
+        segmenter=SegmenterConfig(
+            end_of_utterance_ms=settings.end_of_utterance_ms, max_utterance_s=settings.max_utterance_s
+        ),
+        coalescer=CoalescerConfig(
+            bot_name=settings.bot_name, wake_words=settings.wake_words, failsafe_s=settings.coalesce_failsafe_s
+        ),
+    )
 
 
 @asynccontextmanager

@@ -150,7 +150,8 @@ def write_opus_ogg(
     resampler = av.AudioResampler(format="s16", layout="mono", rate=encode_rate, frame_size=frame_samples)
     source = av.AudioFrame.from_ndarray(pcm.reshape(1, -1).astype(np.int16, copy=False), format="s16", layout="mono")
     source.sample_rate = sample_rate
-    with av.open(str(path), "w", format="ogg") as container:
+    # bitexact: no random Ogg serial number or version tags, so regenerated files are identical.
+    with av.open(str(path), "w", format="ogg", container_options={"fflags": "+bitexact"}) as container:
         stream = container.add_stream("libopus", rate=encode_rate)
         stream.layout = "mono"
         stream.bit_rate = bitrate

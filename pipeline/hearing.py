@@ -161,6 +161,9 @@ class HearingPipeline:
         self._config = config or HearingConfig()
         kind = self._config.vad
         self._detector_factory = detector_factory or (lambda: make_detector(kind))
+        # Make one detector now: loading the shared Silero session (~25 ms) belongs to setup,
+        # not to the first frame of the first speaker on the event loop.
+        self._detector_factory()
         self._coalescer = Coalescer(self._config.coalescer)
         self._speakers: dict[str, _Speaker] = {}
         self._queues: dict[str, deque[_Job]] = {}
@@ -252,10 +255,12 @@ class HearingPipeline:
         """End of stream: finish every open utterance, wait until all are transcribed,
         release held and banked turns, and wait until the sink has them all."""
         await self._require_running("flush")
-        for speaker_id in list(self._speakers):
-            speaker = self._speakers[speaker_id]
+        for speaker in self._speakers.values():
             for utterance in [*speaker.segmenter.feed(speaker.resampler.flush()), *speaker.segmenter.finish()]:
                 self._enqueue(utterance)
+            # A drained resampler is finished; a stream that goes on after a flush gets a new one.
+            speaker.resampler = PcmResampler(sample_rate=speaker.resampler.sample_rate,
+                                             channels=speaker.resampler.channels)
         await self._wait_until(lambda: not self._has_asr_work())
         self._deliver(self._coalescer.drain())
         await self._wait_until(lambda: not self._outbox and not self._appending)

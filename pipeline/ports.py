@@ -91,6 +91,12 @@ class SessionStore(Protocol):
     async def delete_session(self, session_id: str) -> None: ...
 
 
+class TurnSink(Protocol):
+    """Anything turns can be appended to: the session's one append path."""
+
+    async def append(self, draft: TurnDraft) -> Turn: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenCount:
     tokens: int

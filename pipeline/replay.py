@@ -28,7 +28,7 @@ from pipeline.events import (
 )
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
-from pipeline.ports import SessionStore, Summarizer
+from pipeline.ports import SessionStore, Summarizer, TurnSink
 from pipeline.report import render_html
 from pipeline.session import ConversationSession
 from pipeline.session_file import MembershipLine, NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
@@ -37,8 +37,9 @@ from pipeline.testing import FakeClock
 ProgressCallback = Callable[[int, int], None]
 # An audio driver feeds an audio session's clips through the hearing pipeline into the
 # session, calling `on_line` for every non-audio line at its time; it returns report fields.
+# Voice turns go through `sink` (the session's append, counted for progress and continuity).
 AudioDriver = Callable[
-    [SessionFile, ConversationSession, FakeClock, Callable[[SessionLine], Awaitable[None]]],
+    [SessionFile, ConversationSession, TurnSink, FakeClock, Callable[[SessionLine], Awaitable[None]]],
     Awaitable[dict[str, Any]],
 ]
 
@@ -92,6 +93,23 @@ def _probe_turn(probe: ProbeLine, seq: int) -> Turn:
 
 def _estimate_duration(text: str) -> float:
     return max(0.6, len(text.split()) / 2.6)  # ~155 words a minute of casual speech
+
+
+class _CountingSink:
+    """The session's append path, with progress and continuity sampled after each voice turn."""
+
+    __slots__ = ("_replayer",)
+
+    def __init__(self, replayer: Replayer) -> None:
+        self._replayer = replayer
+
+    async def append(self, draft: TurnDraft) -> Turn:
+        session = self._replayer._session
+        assert session is not None
+        turn = await session.append(draft)
+        await session.settle()
+        self._replayer._tick(session, draft.started_at)
+        return turn
 
 
 class Replayer:
@@ -162,7 +180,7 @@ class Replayer:
 
     async def _drive(self, session: ConversationSession) -> dict[str, Any]:
         if self._audio_driver is not None and self._file.audio_dir is not None:
-            return await self._audio_driver(self._file, session, self._clock, self._on_line)
+            return await self._audio_driver(self._file, session, _CountingSink(self), self._clock, self._on_line)
         stop = self._options.stop_at_turn
         for line in self._file.lines:
             self._clock.set(line.t)

@@ -135,6 +135,12 @@ def _parse_line(data: dict[str, Any], where: str) -> SessionLine | Header:
     raise SessionFileError(f"{where}: unknown type {kind!r} (turn, note, join, leave, probe, session)")
 
 
+def parse_line(data: dict[str, Any], where: str) -> SessionLine | None:
+    """One already-decoded line; None for the header. Raises SessionFileError."""
+    item = _parse_line(data, where)
+    return None if isinstance(item, Header) else item
+
+
 def load_session_file(path: Path) -> SessionFile:
     """Load a session file, or a folder holding `session.jsonl` (an audio session)."""
     file = path / "session.jsonl" if path.is_dir() else path

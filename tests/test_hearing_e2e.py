@@ -359,3 +359,21 @@ async def test_a_speaker_leaving_mid_sentence_keeps_their_words() -> None:
         await pipeline.wait_idle()
         runner.cancel()
     assert (["wait for me"], 0) == ([t.text for t in sink.turns], pipeline.stats().speakers)
+
+
+# -- how the transcripts are scored (pipeline.wer) -------------------------------------------
+
+
+def test_wer_ignores_style_and_counts_real_errors() -> None:
+    """Case, punctuation, digits vs words, contractions and "OK" are style; a wrong word is an error."""
+    assert 0.0 == wer("Okay, I am late. Six deaths, let us go!", "OK I'm late... 6 deaths. Let's go")
+    assert 0.25 == wer("stay back and heal", "Stay back, and heel.")
+
+
+def test_wer_counts_substitutions_deletions_insertions() -> None:
+    """Edit distance on words: one of each kind of error over four reference words is 75%."""
+    from pipeline.wer import word_errors
+
+    errors = word_errors("push the payload together", "push a payload now together please")
+    assert (1, 0, 2, 0.75) == (errors.substitutions, errors.deletions, errors.insertions, errors.wer)
+    assert (0, 2) == (word_errors("go left now", "go").substitutions, word_errors("go left now", "go").deletions)

@@ -94,3 +94,24 @@ def test_cli_bad_setting_names_variable(monkeypatch: pytest.MonkeyPatch, capsys:
     monkeypatch.chdir(tmp_path)
     assert 2 == main(["replay", str(SAMPLE)])
     assert "CONTEXT_WINDOW_TURNS must be a whole number" in capsys.readouterr().err
+
+
+AUDIO = SAMPLE.parent / "audio_night"
+
+
+def test_cli_replays_audio_session_through_real_asr(
+    redis_server: PrivateRedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`longcall replay DIR`: clips go through the segmenter and faster-whisper into the session;
+    the report scores WER per clip and speaker attribution, and nothing is lost."""
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert 0 == main(["replay", str(AUDIO), "--out", str(tmp_path / "a")])
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert (0, 1.0) == (report["lost_turns"], report["speaker_attribution"])
+    assert report["wer"] < 0.10
+    clips = sum(1 for line in (AUDIO / "session.jsonl").read_text().splitlines() if '"audio"' in line)
+    assert clips == len(report["rows"])
+    assert "ASR              WER" in capsys.readouterr().out

@@ -1,11 +1,22 @@
-"""Segmenter: synthetic audio in, utterances out; pure, time from sample counts only."""
+"""Segmenter (and the audio conversion feeding it): synthetic audio in, utterances out; pure,
+time from sample counts only."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pipeline.audio import TARGET_RATE, PcmFloat32, PcmInt16
+from pipeline.audio import (
+    TARGET_RATE,
+    PcmFloat32,
+    PcmInt16,
+    PcmResampler,
+    read_audio_file,
+    write_opus_ogg,
+    write_wav,
+)
 from pipeline.segmenter import Segmenter, SegmenterConfig, Utterance
 from pipeline.testing_audio import ToneSpeech, frames
 from pipeline.vad import EnergyVad
@@ -167,3 +178,53 @@ def test_config_rejects_inconsistent_values() -> None:
     """A maximum length shorter than the end-of-utterance silence is refused at construction."""
     with pytest.raises(ValueError, match="max_utterance_s"):
         SegmenterConfig(end_of_utterance_ms=2000, max_utterance_s=1.0)
+
+
+# -- the audio that feeds the segmenter (pipeline.audio) ------------------------------------
+
+
+def _tone(freq: float, seconds: float, rate: int) -> PcmInt16:
+    return (np.sin(np.arange(round(seconds * rate)) * 2 * np.pi * freq / rate) * 12000).astype(np.int16)
+
+
+def _peak_hz(pcm: PcmInt16) -> float:
+    spectrum = np.abs(np.fft.rfft(pcm.astype(np.float64)))
+    return float(np.fft.rfftfreq(pcm.size, 1 / R)[int(np.argmax(spectrum))])
+
+
+def test_discord_frames_become_16k_mono_with_duration_and_pitch_kept() -> None:
+    """Fifty 20 ms frames of 48 kHz stereo make one second of 16 kHz mono at the same pitch."""
+    resampler = PcmResampler()
+    stereo = np.repeat(_tone(440.0, 1.0, 48_000), 2)
+    out = [resampler.convert(stereo[i : i + 1920].tobytes()) for i in range(0, stereo.size, 1920)]
+    mono = np.concatenate([*out, resampler.flush()])
+    assert (R, 440.0) == (mono.size, round(_peak_hz(mono)))
+
+
+def test_16k_mono_input_passes_through_unchanged() -> None:
+    """Audio already at 16 kHz mono is not filtered at all."""
+    pcm = _tone(300.0, 0.1, R)
+    assert pcm.tolist() == PcmResampler(sample_rate=R, channels=1).convert(pcm.tobytes()).tolist()
+
+
+@pytest.mark.parametrize("suffix", ["wav", "flac", "ogg"])
+def test_audio_files_read_back_as_16k_mono(tmp_path: Path, suffix: str) -> None:
+    """WAV, FLAC and Opus-in-Ogg files decode to 16 kHz mono of the length written, same pitch."""
+    pcm = _tone(500.0, 2.0, 24_000)
+    path = tmp_path / f"clip.{suffix}"
+    if suffix == "ogg":
+        write_opus_ogg(path, pcm, sample_rate=24_000)
+    elif suffix == "wav":
+        write_wav(path, pcm, sample_rate=24_000)
+    else:
+        import av
+
+        with av.open(str(path), "w", format="flac") as container:
+            stream = container.add_stream("flac", rate=24_000)
+            frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
+            frame.sample_rate = 24_000
+            for packet in [*stream.encode(frame), *stream.encode(None)]:
+                container.mux(packet)
+    back = read_audio_file(path)
+    assert 2.0 == pytest.approx(back.size / R, abs=0.03)
+    assert 500.0 == pytest.approx(_peak_hz(back), abs=2.0)

@@ -1,0 +1,51 @@
+"""Audio sessions in `longcall replay` and `make demo`: clips through the real hearing path.
+
+Each clip is fed as its speaker's 48 kHz PCM stream (20 ms frames, in time order,
+overlapping clips interleaved) through the segmenter, faster-whisper, the guards and the
+coalescer into the session; every other line (notes, joins, probes, text turns) goes to the
+replayer at its time. The report gains WER per clip and overall, and speaker attribution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bot.runtime import hearing_config, whisper_config
+from bot.settings import Settings
+from pipeline.audio_replay import replay_audio_session
+from pipeline.ports import TurnSink
+from pipeline.replay import AudioDriver
+from pipeline.session import ConversationSession
+from pipeline.session_file import SessionFile, SessionLine, parse_line
+from pipeline.testing import FakeClock
+from pipeline.transcription import WhisperTranscriber
+
+
+def make_audio_driver(settings: Settings) -> AudioDriver:
+    transcriber = WhisperTranscriber(whisper_config(settings))
+
+    async def drive(
+        session_file: SessionFile,
+        session: ConversationSession,
+        sink: TurnSink,
+        clock: FakeClock,
+        on_line: Callable[[SessionLine], Awaitable[None]],
+    ) -> dict[str, Any]:
+        await transcriber.start()  # load and warm up once, off the event loop
+
+        async def on_event(raw: dict[str, Any]) -> None:
+            line = parse_line(raw, f"{session_file.path}")
+            if line is not None:
+                await on_line(line)
+
+        assert session_file.audio_dir is not None
+        report = await replay_audio_session(
+            session_file.audio_dir, sink, transcriber=transcriber, events=session.events, clock=clock,
+            config=hearing_config(settings), on_event=on_event,
+        )
+        data = report.to_dict()
+        data["speaker_attribution"] = data.pop("attribution_accuracy")
+        return data
+
+    return drive
