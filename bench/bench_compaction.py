@@ -141,6 +141,7 @@ async def _memory(url: str, turns: int) -> dict[str, float]:
 
 async def _run() -> list[dict[str, Any]]:
     with PrivateRedisServer() as server:
+        await _measure(server.url, 100, 500)  # warm-up (imports, script loading, allocator), discarded
         small = await _measure(server.url, 100, 2000)
         large = await _measure(server.url, 100_000, 2000)
         mem = await _memory(server.url, 10_000)
