@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -57,7 +58,7 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
     if url is None:
         try:
             server = PrivateRedisServer(data_dir=settings.redis_data_dir)
-            server.start()
+            await asyncio.to_thread(server.start)  # polls for PING: keep it off the event loop
         except RedisServerError as err:
             raise SettingsError(str(err)) from err
         url = server.url
@@ -75,7 +76,7 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
     finally:
         await store.aclose()
         if server is not None:
-            server.stop()
+            await asyncio.to_thread(server.stop)
 
 
 def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]:
