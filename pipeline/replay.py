@@ -288,10 +288,12 @@ class Replayer:
         self._tokens_exact = self._tokens_exact and context.tokens.exact
         # Session content only: not the persona prompt (messages[0]) and not the question itself.
         text = "\n".join(m["content"] for m in context.messages[1:-1])
-        summary = session.snapshot().summary
+        snap = session.snapshot()
         found_in = "verbatim"
-        if probe.check(summary):
+        if probe.check(snap.summary):
             found_in = "summary"
+        elif probe.check("\n".join(n.text for n in snap.live_notes)):
+            found_in = "screen notes"
         hit = probe.check(text)
         self._probe_rows.append(
             {

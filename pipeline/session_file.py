@@ -6,6 +6,7 @@ Parsing is strict and names the line: a bad file fails before anything is replay
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,11 +56,14 @@ class ProbeLine:
     expect_all: tuple[str, ...] = ()
 
     def check(self, context: str) -> bool:
-        """Case-insensitive: any of `expect_any` (if given) and all of `expect_all`."""
-        lowered = context.lower()
-        any_ok = not self.expect_any or any(e.lower() in lowered for e in self.expect_any)
-        all_ok = all(e.lower() in lowered for e in self.expect_all)
-        return any_ok and all_ok
+        """Case-insensitive, whole words: any of `expect_any` (if given) and all of `expect_all`.
+        Whole words, so an expected "20" is not found inside "2099"."""
+
+        def found(expected: str) -> bool:
+            return re.search(rf"(?<!\w){re.escape(expected)}(?!\w)", context, re.IGNORECASE) is not None
+
+        any_ok = not self.expect_any or any(found(e) for e in self.expect_any)
+        return any_ok and all(found(e) for e in self.expect_all)
 
 
 SessionLine = TurnLine | NoteLine | MembershipLine | ProbeLine

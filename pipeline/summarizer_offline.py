@@ -130,7 +130,7 @@ def summarize_extractive(request: SummaryRequest) -> str:
     for _, score, line in sorted(new_items, key=lambda item: item[0]):
         key = _key(line)
         # Near-duplicates (same content words mostly) add nothing; keep the first telling.
-        if key and any(len(key & other) >= 0.8 * len(key) for other in seen if other):
+        if key and any(len(key & other) >= 0.7 * len(key) for other in seen if other):
             continue
         seen.append(key)
         facts.append((score, order, line))

@@ -42,6 +42,10 @@ def test_all_line_types_parse_in_time_order(tmp_path: Path) -> None:
     probe = sf.lines[-1]
     assert isinstance(probe, ProbeLine)
     assert (True, False) == (probe.check("BOB played HULK"), probe.check("Bob played Thor"))
+    twenty = ProbeLine(t=0.0, question="how much?", expect_any=("20", "twenty"))
+    assert (False, True, True) == (
+        twenty.check("Tokyo 2099 map"), twenty.check("owes $20."), twenty.check("owes Alice twenty dollars")
+    )
 
 
 @pytest.mark.parametrize(
