@@ -41,6 +41,8 @@ def whisper_config(settings: Settings) -> WhisperConfig:
 
 def hearing_config(settings: Settings) -> HearingConfig:
     return HearingConfig(
+        vad=settings.hearing_vad,
+        max_queued_per_speaker=settings.asr_max_queued_per_speaker,
         segmenter=SegmenterConfig(
             end_of_utterance_ms=settings.end_of_utterance_ms, max_utterance_s=settings.max_utterance_s
         ),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.models import CompactionPolicy
+from pipeline.vad import VadKind
 
 T = TypeVar("T")
 
@@ -72,6 +73,8 @@ class Settings:
     asr_beam_size: int = 1
     asr_threads: int = 1
     asr_vad_filter: bool = False
+    asr_max_queued_per_speaker: int = 3
+    hearing_vad: VadKind = VadKind.SILERO
     end_of_utterance_ms: int = 700
     max_utterance_s: float = 15.0
     coalesce_failsafe_s: float = 10.0
@@ -227,6 +230,8 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "ASR_BEAM_SIZE": ("asr_beam_size", _int(1, 10)),
     "ASR_THREADS": ("asr_threads", _int(1, 64)),
     "ASR_VAD_FILTER": ("asr_vad_filter", _bool),
+    "ASR_MAX_QUEUED_PER_SPEAKER": ("asr_max_queued_per_speaker", _int(1, 50)),
+    "HEARING_VAD": ("hearing_vad", _enum(VadKind)),
     "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", _int(100, 10000)),
     "MAX_UTTERANCE_S": ("max_utterance_s", _float(1.0)),
     "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", _float(0.5)),

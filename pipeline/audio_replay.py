@@ -33,7 +33,7 @@ from pipeline.audio import DISCORD_CHANNELS, DISCORD_RATE, read_audio_file
 from pipeline.events import EventEmitter
 from pipeline.hearing import HearingConfig, HearingPipeline, HearingStats, TurnSink
 from pipeline.models import Turn, TurnDraft
-from pipeline.transcription import Transcriber
+from pipeline.ports import Transcriber
 from pipeline.wer import EditOp, align, normalize
 
 FRAME_S = 0.02

@@ -19,6 +19,13 @@ COMPACTION_FAILED = "voice_context_compaction_failed"
 CONTEXT_WINDOW_PRUNED = "context_window_pruned"
 REALTIME_INSTRUCTIONS_BUILT = "realtime_instructions_built"
 
+# Hearing (pipeline/hearing.py): one event per transcription, rejection, merge or failure.
+ASR_TRANSCRIBED = "asr_transcribed"
+ASR_REJECTED = "asr_rejected"
+ASR_FAILED = "asr_failed"
+ASR_BACKLOG_MERGED = "asr_backlog_merged"
+HEARING_APPEND_FAILED = "hearing_append_failed"
+
 EventSink = Callable[[dict[str, Any]], None]
 
 # Events that would drown the rest at info level; they are logged at debug.

@@ -36,18 +36,18 @@ import numpy as np
 from pipeline.asr_guards import GuardConfig, Verdict, clean_text, judge
 from pipeline.audio import TARGET_RATE, PcmInt16, PcmResampler
 from pipeline.coalescer import Coalescer, CoalescerConfig, HeardPiece
-from pipeline.events import EventEmitter
+from pipeline.events import (
+    ASR_BACKLOG_MERGED,
+    ASR_FAILED,
+    ASR_REJECTED,
+    ASR_TRANSCRIBED,
+    HEARING_APPEND_FAILED,
+    EventEmitter,
+)
 from pipeline.models import Turn, TurnDraft
-from pipeline.ports import Clock
+from pipeline.ports import Clock, Transcriber
 from pipeline.segmenter import Segmenter, SegmenterConfig, Utterance
-from pipeline.transcription import Transcriber
 from pipeline.vad import SpeechDetector, VadKind, make_detector
-
-ASR_TRANSCRIBED = "asr_transcribed"
-ASR_REJECTED = "asr_rejected"
-ASR_FAILED = "asr_failed"
-ASR_BACKLOG_MERGED = "asr_backlog_merged"
-HEARING_APPEND_FAILED = "hearing_append_failed"
 
 _MERGE_PAUSE = np.zeros(TARGET_RATE * 3 // 10, dtype=np.int16)  # 0.3 s between merged utterances
 

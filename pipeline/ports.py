@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pipeline.models import (
     CompactionState,
@@ -16,6 +16,10 @@ from pipeline.models import (
     TurnDraft,
 )
 
+if TYPE_CHECKING:  # type-only: keeps this module free of numpy/PyAV at import time
+    from pipeline.audio import PcmInt16
+    from pipeline.transcription import Transcription
+
 
 @runtime_checkable
 class Clock(Protocol):
@@ -24,6 +28,12 @@ class Clock(Protocol):
     def now(self) -> float: ...
 
     async def sleep(self, seconds: float) -> None: ...
+
+
+class Transcriber(Protocol):
+    """Speech to text for one utterance of 16 kHz mono int16 PCM. Never blocks the loop."""
+
+    async def transcribe(self, audio: PcmInt16) -> Transcription: ...
 
 
 class Summarizer(Protocol):

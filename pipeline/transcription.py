@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,12 +66,6 @@ class Transcription:
     def confidence(self) -> float:
         """exp(avg_logprob): the mean per-token probability, in [0, 1]."""
         return max(0.0, min(1.0, math.exp(self.avg_logprob)))
-
-
-class Transcriber(Protocol):
-    """Speech to text for one utterance of 16 kHz mono int16 PCM. Never blocks the loop."""
-
-    async def transcribe(self, audio: PcmInt16) -> Transcription: ...
 
 
 class AsrErrorCode(StrEnum):

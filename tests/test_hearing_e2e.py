@@ -19,8 +19,8 @@ from pipeline.asr_guards import Verdict, judge
 from pipeline.audio import TARGET_RATE, PcmInt16, read_audio_file, to_int16
 from pipeline.audio_replay import AudioReplayReport, replay_audio_session
 from pipeline.coalescer import CoalescerConfig
-from pipeline.events import EventEmitter
-from pipeline.hearing import ASR_BACKLOG_MERGED, ASR_REJECTED, HearingConfig, HearingPipeline
+from pipeline.events import ASR_BACKLOG_MERGED, ASR_REJECTED, EventEmitter
+from pipeline.hearing import HearingConfig, HearingPipeline
 from pipeline.models import TurnKind
 from pipeline.segmenter import SegmenterConfig
 from pipeline.testing import FakeClock

@@ -27,6 +27,7 @@ def test_defaults_without_environment() -> None:
         ("DISCORD_GUILD_IDS", "12,abc", "DISCORD_GUILD_IDS must be a comma-separated list"),
         ("ASR_VAD_FILTER", "maybe", "ASR_VAD_FILTER must be true or false"),
         ("SUMMARY_TIMEOUT_S", "-1", "SUMMARY_TIMEOUT_S must be at least 0.1"),
+        ("HEARING_VAD", "webrtc", "HEARING_VAD must be one of: silero, energy"),
     ],
 )
 def test_bad_value_names_the_variable(variable: str, value: str, expected: str) -> None:
@@ -45,6 +46,15 @@ def test_secret_values_are_never_echoed() -> None:
     with pytest.raises(SettingsError) as info:
         load_settings({"OPENAI_API_KEY": "sk-abc def-secretpart"})
     assert "secretpart" not in str(info.value)
+
+
+def test_hearing_settings_reach_the_pipeline_config() -> None:
+    """HEARING_VAD and ASR_MAX_QUEUED_PER_SPEAKER end up in the hearing pipeline's config."""
+    from bot.runtime import hearing_config
+    from pipeline.vad import VadKind
+
+    config = hearing_config(load_settings({"HEARING_VAD": "energy", "ASR_MAX_QUEUED_PER_SPEAKER": "5"}))
+    assert (VadKind.ENERGY, 5) == (config.vad, config.max_queued_per_speaker)
 
 
 def test_batch_larger_than_window_is_refused() -> None:
