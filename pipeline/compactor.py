@@ -49,7 +49,7 @@ from pipeline.models import (
     SummaryRequest,
     Turn,
 )
-from pipeline.planning import backoff_delay, plan_compaction
+from pipeline.planning import backoff_delay, plan_compaction, recent_start
 from pipeline.ports import Clock, SessionStore, Summarizer
 
 TurnSource = Callable[[int, int], Sequence[Turn] | None]
@@ -191,8 +191,11 @@ class RollingCompactor:
         except StoreUnavailable as err:
             self._record_local_failure(err, model="store", latency_ms=0)
             return False
-        if not got_lock:
-            self._emit_skip(Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=0, eligible=0))
+        if not got_lock:  # another process is folding this session
+            start = recent_start(self._state.cursor, self._total, self._policy)
+            self._emit_skip(
+                Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=start, eligible=start - self._state.cursor)
+            )
             return False
         try:
             return await self._fold_locked()
@@ -258,7 +261,9 @@ class RollingCompactor:
         if not committed:
             # Another worker folded this batch first: our result is stale, drop it.
             self._state = await self._safe_reload()
-            self._emit_skip(Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=plan.recent_start, eligible=0))
+            self._emit_skip(
+                Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=plan.recent_start, eligible=plan.eligible)
+            )
             return False
         old_cursor = self._state.cursor
         self._state = replace(
