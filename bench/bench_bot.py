@@ -9,6 +9,10 @@
    thread (tests/bot_fakes.FakeVoiceLink, unpaced). Session time is a fake clock moved with
    the audio, so the silence that ends an utterance (END_OF_UTTERANCE_MS) is reported as
    its configured length; every other stage is measured wall time.
+   The stand-in model streams its two-sentence answer word by word, evenly over its 250 ms
+   (the last word at 250 ms, when a non-streamed answer would arrive). Measured twice: the
+   whole answer to TTS at once (`stream_sentences=False`, how replies were made before) and
+   sentence by sentence (the first sentence spoken while the model writes the rest).
 2. Idle memory per guild session: RSS growth for N joined, silent sessions, divided by N.
 3. Opus encode cost per second of TTS audio (why encoding hops to a worker thread).
 
@@ -47,11 +51,16 @@ CLIP = SAMPLES / "22_alice.ogg"  # "Hey Clanky, how many times has Bob died as H
 ALICE = 1
 LLM_DELAY_S = 0.25  # the stand-in model's fixed time to answer
 TTS_DELAY_S = 0.10  # ... and its TTS time to first byte
-REPLY = "By my count, six times, all of them as Hulk."
+REPLY = "Six times tonight, by my count. Every single one of them as Hulk, on the Tokyo map, diving in alone."
+SENTENCE_AUDIO_S = (0.8, 1.2)  # TTS audio per sentence (the whole answer: their sum)
 ITERATIONS = 5
 IDLE_SESSIONS = 100
 FRAME_BYTES = 3840  # 20 ms of 48 kHz stereo s16
-STAGES = ("queue_ms", "decide_ms", "llm_ms", "tts_first_byte_ms", "first_frame_ms", "playback_start_ms")
+# The critical path to the first reply audio; the whole generation (llm_ms) overlaps the
+# speech when streaming, so it is reported beside these, not summed.
+STAGES = ("queue_ms", "decide_ms", "llm_first_sentence_ms", "tts_first_byte_ms", "first_frame_ms",
+          "playback_start_ms")
+MODES = {"whole answer": False, "sentence streaming": True}
 
 
 def _rss_bytes() -> int:
@@ -72,7 +81,10 @@ def _ms(values: list[float]) -> dict[str, Any]:
     return {"p50": round(statistics.median(values)), "max": round(max(values))}
 
 
-async def _latency(server: PrivateRedisServer, transcriber: WhisperTranscriber) -> list[dict[str, Any]]:
+async def _latency(
+    server: PrivateRedisServer, transcriber: WhisperTranscriber, mode: str
+) -> list[dict[str, Any]]:
+    streaming = MODES[mode]
     settings = Settings()
     speech_frames = _frames(read_audio_file(CLIP, sample_rate=48_000, channels=2))
     eou_ms = settings.end_of_utterance_ms
@@ -91,7 +103,8 @@ async def _latency(server: PrivateRedisServer, transcriber: WhisperTranscriber) 
         speech = OpenAISpeech(api_key="bench", model="tts", voice="alloy", base_url=stub.base_url)
         resources = make_resources(
             store, clock=clock, events=events, brain=brain, speech=speech, hearing_factory=hearing,
-            config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0), policy=CompactionPolicy(),
+            config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0, stream_sentences=streaming),
+            policy=CompactionPolicy(),
         )
         connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
         async with RunningRegistry(resources, connector) as registry:
@@ -102,8 +115,9 @@ async def _latency(server: PrivateRedisServer, transcriber: WhisperTranscriber) 
                 await session.append(speech_draft("Bob" if i % 2 else "James", f"earlier chatter number {i}", i))
             loop = asyncio.get_running_loop()
             for n in range(ITERATIONS):
-                stub.chat.append(Reply(text=REPLY, delay_s=LLM_DELAY_S))
-                stub.speech.append(Reply(audio=tone_pcm(2.0), delay_s=TTS_DELAY_S))
+                stub.chat.append(Reply(text=REPLY, stream_over_s=LLM_DELAY_S))
+                for seconds in SENTENCE_AUDIO_S if streaming else [sum(SENTENCE_AUDIO_S)]:
+                    stub.speech.append(Reply(audio=tone_pcm(seconds), delay_s=TTS_DELAY_S))
                 started: asyncio.Future[float] = loop.create_future()
                 link.on_first_frame = lambda f=started: loop.call_soon_threadsafe(
                     lambda: f.done() or f.set_result(time.perf_counter())
@@ -124,6 +138,7 @@ async def _latency(server: PrivateRedisServer, transcriber: WhisperTranscriber) 
                 rows.setdefault("asr_to_turn_ms", []).append(max(0.0, total_ms - sum(stages.values())))
                 for key, value in stages.items():
                     rows.setdefault(key, []).append(value)
+                rows.setdefault("llm_ms", []).append(float(event["llm_ms"] or 0))
                 rows.setdefault("processing_ms", []).append(total_ms)
                 rows.setdefault("end_of_speech_to_audio_ms", []).append(total_ms + eou_ms)
                 clock.advance(5.0)  # a pause before the next question
@@ -139,7 +154,10 @@ async def _latency(server: PrivateRedisServer, transcriber: WhisperTranscriber) 
         "asr_inference_ms": "of which Whisper itself (worker thread)",
         "queue_ms": "turn appended → reply worker picks it up",
         "decide_ms": "policy + compaction trigger + context build + token guard",
-        "llm_ms": f"chat completion via openai client, stand-in fixed delay {int(LLM_DELAY_S * 1000)} ms",
+        "llm_first_sentence_ms": "streamed chat completion via openai client → first complete sentence "
+                                 "(the whole answer when not streaming sentences)",
+        "llm_ms": f"the whole answer, stand-in streams it over {int(LLM_DELAY_S * 1000)} ms (overlaps the speech "
+                  "when streaming sentences; not on the path to first audio then)",
         "tts_first_byte_ms": f"TTS request → first PCM chunk, stand-in fixed delay {int(TTS_DELAY_S * 1000)} ms",
         "first_frame_ms": "first PCM chunk → first 20 ms Opus frame (PyAV resample + libopus)",
         "playback_start_ms": "first frame queued → player thread takes it",
@@ -147,7 +165,7 @@ async def _latency(server: PrivateRedisServer, transcriber: WhisperTranscriber) 
         "end_of_speech_to_audio_ms": "end of speech → reply audio starts (silence wait + processing)",
     }
     return [
-        {"name": f"reply latency: {key}", **_ms(values), "n": len(values), "note": notes[key]}
+        {"name": f"reply latency ({mode}): {key}", **_ms(values), "n": len(values), "note": notes[key]}
         for key, values in rows.items()
     ]
 
@@ -193,7 +211,8 @@ async def _idle_memory(server: PrivateRedisServer, transcriber: WhisperTranscrib
     return [
         {"name": "idle memory per guild session (RSS)", "value": f"{per_session_kib:.0f} KiB",
          "note": f"RSS growth for {IDLE_SESSIONS} joined silent sessions / {IDLE_SESSIONS} (hearing, compactor, "
-                 f"reply worker, limits; shared Whisper model); RSS moves in allocator arenas, see heap row"},
+                 "reply worker, limits, voice reconnect; shared Whisper model); RSS moves in allocator arenas, "
+                 "see heap row"},
         {"name": "idle memory per guild session (Python heap)", "value": f"{heap / IDLE_SESSIONS / 1024:.0f} KiB",
          "note": "tracemalloc: everything allocated while joining, per session"},
         {"name": "asyncio tasks per guild session", "value": round(tasks, 1),
@@ -215,7 +234,7 @@ async def _run() -> list[dict[str, Any]]:
     transcriber = WhisperTranscriber(WhisperConfig(hotwords="Clanky"))
     await transcriber.start()
     with PrivateRedisServer() as server:
-        rows = await _latency(server, transcriber)
+        rows = [row for mode in MODES for row in await _latency(server, transcriber, mode)]
         rows += await _idle_memory(server, transcriber)
     return rows + _encode_cost()
 

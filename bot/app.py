@@ -43,7 +43,7 @@ from pipeline.hearing import HearingPipeline
 from pipeline.metrics import CompactionMetrics
 from pipeline.model_context import ModelContextConfig
 from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
-from pipeline.ports import Clock, SessionStore
+from pipeline.ports import Clock, SessionStore, Summarizer
 from pipeline.session import ConversationSession
 from pipeline.transcription import AsrError, WhisperTranscriber
 
@@ -151,8 +151,7 @@ class _DashboardView:
 
     @property
     def channel_name(self) -> str | None:
-        name = getattr(self._s.link, "channel_name", None)
-        return name if isinstance(name, str) else None
+        return self._s.channel_name or None  # the channel the bot is in now (it follows moves)
 
 
 class _DashboardRegistry:
@@ -194,6 +193,27 @@ async def run_bot(settings: Settings) -> None:
 async def _run_with_store(settings: Settings, token: str, store: SessionStore, stop: asyncio.Event) -> None:
     summarizer, fallback = make_summarizers(settings)
     brain, speech = make_voice(settings)
+    try:
+        await _serve(settings, token, store, stop, summarizer=summarizer, fallback=fallback, brain=brain, speech=speech)
+    finally:  # also when startup fails after the HTTP clients exist (e.g. the ASR model is missing)
+        for closable in (brain, speech, summarizer):
+            aclose = getattr(closable, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+
+
+async def _serve(
+    settings: Settings,
+    token: str,
+    store: SessionStore,
+    stop: asyncio.Event,
+    *,
+    summarizer: Summarizer | None,
+    fallback: Summarizer | None,
+    brain: OpenAIBrain | None,
+    speech: OpenAISpeech | None,
+) -> None:
     hearing = await make_hearing(settings)
     metrics = CompactionMetrics()
     recent = RecentEvents()
@@ -215,27 +235,20 @@ async def _run_with_store(settings: Settings, token: str, store: SessionStore, s
     bot = LongcallBot(settings=settings, registry=registry, store=store)
     registry.connector = DiscordVoiceConnector(bot)
     client_error: list[Exception] = []
-    try:
-        async with asyncio.TaskGroup() as tg, bot:
-            registry_task = tg.create_task(registry.run(), name="guild-sessions")
-            dashboard = tg.create_task(_serve_dashboard(settings, registry, metrics, recent), name="dashboard")
-            client = tg.create_task(_run_client(bot, token, client_error), name="discord-client")
-            stopper = tg.create_task(stop.wait(), name="stop-signal")
-            await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            log.info("longcall_stopping", reason="signal" if stop.is_set() else "client_ended")
-            registry.close()  # sessions save state (active) and leave voice while the gateway is up
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
-                    await asyncio.shield(registry_task)
-            await bot.close()
-            for task in (dashboard, stopper, client, registry_task):
-                task.cancel()
-    finally:
-        for closable in (brain, speech, summarizer):
-            aclose = getattr(closable, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
+    async with asyncio.TaskGroup() as tg, bot:
+        registry_task = tg.create_task(registry.run(), name="guild-sessions")
+        dashboard = tg.create_task(_serve_dashboard(settings, registry, metrics, recent), name="dashboard")
+        client = tg.create_task(_run_client(bot, token, client_error), name="discord-client")
+        stopper = tg.create_task(stop.wait(), name="stop-signal")
+        await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        log.info("longcall_stopping", reason="signal" if stop.is_set() else "client_ended")
+        registry.close()  # sessions save state (active) and leave voice while the gateway is up
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
+                await asyncio.shield(registry_task)
+        await bot.close()
+        for task in (dashboard, stopper, client, registry_task):
+            task.cancel()
     if client_error:
         err = client_error[0]
         if isinstance(err, discord.LoginFailure):

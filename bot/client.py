@@ -29,35 +29,55 @@ from pipeline.ports import SessionStore
 log = structlog.get_logger("longcall.client")
 
 CONNECT_TIMEOUT_S = 20.0
+DISCONNECT_TIMEOUT_S = 10.0
 
 
 class DiscordVoiceLink:
-    """One connected voice channel: receive, play, names."""
+    """One connected voice channel: receive, play, names; follows moves and survives reconnects.
+
+    The channel is always the voice client's own (discord.py updates it when the bot is
+    moved). `reconnect()` leaves and joins again with a new voice client; the one receiver
+    (and its frame queue, which the session reads) detaches from the old client and attaches
+    to the new one, so the session's tasks carry on untouched.
+    """
 
     def __init__(
         self, voice_client: ReceivingVoiceClient, channel: discord.VoiceChannel | discord.StageChannel
     ) -> None:
         self._vc = voice_client
-        self._channel = channel
+        self._guild = channel.guild
         self._receiver = VoiceReceiver(loop=asyncio.get_running_loop(), on_reconnect_needed=self._on_reconnect_needed)
+        self._reconnect_handler: Callable[[int], None] | None = None
+        self._rebound = asyncio.Event()  # set when `_vc` was replaced: receive from the new one
+
+    @property
+    def _channel(self) -> discord.abc.Connectable:
+        return self._vc.channel
 
     @property
     def channel_id(self) -> int:
-        return self._channel.id
+        return int(getattr(self._channel, "id", 0))
 
     @property
     def channel_name(self) -> str:
-        return self._channel.name
+        return str(getattr(self._channel, "name", ""))
 
     def humans(self) -> list[tuple[int, str]]:
-        return [(m.id, m.display_name) for m in self._channel.members if not m.bot]
+        members = getattr(self._channel, "members", [])
+        return [(m.id, m.display_name) for m in members if not m.bot]
 
     def display_name(self, user_id: int) -> str:
-        member = self._channel.guild.get_member(user_id)
+        member = self._guild.get_member(user_id)
         return member.display_name if member is not None else f"user-{user_id}"
 
     async def run_receive(self) -> None:
-        await self._receiver.run(self._vc)
+        """Receive from the current voice client until cancelled; after a reconnect, from the new one."""
+        while True:
+            self._rebound.clear()
+            async with asyncio.TaskGroup() as tg:
+                receiving = tg.create_task(self._receiver.run(self._vc), name=f"voice-receive-conn:{self._guild.id}")
+                await self._rebound.wait()
+                receiving.cancel()  # detaches from the old client; the loop attaches to the new one
 
     async def next_frame(self) -> VoiceFrame:
         return await self._receiver.get()
@@ -73,14 +93,43 @@ class DiscordVoiceLink:
     def is_connected(self) -> bool:
         return self._vc.is_connected()
 
+    async def move_to(self, channel_id: int) -> None:
+        channel = _voice_channel(self._guild.get_channel(channel_id))
+        if channel is None:
+            raise LookupError(f"voice channel {channel_id} not found in guild {self._guild.id}")
+        await self._vc.move_to(channel, timeout=CONNECT_TIMEOUT_S)
+        if self.channel_id != channel_id:  # discord.py logs a timed-out move and returns
+            raise TimeoutError(f"moving to voice channel {channel_id} did not complete")
+
+    async def reconnect(self) -> None:
+        channel = _voice_channel(self._channel)
+        if channel is None:
+            raise LookupError("the voice channel is gone")
+        with contextlib.suppress(Exception):  # already half gone: joining again is the point
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                await self._vc.disconnect(force=True)
+        self._vc = await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
+        self._rebound.set()
+        log.info("voice_reconnected", guild_id=self._guild.id, channel_id=channel.id)
+
+    def set_reconnect_handler(self, handler: Callable[[int], None]) -> None:
+        self._reconnect_handler = handler
+
     async def disconnect(self) -> None:
-        if self._vc.is_connected():
-            await self._vc.disconnect(force=False)
+        # force: a client stuck reconnecting reports not connected, and without force
+        # discord.py would leave it (and its reconnect loop) running.
+        async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+            await self._vc.disconnect(force=True)
 
     def _on_reconnect_needed(self, user_id: int) -> None:
-        # DAVE keys out of step for one sender. discord.py re-runs the MLS handshake on the
-        # next epoch; a full rejoin is left to the operator (/leave, /join) for now.
+        # DAVE keys out of step for one sender (the receiver counted a run of failed decrypts).
         log.warning("voice_dave_out_of_step", channel_id=self.channel_id, user_id=user_id)
+        if self._reconnect_handler is not None:
+            self._reconnect_handler(user_id)
+
+
+def _voice_channel(channel: object) -> discord.VoiceChannel | discord.StageChannel | None:
+    return channel if isinstance(channel, discord.VoiceChannel | discord.StageChannel) else None
 
 
 class DiscordVoiceConnector:
@@ -96,7 +145,8 @@ class DiscordVoiceConnector:
         stale = channel.guild.voice_client
         if stale is not None:  # a connection left over from before (e.g. a crashed session)
             with contextlib.suppress(Exception):
-                await stale.disconnect(force=True)
+                async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                    await stale.disconnect(force=True)
         voice_client = await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
         log.info("voice_connected", guild_id=guild_id, channel_id=channel_id)
         return DiscordVoiceLink(voice_client, channel)

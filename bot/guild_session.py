@@ -3,22 +3,33 @@
 A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
 
     voice-receive:{guild}   the voice connection's receive loop (DAVE, Opus decode)
-    hearing-feed:{guild}    decoded frames → hearing pipeline (+ barge-in detection)
+    hearing-feed:{guild}    decoded frames → hearing pipeline (+ barge-in detection, and the
+                            senders' end-of-transmission silence as `speaking_state`)
     hearing:{guild}         the hearing pipeline (segmenter, ASR, coalescer) → speech turns
     compactor:{guild}       `ConversationSession.run()`: rolling compaction
-    reply:{guild}           the reply worker (brain → TTS → playback), one reply at a time
+    reply:{guild}           the reply worker (brain → TTS → playback), one reply at a time;
+                            while a reply is made it owns `reply-llm:{guild}`, the model's stream
     limits:{guild}          idle / alone / maximum-duration limits
+    voice-reconnect:{guild} rejoins the voice channel when DAVE keys fall out of step
 
 Every turn (speech, membership, the bot's replies) goes through `ConversationSession.append`
 under one lock, so seqs are assigned in the order things happened.
 
 The reply path for a turn the `ReplyPolicy` accepts: `ModelContext.reply(turn)` (which
-calls the compaction trigger, reads the snapshot and applies the token guard) → the brain
-under a deadline → TTS → playback. A reply is dropped when the room moved on meanwhile (more
-than `stale_allowance` new human turns since the reply started), both before the TTS
-request and again right before the first frame plays. The addressed speaker talking over
-the bot stops playback (barge-in). One `bot_reply_completed` (or `bot_reply_dropped`) event
-per reply carries the stage latencies.
+calls the compaction trigger, reads the snapshot and applies the token guard) → the brain's
+streamed answer under a deadline, cut into sentences as it arrives → TTS per sentence, in
+order, into one playback. The first sentence is spoken while the model writes the rest, so
+the reply starts a whole generation sooner. A reply is dropped when the room moved on
+meanwhile (more than `stale_allowance` new human turns since the reply started), both
+before the first TTS request and again right before the first frame plays. The addressed
+speaker talking over the bot stops playback (barge-in) and the model's stream. The reply
+becomes one BOT turn holding the sentences that were actually heard (`brain_interrupted`
+when a barge-in cut it). One `bot_reply_completed` (or `bot_reply_dropped`) event per reply
+carries the stage latencies.
+
+The bot being moved to another channel (by an admin, or `/join` from another channel)
+keeps the session: membership follows the new channel, the meta records it for a restart,
+and a MEMBERSHIP turn records the move.
 
 Session metadata (guild, channel, started_at, active) lives in the store's meta hash. A
 clean process shutdown leaves `active=1`, so the next start rejoins; `/leave`, the limits
@@ -38,14 +49,16 @@ from typing import Protocol
 import numpy as np
 import structlog
 
-from bot.playback import AudioPlayerLike, Playback, PlaybackResult
-from bot.voice_receive import VoiceFrame
+from bot.playback import AudioPlayerLike, Playback, PlaybackResult, closing_iter
+from bot.voice_receive import FrameSource, VoiceFrame
 from pipeline.events import EventEmitter, EventSink
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, StoreUnavailable, Turn, TurnDraft, TurnKind
-from pipeline.openai_adapter import BrainError
+from pipeline.openai_adapter import BrainError, BrainErrorCode
 from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.reply_context import ReplyContext
 from pipeline.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
+from pipeline.sentences import SentenceSplitter, SentenceSplitterConfig
 from pipeline.session import ConversationSession
 
 log = structlog.get_logger("longcall.guild_session")
@@ -53,6 +66,13 @@ log = structlog.get_logger("longcall.guild_session")
 BOT_REPLY_COMPLETED = "bot_reply_completed"
 BOT_REPLY_DROPPED = "bot_reply_dropped"
 SESSION_RESUMED_AFTER_RESTART = "session_resumed_after_restart"
+VOICE_RECONNECT = "voice_reconnect"
+GUILD_SESSION_MOVED = "guild_session_moved"
+
+# A later sentence counts as heard once this many of its frames reached the player: the
+# encoder carries a partial frame across sentence edges, so the first one or two may be the
+# previous sentence's tail.
+SENTENCE_ONSET_FRAMES = 2
 
 META_ACTIVE = "active"
 
@@ -80,7 +100,12 @@ class StopReason(StrEnum):
 
 
 class Brain(Protocol):
-    async def reply(self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None) -> str: ...
+    """The reply model (`pipeline.openai_adapter.OpenAIBrain`): the answer as text deltas, as
+    it is generated; the deadline covers the whole generation (`BrainError` codes on failure)."""
+
+    def stream_reply(
+        self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None
+    ) -> AsyncIterator[str]: ...
 
 
 class Speech(Protocol):
@@ -91,6 +116,8 @@ class Hearing(Protocol):
     """The hearing pipeline as the session drives it (`pipeline.hearing.HearingPipeline`)."""
 
     def feed(self, speaker_id: str, speaker_name: str, pcm: bytes, *, sample_rate: int, channels: int) -> None: ...
+
+    def speaking_state(self, speaker_id: str, speaking: bool) -> None: ...
 
     def end_speaker(self, speaker_id: str) -> None: ...
 
@@ -127,6 +154,9 @@ class VoiceLink(AudioPlayerLike, Protocol):
     @property
     def channel_id(self) -> int: ...
 
+    @property
+    def channel_name(self) -> str: ...
+
     def humans(self) -> list[tuple[int, str]]:
         """(user id, display name) of the people (not bots) in the channel now."""
         ...
@@ -134,16 +164,37 @@ class VoiceLink(AudioPlayerLike, Protocol):
     def display_name(self, user_id: int) -> str: ...
 
     async def run_receive(self) -> None:
-        """Receive until cancelled."""
+        """Receive until cancelled (across reconnects: frames keep coming from `next_frame`)."""
         ...
 
     async def next_frame(self) -> VoiceFrame: ...
+
+    async def move_to(self, channel_id: int) -> None:
+        """Move this connection to another voice channel of the same guild."""
+        ...
+
+    async def reconnect(self) -> None:
+        """Leave and join the same channel again: a fresh voice session (and DAVE group)."""
+        ...
+
+    def set_reconnect_handler(self, handler: Callable[[int], None]) -> None:
+        """`handler(user_id)` is called on the event loop when a sender's DAVE keys are out of step."""
+        ...
 
     async def disconnect(self) -> None: ...
 
 
 class VoiceConnector(Protocol):
     async def connect(self, guild_id: int, channel_id: int) -> VoiceLink: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelInfo:
+    """A voice channel as the session needs it when it goes there: id, name, who is in it."""
+
+    channel_id: int
+    name: str
+    humans: tuple[tuple[int, str], ...] = ()  # (user id, display name) of the people, not bots
 
 
 class OffsetClock:
@@ -180,6 +231,12 @@ class GuildSessionConfig:
     barge_in_rms: float = 600.0  # int16 RMS that counts as voiced
     flush_timeout_s: float = 10.0  # hearing flush at shutdown
     close_timeout_s: float = 30.0  # settling the compactor at shutdown
+    stream_sentences: bool = True  # speak each sentence as it arrives (False: wait for the whole answer)
+    sentences: SentenceSplitterConfig = field(default_factory=SentenceSplitterConfig)
+    voice_reconnect_interval_s: float = 60.0  # at most one DAVE-recovery reconnect per this long
+    voice_reconnect_timeout_s: float = 45.0  # leave + join again (discord.py's connect allows 20 s)
+    voice_disconnect_grace_s: float = 2.0  # our own reconnect's "left the channel" arriving late
+    move_timeout_s: float = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,12 +254,47 @@ class _Stages:
 
     started: float
     decided: float | None = None
-    llm_done: float | None = None
+    first_sentence: float | None = None  # the model's first complete sentence
+    llm_done: float | None = None  # the model's stream ended (or failed)
     tts_requested: float | None = None
     tts_first_byte: float | None = None
 
     def ms(self, a: float | None, b: float | None) -> int | None:
         return None if a is None or b is None else round((b - a) * 1000)
+
+
+class _Answer:
+    """One reply's answer as the model streams it: complete sentences, in order, for the
+    speaker; `None` after the last (or put early to cut the reply short). Unbounded on
+    purpose, and still bounded: the brain caps its answer (max_tokens) and the splitter
+    caps a sentence, and the model's stream must never wait for playback (its deadline
+    would pay for the audio's length)."""
+
+    __slots__ = ("error", "sentences")
+
+    def __init__(self) -> None:
+        self.sentences: asyncio.Queue[str | None] = asyncio.Queue()
+        self.error: BrainError | None = None  # why the stream ended early, if it did
+
+    async def rest(self) -> list[str]:
+        """Every sentence still to come, waiting for the end of the stream."""
+        out: list[str] = []
+        while (sentence := await self.sentences.get()) is not None:
+            out.append(sentence)
+        return out
+
+
+def heard_sentences(starts: Sequence[tuple[str, int]], *, started: bool, frames_played: int) -> list[str]:
+    """The sentences of a reply that reached the listeners. `starts` holds each sentence with
+    the number of frames queued before it; the first counts once playback started, a later
+    one once `SENTENCE_ONSET_FRAMES` of its own frames were played. Pure."""
+    if not started:
+        return []
+    return [
+        sentence
+        for index, (sentence, first_frame) in enumerate(starts)
+        if index == 0 or frames_played >= first_frame + SENTENCE_ONSET_FRAMES
+    ]
 
 
 # -- the session -------------------------------------------------------------------------------------
@@ -259,14 +351,30 @@ class GuildSession:
         self._human_turns = 0
         self._last_reply_at: float | None = None
         self._playback: Playback | None = None
+        self._answer: _Answer | None = None  # the answer being spoken, while it is
         self._addressed_user: int | None = None
         self._barge_voiced_ms = 0
+        self._channel_id = link.channel_id
+        self._channel_name = link.channel_name
+        self._silent: set[int] = set()  # users whose client signalled the end of a transmission
+        self._reconnect_wanted = asyncio.Event()
+        self._reconnect_why: tuple[str, int | None] = ("", None)
+        self._last_reconnect_at: float | None = None
+        self._reconnecting = False
+        self._disconnect_expected_until = float("-inf")
         self.replies_spoken = 0
         self.replies_dropped = 0
+        self.voice_reconnects = 0
+        link.set_reconnect_handler(self._on_reconnect_needed)
 
     @property
     def channel_id(self) -> int:
-        return self.link.channel_id
+        """The channel the bot is in now (it follows moves)."""
+        return self._channel_id
+
+    @property
+    def channel_name(self) -> str:
+        return self._channel_name
 
     @property
     def session_id(self) -> str:
@@ -320,6 +428,7 @@ class GuildSession:
                 workers = [
                     tg.create_task(self._reply_worker(), name=f"reply:{gid}"),
                     tg.create_task(self._limits(), name=f"limits:{gid}"),
+                    tg.create_task(self._voice_reconnector(), name=f"voice-reconnect:{gid}"),
                 ]
                 hearing = (
                     [tg.create_task(self._hearing.run(), name=f"hearing:{gid}")] if self._hearing is not None else []
@@ -336,8 +445,7 @@ class GuildSession:
                 )
                 await self._stop.wait()
                 # Orderly: no new audio, no new replies; what was heard becomes turns.
-                if self._playback is not None:
-                    self._playback.stop()
+                self._stop_speaking()
                 for task in receive + workers:
                     task.cancel()
                 await self._flush_hearing()
@@ -472,6 +580,7 @@ class GuildSession:
         if user_id == self.bot_user_id or self._stop.is_set():
             return
         self._humans.pop(user_id, None)
+        self._silent.discard(user_id)
         if not self._humans and self._alone_since is None:
             self._alone_since = self._clock.now()
         if self._hearing is not None:
@@ -492,18 +601,156 @@ class GuildSession:
             )
         )
 
+    # -- the bot's own voice state -----------------------------------------------------------------
+
+    async def on_bot_voice_state(self, channel: ChannelInfo | None) -> None:
+        """The bot's voice state changed: `None` = it left voice (kicked, or our own reconnect
+        leaving first); another channel = it was moved; the same channel = nothing to do."""
+        if self._stop.is_set():
+            return
+        if channel is None:
+            if self._reconnecting or self._clock.now() < self._disconnect_expected_until:
+                log.info("voice_disconnect_expected", guild_id=self.guild_id, reason="reconnect")
+                return
+            log.info("voice_disconnected_externally", guild_id=self.guild_id)
+            self.request_stop(StopReason.DISCONNECTED)
+            return
+        await self.on_moved(channel)
+
+    async def move_to(self, channel: ChannelInfo) -> None:
+        """`/join` from another channel of the guild: take this session there. Errors (and the
+        deadline) reach the caller; the session stays where it was."""
+        if channel.channel_id == self._channel_id or self._stop.is_set():
+            return
+        async with asyncio.timeout(self.config.move_timeout_s):
+            await self.link.move_to(channel.channel_id)
+        await self.on_moved(channel)
+
+    async def on_moved(self, channel: ChannelInfo) -> None:
+        """The bot is in `channel` now. Idempotent: the command that moved it and Discord's
+        voice-state event both report the same move, in either order."""
+        if channel.channel_id == self._channel_id or self._stop.is_set():
+            return
+        previous_id, previous_name = self._channel_id, self._channel_name
+        # Before any await, so the second report of this move finds it done.
+        self._channel_id, self._channel_name = channel.channel_id, channel.name
+        now = self._clock.now()
+        humans = {uid: name for uid, name in channel.humans if uid != self.bot_user_id}
+        left_behind = self._humans.keys() - humans.keys()
+        self._humans = humans
+        for user_id in left_behind:
+            self._silent.discard(user_id)
+            if self._hearing is not None:
+                self._hearing.end_speaker(str(user_id))  # finish what they were saying
+        if humans:
+            self._alone_since = None
+        elif self._alone_since is None:
+            self._alone_since = now
+        self._last_activity = now
+        self.events.emit(
+            GUILD_SESSION_MOVED, from_channel_id=previous_id, channel_id=channel.channel_id, humans=len(humans)
+        )
+        await self._save_meta(active=True)  # a restart rejoins the channel the bot is in now
+        present = ", ".join(sorted(humans.values())) or "nobody yet"
+        await self.append(
+            TurnDraft(
+                kind=TurnKind.MEMBERSHIP,
+                speaker_id=str(self.bot_user_id),
+                speaker_name=self.config.bot_name,
+                text=f"moved to the voice channel {channel.name} (from {previous_name}); here now: {present}.",
+                started_at=now,
+                ended_at=now,
+                source="discord",
+            )
+        )
+
+    # -- voice reconnect (DAVE keys out of step) ----------------------------------------------------
+
+    @property
+    def reconnecting(self) -> bool:
+        return self._reconnecting
+
+    def _on_reconnect_needed(self, user_id: int) -> None:
+        self.request_voice_reconnect("dave_out_of_step", user_id=user_id)
+
+    def request_voice_reconnect(self, reason: str, *, user_id: int | None = None) -> bool:
+        """Ask for one reconnect of the voice connection, keeping this conversation (event loop).
+        At most one per `voice_reconnect_interval_s`, counted from the request, so a burst of
+        failures (every frame of a sender fails) reconnects once. True if it was accepted."""
+        now = self._clock.now()
+        last = self._last_reconnect_at
+        skipped: str | None = None
+        if self._stop.is_set():
+            skipped = "stopping"
+        elif self._reconnecting or self._reconnect_wanted.is_set():
+            skipped = "in_progress"
+        elif last is not None and now - last < self.config.voice_reconnect_interval_s:
+            skipped = "rate_limited"
+        if skipped is not None:
+            log.info("voice_reconnect_skipped", guild_id=self.guild_id, reason=reason, skipped=skipped, user_id=user_id)
+            return False
+        self._last_reconnect_at = now
+        self._reconnect_why = (reason, user_id)
+        self._reconnect_wanted.set()
+        return True
+
+    async def _voice_reconnector(self) -> None:
+        while True:
+            await self._reconnect_wanted.wait()
+            try:
+                await self._reconnect_voice(*self._reconnect_why)
+            finally:
+                self._reconnect_wanted.clear()
+
+    async def _reconnect_voice(self, reason: str, user_id: int | None) -> None:
+        started = self._perf()
+        self._reconnecting = True
+        self._stop_speaking()  # the player goes away with the old connection
+        error_class: str | None = None
+        try:
+            async with asyncio.timeout(self.config.voice_reconnect_timeout_s):
+                await self.link.reconnect()
+        except Exception as err:  # a failed rejoin ends the session below; it must not crash it
+            error_class = type(err).__name__
+        finally:
+            self._reconnecting = False
+            self._disconnect_expected_until = self._clock.now() + self.config.voice_disconnect_grace_s
+        self.voice_reconnects += 1
+        self.events.emit(
+            VOICE_RECONNECT,
+            reason=reason,
+            user_id=user_id,
+            channel_id=self._channel_id,
+            ok=error_class is None,
+            error_class=error_class,
+            latency_ms=round((self._perf() - started) * 1000),
+        )
+        if error_class is not None:
+            self.request_stop(StopReason.DISCONNECTED)  # deaf and mute now: /join starts it again
+
     # -- audio in ----------------------------------------------------------------------------------------
 
     async def _feed_frames(self) -> None:
         frame_ms = 20
         while True:
             frame = await self.link.next_frame()
-            if frame.user_id == self.bot_user_id:
+            user_id = frame.user_id
+            if user_id == self.bot_user_id:
                 continue
             self._check_barge_in(frame, frame_ms)
-            if self._hearing is not None:
-                name = self._humans.get(frame.user_id) or self.link.display_name(frame.user_id)
-                self._hearing.feed(str(frame.user_id), name, frame.pcm, sample_rate=48_000, channels=2)
+            if self._hearing is None:
+                continue
+            speaker_id = str(user_id)
+            name = self._humans.get(user_id) or self.link.display_name(user_id)
+            self._hearing.feed(speaker_id, name, frame.pcm, sample_rate=48_000, channels=2)
+            # Discord clients end a transmission with Opus silence frames, then send nothing:
+            # the silence after it is real, so hearing need not wait out its jitter tolerance.
+            if frame.source is FrameSource.SILENCE:
+                self._silent.add(user_id)
+                self._hearing.speaking_state(speaker_id, False)
+            elif user_id in self._silent:
+                self._silent.discard(user_id)
+                self._hearing.speaking_state(speaker_id, True)
 
     def _check_barge_in(self, frame: VoiceFrame, frame_ms: int) -> None:
         playback = self._playback
@@ -515,7 +762,15 @@ class GuildSession:
             self._barge_voiced_ms = 0
         if self._barge_voiced_ms >= self.config.barge_in_ms:
             log.info("bot_reply_barge_in", guild_id=self.guild_id, user_id=frame.user_id)
-            playback.stop()
+            self._stop_speaking()
+
+    def _stop_speaking(self) -> None:
+        """Stop the reply on air now: the player, and a wait for the model's next sentence
+        (which could otherwise hold the reply open until the model's deadline)."""
+        if self._playback is not None:
+            self._playback.stop()
+        if self._answer is not None:
+            self._answer.sentences.put_nowait(None)
 
     # -- replies -----------------------------------------------------------------------------------------
 
@@ -538,58 +793,125 @@ class GuildSession:
         if self._stale(job):
             self._emit_dropped(job, "stale", stages)
             return
-        assert self.brain is not None
         context = self.model_context.reply(job.turn)
         stages.decided = self._perf()
+        answer = _Answer()
+        async with asyncio.TaskGroup() as tg:
+            llm = tg.create_task(self._generate(context, answer, stages), name=f"reply-llm:{self.guild_id}")
+            try:
+                await self._deliver(job, context, answer, stages)
+            finally:
+                llm.cancel()  # a drop, a barge-in or a shutdown stops the model too (no-op once it ended)
+
+    async def _generate(self, context: ReplyContext, answer: _Answer, stages: _Stages) -> None:
+        """The model's stream → complete sentences into `answer`. It reads as fast as the model
+        writes, whatever the speaker is doing. A failure mid-answer keeps the sentences already
+        complete (they may be playing) and drops the unfinished one."""
+        assert self.brain is not None
+        splitter = SentenceSplitter(self.config.sentences)
+        whole: list[str] | None = None if self.config.stream_sentences else []
+
+        def hand_over(sentences: list[str]) -> None:
+            for sentence in sentences:
+                if stages.first_sentence is None:
+                    stages.first_sentence = self._perf()
+                answer.sentences.put_nowait(sentence)
+
         try:
-            text = await self.brain.reply(context.messages, deadline_s=self.config.brain_deadline_s)
+            deltas = self.brain.stream_reply(context.messages, deadline_s=self.config.brain_deadline_s)
+            async with contextlib.aclosing(closing_iter(deltas)) as stream:
+                async for delta in stream:
+                    if whole is not None:
+                        whole.append(delta)  # the answer goes out in one piece, at the end
+                    else:
+                        hand_over(splitter.feed(delta))
+            if whole is not None:
+                text = " ".join("".join(whole).split())
+                hand_over([text] if text else [])
+            else:
+                hand_over(splitter.flush())
         except BrainError as err:
+            answer.error = err
+        finally:
             stages.llm_done = self._perf()
-            self._emit_dropped(job, f"llm_{err.code}", stages, tokens=context.tokens.tokens)
+            answer.sentences.put_nowait(None)
+
+    async def _deliver(self, job: _ReplyJob, context: ReplyContext, answer: _Answer, stages: _Stages) -> None:
+        tokens, exact = context.tokens.tokens, context.tokens.exact
+        first = await answer.sentences.get()
+        if first is None:
+            code = answer.error.code if answer.error is not None else BrainErrorCode.EMPTY
+            self._emit_dropped(job, f"llm_{code}", stages, tokens=tokens)
             return
-        stages.llm_done = self._perf()
         if self._stale(job):
-            self._emit_dropped(job, "stale", stages, tokens=context.tokens.tokens)
+            self._emit_dropped(job, "stale", stages, tokens=tokens)
             return
         if self.speech is None:
+            sentences = [first, *await answer.rest()]
+            text = " ".join(sentences)
             await self._append_bot_turn(text, interrupted=False, started_at=self._clock.now())
-            self._emit_completed(job, stages, None, text, tokens=context.tokens.tokens, exact=context.tokens.exact)
+            self._emit_completed(job, stages, None, text, sentences=len(sentences), answer=answer, tokens=tokens,
+                                 exact=exact)
             return
-        result = await self._speak(job, text, stages)
-        if result is None:
+        spoken = await self._speak(job, first, answer, stages)
+        if spoken is None:
             return
+        result, sentences = spoken
         if result.gated:
-            self._emit_dropped(job, "stale", stages, tokens=context.tokens.tokens)
+            self._emit_dropped(job, "stale", stages, tokens=tokens)
             return
-        if not result.started:
+        if not result.started or not sentences:
             self._emit_dropped(job, "interrupted" if result.interrupted else "no_audio", stages)
             return
+        text = " ".join(sentences)
         spoken_at = self._clock.now() - max(0.0, result.ended_at - (result.playback_started_at or result.ended_at))
         await self._append_bot_turn(text, interrupted=result.interrupted, started_at=spoken_at)
-        self._emit_completed(job, stages, result, text, tokens=context.tokens.tokens, exact=context.tokens.exact)
+        self._emit_completed(job, stages, result, text, sentences=len(sentences), answer=answer, tokens=tokens,
+                             exact=exact)
 
-    async def _speak(self, job: _ReplyJob, text: str, stages: _Stages) -> PlaybackResult | None:
+    async def _speak(
+        self, job: _ReplyJob, first: str, answer: _Answer, stages: _Stages
+    ) -> tuple[PlaybackResult, list[str]] | None:
+        """Each sentence through TTS, in order, into one playback; returns what was heard."""
         assert self.speech is not None
-        stages.tts_requested = self._perf()
-
-        async def timed(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-            async for chunk in chunks:
-                if stages.tts_first_byte is None:
-                    stages.tts_first_byte = self._perf()
-                yield chunk
-
+        speech = self.speech
         playback = Playback(self.link, clock=self._perf)
+        starts: list[tuple[str, int]] = []  # (sentence, frames queued before it)
+
+        async def audio() -> AsyncIterator[bytes]:
+            sentence: str | None = first
+            while sentence is not None:
+                starts.append((sentence, playback.frames_queued))
+                if stages.tts_requested is None:
+                    stages.tts_requested = self._perf()
+                chunks = speech.stream(sentence)
+                try:
+                    async for chunk in chunks:
+                        if stages.tts_first_byte is None:
+                            stages.tts_first_byte = self._perf()
+                        yield chunk
+                finally:  # stopped mid-sentence: close this sentence's TTS stream now
+                    aclose = getattr(chunks, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
+                sentence = await answer.sentences.get()
+                if playback.stopping:
+                    return  # no TTS request for a sentence nobody will hear
+
         self._playback = playback
+        self._answer = answer
         self._addressed_user = _int_or_none(job.turn.speaker_id)
         self._barge_voiced_ms = 0
         try:
-            return await playback.play(timed(self.speech.stream(text)), before_start=lambda: not self._stale(job))
+            result = await playback.play(audio(), before_start=lambda: not self._stale(job))
         except BrainError as err:  # SpeechError: TTS failed before any audio
             self._emit_dropped(job, f"tts_{err.code}", stages)
             return None
         finally:
             self._playback = None
+            self._answer = None
             self._addressed_user = None
+        return result, heard_sentences(starts, started=result.started, frames_played=result.frames_played)
 
     async def _append_bot_turn(self, text: str, *, interrupted: bool, started_at: float) -> None:
         now = self._clock.now()
@@ -613,6 +935,8 @@ class GuildSession:
         result: PlaybackResult | None,
         text: str,
         *,
+        sentences: int,
+        answer: _Answer,
         tokens: int,
         exact: bool,
     ) -> None:
@@ -628,14 +952,18 @@ class GuildSession:
             asr_ms=job.asr_ms,
             queue_ms=ms(job.heard_at, stages.started),
             decide_ms=ms(stages.started, stages.decided),
-            llm_ms=ms(stages.decided, stages.llm_done),
+            llm_first_sentence_ms=ms(stages.decided, stages.first_sentence),
+            llm_ms=ms(stages.decided, stages.llm_done),  # the whole answer (overlaps the speech)
             tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
             first_frame_ms=ms(stages.tts_first_byte, first_frame),
             playback_start_ms=ms(first_frame, playback_start),
             end_to_playback_ms=(None if to_playback is None else to_playback + (job.asr_ms or 0)),
             interrupted=bool(result and result.interrupted),
             audio_s=round(result.audio_s, 2) if result else 0.0,
+            sentences=sentences,
             reply_chars=len(text),
+            llm_error=str(answer.error.code) if answer.error is not None else None,
+            playback_error=result.error if result else None,
             prompt_tokens=tokens,
             prompt_tokens_exact=exact,
         )
@@ -649,6 +977,7 @@ class GuildSession:
             reason=reason,
             asr_ms=job.asr_ms,
             decide_ms=ms(stages.started, stages.decided),
+            llm_first_sentence_ms=ms(stages.decided, stages.first_sentence),
             llm_ms=ms(stages.decided, stages.llm_done),
             tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
             new_human_turns=self._human_turns - job.human_mark,
@@ -703,6 +1032,7 @@ class GuildSessionRegistry:
         tg.create_task(registry.run(), name="guild-sessions")
         await registry.join(guild_id, channel_id)       # /join
         await registry.resume(guild_ids)                # on startup: rejoin active sessions
+        await registry.move(guild_id, channel_info)      # /join from another channel: same session
         registry.close()                                # shutdown: every session stops, state kept
     """
 
@@ -763,6 +1093,15 @@ class GuildSessionRegistry:
                         await link.disconnect()
         finally:
             self._pending.discard(guild_id)
+
+    async def move(self, guild_id: int, channel: ChannelInfo) -> GuildSession:
+        """`/join` from another channel of the guild: the running session goes there (same
+        conversation). Raises `LookupError` if the guild has no session; move errors propagate."""
+        session = self._sessions.get(guild_id)
+        if session is None or session.stopping:
+            raise LookupError("no voice session in this guild")
+        await session.move_to(channel)
+        return session
 
     async def _connect(self, guild_id: int, channel_id: int) -> VoiceLink:
         if self.connector is None:

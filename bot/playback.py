@@ -12,7 +12,9 @@ Three pieces:
   the player keeps its cadence. `b""` ends playback (end of reply, or `stop()` on barge-in).
 - `Playback`: one reply's audio. Encodes chunks as they arrive (in a worker thread when a
   chunk is more than a frame's worth), starts the player when the first frame is ready,
-  and reports the timings the reply path logs.
+  and reports the timings the reply path logs. A reply spoken sentence by sentence is one
+  chunk stream (one playback, one player); `frames_queued` read between sentences tells
+  where each one starts, so the caller can say which sentences were heard before a barge-in.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import av
 import discord
@@ -42,6 +44,7 @@ FRAME_S: Final = 0.020
 OPUS_SILENCE: Final = b"\xf8\xff\xfe"
 TTS_RATE: Final = 24_000
 _LAYOUTS: Final = {1: "mono", 2: "stereo"}
+_T = TypeVar("_T")
 
 
 def opus_available() -> bool:
@@ -251,6 +254,7 @@ class Playback:
         self._clock = clock
         self._stop_requested = False
         self._source: StreamingOpusSource | None = None
+        self._frames_queued = 0
 
     def stop(self) -> None:
         """Stop now (event loop): the player gets b"" and the stream is abandoned."""
@@ -263,6 +267,11 @@ class Playback:
     @property
     def stopping(self) -> bool:
         return self._stop_requested
+
+    @property
+    def frames_queued(self) -> int:
+        """Opus frames produced so far (all of them go to the player unless stopped)."""
+        return self._frames_queued
 
     async def play(
         self,
@@ -282,6 +291,9 @@ class Playback:
         def after(error: Exception | None) -> None:  # the player thread
             if error is not None:
                 player_error.append(error)
+            # The player is gone (the reply ended, or the voice connection dropped): a producer
+            # waiting in `put()` for space would otherwise wait forever.
+            source.stop()
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(done.set)
 
@@ -301,6 +313,7 @@ class Playback:
         async def push(packets: list[bytes]) -> bool:
             for packet in packets:
                 state.frames += 1
+                self._frames_queued = state.frames
                 if state.first_frame_at is None:
                     state.first_frame_at = self._clock()
                 if not state.started and not start_player():
@@ -311,7 +324,7 @@ class Playback:
 
         finished = False
         try:
-            async with contextlib.aclosing(_closing_iter(chunks)) as stream:
+            async with contextlib.aclosing(closing_iter(chunks)) as stream:
                 keep_going = True
                 async for chunk in stream:
                     if self._stop_requested:
@@ -369,7 +382,7 @@ class _PlayState:
     error: str | None = None
 
 
-async def _closing_iter(chunks: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+async def closing_iter(chunks: AsyncIterator[_T]) -> AsyncGenerator[_T, None]:
     """Wrap any async iterator so `aclosing` closes the underlying generator on break."""
     try:
         async for chunk in chunks:

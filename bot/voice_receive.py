@@ -121,6 +121,11 @@ class FrameSource(StrEnum):
     DECODED = "decoded"
     FEC = "fec"  # rebuilt from the next packet's in-band FEC (LBRR) data
     CONCEALED = "concealed"  # packet-loss concealment: no data for this slot
+    # The sender's Opus silence frame (f8 ff fe): its client has nothing to send. Discord
+    # clients end every transmission with a few of these and then go quiet, so this is the
+    # end-of-speaking signal (voice-gateway SPEAKING, op 5, comes once per user, not per
+    # transmission). Users with video on send them continuously while silent.
+    SILENCE = "silence"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -833,7 +838,7 @@ class PacketProcessor:
             source = FrameSource.CONCEALED
         else:
             self._c.decoded += 1
-            source = FrameSource.DECODED
+            source = FrameSource.SILENCE if opus == OPUS_SILENCE else FrameSource.DECODED
             if pcm:
                 stream.last_samples = len(pcm) // (CHANNELS * 2)
         stream.last_ts = ts

@@ -1,4 +1,5 @@
-"""The OpenAI-compatible adapter: the only module that imports `openai`.
+"""The OpenAI-compatible adapter: the only module in pipeline/ that imports `openai` (the realtime
+speech client lives in bot/realtime.py, as DESIGN.md section 2 places it).
 
 Any OpenAI-compatible server works through `base_url`. The transcript goes in as quoted
 data (`[mm:ss] Speaker: text` lines between BEGIN/END markers) in the user message, and the
@@ -157,7 +158,8 @@ class OpenAIBrain:
 
     `reply(messages)` returns the text or raises `BrainError`; the deadline covers the whole
     call (connect, queueing, generation), so a slow model drops the reply instead of
-    answering a conversation that has moved on.
+    answering a conversation that has moved on. `stream_reply(messages)` yields the answer
+    as it is generated, under the same deadline, so speech can start at the first sentence.
     """
 
     def __init__(
@@ -211,6 +213,65 @@ class OpenAIBrain:
         if not text:
             raise BrainError(BrainErrorCode.EMPTY, "empty content")
         return text
+
+    async def stream_reply(
+        self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None
+    ) -> AsyncIterator[str]:
+        """The answer as it is generated, as text deltas (`stream=True`).
+
+        Same deadline as `reply`: it runs from this call to the last delta, so a model that
+        cannot finish in time raises `BrainError(TIMEOUT)`, mid-stream if need be (the caller
+        keeps what it already used). The deadline guards each wait for the server, never
+        the caller's time between deltas: no timeout scope stays open across a `yield`.
+        An answer with no text raises `BrainError(EMPTY)` at the end.
+        """
+        deadline = self._deadline_s if deadline_s is None else deadline_s
+        deadline_at = asyncio.get_running_loop().time() + deadline
+        payload: list[Any] = [dict(m) for m in messages]
+        try:
+            async with asyncio.timeout_at(deadline_at):
+                stream = await self._client.chat.completions.create(
+                    model=self._model,
+                    messages=payload,
+                    temperature=self._temperature,
+                    max_tokens=self._max_tokens,
+                    stream=True,
+                )
+        except (TimeoutError, openai.OpenAIError, ValueError) as err:
+            code, message = _translate(err)
+            raise BrainError(code, message) from err
+        said = False
+        try:
+            chunks = stream.__aiter__()
+            while True:
+                chunk = await _next_delta(chunks, deadline_at)
+                if chunk is None:
+                    break
+                delta = chunk.choices[0].delta.content if chunk.choices else None
+                if delta:
+                    said = said or bool(delta.strip())
+                    yield delta
+        finally:
+            # Closing the HTTP stream tells the server to stop generating (barge-in, a drop).
+            with contextlib.suppress(Exception):
+                await stream.close()
+        if not said:
+            raise BrainError(BrainErrorCode.EMPTY, "empty content")
+
+
+async def _next_delta(chunks: AsyncIterator[Any], deadline_at: float) -> Any | None:
+    """The next streamed chunk before the deadline; None at the end. Errors become BrainError."""
+    try:
+        async with asyncio.timeout_at(deadline_at):
+            return await anext(chunks)
+    except StopAsyncIteration:
+        return None
+    except (TimeoutError, openai.OpenAIError, ValueError) as err:
+        code, message = _translate(err)
+        raise BrainError(code, message) from err
+    except Exception as err:  # the HTTP layer's read errors arrive untranslated mid-stream
+        code = BrainErrorCode.TIMEOUT if "timeout" in type(err).__name__.lower() else BrainErrorCode.UNAVAILABLE
+        raise BrainError(code, type(err).__name__) from err
 
 
 TTS_SAMPLE_RATE = 24_000  # OpenAI's `pcm` format: 24 kHz, signed 16-bit little-endian, mono

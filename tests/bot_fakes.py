@@ -1,6 +1,7 @@
 """Fakes for the bot's Discord-facing boundaries: a voice link whose "player" is a thread that
-reads the audio source as discord.py's does (only without the 20 ms pacing), a connector that
-records what it was asked to join, and a scripted hearing pipeline.
+reads the audio source as discord.py's does (only without the 20 ms pacing) and that records
+moves and reconnects, a connector that records what it was asked to join, and a scripted
+hearing pipeline.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from av.codec import CodecContext
 
 from bot.guild_session import TurnSink
 from bot.playback import OPUS_SILENCE
-from bot.voice_receive import VoiceFrame
+from bot.voice_receive import FrameSource, VoiceFrame
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
 from pipeline.ports import Clock
@@ -41,6 +42,11 @@ class FakeVoiceLink:
         self.on_first_frame: Callable[[], None] | None = None
         self.hold_after_first: threading.Event | None = None  # set: the player waits (mid-reply)
         self.receive_error: Exception | None = None
+        self.moves: list[int] = []
+        self.move_error: Exception | None = None
+        self.reconnects = 0
+        self.reconnect_error: Exception | None = None
+        self.reconnect_handler: Callable[[int], None] | None = None
         self._player: threading.Thread | None = None
         self._stop_player = threading.Event()
 
@@ -65,6 +71,25 @@ class FakeVoiceLink:
 
     async def next_frame(self) -> VoiceFrame:
         return await self.frames.get()
+
+    async def move_to(self, channel_id: int) -> None:
+        if self.move_error is not None:
+            raise self.move_error
+        self.moves.append(channel_id)
+        self._channel_id = channel_id
+
+    async def reconnect(self) -> None:
+        self.reconnects += 1
+        if self.reconnect_error is not None:
+            raise self.reconnect_error
+
+    def set_reconnect_handler(self, handler: Callable[[int], None]) -> None:
+        self.reconnect_handler = handler
+
+    def dave_out_of_step(self, user_id: int) -> None:
+        """What the receiver does after a run of failed DAVE decrypts from one sender."""
+        assert self.reconnect_handler is not None
+        self.reconnect_handler(user_id)
 
     def play(self, source: discord.AudioSource, *, after: Callable[[Exception | None], Any] | None = None) -> None:
         self.plays += 1
@@ -138,10 +163,14 @@ class ScriptedHearing:
         self.names: dict[str, str] = {}
         self.flushed = 0
         self.ended: list[str] = []
+        self.speaking: list[tuple[str, bool]] = []
 
     def feed(self, speaker_id: str, speaker_name: str, pcm: bytes, *, sample_rate: int, channels: int) -> None:
         self.fed.setdefault(speaker_id, []).append(pcm)
         self.names[speaker_id] = speaker_name
+
+    def speaking_state(self, speaker_id: str, speaking: bool) -> None:
+        self.speaking.append((speaker_id, speaking))
 
     def end_speaker(self, speaker_id: str) -> None:
         self.ended.append(speaker_id)
@@ -168,13 +197,17 @@ def tone_pcm(seconds: float, *, rate: int = 24_000, freq: float = 440.0, amplitu
     return (np.sin(2 * np.pi * freq * t) * amplitude).astype("<i2").tobytes()
 
 
-def voice_frame(user_id: int, *, loud: bool, sequence: int = 0) -> VoiceFrame:
-    """One 20 ms 48 kHz stereo frame from a user: a loud tone or near-silence."""
+def voice_frame(user_id: int, *, loud: bool, sequence: int = 0, silence: bool = False) -> VoiceFrame:
+    """One 20 ms 48 kHz stereo frame from a user: a loud tone, near-silence, or (`silence`) the
+    decoded Opus silence frame a client sends to end a transmission."""
     t = np.arange(960) / 48_000
-    level = 9000 if loud else 20
+    level = 0 if silence else 9000 if loud else 20
     mono = (np.sin(2 * np.pi * 300 * t) * level).astype(np.int16)
     pcm = np.repeat(mono, 2).astype("<i2").tobytes()
-    return VoiceFrame(user_id=user_id, ssrc=user_id, sequence=sequence, rtp_timestamp=sequence * 960, pcm=pcm)
+    return VoiceFrame(
+        user_id=user_id, ssrc=user_id, sequence=sequence, rtp_timestamp=sequence * 960, pcm=pcm,
+        source=FrameSource.SILENCE if silence else FrameSource.DECODED,
+    )
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,9 @@ class Reply:
     raw_body: bytes | None = None  # sent as-is (malformed JSON tests)
     audio: bytes | None = None  # for /audio/speech
     no_choices: bool = False
+    # Chat: the answer takes this long to generate. Streamed, its words go out evenly over it
+    # (the last at the end); not streamed, the whole answer comes at the end.
+    stream_over_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -43,6 +46,8 @@ class OpenAIStub:
         self.chat: list[Reply] = []
         self.speech: list[Reply] = []
         self.requests: list[Recorded] = []
+        self.chat_hangups = 0  # streamed answers the client closed before the end
+        self.chat_streamed_at: list[float] = []  # time.monotonic() when each streamed answer ended
         self.default_chat_text = "ok"
         self.default_speech_audio = b""
         self._runner: web.AppRunner | None = None
@@ -92,6 +97,8 @@ class OpenAIStub:
             )
         if body.get("stream"):
             return await self._stream_chat(request, body, reply)
+        if reply.stream_over_s:
+            await asyncio.sleep(reply.stream_over_s)
         choices = [] if reply.no_choices else [
             {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}
         ]
@@ -111,6 +118,8 @@ class OpenAIStub:
         await response.prepare(request)
         words = (reply.text or "").split(" ")
         for i, word in enumerate(words):
+            if reply.stream_over_s:
+                await asyncio.sleep(reply.stream_over_s / len(words))
             chunk = {
                 "id": "chatcmpl-test",
                 "object": "chat.completion.chunk",
@@ -118,9 +127,14 @@ class OpenAIStub:
                 "model": body.get("model", "test"),
                 "choices": [{"index": 0, "delta": {"content": word + (" " if i < len(words) - 1 else "")}}],
             }
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            try:
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            except ConnectionResetError:  # the client stopped reading (barge-in, a dropped reply)
+                self.chat_hangups += 1
+                return response
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
+        self.chat_streamed_at.append(time.monotonic())
         return response
 
     async def _speech(self, request: web.Request) -> web.StreamResponse:

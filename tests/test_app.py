@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +12,7 @@ from bot import app
 from bot.app import StartupError, check_opus, run_bot
 from bot.settings import Settings, SettingsError
 from pipeline.redis_server import free_port
+from pipeline.store_memory import InMemorySessionStore
 
 
 @pytest.fixture(autouse=True)
@@ -49,3 +51,24 @@ def test_missing_opus_explains_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(StartupError) as caught:
         check_opus()
     assert (True, True) == ("libopus" in str(caught.value), "pip install" in str(caught.value))
+
+
+async def test_startup_failure_after_the_model_clients_exist_still_closes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ASR model failing to load stops startup, and the brain and TTS HTTP clients made before it are closed."""
+    closed: list[str] = []
+
+    class Client:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def aclose(self) -> None:
+            closed.append(self.name)
+
+    async def no_asr(settings: Settings) -> None:
+        raise StartupError("ASR_MODEL could not be loaded")
+
+    monkeypatch.setattr(app, "make_voice", lambda settings: (Client("brain"), Client("speech")))
+    monkeypatch.setattr(app, "make_hearing", no_asr)
+    with pytest.raises(StartupError):
+        await app._run_with_store(Settings(), "token", InMemorySessionStore(), asyncio.Event())
+    assert ["brain", "speech"] == closed

@@ -24,10 +24,12 @@ CHANNEL = 1100
 SID = session_id_for(GUILD)
 
 
-def fake_channel(channel_id: int = CHANNEL) -> Any:
+def fake_channel(channel_id: int = CHANNEL, members: list[Any] | None = None) -> Any:
     channel = create_autospec(discord.VoiceChannel, spec_set=True, instance=True)
     channel.id = channel_id
+    channel.name = f"voice-{channel_id}"
     channel.mention = f"<#{channel_id}>"
+    channel.members = list(members or [])
     return channel
 
 
@@ -111,15 +113,52 @@ async def test_join_connects_to_the_callers_channel() -> None:
         interaction.response.defer.assert_awaited_once_with(ephemeral=True, thinking=True)
 
 
-async def test_join_twice_points_at_the_existing_session() -> None:
-    """A second /join while the bot is already in voice here does not reconnect."""
+async def test_join_from_the_same_channel_says_so() -> None:
+    """A second /join from the bot's own channel neither reconnects nor moves it."""
     async with rig() as r:
         first = fake_interaction(fake_member(1, "Alice", channel=fake_channel()))
         await r.cog.join.callback(r.cog, first)  # type: ignore[arg-type]
+        second = fake_interaction(fake_member(2, "Bob", channel=fake_channel()))
+        await r.cog.join.callback(r.cog, second)  # type: ignore[arg-type]
+        text, _ = answer(second)
+        assert (1, [], "I'm already in your channel.") == (len(r.connector.calls), r.connector.links[0].moves, text)
+
+
+async def test_join_from_another_channel_moves_the_same_session() -> None:
+    """/join from another channel moves the bot there: same session, the new channel in the meta, a move turn."""
+    async with rig() as r:
+        first = fake_interaction(fake_member(1, "Alice", channel=fake_channel()))
+        await r.cog.join.callback(r.cog, first)  # type: ignore[arg-type]
+        session = r.registry.get(GUILD)
+        await session.on_heard(speech_draft("Alice", "see you in the other room", 1.0))  # type: ignore[union-attr]
+        lounge = fake_channel(2200, members=[fake_member(2, "Bob"), fake_member(5, "MusicBot", bot=True)])
+        second = fake_interaction(fake_member(2, "Bob", channel=lounge))
+        await r.cog.join.callback(r.cog, second)  # type: ignore[arg-type]
+        text, _ = answer(second)
+        turns = await r.store.get_turns(SID, 0, 10)
+        assert (1, [2200], session, 2200, "2200") == (
+            len(r.connector.calls), r.connector.links[0].moves, r.registry.get(GUILD), session.channel_id,  # type: ignore[union-attr]
+            (await r.store.load_meta(SID))["channel_id"],
+        )
+        assert "Moved to <#2200>; same session" == text[: len("Moved to <#2200>; same session")]
+        assert [
+            (TurnKind.SPEECH, "Alice", "see you in the other room"),
+            (TurnKind.MEMBERSHIP, "Clanky", "moved to the voice channel voice-2200 (from voice-1100); here now: Bob."),
+        ] == [(t.kind, t.speaker_name, t.text) for t in turns]
+
+
+async def test_a_failed_move_keeps_the_session_where_it_was() -> None:
+    """If Discord refuses the move, /join says so and the session stays in its channel."""
+    async with rig() as r:
+        first = fake_interaction(fake_member(1, "Alice", channel=fake_channel()))
+        await r.cog.join.callback(r.cog, first)  # type: ignore[arg-type]
+        r.connector.links[0].move_error = discord.ClientException("Not connected to voice.")
         second = fake_interaction(fake_member(2, "Bob", channel=fake_channel(2200)))
         await r.cog.join.callback(r.cog, second)  # type: ignore[arg-type]
         text, _ = answer(second)
-        assert (1, "I'm already in <#1100>") == (len(r.connector.calls), text[: len("I'm already in <#1100>")])
+        assert ("I couldn't move to <#2200>: ClientException.", CHANNEL, 0) == (
+            text, r.registry.get(GUILD).channel_id, await r.store.turn_count(SID)  # type: ignore[union-attr]
+        )
 
 
 async def test_forget_without_manage_guild_is_refused() -> None:
@@ -235,6 +274,26 @@ async def test_bot_disconnected_by_someone_else_ends_the_session() -> None:
         )
         await session.wait_closed()
         assert ("disconnected", "0") == (str(session.stop_reason), (await r.store.load_meta(SID))["active"])
+
+
+async def test_bot_dragged_to_another_channel_follows_it() -> None:
+    """An admin moving the bot: the session tracks the new channel's people; joins there become turns, not old ones."""
+    async with rig() as r:
+        join = fake_interaction(fake_member(1, "Alice", channel=fake_channel()))
+        await r.cog.join.callback(r.cog, join)  # type: ignore[arg-type]
+        session = r.registry.get(GUILD)
+        assert session is not None
+        old, lounge = fake_channel(), fake_channel(2200, members=[fake_member(3, "Dana")])
+        bot = fake_member(999, "Clanky", bot=True)
+        await r.cog.on_voice_state_update(bot, fake_voice_state(old), fake_voice_state(lounge))
+        await r.cog.on_voice_state_update(fake_member(4, "Eve"), fake_voice_state(None), fake_voice_state(lounge))
+        await r.cog.on_voice_state_update(fake_member(1, "Alice"), fake_voice_state(old), fake_voice_state(None))
+        turns = await r.store.get_turns(SID, 0, 10)
+        assert [
+            (TurnKind.MEMBERSHIP, "Clanky", "moved to the voice channel voice-2200 (from voice-1100); here now: Dana."),
+            (TurnKind.MEMBERSHIP, "Eve", "joined the voice channel."),
+        ] == [(t.kind, t.speaker_name, t.text) for t in turns]
+        assert (2200, {3: "Dana", 4: "Eve"}, False) == (session.channel_id, session.humans, session.stopping)
 
 
 async def test_setup_hook_loads_the_cog_and_syncs_to_the_configured_guilds(monkeypatch: pytest.MonkeyPatch) -> None:

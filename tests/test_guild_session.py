@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.guild_session import GuildSessionConfig, StopReason, session_id_for
+from bot.guild_session import ChannelInfo, GuildSessionConfig, StopReason, session_id_for
 from pipeline.models import TurnKind
 from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock
@@ -69,7 +69,7 @@ async def test_start_saves_meta_and_runs_named_tasks() -> None:
     store, _, _, connector, running = setup()
     async with running as registry:
         await registry.join(GUILD, CHANNEL)
-        kinds = ("voice-receive", "hearing-feed", "hearing", "compactor", "reply", "limits")
+        kinds = ("voice-receive", "hearing-feed", "hearing", "compactor", "reply", "limits", "voice-reconnect")
         expected = {f"{n}:{GUILD}" for n in kinds}
 
         def names() -> set[str]:
@@ -205,3 +205,133 @@ def test_only_a_process_shutdown_keeps_a_session_resumable(reason: StopReason) -
     """Every stop reason but a process shutdown ends the session for good."""
     ending = [r for r in StopReason if r.ends_session]
     assert ([reason], len(StopReason) - 1) == ([r for r in StopReason if not r.ends_session], len(ending))
+
+
+async def test_a_move_is_remembered_for_a_restart() -> None:
+    """After the bot was moved, a process restart rejoins the channel it was moved to, same transcript."""
+    store, clock, _, connector, running = setup()
+    async with running as registry:
+        session = await registry.join(GUILD, CHANNEL)
+        await session.on_heard(speech_draft("Alice", "let's move to the lounge", 1.0, user_id=1))
+        await session.on_bot_voice_state(ChannelInfo(channel_id=71, name="Lounge", humans=((1, "Alice"),)))
+        assert ([1], ["2"]) == (list(session.humans), session._hearing.ended)  # type: ignore[union-attr]
+    resources = make_resources(store, clock=clock, events=Events(), hearing_factory=ScriptedHearing, wall=lambda: WALL)
+    second = FakeConnector(humans=[(1, "Alice")])
+    async with RunningRegistry(resources, second) as registry:
+        resumed = await registry.resume([GUILD])
+        texts = [t.text for t in resumed[0].session.snapshot().turns]
+        assert ([(GUILD, 71)], 71) == (second.calls, resumed[0].channel_id)
+        assert [
+            "let's move to the lounge", "moved to the voice channel Lounge (from voice-70); here now: Alice."
+        ] == texts
+
+
+async def test_a_move_to_an_empty_channel_starts_the_alone_clock() -> None:
+    """Moved where nobody is: the alone limit ends the session unless someone comes."""
+    config = GuildSessionConfig(alone_timeout_s=20.0, check_interval_s=5.0)
+    _, clock, _, _, running = setup(config)
+    async with running as registry:
+        session = await registry.join(GUILD, CHANNEL)
+        await spin()
+        await session.on_bot_voice_state(ChannelInfo(channel_id=71, name="Empty room"))
+        await advance(clock, 25.0)
+        async with asyncio.timeout(5):
+            await session.wait_closed()
+        assert StopReason.ALONE == session.stop_reason
+
+
+async def test_dave_out_of_step_reconnects_once_per_interval_and_keeps_the_conversation() -> None:
+    """A burst of DAVE failures rejoins voice once; within 60 s more requests are skipped; the session carries on."""
+    config = GuildSessionConfig(voice_reconnect_interval_s=60.0)
+    _, clock, events, connector, running = setup(config)
+    async with running as registry:
+        session = await registry.join(GUILD, CHANNEL)
+        conversation = session.session
+        link = connector.links[0]
+        await spin()
+        for _ in range(3):
+            link.dave_out_of_step(2)  # the receiver keeps failing on Bob's frames
+        await events.wait_for("voice_reconnect")
+        clock.set(30.0)
+        link.dave_out_of_step(2)
+        await spin()
+        first = (link.reconnects, len(events.named("voice_reconnect")))
+        clock.set(61.0)
+        link.dave_out_of_step(1)
+        await events.wait_for("voice_reconnect", count=2)
+        await session.on_heard(speech_draft("Alice", "can you hear me now", 62.0, user_id=1))
+        reconnects = events.named("voice_reconnect")
+        assert ((1, 1), 2) == (first, link.reconnects)
+        assert [("dave_out_of_step", 2, True, CHANNEL), ("dave_out_of_step", 1, True, CHANNEL)] == [
+            (e["reason"], e["user_id"], e["ok"], e["channel_id"]) for e in reconnects
+        ]
+        assert (conversation, registry.get(GUILD), False, 1) == (
+            session.session, session, session.stopping, conversation.total_turns
+        )
+        assert {"guild_id", "session_id", "source"} <= set(reconnects[0])
+
+
+async def test_our_own_reconnect_leaving_voice_does_not_end_the_session() -> None:
+    """The "left voice" that a reconnect causes is expected; a real kick afterwards still ends the session."""
+    config = GuildSessionConfig(voice_disconnect_grace_s=2.0)
+    _, clock, events, connector, running = setup(config)
+    async with running as registry:
+        session = await registry.join(GUILD, CHANNEL)
+        link = connector.links[0]
+        release = asyncio.Event()
+
+        async def slow_reconnect() -> None:
+            link.reconnects += 1
+            await release.wait()
+
+        link.reconnect = slow_reconnect  # type: ignore[method-assign]
+        await spin()
+        assert True is session.request_voice_reconnect("dave_out_of_step", user_id=2)
+        await until(lambda: session.reconnecting)
+        await session.on_bot_voice_state(None)  # Discord reports the bot leaving: our own doing
+        release.set()
+        await events.wait_for("voice_reconnect")
+        await session.on_bot_voice_state(None)  # late, within the grace period
+        during = session.stopping
+        clock.advance(3.0)
+        await session.on_bot_voice_state(None)  # a real kick
+        async with asyncio.timeout(5):
+            await session.wait_closed()
+        assert (False, StopReason.DISCONNECTED) == (during, session.stop_reason)
+
+
+async def test_a_failed_reconnect_ends_the_session_as_disconnected() -> None:
+    """If joining again fails, the session ends (it could hear nothing) and says why in the event."""
+    store, _, events, connector, running = setup()
+    async with running as registry:
+        session = await registry.join(GUILD, CHANNEL)
+        connector.links[0].reconnect_error = TimeoutError()
+        await spin()
+        connector.links[0].dave_out_of_step(2)
+        async with asyncio.timeout(5):
+            await session.wait_closed()
+        event = events.named("voice_reconnect")[0]
+        assert (False, "TimeoutError", StopReason.DISCONNECTED, "0") == (
+            event["ok"], event["error_class"], session.stop_reason, (await store.load_meta(SID))["active"]
+        )
+
+
+async def test_end_of_transmission_silence_tells_hearing_the_speaker_stopped() -> None:
+    """A client's Opus silence frames mark its speaker as stopped; their next real audio marks them speaking again."""
+    _, _, _, connector, running = setup()
+    async with running as registry:
+        session = await registry.join(GUILD, CHANNEL)
+        link = connector.links[0]
+        frames = [
+            voice_frame(1, loud=True, sequence=0), voice_frame(1, loud=True, sequence=1),
+            voice_frame(1, loud=False, sequence=2, silence=True), voice_frame(1, loud=False, sequence=3, silence=True),
+            voice_frame(2, loud=True, sequence=0),
+            voice_frame(1, loud=True, sequence=4),
+        ]
+        for frame in frames:
+            link.frames.put_nowait(frame)
+        await until(link.frames.empty)
+        await spin()
+        hearing = session._hearing
+        assert isinstance(hearing, ScriptedHearing)
+        assert ([("1", False), ("1", False), ("1", True)], 5) == (hearing.speaking, len(hearing.fed["1"]))

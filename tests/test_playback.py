@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -129,3 +130,38 @@ async def test_put_waits_for_space_and_resumes_when_the_player_reads() -> None:
     first = await asyncio.to_thread(source.read)
     assert True is await asyncio.wait_for(pending, 2.0)
     assert (b"a", 2) == (first, source.queued)
+
+
+class DyingPlayer(FakeVoiceLink):
+    """A voice connection that drops mid-reply: its player reads two frames, then stops and reports the error."""
+
+    def _run_player(self, source: Any, after: Any) -> None:
+        for _ in range(2):
+            self.played.append(source.read())
+        after(ConnectionResetError("voice websocket closed"))
+
+
+async def test_a_player_that_dies_does_not_leave_the_reply_waiting_forever() -> None:
+    """The player going away (voice dropped) ends the reply with its error instead of blocking the producer."""
+    link = DyingPlayer(1)
+    async with asyncio.timeout(5):
+        result = await Playback(link, max_frames=4).play(chunks_of(tone_pcm(3.0), 4800))
+    assert (True, False, "ConnectionResetError", 2) == (
+        result.started, result.interrupted, result.error, result.frames_played
+    )
+
+
+async def test_frames_queued_tells_where_each_part_of_a_stream_starts() -> None:
+    """Read between parts of one chunk stream, `frames_queued` marks each part's first frame."""
+    link = FakeVoiceLink(1)
+    playback = Playback(link)
+    marks: list[int] = []
+
+    async def two_sentences() -> AsyncIterator[bytes]:
+        for seconds in (0.4, 0.4):
+            marks.append(playback.frames_queued)
+            yield tone_pcm(seconds)
+
+    result = await playback.play(two_sentences())
+    assert [0, 20] == [marks[0], round(marks[1] / 10) * 10]  # 0.4 s is 20 frames (give or take the carry)
+    assert result.frames == len(link.played)

@@ -1,17 +1,25 @@
 """The reply path end to end through the real `openai` client against the local stub:
-policy → context (full verbatim window) → brain → TTS → Opus playback → BOT turn."""
+policy → context (full verbatim window) → brain (streamed, cut into sentences) → TTS per
+sentence → Opus playback → BOT turn."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from bot.guild_session import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED, GuildSession, GuildSessionConfig
+from bot.guild_session import (
+    BOT_REPLY_COMPLETED,
+    BOT_REPLY_DROPPED,
+    GuildSession,
+    GuildSessionConfig,
+    heard_sentences,
+)
 from pipeline.models import TurnKind
 from pipeline.openai_adapter import BrainError, BrainErrorCode, OpenAIBrain, OpenAISpeech
 from pipeline.store_memory import InMemorySessionStore
@@ -50,7 +58,9 @@ class Rig:
 
 
 @asynccontextmanager
-async def rig(config: GuildSessionConfig | None = None, *, tts_seconds: float = 0.4) -> AsyncIterator[Rig]:
+async def rig(
+    config: GuildSessionConfig | None = None, *, tts_seconds: float = 0.4, fake_brain: Any = None
+) -> AsyncIterator[Rig]:
     async with OpenAIStub() as stub:
         stub.default_chat_text = REPLY
         stub.default_speech_audio = tone_pcm(tts_seconds)
@@ -60,7 +70,7 @@ async def rig(config: GuildSessionConfig | None = None, *, tts_seconds: float = 
         events = Events()
         clock = FakeClock()
         resources = make_resources(
-            InMemorySessionStore(), clock=clock, events=events, config=cfg, brain=brain, speech=speech
+            InMemorySessionStore(), clock=clock, events=events, config=cfg, brain=fake_brain or brain, speech=speech
         )
         connector = FakeConnector(humans=[(1, "Alice"), (2, "Bob"), (3, "Maya")])
         try:
@@ -240,3 +250,199 @@ async def test_speech_chunks_hold_whole_samples() -> None:
         finally:
             await speech.aclose()
     assert ([], audio[:-1]) == ([len(c) for c in chunks if len(c) % 2], b"".join(chunks))
+
+
+# -- sentence by sentence --------------------------------------------------------------------------
+
+LONG_REPLY = "Six times tonight, Bob. Every single one of them as Hulk, on the Tokyo map, diving in alone."
+FIRST, SECOND = "Six times tonight, Bob.", "Every single one of them as Hulk, on the Tokyo map, diving in alone."
+
+
+async def test_first_sentence_is_spoken_while_the_model_is_still_writing() -> None:
+    """TTS for the first sentence starts before the model's stream ends; sentences play in order as one BOT turn."""
+    async with rig() as r:
+        r.stub.chat.append(Reply(text=LONG_REPLY, stream_over_s=0.5))
+        await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
+        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        tts = [rec for rec in r.stub.requests if rec.path.endswith("/audio/speech")]
+        assert [FIRST, SECOND] == [rec.body["input"] for rec in tts]
+        assert True is (tts[0].at < r.stub.chat_streamed_at[0])  # spoken while the answer was still coming
+        assert True is r.stub.bodies("/chat/completions")[0]["stream"]
+        last = r.session.session.snapshot().turns[-1]
+        assert (TurnKind.BOT, LONG_REPLY, "brain") == (last.kind, last.text, last.source)
+        assert (2, False, None) == (completed["sentences"], completed["interrupted"], completed["llm_error"])
+        assert completed["llm_first_sentence_ms"] < completed["llm_ms"]
+        audio = decode_opus_frames(r.link.played)
+        assert pytest.approx(0.8, abs=0.09) == audio.seconds  # both sentences' 0.4 s, one playback
+
+
+async def test_whole_answer_mode_speaks_the_answer_in_one_request() -> None:
+    """With sentence streaming off, the full answer goes to TTS at once, after the model has finished."""
+    config = GuildSessionConfig(bot_name="Clanky", brain_deadline_s=3.0, stream_sentences=False)
+    async with rig(config) as r:
+        r.stub.chat.append(Reply(text=LONG_REPLY, stream_over_s=0.2))
+        await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
+        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        tts = [rec for rec in r.stub.requests if rec.path.endswith("/audio/speech")]
+        assert ([LONG_REPLY], 1) == ([rec.body["input"] for rec in tts], completed["sentences"])
+        assert True is (tts[0].at >= r.stub.chat_streamed_at[0])
+
+
+async def test_barge_in_keeps_only_the_sentences_that_were_heard() -> None:
+    """Cut off during the first sentence: the BOT turn holds that sentence only, marked interrupted."""
+    async with rig() as r:
+        r.stub.chat.append(Reply(text=LONG_REPLY))
+        r.stub.speech.append(Reply(audio=tone_pcm(0.3)))  # the first sentence: short
+        r.stub.speech.append(Reply(audio=tone_pcm(2.0)))  # the second: queued, never reached
+        release = threading.Event()
+        r.link.hold_after_first = release  # the player is busy with the first frame
+        started = Events()
+        loop = asyncio.get_running_loop()
+        r.link.on_first_frame = lambda: loop.call_soon_threadsafe(started.append, {"event": "first_frame"})
+        await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
+        await started.wait_for("first_frame")
+        await until(lambda: len(r.stub.bodies("/audio/speech")) == 2)  # the second sentence is being queued
+        for i in range(20):
+            r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
+        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        release.set()
+        last = r.session.session.snapshot().turns[-1]
+        assert (FIRST, "brain_interrupted") == (last.text, last.source)
+        assert (True, 1) == (completed["interrupted"], completed["sentences"])
+
+
+class CutOffBrain:
+    """A model that writes one and a half sentences and then runs out of time."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def stream_reply(
+        self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None
+    ) -> AsyncIterator[str]:
+        self.calls += 1
+        for delta in ["Six times ", "tonight, Bob. ", "Every single ", "one of"]:
+            yield delta
+        raise BrainError(BrainErrorCode.TIMEOUT, "deadline passed")
+
+
+async def test_deadline_mid_answer_speaks_the_complete_sentences_only() -> None:
+    """The model's deadline passing mid-answer: what was complete is spoken and recorded, the unfinished rest is not."""
+    brain = CutOffBrain()
+    async with rig(fake_brain=brain) as r:
+        await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
+        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        assert ([FIRST], "timeout") == ([b["input"] for b in r.stub.bodies("/audio/speech")], completed["llm_error"])
+        last = r.session.session.snapshot().turns[-1]
+        assert (TurnKind.BOT, FIRST, "brain", 1) == (last.kind, last.text, last.source, brain.calls)
+
+
+async def test_deadline_before_the_first_sentence_drops_the_reply() -> None:
+    """A stream that times out before any sentence is complete drops the reply as llm_timeout: nothing is said."""
+    config = GuildSessionConfig(bot_name="Clanky", brain_deadline_s=0.2)
+    async with rig(config) as r:
+        r.stub.chat.append(Reply(text="Well, let me think about that for quite a while", stream_over_s=1.0))
+        await r.session.on_heard(speech_draft("Bob", "Clanky, are you there?", 1.0, user_id=2))
+        dropped = (await r.events.wait_for(BOT_REPLY_DROPPED))[0]
+        assert ("llm_timeout", [], 0) == (dropped["reason"], r.stub.bodies("/audio/speech"), r.link.plays)
+
+
+def test_heard_sentences_follow_the_frames_the_player_took() -> None:
+    """The first sentence counts once playback started; a later one once two of its frames were played."""
+    starts = [("One.", 0), ("Two.", 10), ("Three.", 25)]
+    assert [
+        [], ["One."], ["One."], ["One.", "Two."], ["One.", "Two.", "Three."],
+    ] == [
+        heard_sentences(starts, started=False, frames_played=0),
+        heard_sentences(starts, started=True, frames_played=1),
+        heard_sentences(starts, started=True, frames_played=11),
+        heard_sentences(starts, started=True, frames_played=12),
+        heard_sentences(starts, started=True, frames_played=40),
+    ]
+
+
+async def test_stream_reply_yields_the_answer_as_it_is_generated() -> None:
+    """The brain asks for a streamed completion and yields deltas that add up to the whole answer."""
+    async with OpenAIStub() as stub:
+        stub.chat.append(Reply(text=LONG_REPLY))
+        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=2.0)
+        try:
+            deltas = [d async for d in brain.stream_reply([{"role": "user", "content": "Bob: hi"}])]
+        finally:
+            await brain.aclose()
+        streamed = stub.bodies("/chat/completions")[0]["stream"]
+        assert (LONG_REPLY, True, True) == ("".join(deltas), len(deltas) > 1, streamed)
+
+
+async def test_stream_reply_deadline_covers_the_whole_answer() -> None:
+    """A stream still going at the deadline raises TIMEOUT mid-answer, after the deltas that came in time."""
+    async with OpenAIStub() as stub:
+        stub.chat.append(Reply(text="one two three four five six seven eight nine ten", stream_over_s=1.0))
+        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=0.45)
+        got: list[str] = []
+        try:
+            with pytest.raises(BrainError) as caught:
+                async for delta in brain.stream_reply([{"role": "user", "content": "Bob: count"}]):
+                    got.append(delta)
+        finally:
+            await brain.aclose()
+        assert (BrainErrorCode.TIMEOUT, True) == (caught.value.code, 1 <= len(got) < 10)
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [
+        (Reply(status=429), BrainErrorCode.RATE_LIMITED),
+        (Reply(status=401), BrainErrorCode.AUTH),
+        (Reply(status=503), BrainErrorCode.UNAVAILABLE),
+        (Reply(text=""), BrainErrorCode.EMPTY),
+        (Reply(text="   "), BrainErrorCode.EMPTY),
+    ],
+)
+async def test_stream_reply_errors_are_translated_once_into_codes(reply: Reply, code: BrainErrorCode) -> None:
+    """Every failure of the streamed chat call reaches the caller as one BrainError code."""
+    async with OpenAIStub() as stub:
+        stub.chat.append(reply)
+        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=2.0)
+        try:
+            with pytest.raises(BrainError) as caught:
+                _ = [d async for d in brain.stream_reply([{"role": "user", "content": "Bob: hi"}])]
+        finally:
+            await brain.aclose()
+        assert code == caught.value.code
+
+
+class SlowSecondSentenceBrain:
+    """A model that says one sentence quickly and then takes its time over the next."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    async def stream_reply(
+        self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None
+    ) -> AsyncIterator[str]:
+        yield "Six times tonight, Bob. Every "
+        try:
+            await asyncio.Event().wait()  # still thinking about the second sentence
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        yield "Never reached."
+
+
+async def test_barge_in_while_the_model_is_still_writing_ends_the_reply_at_once() -> None:
+    """Talking over the bot between sentences ends the reply now (not at the model's deadline) and stops the model."""
+    brain = SlowSecondSentenceBrain()
+    async with rig(fake_brain=brain) as r:
+        started = Events()
+        loop = asyncio.get_running_loop()
+        r.link.on_first_frame = lambda: loop.call_soon_threadsafe(started.append, {"event": "first_frame"})
+        await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
+        await started.wait_for("first_frame")
+        await until(lambda: r.link.silence_frames > 0)  # the first sentence has played: the player waits
+        for i in range(20):
+            r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
+        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED, timeout_s=2.0))[0]
+        await until(lambda: brain.cancelled)
+        last = r.session.session.snapshot().turns[-1]
+        assert (FIRST, "brain_interrupted", True) == (last.text, last.source, completed["interrupted"])

@@ -412,6 +412,15 @@ def test_silence_frame_passes_without_dave() -> None:
     assert 1 == proc.stats().silence
 
 
+def test_silence_frames_are_marked_as_the_end_of_a_transmission() -> None:
+    """Audio frames come out DECODED; the sender's Opus silence frames come out as SILENCE (end of speaking)."""
+    proc = processor(FakeDave())
+
+    frames = feed(proc, [sealed(1), sealed(2), packet(OPUS_SILENCE, 3), packet(OPUS_SILENCE, 4), sealed(5)])
+
+    assert [(1, D), (2, D), (3, FrameSource.SILENCE), (4, FrameSource.SILENCE), (5, D)] == seqs(frames)
+
+
 def test_genuine_passthrough_frame_is_delivered(server: FakeVoiceServer) -> None:
     """A clear frame (no 0xFAFA marker) that davey refuses as unencrypted is passed through."""
     speaker = server.speakers[10]

@@ -1,5 +1,6 @@
 """Voice slash commands (`/join`, `/leave`, `/summary`, `/context`, `/forget`) and the voice
-state listener that turns people joining and leaving the bot's channel into membership turns.
+state listener that turns people joining and leaving the bot's channel into membership turns,
+and tells the session when the bot itself was moved or disconnected.
 
 Handlers stay thin: they check the caller, call the registry, and answer. What they answer
 with is built by the pure `render_*` functions below, which tests read directly too.
@@ -12,7 +13,7 @@ import structlog
 from discord import app_commands
 from discord.ext import commands
 
-from bot.guild_session import GuildSessionRegistry, StopReason, session_id_for
+from bot.guild_session import ChannelInfo, GuildSessionRegistry, session_id_for
 from pipeline.formatting import cap_text
 from pipeline.models import CompactionState, ContextSnapshot, StoreUnavailable, Turn, TurnKind
 from pipeline.ports import SessionStore
@@ -76,6 +77,16 @@ def _voice_channel(member: discord.Member | discord.User) -> discord.VoiceChanne
     return None
 
 
+def channel_info(channel: discord.abc.Connectable) -> ChannelInfo:
+    """What a session needs of a voice channel: id, name and the people (not bots) in it now."""
+    members = getattr(channel, "members", [])
+    return ChannelInfo(
+        channel_id=int(getattr(channel, "id", 0)),
+        name=str(getattr(channel, "name", "")),
+        humans=tuple((m.id, m.display_name) for m in members if not m.bot),
+    )
+
+
 class VoiceCog(commands.Cog):
     """The voice commands, bound to the registry that owns the guild sessions."""
 
@@ -97,13 +108,13 @@ class VoiceCog(commands.Cog):
             )
             return
         existing = self.registry.get(guild.id)
-        if existing is not None:
-            where = "your channel" if existing.channel_id == channel.id else f"<#{existing.channel_id}>"
-            await interaction.response.send_message(
-                f"I'm already in {where}. Use /leave first to move me.", ephemeral=True
-            )
+        if existing is not None and existing.channel_id == channel.id:
+            await interaction.response.send_message("I'm already in your channel.", ephemeral=True)
             return
         await interaction.response.defer(ephemeral=True, thinking=True)  # connecting takes a few seconds
+        if existing is not None:
+            await self._move(interaction, guild.id, channel)
+            return
         try:
             session = await self.registry.join(guild.id, channel.id)
         except Exception as err:
@@ -116,6 +127,22 @@ class VoiceCog(commands.Cog):
             f"{snap.covered_through_turn})." if snap.total_turns else ""
         )
         await interaction.followup.send(f"Joined {channel.mention} and listening.{carried}", ephemeral=True)
+
+    async def _move(
+        self, interaction: discord.Interaction, guild_id: int, channel: discord.VoiceChannel | discord.StageChannel
+    ) -> None:
+        """/join from another channel: the same session follows the caller there."""
+        try:
+            session = await self.registry.move(guild_id, channel_info(channel))
+        except Exception as err:
+            log.warning("move_failed", guild_id=guild_id, channel_id=channel.id, error_class=type(err).__name__)
+            await interaction.followup.send(f"I couldn't move to {channel.mention}: {type(err).__name__}.",
+                                            ephemeral=True)
+            return
+        turns = session.session.snapshot().total_turns
+        await interaction.followup.send(
+            f"Moved to {channel.mention}; same session, carrying on ({turns} turns so far).", ephemeral=True
+        )
 
     @app_commands.command(name="leave", description="Leave the voice channel (the session is saved)")
     @app_commands.guild_only()
@@ -209,14 +236,15 @@ class VoiceCog(commands.Cog):
         session = self.registry.get(member.guild.id)
         if session is None:
             return
+        if member.id == session.bot_user_id:
+            before_id = before.channel.id if before.channel is not None else None
+            after_id = after.channel.id if after.channel is not None else None
+            if before_id != after_id:  # not a mute/deafen change: moved, or gone from voice
+                await session.on_bot_voice_state(channel_info(after.channel) if after.channel is not None else None)
+            return
         channel_id = session.channel_id
         was_in = before.channel is not None and before.channel.id == channel_id
         is_in = after.channel is not None and after.channel.id == channel_id
-        if member.id == session.bot_user_id:
-            if was_in and after.channel is None and not session.stopping:
-                log.info("voice_disconnected_externally", guild_id=member.guild.id)
-                session.request_stop(StopReason.DISCONNECTED)
-            return
         if member.bot or was_in == is_in:
             return
         if is_in:
