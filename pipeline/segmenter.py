@@ -203,6 +203,15 @@ class Segmenter:
             self._vad.reset()
         return out
 
+    def end_transmission(self, min_silence_ms: int) -> list[Utterance]:
+        """The sender's client stopped transmitting (its own voice gate closed: Discord clients
+        end a transmission with silence frames). If at least `min_silence_ms` of silence already
+        follows the last speech, the utterance ends now rather than after `end_of_utterance_ms`:
+        the pause is the speaker's, not the network's, so waiting longer only adds latency."""
+        if not self._in_utterance or self._silence_run < min_silence_ms * self._rate // 1000:
+            return []
+        return self._close(self._consumed)
+
     def finish(self) -> list[Utterance]:
         """End of stream: close the open utterance with whatever audio there is."""
         if self._pending.size and self._in_utterance:

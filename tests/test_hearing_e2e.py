@@ -346,6 +346,29 @@ async def test_speaking_stopped_ends_the_utterance_without_jitter_allowance() ->
     assert [[], ["go left"]] == results
 
 
+async def test_end_of_transmission_after_silence_ends_the_turn_without_the_full_timer() -> None:
+    """A client's end of transmission after 280 ms of silence yields the turn at once, with no
+    more time passing; without it the default 700 ms end-of-utterance timer still applies."""
+    speech = ToneSpeech(["push", "left"])
+    results = []
+    for stopped in (False, True):
+        clock, sink = FakeClock(), ListSink()
+        pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock,
+                                   config=HearingConfig(vad=VadKind.ENERGY))
+        async with asyncio.TaskGroup() as tg:
+            runner = tg.create_task(pipeline.run())
+            await _spoken(pipeline, clock, speech, ["push", "left"])  # ends with 80 ms of quiet
+            for _ in range(10):  # 200 ms of the client's trailing silence frames
+                clock.advance(0.02)
+                pipeline.feed("u1", "Alice", np.zeros(320, dtype=np.int16), sample_rate=R, channels=1)
+            if stopped:
+                pipeline.speaking_state("u1", False)
+            await pipeline.wait_idle()
+            results.append([t.text for t in sink.turns])
+            runner.cancel()
+    assert [[], ["push left"]] == results
+
+
 async def test_a_speaker_leaving_mid_sentence_keeps_their_words() -> None:
     """end_speaker() finishes the open utterance (it becomes a turn) and forgets the stream."""
     speech = ToneSpeech(["wait", "for", "me"])

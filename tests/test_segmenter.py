@@ -68,6 +68,18 @@ def test_short_pause_keeps_one_utterance_long_pause_splits() -> None:
     assert [words(0, 6), words(6, 3)] == [SPEECH.hear(u.pcm16k) for u in out]
 
 
+def test_end_of_transmission_ends_the_utterance_early_once_silence_is_heard() -> None:
+    """When the sender stops transmitting after >= 200 ms of silence the utterance ends at once;
+    with less silence it waits for the normal end-of-utterance silence."""
+    seg = segmenter()
+    assert [] == run(seg, np.concatenate([SPEECH.say(words(0, 3), gap_s=0.0), silence(0.1)]))
+    assert [] == seg.end_transmission(200)  # 100 ms of silence: too little to trust
+    assert [] == run(seg, silence(0.14))
+    out = seg.end_transmission(200)
+    assert [words(0, 3)] == [SPEECH.hear(u.pcm16k) for u in out]
+    assert (False, []) == (seg.speaking, seg.end_transmission(200))
+
+
 def test_end_of_utterance_fires_exactly_after_configured_silence() -> None:
     """The utterance is emitted once the configured silence has been fed, and not a window before."""
     seg = segmenter(end_of_utterance_ms=500)
