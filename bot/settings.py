@@ -57,6 +57,7 @@ class Settings:
     tts_model: str = "gpt-4o-mini-tts"
     tts_voice: str = "alloy"
     realtime_model: str = "gpt-realtime"
+    realtime_voice: str = "alloy"
     reply_mode: ReplyMode = ReplyMode.BRAIN
     reply_cooldown_s: float = 8.0
     # Compaction (DESIGN.md section 3)
@@ -216,6 +217,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "TTS_MODEL": ("tts_model", _text),
     "TTS_VOICE": ("tts_voice", _text),
     "REALTIME_MODEL": ("realtime_model", _text),
+    "REALTIME_VOICE": ("realtime_voice", _text),
     "REPLY_MODE": ("reply_mode", _enum(ReplyMode)),
     "REPLY_COOLDOWN_S": ("reply_cooldown_s", _float()),
     "CONTEXT_WINDOW_TURNS": ("context_window_turns", _int(1, 1000)),
