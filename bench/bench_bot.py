@@ -60,7 +60,16 @@ FRAME_BYTES = 3840  # 20 ms of 48 kHz stereo s16
 # speech when streaming, so it is reported beside these, not summed.
 STAGES = ("queue_ms", "decide_ms", "llm_first_sentence_ms", "tts_first_byte_ms", "first_frame_ms",
           "playback_start_ms")
-MODES = {"whole answer": False, "sentence streaming": True}
+# mode -> (stream sentences to TTS, the client ends its transmission with silence frames)
+MODES = {
+    "whole answer": (False, False),
+    "sentence streaming": (True, False),
+    "sentence streaming + end of transmission": (True, True),
+}
+# What a Discord client sends when its voice gate closes: a little quiet audio while the gate
+# holds, then five Opus silence frames, then nothing (bot/voice_receive.py labels those SILENCE).
+EOT_QUIET_FRAMES = 10
+EOT_SILENCE_FRAMES = 5
 
 
 def _rss_bytes() -> int:
@@ -84,11 +93,15 @@ def _ms(values: list[float]) -> dict[str, Any]:
 async def _latency(
     server: PrivateRedisServer, transcriber: WhisperTranscriber, mode: str
 ) -> list[dict[str, Any]]:
-    streaming = MODES[mode]
+    streaming, end_of_transmission = MODES[mode]
     settings = Settings()
     speech_frames = _frames(read_audio_file(CLIP, sample_rate=48_000, channels=2))
-    eou_ms = settings.end_of_utterance_ms
-    silence = [bytes(FRAME_BYTES)] * (eou_ms // 20 + 2)
+    if end_of_transmission:
+        eou_ms = (EOT_QUIET_FRAMES + EOT_SILENCE_FRAMES) * 20
+        silence = [(bytes(FRAME_BYTES), False)] * EOT_QUIET_FRAMES + [(bytes(FRAME_BYTES), True)] * EOT_SILENCE_FRAMES
+    else:
+        eou_ms = settings.end_of_utterance_ms
+        silence = [(bytes(FRAME_BYTES), False)] * (eou_ms // 20 + 2)
     clock = FakeClock()
     events = Events()
     store = RedisSessionStore.from_url(server.url)
@@ -123,9 +136,9 @@ async def _latency(
                     lambda: f.done() or f.set_result(time.perf_counter())
                 )
                 link.played.clear()
-                for frame in [*speech_frames, *silence]:
+                for frame, is_silence_frame in [*((f, False) for f in speech_frames), *silence]:
                     clock.advance(0.02)
-                    link.frames.put_nowait(_voice(frame, n))
+                    link.frames.put_nowait(_voice(frame, n, silence=is_silence_frame))
                     await asyncio.sleep(0)
                 endpoint_at = time.perf_counter()  # the silence that ends the utterance has been heard
                 playback_at = await asyncio.wait_for(started, 60)
@@ -149,7 +162,8 @@ async def _latency(
         await speech.aclose()
     await store.aclose()
     notes = {
-        "endpoint_silence_ms": "END_OF_UTTERANCE_MS of silence that ends an utterance (configured, not measured)",
+        "endpoint_silence_ms": "silence fed before the endpoint: END_OF_UTTERANCE_MS, or with end of transmission "
+                               "200 ms quiet + 5 silence frames (configured, not measured)",
         "asr_to_turn_ms": "endpoint → turn appended: Silero VAD tail, tiny.en int8 1 thread, guards, coalescer",
         "asr_inference_ms": "of which Whisper itself (worker thread)",
         "queue_ms": "turn appended → reply worker picks it up",
@@ -170,10 +184,11 @@ async def _latency(
     ]
 
 
-def _voice(pcm: bytes, sequence: int) -> Any:
-    from bot.voice_receive import VoiceFrame
+def _voice(pcm: bytes, sequence: int, *, silence: bool = False) -> Any:
+    from bot.voice_receive import FrameSource, VoiceFrame
 
-    return VoiceFrame(user_id=ALICE, ssrc=ALICE, sequence=sequence, rtp_timestamp=0, pcm=pcm)
+    source = FrameSource.SILENCE if silence else FrameSource.DECODED
+    return VoiceFrame(user_id=ALICE, ssrc=ALICE, sequence=sequence, rtp_timestamp=0, pcm=pcm, source=source)
 
 
 async def _idle_memory(server: PrivateRedisServer, transcriber: WhisperTranscriber) -> list[dict[str, Any]]:
