@@ -2,11 +2,13 @@
 
     await run_bot(load_settings())
 
-Startup fails fast, naming the fix: no DISCORD_TOKEN, no Opus encoder in PyAV, or a REDIS_URL
-that does not answer PING (without REDIS_URL a private redis-server starts, persistent when
-REDIS_DATA_DIR is set). Then: summarizers (OpenAI-compatible when OPENAI_API_KEY is set, the
-offline one always as the fallback), brain and TTS (only with a key), ASR loaded and warmed
-up once, the guild-session registry, the dashboard, and `async with bot: await bot.start()`.
+Startup fails fast, naming the fix: no DISCORD_TOKEN, REPLY_MODE=realtime without
+OPENAI_API_KEY, no Opus encoder in PyAV, or a REDIS_URL that does not answer PING (without
+REDIS_URL a private redis-server starts, persistent when REDIS_DATA_DIR is set). Then:
+summarizers (OpenAI-compatible when OPENAI_API_KEY is set, the offline one always as the
+fallback), the reply path (REPLY_MODE=brain: brain and TTS, only with a key; realtime: one
+realtime speech-model connection per guild session), ASR loaded and warmed up once, the
+guild-session registry, the dashboard, and `async with bot: await bot.start()`.
 
 SIGINT/SIGTERM stop everything in order: every guild session flushes what it heard, settles
 its compactor and saves its state with `active=1` (so the next start rejoins), leaves voice,
@@ -31,11 +33,13 @@ from bot.guild_session import (
     GuildSessionRegistry,
     Hearing,
     HearingFactory,
+    RealtimeFactory,
     SessionResources,
     TurnSink,
 )
 from bot.logging_setup import configure_logging
 from bot.playback import opus_available
+from bot.realtime import RealtimeConfig, RealtimeVoice
 from bot.runtime import hearing_config, make_summarizers, open_store, whisper_config
 from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.events import EventEmitter
@@ -82,12 +86,22 @@ def model_context_config(settings: Settings) -> ModelContextConfig:
     )
 
 
+def check_reply_mode(settings: Settings) -> None:
+    """REPLY_MODE=realtime has no offline stand-in: without a key it cannot answer at all."""
+    if settings.reply_mode is ReplyMode.REALTIME and not settings.openai_api_key:
+        raise StartupError(
+            "REPLY_MODE=realtime needs OPENAI_API_KEY (the realtime speech model is an OpenAI API, "
+            "at OPENAI_BASE_URL when set): set OPENAI_API_KEY in .env, or set REPLY_MODE=brain"
+        )
+
+
 def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | None]:
+    """The brain path's chat model and TTS; none in realtime mode (the realtime model speaks)."""
+    if settings.reply_mode is ReplyMode.REALTIME:
+        return None, None
     if not settings.openai_api_key:
         log.warning("reply_path_disabled", reason="OPENAI_API_KEY is not set: the bot listens and summarizes only")
         return None, None
-    if settings.reply_mode is ReplyMode.REALTIME:
-        log.warning("reply_mode_not_supported", reply_mode="realtime", using="brain")
     brain = OpenAIBrain(
         api_key=settings.openai_api_key,
         model=settings.brain_model,
@@ -101,6 +115,27 @@ def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | N
         base_url=settings.openai_base_url,
     )
     return brain, speech
+
+
+def make_realtime_factory(settings: Settings) -> RealtimeFactory | None:
+    """REPLY_MODE=realtime: a factory for each guild session's realtime connection (each owns
+    its client, closed with the session); None in brain mode."""
+    if settings.reply_mode is not ReplyMode.REALTIME:
+        return None
+    check_reply_mode(settings)
+    api_key = settings.openai_api_key
+    base_url = settings.openai_base_url
+    config = RealtimeConfig(
+        model=settings.realtime_model,
+        voice=settings.realtime_voice,
+        max_instructions_chars=settings.realtime_instructions_max_chars,
+    )
+    log.info("reply_path_realtime", model=config.model, voice=config.voice)
+
+    def factory(events: EventEmitter) -> RealtimeVoice:
+        return RealtimeVoice(api_key=api_key, base_url=base_url, events=events, config=config)
+
+    return factory
 
 
 async def make_hearing(settings: Settings) -> HearingFactory:
@@ -173,6 +208,7 @@ async def run_bot(settings: Settings) -> None:
         secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url],
     )
     token = require_discord_token(settings)
+    check_reply_mode(settings)
     check_opus()
     log.info("longcall_starting", settings=settings.redacted())
     stop = asyncio.Event()
@@ -193,8 +229,12 @@ async def run_bot(settings: Settings) -> None:
 async def _run_with_store(settings: Settings, token: str, store: SessionStore, stop: asyncio.Event) -> None:
     summarizer, fallback = make_summarizers(settings)
     brain, speech = make_voice(settings)
+    realtime = make_realtime_factory(settings)
     try:
-        await _serve(settings, token, store, stop, summarizer=summarizer, fallback=fallback, brain=brain, speech=speech)
+        await _serve(
+            settings, token, store, stop, summarizer=summarizer, fallback=fallback, brain=brain, speech=speech,
+            realtime=realtime,
+        )
     finally:  # also when startup fails after the HTTP clients exist (e.g. the ASR model is missing)
         for closable in (brain, speech, summarizer):
             aclose = getattr(closable, "aclose", None)
@@ -213,6 +253,7 @@ async def _serve(
     fallback: Summarizer | None,
     brain: OpenAIBrain | None,
     speech: OpenAISpeech | None,
+    realtime: RealtimeFactory | None = None,
 ) -> None:
     hearing = await make_hearing(settings)
     metrics = CompactionMetrics()
@@ -228,6 +269,7 @@ async def _serve(
         reply_cooldown_s=settings.reply_cooldown_s,
         brain=brain,
         speech=speech,
+        realtime_factory=realtime,
         hearing_factory=hearing,
         event_sinks=(metrics, recent),
     )

@@ -7,8 +7,9 @@ A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
                             senders' end-of-transmission silence as `speaking_state`)
     hearing:{guild}         the hearing pipeline (segmenter, ASR, coalescer) → speech turns
     compactor:{guild}       `ConversationSession.run()`: rolling compaction
-    reply:{guild}           the reply worker (brain → TTS → playback), one reply at a time;
-                            while a reply is made it owns `reply-llm:{guild}`, the model's stream
+    reply:{guild}           the reply worker (brain → TTS → playback, or the realtime model →
+                            playback), one reply at a time; while a brain reply is made it owns
+                            `reply-llm:{guild}`, the model's stream
     limits:{guild}          idle / alone / maximum-duration limits
     voice-reconnect:{guild} rejoins the voice channel when DAVE keys fall out of step
 
@@ -24,8 +25,17 @@ meanwhile (more than `stale_allowance` new human turns since the reply started),
 before the first TTS request and again right before the first frame plays. The addressed
 speaker talking over the bot stops playback (barge-in) and the model's stream. The reply
 becomes one BOT turn holding the sentences that were actually heard (`brain_interrupted`
-when a barge-in cut it). One `bot_reply_completed` (or `bot_reply_dropped`) event per reply
-carries the stage latencies.
+when a barge-in cut it).
+
+With a realtime speech model (`REPLY_MODE=realtime`) the same turn is answered in one hop:
+`ModelContext.realtime(turn)` (the compaction trigger, then instructions within the char
+budget) becomes the session's instructions, the turn goes in as data (`Speaker: text`), and
+the model's 24 kHz audio streams straight into playback, behind the same stale gate. A
+barge-in stops playback and cancels the response; the BOT turn holds the model's transcript,
+or only the part spoken before the barge-in (`realtime_interrupted`).
+
+One `bot_reply_completed` (or `bot_reply_dropped`) event per reply carries the stage
+latencies and the `reply_mode`.
 
 The bot being moved to another channel (by an admin, or `/join` from another channel)
 keeps the session: membership follows the new channel, the meta records it for a restart,
@@ -49,13 +59,24 @@ from typing import Protocol
 import numpy as np
 import structlog
 
-from bot.playback import AudioPlayerLike, Playback, PlaybackResult, closing_iter
+from bot.playback import FRAME_S, AudioPlayerLike, Playback, PlaybackResult, closing_iter
+from bot.realtime import (
+    REALTIME_RATE,
+    RealtimeError,
+    RealtimeReply,
+    RealtimeResponseStream,
+    RealtimeVoice,
+    heard_transcript,
+)
+from bot.settings import ReplyMode
 from bot.voice_receive import FrameSource, VoiceFrame
 from pipeline.events import EventEmitter, EventSink
+from pipeline.formatting import render_turn_line
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, StoreUnavailable, Turn, TurnDraft, TurnKind
 from pipeline.openai_adapter import BrainError, BrainErrorCode
 from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.realtime_instructions import RealtimeInstructions
 from pipeline.reply_context import ReplyContext
 from pipeline.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
 from pipeline.sentences import SentenceSplitter, SentenceSplitterConfig
@@ -133,6 +154,7 @@ class TurnSink(Protocol):
 
 
 HearingFactory = Callable[[TurnSink, EventEmitter, Clock], Hearing]
+RealtimeFactory = Callable[[EventEmitter], RealtimeVoice]  # one realtime connection per guild session
 
 
 class _HeardSink:
@@ -258,6 +280,8 @@ class _Stages:
     llm_done: float | None = None  # the model's stream ended (or failed)
     tts_requested: float | None = None
     tts_first_byte: float | None = None
+    respond_requested: float | None = None  # realtime: respond() called (connect when needed, send the turn)
+    respond_sent: float | None = None  # realtime: the turn and response.create are sent
 
     def ms(self, a: float | None, b: float | None) -> int | None:
         return None if a is None or b is None else round((b - a) * 1000)
@@ -319,6 +343,7 @@ class GuildSession:
         bot_user_id: int,
         started_at_wall: float,
         resumed: bool = False,
+        realtime: RealtimeVoice | None = None,
         wall: Callable[[], float] = time.time,
         perf: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -331,6 +356,7 @@ class GuildSession:
         self.model_context = model_context
         self.brain = brain
         self.speech = speech
+        self.realtime = realtime  # when set, it answers (REPLY_MODE=realtime) and brain/speech are unused
         self.bot_user_id = bot_user_id
         self.started_at_wall = started_at_wall
         self.resumed = resumed
@@ -352,6 +378,7 @@ class GuildSession:
         self._last_reply_at: float | None = None
         self._playback: Playback | None = None
         self._answer: _Answer | None = None  # the answer being spoken, while it is
+        self._realtime_stream: RealtimeResponseStream | None = None  # the realtime response on air
         self._addressed_user: int | None = None
         self._barge_voiced_ms = 0
         self._channel_id = link.channel_id
@@ -391,6 +418,10 @@ class GuildSession:
     @property
     def stopping(self) -> bool:
         return self._stop.is_set()
+
+    @property
+    def reply_mode(self) -> ReplyMode:
+        return ReplyMode.REALTIME if self.realtime is not None else ReplyMode.BRAIN
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -481,6 +512,9 @@ class GuildSession:
             if reason is not StopReason.FORGET:
                 await self._save_meta(active=not reason.ends_session)
         finally:
+            if self.realtime is not None:
+                with contextlib.suppress(Exception):  # closing must not keep the bot in the channel
+                    await self.realtime.aclose()
             with contextlib.suppress(Exception):
                 await self.link.disconnect()
             self._closed.set()
@@ -559,8 +593,8 @@ class GuildSession:
         )
         if not decision.reply or self._stop.is_set():
             return
-        if self.brain is None:
-            log.info("reply_skipped", guild_id=self.guild_id, seq=turn.seq, reason="no_brain_configured")
+        if self.brain is None and self.realtime is None:
+            log.info("reply_skipped", guild_id=self.guild_id, seq=turn.seq, reason="no_reply_path_configured")
             return
         job = _ReplyJob(turn=turn, decision=decision, human_mark=self._human_turns, heard_at=heard_at, asr_ms=asr_ms)
         if self._replies.full():
@@ -765,10 +799,13 @@ class GuildSession:
             self._stop_speaking()
 
     def _stop_speaking(self) -> None:
-        """Stop the reply on air now: the player, and a wait for the model's next sentence
+        """Stop the reply on air now: the player, the realtime response (cancelled at the
+        server, and a reader waiting on it wakes), and a wait for the model's next sentence
         (which could otherwise hold the reply open until the model's deadline)."""
         if self._playback is not None:
             self._playback.stop()
+        if self._realtime_stream is not None:
+            self._realtime_stream.interrupt()
         if self._answer is not None:
             self._answer.sentences.put_nowait(None)
 
@@ -778,6 +815,7 @@ class GuildSession:
         return self._human_turns - job.human_mark > self.config.stale_allowance
 
     async def _reply_worker(self) -> None:
+        await self._warm_up_realtime()
         while True:
             job = await self._replies.get()
             try:
@@ -788,10 +826,25 @@ class GuildSession:
                     "bot_reply_crashed", guild_id=self.guild_id, seq=job.turn.seq, error_class=type(err).__name__
                 )
 
+    async def _warm_up_realtime(self) -> None:
+        """Open the realtime connection before the first reply needs it (a failure only costs
+        that reply the connect, which it retries itself)."""
+        if self.realtime is None:
+            return
+        try:
+            await self.realtime.connect()
+        except RealtimeError as err:
+            log.warning(
+                "realtime_warm_up_failed", guild_id=self.guild_id, error_code=str(err.code), retryable=err.retryable
+            )
+
     async def _reply(self, job: _ReplyJob) -> None:
         stages = _Stages(started=self._perf())
         if self._stale(job):
             self._emit_dropped(job, "stale", stages)
+            return
+        if self.realtime is not None:
+            await self._reply_realtime(job, self.realtime, stages)
             return
         context = self.model_context.reply(job.turn)
         stages.decided = self._perf()
@@ -849,7 +902,7 @@ class GuildSession:
         if self.speech is None:
             sentences = [first, *await answer.rest()]
             text = " ".join(sentences)
-            await self._append_bot_turn(text, interrupted=False, started_at=self._clock.now())
+            await self._append_bot_turn(text, source="brain", started_at=self._clock.now())
             self._emit_completed(job, stages, None, text, sentences=len(sentences), answer=answer, tokens=tokens,
                                  exact=exact)
             return
@@ -865,7 +918,8 @@ class GuildSession:
             return
         text = " ".join(sentences)
         spoken_at = self._clock.now() - max(0.0, result.ended_at - (result.playback_started_at or result.ended_at))
-        await self._append_bot_turn(text, interrupted=result.interrupted, started_at=spoken_at)
+        source = "brain_interrupted" if result.interrupted else "brain"
+        await self._append_bot_turn(text, source=source, started_at=spoken_at)
         self._emit_completed(job, stages, result, text, sentences=len(sentences), answer=answer, tokens=tokens,
                              exact=exact)
 
@@ -913,7 +967,57 @@ class GuildSession:
             self._addressed_user = None
         return result, heard_sentences(starts, started=result.started, frames_played=result.frames_played)
 
-    async def _append_bot_turn(self, text: str, *, interrupted: bool, started_at: float) -> None:
+    async def _reply_realtime(self, job: _ReplyJob, realtime: RealtimeVoice, stages: _Stages) -> None:
+        """The realtime model answers `job`: the session's context as its instructions, the turn
+        as data, its audio straight into playback (the stream itself, so Playback's closing
+        cancels it); the BOT turn holds what the listeners heard of its transcript."""
+        instructions = self.model_context.realtime(job.turn)  # the compaction trigger, then the budget
+        stages.decided = self._perf()
+        line = render_turn_line(job.turn, self.session.policy.turn_text_cap_chars)
+        playback = Playback(self.link, input_rate=REALTIME_RATE, clock=self._perf)
+        try:
+            await realtime.refresh_instructions(instructions.text)
+            stages.respond_requested = self._perf()
+            stream = await realtime.respond(line)
+            stages.respond_sent = self._perf()
+            self._playback = playback
+            self._realtime_stream = stream
+            self._addressed_user = _int_or_none(job.turn.speaker_id)
+            self._barge_voiced_ms = 0
+            try:
+                async with stream:  # left early (stale, barge-in, cancelled): the response is cancelled
+                    result = await playback.play(stream, before_start=lambda: not self._stale(job))
+            finally:
+                self._playback = None
+                self._realtime_stream = None
+                self._addressed_user = None
+        except RealtimeError as err:  # the turn could not be sent, or the response failed before any audio
+            self._emit_dropped(job, f"realtime_{err.code}", stages)
+            return
+        reply = stream.result
+        if result.gated:
+            self._emit_dropped(job, "stale", stages)
+            return
+        if reply is None or not result.started:
+            self._emit_dropped(job, "interrupted" if result.interrupted else "no_audio", stages)
+            return
+        # Cut short (barge-in, an error mid-response, the player gone): keep the words heard.
+        cut = result.interrupted or reply.interrupted or reply.error_code is not None
+        heard_s = result.frames_played * FRAME_S
+        if cut:
+            text = heard_transcript(reply.transcript, audio_s=reply.audio_s, heard_s=heard_s)
+        else:
+            text = reply.transcript.strip()
+        if not text:
+            self._emit_dropped(job, "interrupted" if cut else "no_transcript", stages)
+            return
+        spoken_at = self._clock.now() - max(0.0, result.ended_at - (result.playback_started_at or result.ended_at))
+        await self._append_bot_turn(text, source="realtime_interrupted" if cut else "realtime", started_at=spoken_at)
+        self._emit_realtime_completed(
+            job, stages, result, reply, text, interrupted=cut, heard_s=heard_s, instructions=instructions
+        )
+
+    async def _append_bot_turn(self, text: str, *, source: str, started_at: float) -> None:
         now = self._clock.now()
         self._last_reply_at = now
         await self.append(
@@ -924,7 +1028,7 @@ class GuildSession:
                 text=text,
                 started_at=min(started_at, now),
                 ended_at=now,
-                source="brain_interrupted" if interrupted else "brain",
+                source=source,
             )
         )
 
@@ -949,6 +1053,7 @@ class GuildSession:
             BOT_REPLY_COMPLETED,
             seq=job.turn.seq,
             reason=str(job.decision.reason),
+            reply_mode=str(ReplyMode.BRAIN),
             asr_ms=job.asr_ms,
             queue_ms=ms(job.heard_at, stages.started),
             decide_ms=ms(stages.started, stages.decided),
@@ -968,6 +1073,46 @@ class GuildSession:
             prompt_tokens_exact=exact,
         )
 
+    def _emit_realtime_completed(
+        self,
+        job: _ReplyJob,
+        stages: _Stages,
+        result: PlaybackResult,
+        reply: RealtimeReply,
+        text: str,
+        *,
+        interrupted: bool,
+        heard_s: float,
+        instructions: RealtimeInstructions,
+    ) -> None:
+        self.replies_spoken += 1
+        ms = stages.ms
+        playback_start = result.playback_started_at
+        to_playback = ms(job.heard_at, playback_start)
+        self.events.emit(
+            BOT_REPLY_COMPLETED,
+            seq=job.turn.seq,
+            reason=str(job.decision.reason),
+            reply_mode=str(ReplyMode.REALTIME),
+            asr_ms=job.asr_ms,
+            queue_ms=ms(job.heard_at, stages.started),
+            decide_ms=ms(stages.started, stages.decided),  # instructions built (compaction triggered)
+            respond_ms=ms(stages.respond_requested, stages.respond_sent),  # (re)connect + the turn sent
+            connect_ms=reply.connect_ms,
+            first_audio_ms=reply.first_audio_ms,  # response.create sent -> the model's first audio
+            first_frame_ms=ms(stages.respond_sent, result.first_frame_at),  # first_audio_ms + encoding
+            playback_start_ms=ms(result.first_frame_at, playback_start),
+            end_to_playback_ms=(None if to_playback is None else to_playback + (job.asr_ms or 0)),
+            interrupted=interrupted,
+            audio_s=round(reply.audio_s, 2),
+            heard_s=round(min(heard_s, reply.audio_s), 2),
+            reply_chars=len(text),
+            realtime_status=str(reply.status),
+            realtime_error=None if reply.error_code is None else str(reply.error_code),
+            playback_error=result.error,
+            instructions_chars=len(instructions.text),
+        )
+
     def _emit_dropped(self, job: _ReplyJob, reason: str, stages: _Stages, *, tokens: int | None = None) -> None:
         self.replies_dropped += 1
         ms = stages.ms
@@ -975,6 +1120,7 @@ class GuildSession:
             BOT_REPLY_DROPPED,
             seq=job.turn.seq,
             reason=reason,
+            reply_mode=str(self.reply_mode),
             asr_ms=job.asr_ms,
             decide_ms=ms(stages.started, stages.decided),
             llm_first_sentence_ms=ms(stages.decided, stages.first_sentence),
@@ -1013,6 +1159,7 @@ class SessionResources:
     reply_cooldown_s: float = 8.0
     brain: Brain | None = None
     speech: Speech | None = None
+    realtime_factory: RealtimeFactory | None = None  # REPLY_MODE=realtime: answers instead of brain + TTS
     hearing_factory: HearingFactory | None = None
     clock_factory: Callable[[], Clock] = field(default_factory=lambda: _monotonic_clock)
     wall: Callable[[], float] = time.time
@@ -1151,6 +1298,7 @@ class GuildSessionRegistry:
             model_context=ModelContext(conversation, res.model_context),
             brain=res.brain,
             speech=res.speech,
+            realtime=res.realtime_factory(events) if res.realtime_factory is not None else None,
             hearing_factory=res.hearing_factory,
             bot_user_id=res.bot_user_id,
             started_at_wall=started_at,

@@ -116,8 +116,8 @@ async def test_addressed_turn_gets_a_spoken_reply_with_the_full_window() -> None
         assert {"asr_ms", "decide_ms", "llm_ms", "tts_first_byte_ms", "first_frame_ms", "playback_start_ms"} <= set(
             k for k, v in event.items() if isinstance(v, int)
         )
-        assert (str(GUILD), "guild-42", "addressed", False) == (
-            event["guild_id"], event["session_id"], event["reason"], event["interrupted"]
+        assert (str(GUILD), "guild-42", "addressed", False, "brain") == (
+            event["guild_id"], event["session_id"], event["reason"], event["interrupted"], event["reply_mode"]
         )
 
 
