@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import av
 import davey
 import numpy as np
 from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
@@ -29,7 +28,7 @@ from bot.voice_receive import (
     make_opus_decoder,
 )
 from pipeline.audio import read_audio_file
-from tests.fake_voice_server import FakeVoiceServer, one_byte_extension
+from tests.fake_voice_server import FakeVoiceServer, encode_discord_opus, one_byte_extension
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "voice_receive"
 PACKETS_PER_SECOND = 50
@@ -39,22 +38,9 @@ SECONDS = 3.0
 def _speech_opus(seconds: float) -> list[bytes]:
     """Real speech as Discord-like Opus: 20 ms, voip, 64 kbit/s, in-band FEC."""
     pcm = np.concatenate([read_audio_file(p, sample_rate=48_000, channels=2) for p in sorted(FIXTURES.glob("*.ogg"))])
-    enc = av.codec.CodecContext.create("libopus", "w")
-    enc.sample_rate = 48_000
-    enc.layout = "stereo"
-    enc.format = "s16"
-    enc.bit_rate = 64_000
-    enc.options = {"application": "voip", "frame_duration": "20", "fec": "1", "packet_loss": "10"}
-    enc.open()
     step = FRAME_SAMPLES * 2
-    packets: list[bytes] = []
-    for i in range(0, int(seconds * PACKETS_PER_SECOND) * step, step):
-        chunk = pcm[i % (len(pcm) - step) :][:step]
-        frame = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="s16", layout="stereo")
-        frame.sample_rate = 48_000
-        frame.pts = i // 2
-        packets.extend(bytes(p) for p in enc.encode(frame))
-    return packets
+    # Loop the speech to the length wanted, whole frames only.
+    return encode_discord_opus(np.resize(pcm, int(seconds * PACKETS_PER_SECOND) * step))
 
 
 def _traffic(

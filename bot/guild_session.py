@@ -586,7 +586,7 @@ class GuildSession:
             turn,
             now=self._clock.now(),
             last_reply_at=self._last_reply_at,
-            previous=self.session.snapshot().turns[-8:],
+            previous=self.session.recent(8),
         )
         log.debug(
             "reply_decision", guild_id=self.guild_id, seq=turn.seq, reply=decision.reply, reason=str(decision.reason)

@@ -91,7 +91,9 @@ def configure_logging(*, fmt: str = "console", level: str = "INFO", secrets: Ite
         renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
         exc = []
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # Drop below-level events before any processor runs: one compaction skip event is
+        # emitted per turn at debug level, and it should cost nothing in production.
+        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

@@ -74,6 +74,11 @@ class TurnWindow:
     def all(self) -> tuple[Turn, ...]:
         return tuple(self._turns)
 
+    def last(self, n: int) -> tuple[Turn, ...]:
+        """The newest `n` turns (fewer if the window holds fewer), without copying the rest."""
+        count = min(n, len(self._turns))
+        return tuple(self._turns[i] for i in range(len(self._turns) - count, len(self._turns)))
+
 
 class ConversationSession:
     """Create with `await ConversationSession.open(...)`, then run `run()` in a TaskGroup."""
@@ -103,7 +108,7 @@ class ConversationSession:
         self._total = total
         self._window = TurnWindow(window)
         self._notes = NoteBuffer(policy, list(live_notes))
-        self._unsynced: deque[Turn] = deque()
+        self._unsynced: deque[tuple[TurnDraft, Turn]] = deque()  # written in order once the store is back
         self._unsynced_notes: list[Note] = []
         self.compactor = RollingCompactor(
             session_id=session_id,
@@ -191,7 +196,7 @@ class ConversationSession:
 
     def _queue_unsynced(self, draft: TurnDraft) -> Turn:
         turn = Turn.from_draft(draft, self._total)
-        self._unsynced.append(turn)
+        self._unsynced.append((draft, turn))
         if len(self._unsynced) == 1:
             log.warning("transcript_store_degraded", session_id=self.session_id, first_unsynced_seq=turn.seq)
         return turn
@@ -199,17 +204,7 @@ class ConversationSession:
     async def resync(self) -> bool:
         """Write queued turns and notes in order. True when nothing is left unsynced."""
         while self._unsynced:
-            turn = self._unsynced[0]
-            draft = TurnDraft(
-                kind=turn.kind,
-                speaker_id=turn.speaker_id,
-                speaker_name=turn.speaker_name,
-                text=turn.text,
-                started_at=turn.started_at,
-                ended_at=turn.ended_at,
-                source=turn.source,
-                confidence=turn.confidence,
-            )
+            draft, turn = self._unsynced[0]
             try:
                 stored = await self.store.append_turn(self.session_id, draft)
             except StoreUnavailable:
@@ -247,6 +242,10 @@ class ConversationSession:
     def trigger(self) -> FoldPlan | Skip:
         """The one compaction trigger, called from every model entry point. Never blocks."""
         return self.compactor.request(self._total, hold=bool(self._unsynced))
+
+    def recent(self, n: int) -> tuple[Turn, ...]:
+        """The newest `n` turns: what per-turn decisions need, without a full snapshot."""
+        return self._window.last(n)
 
     def snapshot(self) -> ContextSnapshot:
         state = self.compactor.state

@@ -21,7 +21,9 @@ import os
 import struct
 from collections.abc import Iterable
 
+import av
 import davey
+import numpy as np
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_encrypt
@@ -247,3 +249,26 @@ class FakeVoiceServer:
     def rtcp(self, ssrc: int) -> bytes:
         self._nonce += 1
         return rtcp_receiver_report(ssrc=ssrc, key=self.secret_key, nonce=self._nonce)
+
+
+def encode_discord_opus(pcm: np.ndarray, *, packet_loss_pct: int = 10, flush: bool = False) -> list[bytes]:
+    """48 kHz interleaved stereo s16 as a Discord client encodes it: 20 ms frames, voip,
+    64 kbit/s, in-band FEC on. `pcm` is padded to whole frames; `flush` drains the encoder."""
+    enc = av.codec.CodecContext.create("libopus", "w")
+    enc.sample_rate = 48_000
+    enc.layout = "stereo"
+    enc.format = "s16"
+    enc.bit_rate = 64_000
+    enc.options = {"application": "voip", "frame_duration": "20", "fec": "1", "packet_loss": str(packet_loss_pct)}
+    enc.open()
+    step = 960 * 2  # one 20 ms frame, both channels
+    padded = np.concatenate([pcm, np.zeros(-len(pcm) % step, dtype=np.int16)])
+    packets: list[bytes] = []
+    for i in range(0, len(padded), step):
+        frame = av.AudioFrame.from_ndarray(padded[i : i + step].reshape(1, -1), format="s16", layout="stereo")
+        frame.sample_rate = 48_000
+        frame.pts = i // 2
+        packets.extend(bytes(p) for p in enc.encode(frame))
+    if flush:
+        packets.extend(bytes(p) for p in enc.encode(None))
+    return packets

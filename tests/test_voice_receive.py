@@ -9,7 +9,6 @@ from types import SimpleNamespace
 from typing import Any, cast
 from unittest import mock
 
-import av
 import davey
 import discord
 import numpy as np
@@ -33,7 +32,13 @@ from bot.voice_receive import (
     apply_voice_ws_message,
     find_libopus,
 )
-from tests.fake_voice_server import FakeVoiceServer, one_byte_extension, rtp_header, transport_encrypt
+from tests.fake_voice_server import (
+    FakeVoiceServer,
+    encode_discord_opus,
+    one_byte_extension,
+    rtp_header,
+    transport_encrypt,
+)
 
 KEY = bytes(range(32))
 SSRC = 4242
@@ -323,23 +328,10 @@ def test_decode_error_is_concealed_and_the_stream_goes_on() -> None:
 
 
 def _sine_opus(n_frames: int) -> tuple[list[bytes], np.ndarray]:
-    enc = av.codec.CodecContext.create("libopus", "w")
-    enc.sample_rate = 48_000
-    enc.layout = "stereo"
-    enc.format = "s16"
-    enc.bit_rate = 64_000
-    enc.options = {"application": "voip", "frame_duration": "20", "fec": "1", "packet_loss": "10"}
-    enc.open()
     t = np.arange(n_frames * FRAME_SAMPLES) / 48_000
     mono = (np.sin(2 * np.pi * 330 * t) * 8000).astype(np.int16)
     stereo = np.repeat(mono[:, None], 2, axis=1).reshape(-1)
-    packets: list[bytes] = []
-    for i in range(n_frames):
-        chunk = stereo[i * 2 * FRAME_SAMPLES : (i + 1) * 2 * FRAME_SAMPLES]
-        frame = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="s16", layout="stereo")
-        frame.sample_rate = 48_000
-        frame.pts = i * FRAME_SAMPLES
-        packets.extend(bytes(p) for p in enc.encode(frame))
+    packets = encode_discord_opus(stereo)
     return packets, stereo
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import av
 import numpy as np
 import pytest
 
@@ -43,7 +42,7 @@ from pipeline.hearing import HearingPipeline
 from pipeline.testing import FakeClock
 from pipeline.testing_audio import ListSink
 from pipeline.transcription import WhisperConfig, WhisperTranscriber
-from tests.fake_voice_server import FakeSpeaker, FakeVoiceServer, one_byte_extension
+from tests.fake_voice_server import FakeSpeaker, FakeVoiceServer, encode_discord_opus, one_byte_extension
 
 pytestmark = [pytest.mark.e2e_voice, pytest.mark.slow]
 
@@ -94,32 +93,11 @@ def _talkers(per_speaker: int = 2) -> list[Talker]:
     return talkers
 
 
-def _opus_packets(pcm: np.ndarray[Any, Any]) -> list[bytes]:
-    """20 ms Opus packets as a Discord client makes them: voip, 64 kbit/s, in-band FEC on."""
-    enc = av.codec.CodecContext.create("libopus", "w")
-    enc.sample_rate = SAMPLE_RATE
-    enc.layout = "stereo"
-    enc.format = "s16"
-    enc.bit_rate = 64_000
-    enc.options = {"application": "voip", "frame_duration": "20", "fec": "1", "packet_loss": "15"}
-    enc.open()
-    step = FRAME_SAMPLES * 2
-    padded = np.concatenate([pcm, np.zeros(-len(pcm) % step, dtype=np.int16)])
-    packets: list[bytes] = []
-    for i in range(0, len(padded), step):
-        frame = av.AudioFrame.from_ndarray(padded[i : i + step].reshape(1, -1), format="s16", layout="stereo")
-        frame.sample_rate = SAMPLE_RATE
-        frame.pts = i // 2
-        packets.extend(bytes(p) for p in enc.encode(frame))
-    packets.extend(bytes(p) for p in enc.encode(None))
-    return packets
-
-
 def _impaired_stream(talker: Talker, rng: random.Random, counts: dict[str, int]) -> list[bytes]:
     """One speaker's datagrams in arrival order, with everything a real network and server do."""
     speaker = talker.speaker
     assert speaker is not None
-    frames = _opus_packets(talker.pcm) + [OPUS_SILENCE] * TRAILING_SILENCE_FRAMES
+    frames = encode_discord_opus(talker.pcm, packet_loss_pct=15, flush=True) + [OPUS_SILENCE] * TRAILING_SILENCE_FRAMES
     sent: list[tuple[str, bytes]] = []
     for index, opus in enumerate(frames):
         padding = rng.choice([0, 0, 0, 4, 13])
