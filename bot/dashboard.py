@@ -28,6 +28,7 @@ from aiohttp import web
 
 from pipeline.events import COMPACTION_SKIPPED
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
+from pipeline.planning import recent_start
 from pipeline.session import ConversationSession
 
 log = structlog.get_logger("longcall.dashboard")
@@ -109,7 +110,7 @@ def session_summary(view: SessionView, *, now: float) -> dict[str, Any]:
     session = view.session
     snap = session.snapshot()
     state = session.compactor.state
-    recent_start = max(snap.cursor, snap.total_turns - session.policy.window)
+    start = recent_start(snap.cursor, snap.total_turns, session.policy)  # the planner's own arithmetic
     return {
         "guild_id": view.guild_id,
         "session_id": view.session_id,
@@ -120,7 +121,7 @@ def session_summary(view: SessionView, *, now: float) -> dict[str, Any]:
         "covered_through_turn": snap.covered_through_turn,
         "total_turns": snap.total_turns,
         "backlog": max(0, snap.total_turns - snap.cursor),
-        "eligible": max(0, recent_start - snap.cursor),
+        "eligible": max(0, start - snap.cursor),
         "window_turns": len(snap.turns),
         "in_flight": snap.in_flight,
         "failures": state.failures,

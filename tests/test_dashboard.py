@@ -90,7 +90,7 @@ async def test_api_sessions_reports_the_fold(rig: Rig) -> None:
     (s,) = (await resp.json())["sessions"]
     assert {
         "guild_id": "g1", "session_id": "s1", "channel_name": "general", "cursor": 10, "covered_through_turn": 9,
-        "total_turns": 61, "backlog": 51, "eligible": 1, "window_turns": 51, "in_flight": False, "failures": 0,
+        "total_turns": 61, "backlog": 51, "eligible": 0, "window_turns": 51, "in_flight": False, "failures": 0,
         "summary_chars": len(HOSTILE), "summary": HOSTILE, "uptime_s": 120.0,
     } == {k: s[k] for k in (
         "guild_id", "session_id", "channel_name", "cursor", "covered_through_turn", "total_turns", "backlog",
