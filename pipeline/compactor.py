@@ -22,6 +22,7 @@ summarizer takes the batch so the cursor never freezes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import uuid
 from collections.abc import Callable, Sequence
@@ -189,7 +190,7 @@ class RollingCompactor:
         try:
             got_lock = await self._store.acquire_lock(self._session_id, self._owner, self._policy.lock_ttl_s)
         except StoreUnavailable as err:
-            self._record_local_failure(err, model="store", latency_ms=0)
+            await self._store_failure(err)
             return False
         if not got_lock:  # another process is folding this session
             start = recent_start(self._state.cursor, self._total, self._policy)
@@ -210,7 +211,7 @@ class RollingCompactor:
         try:
             self._state = await self._store.load_state(self._session_id)
         except StoreUnavailable as err:
-            self._record_local_failure(err, model="store", latency_ms=0)
+            await self._store_failure(err)
             return False
         plan = plan_compaction(self._state, self._total, self._policy, now=started)
         if not isinstance(plan, FoldPlan):
@@ -220,7 +221,7 @@ class RollingCompactor:
             turns = await self._batch_turns(plan)
             pending = await self._store.pending_notes(self._session_id)
         except StoreUnavailable as err:
-            self._record_local_failure(err, model="store", latency_ms=0)
+            await self._store_failure(err)
             return False
         batch_end_at = turns[-1].ended_at
         notes = tuple(n for n in pending if n.at <= batch_end_at)
@@ -256,7 +257,7 @@ class RollingCompactor:
         try:
             committed = await self._store.commit_fold(self._session_id, commit)
         except StoreUnavailable as err:
-            self._record_local_failure(err, model=summarizer.model, latency_ms=latency_ms)
+            await self._store_failure(err, model=summarizer.model, latency_ms=latency_ms)
             return False
         if not committed:
             # Another worker folded this batch first: our result is stale, drop it.
@@ -355,21 +356,24 @@ class RollingCompactor:
             raise SummarizerError(SummarizerErrorCode.GARBAGE, "summarizer output rejected")
         return text
 
-    async def _record_failure(self, error_class: str, retryable: bool, model: str, latency_ms: int) -> None:
+    async def _record_failure(
+        self, error_class: str, retryable: bool, model: str, latency_ms: int, *, persist: bool = True
+    ) -> None:
+        """Count the failure and back off; the cursor and last good summary stay as they are.
+        `persist=False` when the store itself is down (the local state still backs off)."""
         failures = self._state.failures + 1
         delay = backoff_delay(failures, self._policy)
         next_retry_at = self._clock.now() + delay
         self._state = replace(self._state, failures=failures, next_retry_at=next_retry_at)
         self.folds_failed += 1
-        try:
-            await self._store.record_failure(
-                self._session_id,
-                expected_cursor=self._state.cursor,
-                failures=failures,
-                next_retry_at=next_retry_at,
-            )
-        except StoreUnavailable:
-            pass  # the local state still backs off
+        if persist:
+            with contextlib.suppress(StoreUnavailable):
+                await self._store.record_failure(
+                    self._session_id,
+                    expected_cursor=self._state.cursor,
+                    failures=failures,
+                    next_retry_at=next_retry_at,
+                )
         self._events.emit(
             COMPACTION_FAILED,
             model=model,
@@ -380,17 +384,5 @@ class RollingCompactor:
             next_retry_s=math.ceil(delay * 1000) / 1000,
         )
 
-    def _record_local_failure(self, err: StoreUnavailable, *, model: str, latency_ms: int) -> None:
-        failures = self._state.failures + 1
-        delay = backoff_delay(failures, self._policy)
-        self._state = replace(self._state, failures=failures, next_retry_at=self._clock.now() + delay)
-        self.folds_failed += 1
-        self._events.emit(
-            COMPACTION_FAILED,
-            model=model,
-            error_class=type(err).__name__,
-            retryable=True,
-            latency_ms=latency_ms,
-            attempt=failures,
-            next_retry_s=delay,
-        )
+    async def _store_failure(self, err: StoreUnavailable, *, model: str = "store", latency_ms: int = 0) -> None:
+        await self._record_failure(type(err).__name__, True, model, latency_ms, persist=False)
