@@ -100,7 +100,7 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
     probes = report["probes"]
     tokens = report["context_tokens"]
     lines = [
-        f"  session          {report['session']}",
+        f"  session          {report['session']}  (id {report['session_id']})",
         f"  turns            {report['turns']}  (lost: {report['lost_turns']})",
         f"  compactions      {comp['completed']} completed, {comp['failed']} failed, "
         f"cursor {report['cursor']}, covered through turn {report['covered_through_turn']}",

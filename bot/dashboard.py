@@ -80,7 +80,7 @@ _SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
 }
-_OPEN_PATHS = ("/healthz", "/metrics", "/login", "/static/")
+_OPEN_PATHS = ("/healthz", "/metrics", "/login", "/static/", "/favicon.ico")
 
 
 class SessionView(Protocol):
@@ -266,7 +266,7 @@ class Dashboard:
         horizon = current.seq if current is not None else snapshot.total_turns
         if reply is not None and reply.shown_seqs:
             horizon = reply.shown_seqs[0]
-        start = max(0, horizon - above)
+        start = max(0, min(horizon, snapshot.cursor) - above)  # every pruned turn, then `above` folded ones
         above_turns = await self._store.get_turns(session_id, start, horizon)
         if len(above_turns) < horizon - start:  # live turns not yet in Redis: take them from memory
             known = {t.seq for t in above_turns}
@@ -530,6 +530,10 @@ class Dashboard:
         return response
 
 
+async def _no_content(request: web.Request) -> web.Response:
+    return web.Response(status=204)
+
+
 def _float(raw: str | None) -> float | None:
     try:
         return float(raw) if raw else None
@@ -565,6 +569,7 @@ def create_dashboard_app(
     if metrics is not None:
         app.router.add_get("/metrics", dashboard.metrics)
     app.router.add_get("/healthz", dashboard.healthz)
+    app.router.add_get("/favicon.ico", _no_content)
     app.router.add_get("/login", dashboard.login_form)
     app.router.add_post("/login", dashboard.login)
     app.router.add_static("/static/", STATIC_DIR, append_version=False)
@@ -591,9 +596,4 @@ async def start_dashboard(app: web.Application, host: str, port: int) -> web.App
 
 def bound_port(runner: web.AppRunner) -> int:
     """The port actually bound (for port 0)."""
-    for site in runner.sites:
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        for sock in sockets:
-            return int(sock.getsockname()[1])
-    raise RuntimeError("dashboard is not listening")
+    return int(runner.addresses[0][1])

@@ -245,6 +245,16 @@ _W, _H = 760, 220
 _PAD_L, _PAD_R, _PAD_T, _PAD_B = 46, 12, 12, 28
 
 
+def _nice_step(raw: float) -> int:
+    """1, 2, 5, 10, 20, 50, ... at least `raw`."""
+    step = 1
+    while True:
+        for m in (1, 2, 5):
+            if step * m >= raw:
+                return step * m
+        step *= 10
+
+
 def render_chart(tl: Timeline) -> str:
     """Cursor and total turns over session time, folds as marks coloured by outcome."""
     if not tl.points:
@@ -272,9 +282,11 @@ def render_chart(tl: Timeline) -> str:
             prev_y = y
         return "".join(parts)
 
+    step = _nice_step(ymax / 4)
+    ymax = max(ymax, step)
     grid = []
-    for i in range(5):
-        value = round(ymax * i / 4)
+    for i in range(int(ymax // step) + 1):
+        value = i * step
         y = sy(value)
         grid.append(f'<line class="grid" x1="{_PAD_L}" x2="{_W - _PAD_R}" y1="{y}" y2="{y}"/>'
                     f'<text class="axis" x="{_PAD_L - 6}" y="{y + 4}" text-anchor="end">{value}</text>')
@@ -454,7 +466,8 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
         outcome = event.get("outcome") or ("failed" if name == COMPACTION_FAILED else "")
         rows.append(
             f'<tr data-event="{_e(name)}" class="ev {_e(outcome)}"><td class="time">'
-            f"{_e(mmss(event_x(event, started_at)))}</td><td>{_e(short)}</td><td>{_e(_fields(event))}</td></tr>"
+            f'{_e(mmss(event_x(event, started_at)))}</td><td class="name">{_e(short)}</td>'
+            f"<td>{_e(_fields(event))}</td></tr>"
         )
     options = "".join(f'<option value="{_e(n)}">{_e(n)} ({c})</option>' for n, c in sorted(names.items()))
     routine_text = (
@@ -470,8 +483,8 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
         '<input id="event-filter" data-testid="event-filter" type="search" placeholder="filter fields…" '
         'aria-label="filter events"></div>'
         + routine_text
-        + ('<table class="events"><thead><tr><th>time</th><th>event</th><th>fields</th></tr></thead><tbody>'
-           + "".join(rows) + "</tbody></table>" if rows else '<p class="muted">No events recorded.</p>')
+        + ('<div class="events-scroll"><table class="events"><thead><tr><th>time</th><th>event</th><th>fields</th></tr></thead><tbody>'
+           + "".join(rows) + "</tbody></table></div>" if rows else '<p class="muted">No events recorded.</p>')
         + "</section>"
     )
 

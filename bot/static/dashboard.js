@@ -67,7 +67,11 @@
           .then(function (r) { if (!r.ok) { throw new Error(String(r.status)); } return r.text(); })
           .then(function (html) {
             var y = window.scrollY;
+            var box = document.querySelector("[data-testid=transcript]");
+            var boxY = box ? box.scrollTop : 0;
             keepFilterState(function () { main.innerHTML = html; });
+            box = document.querySelector("[data-testid=transcript]");
+            if (box) { box.scrollTop = boxY; }
             window.scrollTo(0, y);
             main.setAttribute("data-updates", String(Number(main.getAttribute("data-updates") || "0") + 1));
           });
@@ -77,7 +81,15 @@
       .then(function () { busy = false; });
   }
 
+  // Open the transcript at the horizon: the line is what an operator looks for first.
+  function showHorizon() {
+    var box = document.querySelector("[data-testid=transcript]");
+    var line = document.querySelector("[data-testid=horizon]");
+    if (box && line) { box.scrollTop = Math.max(0, line.offsetTop - box.offsetTop - 160); }
+  }
+
   applyFilter();
+  showHorizon();
   if (versionUrl) {
     setStatus("live", "ok");
     poll();
