@@ -309,7 +309,7 @@ class Dashboard:
         return {
             "session_id": session_id,
             "title": title,
-            "source": meta.get("source", "bot" if meta.get("guild_id") else "?"),
+            "source": meta.get("source") or ("bot" if meta.get("guild_id") else ""),
             "live": live is not None or meta.get("active") == "1",
             "started_at": started,
             "total_turns": total,
@@ -368,7 +368,7 @@ class Dashboard:
             body.append(
                 f'<tr data-testid="session-row" data-session-id="{esc(r["session_id"])}">'
                 f'<td><a href="/sessions/{esc(r["session_id"])}">{esc(r["title"])}</a>'
-                f'<div class="muted small">{esc(r["session_id"])} · {esc(r["source"])}'
+                f'<div class="muted small">{esc(" · ".join(x for x in (r["session_id"], r["source"]) if x))}'
                 f'{" · <b class=livebadge>live</b>" if r["live"] else ""}</div></td>'
                 f'<td>{esc(iso(r["started_at"]))}</td><td class="num">{r["total_turns"]}</td>'
                 f'<td class="num">{r["cursor"]}</td><td class="num">{r["backlog"]}</td>'
@@ -416,7 +416,8 @@ class Dashboard:
         header = (
             f'<section class="card head"><h2>{esc(row["title"])}'
             f'{" <b class=livebadge>live</b>" if row["live"] else ""}</h2>'
-            f'<p class="muted small">{esc(session_id)} · {esc(row["source"])} · started {esc(iso(row["started_at"]))}'
+            f'<p class="muted small">{esc(" · ".join(x for x in (session_id, row["source"]) if x))}'
+            f' · started {esc(iso(row["started_at"]))}'
             f"</p>{stats}</section>"
         )
         base_url = f"/sessions/{session_id}"

@@ -483,8 +483,8 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
         '<input id="event-filter" data-testid="event-filter" type="search" placeholder="filter fields…" '
         'aria-label="filter events"></div>'
         + routine_text
-        + ('<div class="events-scroll"><table class="events"><thead><tr><th>time</th><th>event</th><th>fields</th></tr></thead><tbody>'
-           + "".join(rows) + "</tbody></table></div>" if rows else '<p class="muted">No events recorded.</p>')
+        + ('<div class="events-scroll"><table class="events"><thead><tr><th>time</th><th>event</th>'
+           "<th>fields</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>" if rows else '<p class="muted">No events recorded.</p>')
         + "</section>"
     )
 
