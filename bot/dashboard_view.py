@@ -476,6 +476,10 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
         "nothing was due.</p>"
         if routine else ""
     )
+    table = (
+        '<div class="events-scroll"><table class="events"><thead><tr><th>time</th><th>event</th>'
+        "<th>fields</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+    )
     return (
         '<section class="card" data-testid="events"><h3>Events</h3>'
         '<div class="filters"><select id="event-kind" data-testid="event-kind" aria-label="event type">'
@@ -483,8 +487,7 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
         '<input id="event-filter" data-testid="event-filter" type="search" placeholder="filter fields…" '
         'aria-label="filter events"></div>'
         + routine_text
-        + ('<div class="events-scroll"><table class="events"><thead><tr><th>time</th><th>event</th>'
-           "<th>fields</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>" if rows else '<p class="muted">No events recorded.</p>')
+        + (table if rows else '<p class="muted">No events recorded.</p>')
         + "</section>"
     )
 
