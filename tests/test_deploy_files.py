@@ -162,6 +162,7 @@ def test_dashboard_has_the_operator_health_panels() -> None:
     assert 4 == len(health)
     used = {m for p in health for t in p["targets"] for m in re.findall(r"\blongcall_[a-z_]+", t["expr"])}
     assert {
-        "longcall_reply_latency_seconds_bucket", "longcall_asr_real_time_factor_bucket", "longcall_asr_lag_seconds_bucket",
+        "longcall_reply_latency_seconds_bucket", "longcall_asr_real_time_factor_bucket",
+        "longcall_asr_lag_seconds_bucket",
         "longcall_compaction_latency_seconds_bucket", "longcall_compaction_failed_total", "longcall_redis_up",
     } <= used
