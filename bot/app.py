@@ -4,7 +4,8 @@
 
 Startup fails fast, naming the fix: no DISCORD_TOKEN, REPLY_MODE=realtime without
 OPENAI_API_KEY, no Opus encoder in PyAV, or a REDIS_URL that does not answer PING (without
-REDIS_URL a private redis-server starts, persistent when REDIS_DATA_DIR is set). Then:
+REDIS_URL a private redis-server starts, keeping its data in REDIS_DATA_DIR), or a dashboard
+bound beyond loopback without DASHBOARD_TOKEN. Then:
 summarizers (OpenAI-compatible when OPENAI_API_KEY is set, the offline one always as the
 fallback), the reply path (REPLY_MODE=brain: brain and TTS, only with a key; realtime: one
 realtime speech-model connection per guild session), ASR loaded and warmed up once, the
