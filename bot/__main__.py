@@ -1,4 +1,4 @@
-"""`longcall` command line: run, replay, inspect, demo.
+"""`longcall` command line: run, replay, inspect, demo, dashboard.
 
 Settings are read once, here, at startup; every resource is built from them and passed in.
 """
@@ -61,11 +61,16 @@ def _audio_driver(settings: Settings) -> AudioDriver | None:
 
 
 async def replay(
-    settings: Settings, path: Path, out: Path, *, stop_at_turn: int | None = None, quiet: bool = False
+    settings: Settings, path: Path, out: Path, *, stop_at_turn: int | None = None, quiet: bool = False,
+    keep: bool = True, session_id: str = "",
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Replay a session file. `keep`: the session stays in the store (for `longcall dashboard`);
+    `session_id` replaces an earlier session of that id (the demo's stable ids)."""
     session_file = load_session_file(path)
     primary, fallback = make_summarizers(settings)
     async with open_store(settings) as store:
+        if session_id:
+            await store.delete_session(session_id)
         replayer = Replayer(
             session_file,
             store=store,
@@ -76,6 +81,7 @@ async def replay(
                 bot_name=settings.bot_name,
                 model_context=_model_context(settings),
                 stop_at_turn=stop_at_turn,
+                session_id=session_id,
             ),
             out_dir=out,
             progress=None if quiet else Progress(f"replay {path.name}"),
@@ -84,7 +90,8 @@ async def replay(
         try:
             report = await replayer.run()
         finally:
-            await store.delete_session(replayer.session_id)  # replay data is not a live session
+            if not keep:
+                await store.delete_session(replayer.session_id)
         return report, replayer.inspection
 
 
@@ -93,7 +100,7 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
     probes = report["probes"]
     tokens = report["context_tokens"]
     lines = [
-        f"  session          {report['session']}",
+        f"  session          {report['session']}  (id {report['session_id']})",
         f"  turns            {report['turns']}  (lost: {report['lost_turns']})",
         f"  compactions      {comp['completed']} completed, {comp['failed']} failed, "
         f"cursor {report['cursor']}, covered through turn {report['covered_through_turn']}",
@@ -118,7 +125,7 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     out = Path(args.out)
     _, inspection = asyncio.run(
-        replay(settings, Path(args.path), out, stop_at_turn=args.at_turn, quiet=True)
+        replay(settings, Path(args.path), out, stop_at_turn=args.at_turn, quiet=True, keep=False)
     )
     if inspection is None:
         print(f"the session has fewer than {args.at_turn + 1} turns", file=sys.stderr)
@@ -155,13 +162,24 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             continue
         print(f"\n== {label}: {path.relative_to(SAMPLES.parent)}")
         target = out / path.stem
-        report, _ = asyncio.run(replay(settings, path, target))
+        report, _ = asyncio.run(replay(settings, path, target, session_id=f"demo-{path.stem}"))
         print_headline(report, target)
         status |= 0 if report["lost_turns"] == 0 else 1
     summarizer = "the OpenAI-compatible model" if settings.openai_api_key else "the offline summarizer"
     print(f"\nDemo done with {summarizer}. Open the HTML reports above; "
           "`longcall inspect samples/gaming_night.jsonl --at-turn 300` shows what the model sees.")
+    if settings.redis_url or settings.redis_data_dir is not None:
+        print("Open both sessions in the operator dashboard:\n\n    .venv/bin/longcall dashboard\n\n"
+              f"then http://{settings.dashboard_host}:{settings.dashboard_port}/")
     return status
+
+
+def cmd_dashboard(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.dashboard_server import serve_dashboard
+
+    host = args.host or settings.dashboard_host
+    port = settings.dashboard_port if args.port is None else args.port
+    return asyncio.run(serve_dashboard(settings, host, port))
 
 
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
@@ -189,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="replay the bundled sessions offline and print the headline figures")
     p.add_argument("--out", default="out/demo")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("dashboard", help="serve the operator dashboard over every session stored in Redis")
+    p.add_argument("--host", default=None, help="address to bind (default DASHBOARD_HOST, 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default DASHBOARD_PORT, 8088)")
+    p.set_defaults(func=cmd_dashboard)
     return parser
 
 
@@ -202,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command != "run":
         # Bot logging is configured by run_bot; the tools log warnings only, to stderr.
         configure_logging(fmt=settings.log_format.value, level="WARNING",
-                          secrets=[settings.openai_api_key, settings.discord_token, settings.redis_url])
+                          secrets=[settings.openai_api_key, settings.discord_token, settings.redis_url,
+                                   settings.dashboard_token])
     try:
         return int(args.func(settings, args))
     except (SettingsError, SessionFileError) as err:

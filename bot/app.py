@@ -4,7 +4,8 @@
 
 Startup fails fast, naming the fix: no DISCORD_TOKEN, REPLY_MODE=realtime without
 OPENAI_API_KEY, no Opus encoder in PyAV, or a REDIS_URL that does not answer PING (without
-REDIS_URL a private redis-server starts, persistent when REDIS_DATA_DIR is set). Then:
+REDIS_URL a private redis-server starts, keeping its data in REDIS_DATA_DIR), or a dashboard
+bound beyond loopback without DASHBOARD_TOKEN. Then:
 summarizers (OpenAI-compatible when OPENAI_API_KEY is set, the offline one always as the
 fallback), the reply path (REPLY_MODE=brain: brain and TTS, only with a key; realtime: one
 realtime speech-model connection per guild session), ASR loaded and warmed up once, the
@@ -26,7 +27,7 @@ import discord
 import structlog
 
 from bot.client import DiscordVoiceConnector, LongcallBot
-from bot.dashboard import RecentEvents, create_dashboard_app, start_dashboard
+from bot.dashboard import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
 from bot.guild_session import (
     GuildSession,
     GuildSessionConfig,
@@ -40,8 +41,9 @@ from bot.guild_session import (
 from bot.logging_setup import configure_logging
 from bot.playback import opus_available
 from bot.realtime import RealtimeConfig, RealtimeVoice
-from bot.runtime import hearing_config, make_summarizers, open_store, whisper_config
+from bot.runtime import dashboard_config, hearing_config, make_summarizers, open_store, whisper_config
 from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
+from pipeline.event_log import StoreEventLog
 from pipeline.events import EventEmitter
 from pipeline.hearing import HearingPipeline
 from pipeline.metrics import CompactionMetrics
@@ -205,9 +207,13 @@ async def run_bot(settings: Settings) -> None:
     configure_logging(
         fmt=settings.log_format.value,
         level=settings.log_level,
-        secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url],
+        secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url, settings.dashboard_token],
     )
     token = require_discord_token(settings)
+    try:
+        check_bind(settings.dashboard_host, settings.dashboard_token)
+    except DashboardBindError as err:
+        raise SettingsError(f"DASHBOARD_HOST: {err}") from None
     check_reply_mode(settings)
     check_opus()
     log.info("longcall_starting", settings=settings.redacted())
@@ -257,7 +263,7 @@ async def _serve(
 ) -> None:
     hearing = await make_hearing(settings)
     metrics = CompactionMetrics()
-    recent = RecentEvents()
+    event_log = StoreEventLog(store)  # every session's events, for the dashboard's timeline
     resources = SessionResources(
         store=store,
         summarizer=summarizer,
@@ -271,7 +277,7 @@ async def _serve(
         speech=speech,
         realtime_factory=realtime,
         hearing_factory=hearing,
-        event_sinks=(metrics, recent),
+        event_sinks=(metrics, event_log),
     )
     registry = GuildSessionRegistry(resources, connector=None)
     bot = LongcallBot(settings=settings, registry=registry, store=store)
@@ -279,7 +285,8 @@ async def _serve(
     client_error: list[Exception] = []
     async with asyncio.TaskGroup() as tg, bot:
         registry_task = tg.create_task(registry.run(), name="guild-sessions")
-        dashboard = tg.create_task(_serve_dashboard(settings, registry, metrics, recent), name="dashboard")
+        dashboard = tg.create_task(_serve_dashboard(settings, store, registry, metrics), name="dashboard")
+        tg.create_task(event_log.run(), name="event-log")
         client = tg.create_task(_run_client(bot, token, client_error), name="discord-client")
         stopper = tg.create_task(stop.wait(), name="stop-signal")
         await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -291,6 +298,7 @@ async def _serve(
         await bot.close()
         for task in (dashboard, stopper, client, registry_task):
             task.cancel()
+        event_log.stop()  # the last events (sessions stopping) are written, then the task ends
     if client_error:
         err = client_error[0]
         if isinstance(err, discord.LoginFailure):
@@ -312,9 +320,11 @@ async def _run_client(bot: LongcallBot, token: str, errors: list[Exception]) -> 
 
 
 async def _serve_dashboard(
-    settings: Settings, registry: GuildSessionRegistry, metrics: CompactionMetrics, recent: RecentEvents
+    settings: Settings, store: SessionStore, registry: GuildSessionRegistry, metrics: CompactionMetrics
 ) -> None:
-    app = create_dashboard_app(_DashboardRegistry(registry), metrics, recent, config=settings.redacted())
+    app = create_dashboard_app(
+        store, dashboard_config(settings), live=_DashboardRegistry(registry), metrics=metrics
+    )
     try:
         runner = await start_dashboard(app, settings.dashboard_host, settings.dashboard_port)
     except OSError as err:

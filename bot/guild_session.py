@@ -438,6 +438,7 @@ class GuildSession:
         meta = {
             "guild_id": str(self.guild_id),
             "channel_id": str(self.channel_id),
+            "channel_name": self.channel_name or "",
             "started_at": repr(self.started_at_wall),
             META_ACTIVE: "1" if active else "0",
             "updated_at": repr(self._wall()),

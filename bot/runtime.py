@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 import structlog
 
+from bot.dashboard import DashboardConfig
 from bot.settings import Settings, SettingsError
 from pipeline.coalescer import CoalescerConfig
 from pipeline.hearing import HearingConfig
@@ -64,7 +65,8 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
         except RedisServerError as err:
             raise SettingsError(str(err)) from err
         url = server.url
-        log.info("redis_embedded_started", port=server.port, persistent=settings.redis_data_dir is not None)
+        log.info("redis_embedded_started", port=server.port, persistent=settings.redis_data_dir is not None,
+                 shared=server.shared)
     store = RedisSessionStore.from_url(url)
     try:
         try:
@@ -93,3 +95,14 @@ def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]
         timeout_s=settings.summary_timeout_s,
     )
     return primary, offline
+
+
+def dashboard_config(settings: Settings) -> DashboardConfig:
+    """The dashboard rebuilds what the brain model sees with the bot's own model settings."""
+    return DashboardConfig(
+        policy=settings.policy(),
+        model=settings.brain_model,
+        context_limit=settings.brain_context_limit,
+        bot_name=settings.bot_name,
+        token=settings.dashboard_token,
+    )

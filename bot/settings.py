@@ -19,7 +19,9 @@ from pipeline.vad import VadKind
 
 T = TypeVar("T")
 
-SECRET_VARIABLES = frozenset({"DISCORD_TOKEN", "OPENAI_API_KEY", "REDIS_URL"})
+SECRET_VARIABLES = frozenset({"DISCORD_TOKEN", "OPENAI_API_KEY", "REDIS_URL", "DASHBOARD_TOKEN"})
+DEFAULT_REDIS_DATA_DIR = Path("out/redis")  # relative to the working directory: `make demo`, then `longcall dashboard`
+DASHBOARD_TOKEN_MIN_CHARS = 16
 
 
 class SettingsError(ValueError):
@@ -45,7 +47,7 @@ class Settings:
     wake_words: tuple[str, ...] = ()
     # Storage
     redis_url: str | None = None
-    redis_data_dir: Path | None = None
+    redis_data_dir: Path | None = DEFAULT_REDIS_DATA_DIR  # None: the private server keeps data in memory only
     # Models
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -87,6 +89,7 @@ class Settings:
     log_level: str = "INFO"
     dashboard_host: str = "127.0.0.1"
     dashboard_port: int = 8088
+    dashboard_token: str | None = None
 
     def policy(self) -> CompactionPolicy:
         return CompactionPolicy(
@@ -192,6 +195,23 @@ def _path(name: str, raw: str) -> Path:
     return Path(raw.strip()).expanduser()
 
 
+def _data_dir(name: str, raw: str) -> Path | None:
+    """A folder, or `memory` for no persistence."""
+    if raw.strip().lower() in {"memory", "none", "off"}:
+        return None
+    return _path(name, raw)
+
+
+def _dashboard_token(name: str, raw: str) -> str:
+    value = _secret(name, raw)
+    if len(value) < DASHBOARD_TOKEN_MIN_CHARS:
+        raise SettingsError(
+            f"{name} must be at least {DASHBOARD_TOKEN_MIN_CHARS} characters (value not shown); "
+            "e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    return value
+
+
 def _level(name: str, raw: str) -> str:
     value = raw.strip().upper()
     if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
@@ -206,7 +226,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "BOT_NAME": ("bot_name", _text),
     "WAKE_WORDS": ("wake_words", _words),
     "REDIS_URL": ("redis_url", _redis_url),
-    "REDIS_DATA_DIR": ("redis_data_dir", _path),
+    "REDIS_DATA_DIR": ("redis_data_dir", _data_dir),
     "OPENAI_API_KEY": ("openai_api_key", _secret),
     "OPENAI_BASE_URL": ("openai_base_url", _text),
     "SUMMARY_MODEL": ("summary_model", _text),
@@ -243,6 +263,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "LOG_LEVEL": ("log_level", _level),
     "DASHBOARD_HOST": ("dashboard_host", _text),
     "DASHBOARD_PORT": ("dashboard_port", _int(0, 65535)),
+    "DASHBOARD_TOKEN": ("dashboard_token", _dashboard_token),
 }
 
 

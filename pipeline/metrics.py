@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pipeline.events import (
+    ASR_FAILED,
+    ASR_TRANSCRIBED,
     COMPACTION_COMPLETED,
     COMPACTION_FAILED,
     COMPACTION_SKIPPED,
@@ -33,6 +35,10 @@ LabelSet = tuple[tuple[str, str], ...]
 BASE_LABELS: Final = ("guild_id", "session_id", "source")
 LATENCY_BUCKETS_MS: Final = (100, 250, 500, 1000, 2500, 5000, 10000, 20000, 30000, 60000)
 SUMMARY_CHARS_BUCKETS: Final = (100, 200, 400, 600, 800, 1000, 1200, 1600, 2400)
+REPLY_LATENCY_BUCKETS_MS: Final = (250, 500, 750, 1000, 1250, 1500, 2000, 2500, 3000, 4000, 6000, 10000)
+ASR_RTF_BUCKETS_MILLI: Final = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 2000)  # RTF x 1000
+ASR_LAG_BUCKETS_MS: Final = (250, 500, 1000, 2000, 3000, 5000, 10000, 30000)
+BOT_REPLY_COMPLETED: Final = "bot_reply_completed"  # emitted by bot/guild_session.py
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 _COUNTERS: Final = {
@@ -45,10 +51,21 @@ _COUNTERS: Final = {
     "longcall_context_window_pruned_turns_total": "Verbatim turns dropped by the token guard.",
     "longcall_realtime_instructions_built_total": "Realtime instruction strings built.",
     "longcall_metrics_malformed_events_total": "Events the metrics sink could not read, by event.",
+    "longcall_asr_failed_total": "Utterances the ASR failed on.",
 }
 _HISTOGRAMS: Final = {
     "longcall_compaction_latency_seconds": ("Fold latency, by outcome.", LATENCY_BUCKETS_MS, 1000),
     "longcall_compaction_summary_chars": ("Length of committed summaries.", SUMMARY_CHARS_BUCKETS, 1),
+    "longcall_reply_latency_seconds": (
+        "End of speech to the reply's first audio, by reply_mode.", REPLY_LATENCY_BUCKETS_MS, 1000),
+    "longcall_asr_real_time_factor": (
+        "ASR time divided by audio duration, per utterance.", ASR_RTF_BUCKETS_MILLI, 1000),
+    "longcall_asr_lag_seconds": (
+        "End of an utterance to its transcription finishing (ASR queue + work).", ASR_LAG_BUCKETS_MS, 1000),
+}
+_PROCESS_GAUGES: Final = {
+    "longcall_redis_up": "1 when the session store answered PING at the last scrape, else 0.",
+    "longcall_redis_ping_seconds": "Round trip of that PING.",
 }
 _GAUGES: Final = {
     "longcall_session_cursor": ("First seq not yet folded into the summary.", "cursor"),
@@ -122,12 +139,13 @@ def _count(event: Mapping[str, Any], key: str) -> int:
 class CompactionMetrics:
     """Event sink that aggregates the section-5 events; `render()` gives the /metrics body."""
 
-    __slots__ = ("_counters", "_handlers", "_histograms", "_sessions")
+    __slots__ = ("_counters", "_handlers", "_histograms", "_process", "_sessions")
 
     def __init__(self) -> None:
         self._counters: dict[str, dict[LabelSet, int]] = {name: {} for name in _COUNTERS}
         self._histograms: dict[str, dict[LabelSet, _Histogram]] = {name: {} for name in _HISTOGRAMS}
         self._sessions: dict[LabelSet, _SessionGauges] = {}
+        self._process: dict[str, float] = {}
         self._handlers: dict[str, Callable[[Mapping[str, Any], LabelSet], None]] = {
             COMPACTION_SKIPPED: self._skipped,
             COMPACTION_STARTED: self._started,
@@ -135,6 +153,9 @@ class CompactionMetrics:
             COMPACTION_FAILED: self._failed,
             CONTEXT_WINDOW_PRUNED: self._pruned,
             REALTIME_INSTRUCTIONS_BUILT: self._instructions,
+            BOT_REPLY_COMPLETED: self._reply,
+            ASR_TRANSCRIBED: self._asr,
+            ASR_FAILED: self._asr_failed,
         }
 
     def __call__(self, event: Mapping[str, Any]) -> None:
@@ -208,6 +229,29 @@ class CompactionMetrics:
         self._inc("longcall_realtime_instructions_built_total", base)
         self._session(base).instructions_chars = chars
 
+    def _reply(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        value = event.get("end_to_playback_ms")
+        if value is None:  # not played (interrupted before audio, playback error)
+            return
+        latency_ms = _count(event, "end_to_playback_ms")
+        mode = str(event.get("reply_mode", ""))
+        self._observe("longcall_reply_latency_seconds", (*base, ("reply_mode", mode)), latency_ms)
+
+    def _asr(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        rtf, lag = event.get("rtf"), event.get("lag_s")
+        if rtf is not None:
+            self._observe("longcall_asr_real_time_factor", base, round(float(rtf) * 1000))
+        if lag is not None:
+            self._observe("longcall_asr_lag_seconds", base, round(float(lag) * 1000))
+
+    def _asr_failed(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        self._inc("longcall_asr_failed_total", base)
+
+    def set_store_health(self, *, up: bool, ping_s: float) -> None:
+        """Set by the /metrics handler from a PING just before rendering."""
+        self._process["longcall_redis_up"] = 1.0 if up else 0.0
+        self._process["longcall_redis_ping_seconds"] = round(ping_s, 6) if up else 0.0
+
     # -- storage --------------------------------------------------------------------------------
 
     def _inc(self, name: str, labels: LabelSet, by: int = 1) -> None:
@@ -239,6 +283,10 @@ class CompactionMetrics:
                 lines.append(_series(f"{name}_bucket", (*labels, ("le", "+Inf")), str(hist.count)))
                 lines.append(_series(f"{name}_sum", labels, _number(hist.total / scale)))
                 lines.append(_series(f"{name}_count", labels, str(hist.count)))
+        for name, help_text in _PROCESS_GAUGES.items():
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+            if name in self._process:
+                lines.append(_series(name, (), _number(self._process[name])))
         for name, (help_text, attribute) in _GAUGES.items():
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
             for labels, gauges in sorted(self._sessions.items(), key=lambda item: item[0]):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pipeline.models import (
     CompactionState,
@@ -99,6 +99,18 @@ class SessionStore(Protocol):
     async def load_meta(self, session_id: str) -> dict[str, str]: ...
 
     async def delete_session(self, session_id: str) -> None: ...
+
+    async def list_sessions(self) -> list[str]:
+        """Ids of every session that saved meta (`save_meta` registers it), newest first."""
+        ...
+
+    async def append_events(self, session_id: str, events: Sequence[Mapping[str, Any]], max_len: int) -> None:
+        """Append events (plain JSON values) to the session's event log, keeping the newest `max_len`."""
+        ...
+
+    async def load_events(self, session_id: str, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` events of the session's log, oldest first."""
+        ...
 
 
 class TurnSink(Protocol):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pipeline.event_log import StoreEventLog
 from pipeline.events import (
     COMPACTION_COMPLETED,
     COMPACTION_FAILED,
@@ -159,6 +160,9 @@ class Replayer:
             recorder = _Recorder(out=events_file)
             emitter = EventEmitter(guild_id=self._options.guild_id, session_id=self._session_id, source="replay")
             emitter.add_sink(recorder)
+            event_log = StoreEventLog(self._store, clock=self._clock)  # the dashboard's timeline
+            emitter.add_sink(event_log)
+            await self._save_meta(active=True)
             session = await ConversationSession.open(
                 session_id=self._session_id, store=self._store, summarizer=self._summarizer,
                 fallback=self._fallback, policy=self._options.policy, clock=self._clock, events=emitter,
@@ -168,15 +172,30 @@ class Replayer:
             self._context = ModelContext(session, self._options.model_context)
             async with asyncio.TaskGroup() as tg:
                 task = tg.create_task(session.run(), name=f"compactor:{self._session_id}")
+                tg.create_task(event_log.run(), name=f"event-log:{self._session_id}")
                 try:
                     audio_fields = await self._drive(session)
                 finally:
                     await session.close()
                     task.cancel()
+                    event_log.stop()  # writes what is left, then ends
+            await self._save_meta(active=False)
         report = self._report(session, recorder, audio_fields, time.perf_counter() - wall0)
         (self._out_dir / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
         (self._out_dir / "report.html").write_text(render_html(report, self._series), encoding="utf-8")
         return report
+
+    async def _save_meta(self, *, active: bool) -> None:
+        """Register the session for the dashboard (title, file, when), and whether it is running."""
+        meta = {"active": "1" if active else "0", "updated_at": repr(time.time())}
+        if active:
+            meta.update(
+                title=self._file.header.title or (self._file.audio_dir or self._file.path).stem,
+                file=(self._file.audio_dir or self._file.path).name,
+                guild_id=self._options.guild_id, source="replay", started_at=repr(time.time()),
+                bot_name=self._bot_name,
+            )
+        await self._store.save_meta(self._session_id, meta)
 
     async def _drive(self, session: ConversationSession) -> dict[str, Any]:
         if self._audio_driver is not None and self._file.audio_dir is not None:

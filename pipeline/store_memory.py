@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pipeline.models import CompactionState, FoldCommit, Note, StoreUnavailable, Turn, TurnDraft
 
@@ -17,6 +19,8 @@ class _Session:
     live: list[Note] = field(default_factory=list)
     lock: tuple[str, float] | None = None
     meta: dict[str, str] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    registered_at: float | None = None
 
 
 class InMemorySessionStore:
@@ -109,7 +113,10 @@ class InMemorySessionStore:
             s.lock = None
 
     async def save_meta(self, session_id: str, meta: Mapping[str, str]) -> None:
-        self._get(session_id).meta.update(meta)
+        s = self._get(session_id)
+        s.meta.update(meta)
+        if meta and s.registered_at is None:
+            s.registered_at = time.time()
 
     async def load_meta(self, session_id: str) -> dict[str, str]:
         return dict(self._get(session_id).meta)
@@ -118,3 +125,19 @@ class InMemorySessionStore:
         if not self.available:
             raise StoreUnavailable("in-memory store marked unavailable")
         self._sessions.pop(session_id, None)
+
+    async def list_sessions(self) -> list[str]:
+        if not self.available:
+            raise StoreUnavailable("in-memory store marked unavailable")
+        registered = [(s.registered_at, sid) for sid, s in self._sessions.items() if s.registered_at is not None]
+        return [sid for _, sid in sorted(registered, reverse=True)]
+
+    async def append_events(self, session_id: str, events: Sequence[Mapping[str, Any]], max_len: int) -> None:
+        s = self._get(session_id)
+        s.events.extend(json.loads(json.dumps(e, default=str)) for e in events)
+        del s.events[: max(0, len(s.events) - max(1, max_len))]
+
+    async def load_events(self, session_id: str, limit: int) -> list[dict[str, Any]]:
+        if limit <= 0:
+            return []
+        return [dict(e) for e in self._get(session_id).events[-limit:]]

@@ -11,11 +11,17 @@ the Lua scripts can touch them together.
 - `lnotes`  the live note buffer, one JSON list (small: at most 12 notes).
 - `lock`    the in-flight fold lock, `SET NX PX` with an owner token.
 - `meta`    hash of free-form session metadata (the bot keeps the channel to rejoin).
+- `events`  the session's event log (JSON per event), capped with LTRIM; the dashboard's
+            timeline for sessions that are not live in this process.
+
+One key outside the per-session tag: `lc:sessions`, a sorted set of session ids by the time
+they first saved meta -- the registry the dashboard lists.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -82,7 +88,11 @@ def _as_str_dict(fields: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
 
 def _keys(session_id: str) -> dict[str, str]:
     base = f"lc:{{{session_id}}}"
-    return {name: f"{base}:{name}" for name in ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta")}
+    names = ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta", "events")
+    return {name: f"{base}:{name}" for name in names}
+
+
+SESSIONS_KEY = "lc:sessions"
 
 
 class RedisSessionStore:
@@ -199,9 +209,31 @@ class RedisSessionStore:
     async def save_meta(self, session_id: str, meta: Mapping[str, str]) -> None:
         if meta:
             await self._call(self._redis.hset, _keys(session_id)["meta"], mapping=dict(meta))
+            # Register once (NX keeps the first time): another slot, so a separate call.
+            await self._call(self._redis.zadd, SESSIONS_KEY, {session_id: time.time()}, nx=True)
 
     async def load_meta(self, session_id: str) -> dict[str, str]:
         return _as_str_dict(await self._call(self._redis.hgetall, _keys(session_id)["meta"]))
 
     async def delete_session(self, session_id: str) -> None:
         await self._call(self._redis.delete, *_keys(session_id).values())
+        await self._call(self._redis.zrem, SESSIONS_KEY, session_id)
+
+    async def list_sessions(self) -> list[str]:
+        return [str(s) for s in await self._call(self._redis.zrevrange, SESSIONS_KEY, 0, -1)]
+
+    async def append_events(self, session_id: str, events: Sequence[Mapping[str, Any]], max_len: int) -> None:
+        if not events:
+            return
+        key = _keys(session_id)["events"]
+        payload = [json.dumps(e, default=str, separators=(",", ":"), ensure_ascii=False) for e in events]
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(key, *payload)
+            pipe.ltrim(key, -max(1, max_len), -1)
+            await self._call(pipe.execute)
+
+    async def load_events(self, session_id: str, limit: int) -> list[dict[str, Any]]:
+        if limit <= 0:
+            return []
+        raw = await self._call(self._redis.lrange, _keys(session_id)["events"], -limit, -1)
+        return [json.loads(item) for item in raw]

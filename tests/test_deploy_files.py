@@ -154,3 +154,15 @@ def test_dockerfile_is_slim_non_root_and_secret_free() -> None:
     copies = [arg for kw, arg in instructions if kw == "COPY"]
     assert [] == [c for c in copies if c.split()[0] in {".", "./"} or ".env" in c]
     assert [] == re.findall(r"(?i)(DISCORD_TOKEN|OPENAI_API_KEY|REDIS_URL)\s*=", text)
+
+
+def test_dashboard_has_the_operator_health_panels() -> None:
+    """Grafana shows the same health figures as `longcall dashboard`'s tiles, from /metrics."""
+    health = [p for p in dashboard()["panels"] if p["title"].startswith("Health:")]
+    assert 4 == len(health)
+    used = {m for p in health for t in p["targets"] for m in re.findall(r"\blongcall_[a-z_]+", t["expr"])}
+    assert {
+        "longcall_reply_latency_seconds_bucket", "longcall_asr_real_time_factor_bucket",
+        "longcall_asr_lag_seconds_bucket",
+        "longcall_compaction_latency_seconds_bucket", "longcall_compaction_failed_total", "longcall_redis_up",
+    } <= used

@@ -221,3 +221,25 @@ def test_works_as_an_emitter_sink() -> None:
     assert ['longcall_compaction_started_total{guild_id="g9",session_id="s9",source="replay"} 1'] == samples(
         metrics, "longcall_compaction_started_total"
     )
+
+
+def test_health_metrics_for_the_dashboard_panels() -> None:
+    """Reply latency, ASR real-time factor and lag, ASR failures and Redis health are exported."""
+    from pipeline.metrics import CompactionMetrics
+
+    m = CompactionMetrics()
+    base = {"guild_id": "g", "session_id": "s", "source": "bot"}
+    m({"event": "bot_reply_completed", **base, "reply_mode": "brain", "end_to_playback_ms": 1180})
+    m({"event": "bot_reply_completed", **base, "reply_mode": "brain", "end_to_playback_ms": None})
+    m({"event": "asr_transcribed", **base, "rtf": 0.19, "lag_s": 0.7})
+    m({"event": "asr_failed", **base, "error_class": "AsrError"})
+    m.set_store_health(up=True, ping_s=0.0004)
+    lines = m.render().splitlines()
+    labels = 'guild_id="g",session_id="s",source="bot"'
+    assert f'longcall_reply_latency_seconds_bucket{{{labels},reply_mode="brain",le="1.25"}} 1' in lines
+    assert f'longcall_reply_latency_seconds_count{{{labels},reply_mode="brain"}} 1' in lines
+    assert f'longcall_asr_real_time_factor_bucket{{{labels},le="0.2"}} 1' in lines
+    assert f'longcall_asr_real_time_factor_bucket{{{labels},le="0.15"}} 0' in lines
+    assert f'longcall_asr_lag_seconds_bucket{{{labels},le="1"}} 1' in lines
+    assert f"longcall_asr_failed_total{{{labels}}} 1" in lines
+    assert "longcall_redis_up 1" in lines and "longcall_redis_ping_seconds 0.0004" in lines

@@ -99,6 +99,32 @@ async def test_live_notes_meta_and_delete(store: SessionStore, session_id: str) 
     assert [] == await store.load_live_notes(session_id)
 
 
+async def test_sessions_register_with_meta_and_leave_on_delete(store: SessionStore, session_id: str) -> None:
+    """save_meta registers a session (newest first); turns alone do not; delete unregisters it."""
+    other = f"{session_id}-b"
+    await store.append_turn(f"{session_id}-unregistered", draft(0))
+    await store.save_meta(session_id, {"title": "first"})
+    await store.save_meta(other, {"title": "second"})
+    await store.save_meta(session_id, {"active": "0"})  # a later save keeps its place
+    listed = [sid for sid in await store.list_sessions() if sid.startswith(session_id)]
+    assert [other, session_id] == listed
+    await store.delete_session(other)
+    assert [session_id] == [sid for sid in await store.list_sessions() if sid.startswith(session_id)]
+
+
+async def test_event_log_is_capped_and_deleted_with_the_session(store: SessionStore, session_id: str) -> None:
+    """Events round-trip as JSON, the newest `max_len` are kept, oldest first; delete drops them."""
+    await store.append_events(session_id, [{"event": "e", "n": i, "x": "ünï <b>"} for i in range(5)], max_len=8)
+    await store.append_events(session_id, [{"event": "e", "n": i} for i in range(5, 10)], max_len=8)
+    await store.append_events(session_id, [], max_len=8)
+    assert list(range(2, 10)) == [e["n"] for e in await store.load_events(session_id, 100)]
+    assert [7, 8, 9] == [e["n"] for e in await store.load_events(session_id, 3)]
+    assert {"event": "e", "n": 2, "x": "ünï <b>"} == (await store.load_events(session_id, 8))[0]
+    assert [] == await store.load_events(session_id, 0)
+    await store.delete_session(session_id)
+    assert [] == await store.load_events(session_id, 100)
+
+
 async def test_lock_has_one_owner(store: SessionStore, session_id: str) -> None:
     """Only one owner holds the fold lock; only the owner releases it."""
     assert await store.acquire_lock(session_id, "a", ttl_s=30)

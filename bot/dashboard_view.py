@@ -1,0 +1,523 @@
+"""The dashboard's pages, from data already read: pure functions, no I/O.
+
+`bot.dashboard` reads a session from the store (and the live process, when it has one),
+calls the reply builder, and hands the results here. Everything that reaches the page goes
+through `_e` (html.escape): transcripts, speaker names, summaries and event fields are user
+input. No inline script or style: behaviour lives in `static/dashboard.js`, looks in
+`static/dashboard.css`, and the Content-Security-Policy allows only those.
+
+The compaction chart is hand-drawn SVG made here, server side: no charting library to vendor
+or build, it renders without JavaScript, and each fold mark carries its data as attributes
+(and a `<title>` for the hover) so tests can check it against the events.
+"""
+
+from __future__ import annotations
+
+import html
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pipeline.events import (
+    ASR_BACKLOG_MERGED,
+    ASR_FAILED,
+    ASR_TRANSCRIBED,
+    COMPACTION_COMPLETED,
+    COMPACTION_FAILED,
+    COMPACTION_SKIPPED,
+    COMPACTION_STARTED,
+)
+from pipeline.formatting import mmss
+from pipeline.models import ContextSnapshot, Turn, TurnKind
+from pipeline.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyContext
+
+HORIZON_TEXT = "The model can't see above this line"
+ROUTINE_SKIPS = frozenset({"below_threshold", "no_eligible_batch"})
+BOT_REPLY_COMPLETED = "bot_reply_completed"  # bot/guild_session.py emits it
+OUTCOMES = ("model", "fallback", "degraded", "failed")
+EVENTS_SHOWN = 400
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def iso(epoch: float | None) -> str:
+    if epoch is None:
+        return "—"
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86400:.0f} d ago"
+
+
+# -- folds, timeline, health: derived from the event log ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fold:
+    number: int
+    old_cursor: int
+    new_cursor: int
+    outcome: str  # model / fallback / degraded / failed
+    latency_ms: int | None
+    x: float  # session seconds
+    summary_chars: int | None = None
+    error_class: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class Timeline:
+    points: list[tuple[float, int, int]] = field(default_factory=list)  # (x, total_turns, cursor)
+    folds: list[Fold] = field(default_factory=list)
+
+
+def event_x(event: Mapping[str, Any], started_at: float | None) -> float:
+    """An event's session time: `t` (the session clock, e.g. replay's simulated time) if the
+    log stamped one, else wall time since the session started."""
+    t = event.get("t")
+    if isinstance(t, int | float):
+        return float(t)
+    at = event.get("at")
+    if isinstance(at, int | float) and started_at is not None:
+        return max(0.0, float(at) - started_at)
+    return 0.0
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def timeline(events: Sequence[Mapping[str, Any]], started_at: float | None) -> Timeline:
+    """Cursor and total turns over time, and every fold (completed or failed), from the events."""
+    out = Timeline()
+    total = 0
+    cursor = 0
+    number = 0
+    for event in events:
+        name = event.get("event")
+        x = event_x(event, started_at)
+        if name == COMPACTION_SKIPPED:
+            total = _int(event.get("total_turns")) or total
+            cursor = _int(event.get("cursor")) or cursor
+        elif name == COMPACTION_STARTED:
+            cursor = _int(event.get("cursor")) or cursor
+        elif name == COMPACTION_COMPLETED:
+            number += 1
+            old, new = _int(event.get("old_cursor")) or 0, _int(event.get("new_cursor")) or 0
+            cursor = new
+            out.folds.append(
+                Fold(
+                    number=number, old_cursor=old, new_cursor=new, outcome=str(event.get("outcome") or "model"),
+                    latency_ms=_int(event.get("latency_ms")), x=x, summary_chars=_int(event.get("summary_chars")),
+                )
+            )
+        elif name == COMPACTION_FAILED:
+            out.folds.append(
+                Fold(
+                    number=0, old_cursor=cursor, new_cursor=cursor, outcome="failed",
+                    latency_ms=_int(event.get("latency_ms")), x=x, error_class=str(event.get("error_class", "")),
+                )
+            )
+        else:
+            continue
+        total = max(total, cursor)
+        out.points.append((x, total, cursor))
+    return out
+
+
+def fold_for(seq: int, folds: Sequence[Fold]) -> Fold | None:
+    for fold in folds:
+        if fold.outcome != "failed" and fold.old_cursor <= seq < fold.new_cursor:
+            return fold
+    return None
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    return statistics.quantiles(ordered, n=100, method="inclusive")[int(q) - 1]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tile:
+    key: str
+    title: str
+    value: str
+    detail: str
+    level: str = "ok"  # ok / warn / bad / na
+
+
+def _ms(value: float) -> str:
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
+
+
+def health_tiles(
+    events: Sequence[Mapping[str, Any]], *, redis: Mapping[str, Any], live: Mapping[str, Any] | None
+) -> list[Tile]:
+    """End-of-speech → reply latency, ASR, summarizer and Redis, from the event log (n/a if none)."""
+    replies = [
+        float(v) for e in events if e.get("event") == BOT_REPLY_COMPLETED
+        for v in [e.get("end_to_playback_ms")] if isinstance(v, int | float)
+    ]
+    tiles: list[Tile] = []
+    if replies:
+        p50, p95 = percentile(replies, 50), percentile(replies, 95)
+        tiles.append(Tile(key="reply", title="End of speech → reply", value=f"p50 {_ms(p50)}",
+                          detail=f"p95 {_ms(p95)} · {len(replies)} replies",
+                          level="warn" if p95 > 3000 else "ok"))
+    else:
+        tiles.append(Tile(key="reply", title="End of speech → reply", value="n/a",
+                          detail="no spoken replies in this session", level="na"))
+    asr = [e for e in events if e.get("event") == ASR_TRANSCRIBED]
+    rtf = [float(e["rtf"]) for e in asr if isinstance(e.get("rtf"), int | float)]
+    lag = [float(e["lag_s"]) for e in asr if isinstance(e.get("lag_s"), int | float)]
+    asr_failed = sum(1 for e in events if e.get("event") == ASR_FAILED)
+    merged = sum(1 for e in events if e.get("event") == ASR_BACKLOG_MERGED)
+    if rtf:
+        p50 = percentile(rtf, 50)
+        lag95 = percentile(lag, 95) if lag else 0.0
+        tiles.append(Tile(key="asr", title="ASR real-time factor", value=f"{p50:.2f}",
+                          detail=f"p95 {percentile(rtf, 95):.2f} · queue lag p95 {lag95:.1f} s"
+                          f" · {merged} merged · {asr_failed} failed",
+                          level="bad" if p50 >= 1 or asr_failed else ("warn" if merged else "ok")))
+    else:
+        none = "no speech was transcribed (e.g. a text replay)"
+        tiles.append(Tile(key="asr", title="ASR real-time factor", value="n/a",
+                          detail=none if not asr_failed else f"{asr_failed} failed",
+                          level="bad" if asr_failed else "na"))
+    done = [e for e in events if e.get("event") == COMPACTION_COMPLETED]
+    failed = [e for e in events if e.get("event") == COMPACTION_FAILED]
+    if done or failed:
+        latencies = [float(e["latency_ms"]) for e in done if isinstance(e.get("latency_ms"), int | float)]
+        rate = len(failed) / (len(done) + len(failed))
+        outcomes = Counter(str(e.get("outcome") or "model") for e in done)
+        not_model = sum(n for k, n in outcomes.items() if k != "model")
+        tiles.append(Tile(
+            key="summarizer", title="Summarizer latency",
+            value=f"p50 {_ms(percentile(latencies, 50))}" if latencies else "n/a",
+            detail=(f"p95 {_ms(percentile(latencies, 95))} · " if latencies else "")
+            + f"errors {rate:.0%} ({len(failed)}/{len(done) + len(failed)})"
+            + (f" · {not_model} not by the model" if not_model else ""),
+            level="bad" if rate > 0.2 else ("warn" if failed or not_model else "ok"),
+        ))
+    else:
+        tiles.append(Tile(key="summarizer", title="Summarizer latency", value="n/a",
+                          detail="no folds yet", level="na"))
+    if not redis.get("up"):
+        tiles.append(Tile(key="redis", title="Redis", value="down", detail="the store does not answer", level="bad"))
+    else:
+        detail = [f"ping {redis.get('ping_ms', 0):.1f} ms"]
+        if live is not None:
+            detail.append(f"{live.get('unsynced_turns', 0)} turns waiting for Redis")
+        detail.append(f"{redis.get('pending_notes', 0)} notes pending · {redis.get('notes_dropped', 0)} dropped")
+        unsynced = live.get("unsynced_turns", 0) if live is not None else 0
+        tiles.append(Tile(key="redis", title="Redis", value="ok", detail=" · ".join(detail),
+                          level="warn" if unsynced else "ok"))
+    return tiles
+
+
+def render_tiles(tiles: Iterable[Tile]) -> str:
+    return "".join(
+        f'<div class="tile {t.level}" data-testid="health-{_e(t.key)}"><div class="tile-title">{_e(t.title)}</div>'
+        f'<div class="tile-value">{_e(t.value)}</div><div class="tile-detail">{_e(t.detail)}</div></div>'
+        for t in tiles
+    )
+
+
+# -- the chart -----------------------------------------------------------------------------------
+
+_W, _H = 760, 220
+_PAD_L, _PAD_R, _PAD_T, _PAD_B = 46, 12, 12, 28
+
+
+def _nice_step(raw: float) -> int:
+    """1, 2, 5, 10, 20, 50, ... at least `raw`."""
+    step = 1
+    while True:
+        for m in (1, 2, 5):
+            if step * m >= raw:
+                return step * m
+        step *= 10
+
+
+def render_chart(tl: Timeline) -> str:
+    """Cursor and total turns over session time, folds as marks coloured by outcome."""
+    if not tl.points:
+        return ('<figure class="chart" data-testid="compaction-timeline" data-folds="0">'
+                '<p class="muted">No compaction events recorded for this session yet.</p></figure>')
+    xmax = max(p[0] for p in tl.points) or 1.0
+    ymax = max(1, *(p[1] for p in tl.points))
+    iw, ih = _W - _PAD_L - _PAD_R, _H - _PAD_T - _PAD_B
+
+    def sx(x: float) -> float:
+        return round(_PAD_L + iw * x / xmax, 1)
+
+    def sy(y: float) -> float:
+        return round(_PAD_T + ih * (1 - y / ymax), 1)
+
+    def step_path(index: int) -> str:
+        parts: list[str] = []
+        prev_y: float | None = None
+        for p in tl.points:
+            x, y = sx(p[0]), sy(p[index])
+            if prev_y is None:
+                parts.append(f"M{x},{y}")
+            else:
+                parts.append(f"H{x}V{y}")
+            prev_y = y
+        return "".join(parts)
+
+    step = _nice_step(ymax / 4)
+    ymax = max(ymax, step)
+    grid = []
+    for i in range(int(ymax // step) + 1):
+        value = i * step
+        y = sy(value)
+        grid.append(f'<line class="grid" x1="{_PAD_L}" x2="{_W - _PAD_R}" y1="{y}" y2="{y}"/>'
+                    f'<text class="axis" x="{_PAD_L - 6}" y="{y + 4}" text-anchor="end">{value}</text>')
+    for i in range(5):
+        x = xmax * i / 4
+        grid.append(f'<text class="axis" x="{sx(x)}" y="{_H - 8}" text-anchor="middle">{_e(mmss(x))}</text>')
+    marks = []
+    for fold in tl.folds:
+        latency = "?" if fold.latency_ms is None else _ms(fold.latency_ms)
+        if fold.outcome == "failed":
+            label = f"failed fold at cursor {fold.old_cursor} ({fold.error_class}) · {latency} · {mmss(fold.x)}"
+        else:
+            label = (f"fold {fold.number}: turns {fold.old_cursor}–{fold.new_cursor - 1} · {fold.outcome} · "
+                     f"{latency} · summary {fold.summary_chars} chars · {mmss(fold.x)}")
+        marks.append(
+            f'<circle class="fold {_e(fold.outcome)}" data-testid="fold-mark" data-outcome="{_e(fold.outcome)}" '
+            f'data-old-cursor="{fold.old_cursor}" data-new-cursor="{fold.new_cursor}" '
+            f'data-latency-ms="{"" if fold.latency_ms is None else fold.latency_ms}" '
+            f'cx="{sx(fold.x)}" cy="{sy(fold.new_cursor)}" r="4.5"><title>{_e(label)}</title></circle>'
+        )
+    legend = (
+        '<figcaption><span class="key total"></span>total turns <span class="key cursor"></span>cursor '
+        '(turns folded into the summary) · folds: '
+        + " ".join(f'<span class="dot {o}"></span>{o}' for o in OUTCOMES)
+        + " · hover a fold for its latency</figcaption>"
+    )
+    return (
+        f'<figure class="chart" data-testid="compaction-timeline" data-folds="{len(tl.folds)}">'
+        f'<svg viewBox="0 0 {_W} {_H}" role="img" aria-label="compaction timeline">'
+        + "".join(grid)
+        + f'<path class="line total" d="{step_path(1)}"/><path class="line cursor" d="{step_path(2)}"/>'
+        + "".join(marks)
+        + f"</svg>{legend}</figure>"
+    )
+
+
+# -- the model's view ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelView:
+    """What the reply builder sends now, and the stored turns above it."""
+
+    snapshot: ContextSnapshot
+    reply: ReplyContext | None  # None: the session has no turns yet
+    current: Turn | None
+    above: list[Turn]  # stored turns before the horizon, oldest first
+    older_available: int  # turns before `above` not shown
+    participant_cards: list[tuple[str, str]] | None  # None: this build stores no cards
+
+
+def visible_seqs(view: ModelView) -> list[int]:
+    """The seqs the model receives verbatim, oldest first: the reply builder's shown turns and
+    the current turn (sent last, on its own)."""
+    if view.reply is None or view.current is None:
+        return []
+    return [*view.reply.shown_seqs, view.current.seq]
+
+
+def system_sections(reply: ReplyContext | None, snapshot: ContextSnapshot) -> list[tuple[str, str]]:
+    """Names of the system messages the reply builder sent, in order, with a size note."""
+    if reply is None:
+        return []
+    out: list[tuple[str, str]] = []
+    for i, message in enumerate(m for m in reply.messages if m["role"] == "system"):
+        content = message["content"]
+        if i == 0:
+            out.append(("persona and rules", f"{len(content)} chars"))
+        elif content.startswith(MEMORY_HEADER):
+            out.append(("participant memory", f"{len(content)} chars"))
+        elif content.startswith("Earlier in this session"):
+            out.append(("summary", f"turns 0–{snapshot.covered_through_turn}, {len(snapshot.summary)} chars"))
+        elif content.startswith(SCREEN_HEADER):
+            out.append(("screen notes", f"{len(snapshot.live_notes)} live"))
+        else:
+            out.append(("note", content[:60]))
+    return out
+
+
+def _turn_html(turn: Turn, state: str, badge: str, bot_name: str) -> str:
+    who = turn.speaker_name or "?"
+    kind = "bot" if turn.kind is TurnKind.BOT else turn.kind.value
+    return (
+        f'<div class="turn {state} {_e(kind)}" data-testid="turn" data-seq="{turn.seq}" data-state="{state}">'
+        f'<span class="seq">#{turn.seq}</span><span class="time">{_e(mmss(turn.started_at))}</span>'
+        f'<span class="speaker">{_e(who)}</span><span class="text">{_e(turn.text)}</span>'
+        + (f'<span class="badge">{_e(badge)}</span>' if badge else "")
+        + "</div>"
+    )
+
+
+def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: int, base_url: str) -> str:
+    snap = view.snapshot
+    parts: list[str] = []
+    sections = system_sections(view.reply, snap)
+    parts.append(
+        '<section class="card"><h3>System sections</h3><ol class="sections" data-testid="system-sections">'
+        + ("".join(f"<li><b>{_e(n)}</b> <span class=muted>{_e(d)}</span></li>" for n, d in sections)
+           or "<li class=muted>nothing yet: no turns</li>")
+        + "</ol></section>"
+    )
+    if view.participant_cards is None:
+        cards = '<p class="muted">Participant cards are not stored by this build.</p>'
+    elif not view.participant_cards:
+        cards = '<p class="muted">No participant cards yet.</p>'
+    else:
+        cards = "".join(
+            f'<div class="pcard"><b>{_e(name)}</b><p>{_e(text)}</p></div>' for name, text in view.participant_cards
+        )
+    parts.append(f'<section class="card" data-testid="participant-cards"><h3>Participant cards</h3>{cards}</section>')
+    summary_body = _e(snap.summary) if snap.summary else '<span class="muted">No summary yet.</span>'
+    covers = f"turns 0–{snap.covered_through_turn}" if snap.covered_through_turn >= 0 else "nothing yet"
+    parts.append(
+        f'<section class="card summary" data-testid="summary" data-covered-through="{snap.covered_through_turn}">'
+        f'<h3>Summary <span class="muted">covers {_e(covers)} · {len(snap.summary)} chars</span></h3>'
+        f'<div class="summary-text">{summary_body}</div></section>'
+    )
+    pruned = set(view.reply.pruned_seqs) if view.reply is not None else set()
+    seen = set(visible_seqs(view))
+    rows: list[str] = []
+    if view.older_available:
+        more = above_param + 40
+        rows.append(
+            f'<a class="load-older" data-testid="load-older" href="{_e(base_url)}?above={more}">'
+            f"load {min(40, view.older_available)} older turns ({view.older_available} not shown)</a>"
+        )
+    for turn in view.above:
+        if turn.seq in pruned:
+            rows.append(_turn_html(turn, "pruned", "pruned by the token guard · not folded yet", ""))
+            continue
+        fold = fold_for(turn.seq, folds)
+        if turn.seq < snap.cursor:
+            badge = f"fold {fold.number} · {fold.outcome}" if fold else "folded"
+        else:
+            badge = "not folded"
+        rows.append(_turn_html(turn, "folded", badge, ""))
+    rows.append(f'<div class="horizon" data-testid="horizon" role="separator"><span>{HORIZON_TEXT}</span></div>')
+    for turn in snap.turns:
+        if turn.seq in pruned:
+            continue  # above the horizon (rendered there)
+        if turn.seq not in seen:
+            continue
+        is_current = view.current is not None and turn.seq == view.current.seq
+        rows.append(_turn_html(turn, "current" if is_current else "verbatim", "current turn" if is_current else "", ""))
+    note = ""
+    if view.reply is not None:
+        tokens = view.reply.tokens
+        note = (f'<p class="muted">{len(seen)} turns verbatim · {len(pruned)} pruned · prompt '
+                f"{_e(tokens.display())} tokens of {view.reply.history_budget} history budget</p>")
+    parts.append(f'<section class="card transcript" data-testid="transcript"><h3>Transcript</h3>{note}'
+                 + "".join(rows) + "</section>")
+    return "".join(parts)
+
+
+# -- events --------------------------------------------------------------------------------------
+
+_IDENTITY = frozenset({"event", "guild_id", "session_id", "source", "at", "t"})
+
+
+def _fields(event: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in event.items() if k not in _IDENTITY)
+
+
+def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None) -> str:
+    routine: Counter[str] = Counter()
+    rows: list[str] = []
+    names: Counter[str] = Counter()
+    for event in reversed(events):
+        name = str(event.get("event", ""))
+        if name == COMPACTION_SKIPPED and event.get("reason") in ROUTINE_SKIPS:
+            routine[str(event.get("reason"))] += 1
+            continue
+        names[name] += 1
+        if len(rows) >= EVENTS_SHOWN:
+            continue
+        short = name.removeprefix("voice_context_compaction_")
+        outcome = event.get("outcome") or ("failed" if name == COMPACTION_FAILED else "")
+        rows.append(
+            f'<tr data-event="{_e(name)}" class="ev {_e(outcome)}"><td class="time">'
+            f'{_e(mmss(event_x(event, started_at)))}</td><td class="name">{_e(short)}</td>'
+            f"<td>{_e(_fields(event))}</td></tr>"
+        )
+    options = "".join(f'<option value="{_e(n)}">{_e(n)} ({c})</option>' for n, c in sorted(names.items()))
+    routine_text = (
+        f'<p class="routine" data-testid="routine-skips">Routine skips collapsed: {sum(routine.values())} '
+        "(" + ", ".join(f"{_e(k)} {v}" for k, v in sorted(routine.items())) + ") — the compactor checked and "
+        "nothing was due.</p>"
+        if routine else ""
+    )
+    table = (
+        '<div class="events-scroll"><table class="events"><thead><tr><th>time</th><th>event</th>'
+        "<th>fields</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+    )
+    return (
+        '<section class="card" data-testid="events"><h3>Events</h3>'
+        '<div class="filters"><select id="event-kind" data-testid="event-kind" aria-label="event type">'
+        f'<option value="">all events</option>{options}</select>'
+        '<input id="event-filter" data-testid="event-filter" type="search" placeholder="filter fields…" '
+        'aria-label="filter events"></div>'
+        + routine_text
+        + (table if rows else '<p class="muted">No events recorded.</p>')
+        + "</section>"
+    )
+
+
+# -- page shell ----------------------------------------------------------------------------------
+
+
+def page(title: str, body: str, *, poll: Mapping[str, str] | None = None) -> str:
+    attrs = ""
+    if poll:
+        attrs = "".join(f' data-{_e(k)}="{_e(v)}"' for k, v in poll.items())
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{_e(title)} · longcall</title><link rel="stylesheet" href="/static/dashboard.css">'
+        '<script src="/static/dashboard.js" defer></script></head>'
+        f'<body><header class="top"><a href="/" class="brand">longcall</a><span class="muted">operator dashboard'
+        f'</span><span id="live-status" class="live-status" data-testid="live-status"></span></header>'
+        f'<main id="live"{attrs}>{body}</main></body></html>'
+    )
+
+
+def login_page(error: str = "", next_url: str = "/") -> str:
+    err = f'<p class="bad">{_e(error)}</p>' if error else ""
+    return page(
+        "sign in",
+        '<section class="card login"><h2>Dashboard token</h2>'
+        "<p>This dashboard shows what people said. Enter the <code>DASHBOARD_TOKEN</code> "
+        "configured on the server.</p>" + err
+        + f'<form method="post" action="/login"><input type="hidden" name="next" value="{_e(next_url)}">'
+        '<input type="password" name="token" autocomplete="current-password" aria-label="token" required autofocus>'
+        ' <button type="submit">Sign in</button></form></section>',
+    )

@@ -1,0 +1,63 @@
+"""The store event log: stamps, persists in order, survives an outage, stops cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pipeline.event_log import StoreEventLog
+from pipeline.events import EventEmitter
+from pipeline.store_memory import InMemorySessionStore
+from pipeline.store_redis import RedisSessionStore
+from pipeline.testing import FakeClock
+
+
+async def test_events_reach_the_store_stamped_with_wall_and_session_time(
+    redis_store: RedisSessionStore, session_id: str
+) -> None:
+    """Each event is written with `at` (wall) and `t` (the session clock), in emit order."""
+    clock = FakeClock(start=90.0)
+    log = StoreEventLog(redis_store, clock=clock, wall=lambda: 1_700_000_000.0)
+    emitter = EventEmitter(guild_id="g", session_id=session_id, source="test")
+    emitter.add_sink(log)
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(log.run(), name="event-log")
+        emitter.emit("first", n=1)
+        clock.advance(5)
+        emitter.emit("second", n=2)
+        log.stop()
+    stored = await redis_store.load_events(session_id, 10)
+    assert [("first", 90.0), ("second", 95.0)] == [(e["event"], e["t"]) for e in stored]
+    assert {1_700_000_000.0} == {e["at"] for e in stored}
+    assert {session_id} == {e["session_id"] for e in stored}
+
+
+async def test_several_sessions_share_one_log_and_the_cap_holds() -> None:
+    """One sink serves many sessions (the bot's case); each session keeps only its newest events."""
+    store = InMemorySessionStore()
+    log = StoreEventLog(store, max_len=3)
+    a = EventEmitter(guild_id="g", session_id="a", source="bot")
+    b = EventEmitter(guild_id="g", session_id="b", source="bot")
+    a.add_sink(log)
+    b.add_sink(log)
+    for i in range(5):
+        a.emit("tick", n=i)
+    b.emit("tock", n=0)
+    assert await log.flush()
+    assert [2, 3, 4] == [e["n"] for e in await store.load_events("a", 10)]
+    assert ["tock"] == [e["event"] for e in await store.load_events("b", 10)]
+
+
+async def test_an_outage_keeps_events_for_the_next_write() -> None:
+    """While the store is down the events wait in the buffer; nothing reaches the emitter."""
+    store = InMemorySessionStore()
+    log = StoreEventLog(store)
+    emitter = EventEmitter(guild_id="g", session_id="s", source="bot")
+    emitter.add_sink(log)
+    store.available = False
+    emitter.emit("during_outage")
+    assert not await log.flush()
+    store.available = True
+    emitter.emit("after")
+    await log.close()
+    assert ["during_outage", "after"] == [e["event"] for e in await store.load_events("s", 10)]
+    assert 0 == log.dropped
