@@ -1,0 +1,54 @@
+"""Offline OCR for screen-watch notes: the only module that imports `rapidocr_onnxruntime`.
+
+RapidOCR (Apache-2.0) ships its detection and recognition ONNX models inside the wheel, so
+nothing is downloaded at run time. `read_text` blocks for about a second on a 720p frame:
+call it from a worker thread. One engine per process, loaded on first use; calls are
+serialised by a lock (ONNX Runtime already uses the cores; two at once only thrash).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+MIN_CONFIDENCE = 0.5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextLine:
+    text: str
+    confidence: float
+    top: float
+    left: float
+
+
+class RapidOcrReader:
+    """`read_text(rgb)` -> the lines of text on an RGB uint8 array, top to bottom, left to right."""
+
+    def __init__(self, *, min_confidence: float = MIN_CONFIDENCE) -> None:
+        self._engine: Any = None
+        self._lock = threading.Lock()
+        self._min_confidence = min_confidence
+
+    def _load(self) -> Any:
+        if self._engine is None:
+            from rapidocr_onnxruntime import RapidOCR
+
+            self._engine = RapidOCR()
+        return self._engine
+
+    def read_text(self, rgb: Any) -> list[TextLine]:
+        with self._lock:
+            engine = self._load()
+            result, _ = engine(rgb[:, :, ::-1].copy())  # RapidOCR takes OpenCV's BGR order
+        lines: list[TextLine] = []
+        for box, text, confidence in result or []:
+            if float(confidence) < self._min_confidence or not str(text).strip():
+                continue
+            top = min(float(p[1]) for p in box)
+            left = min(float(p[0]) for p in box)
+            lines.append(TextLine(text=str(text).strip(), confidence=float(confidence), top=top, left=left))
+        # Rows: boxes whose tops are within ~20 px read as one row, left to right.
+        lines.sort(key=lambda line: (round(line.top / 20), line.left))
+        return lines
