@@ -67,7 +67,7 @@ class NotesConfig:
     per_minute: float = 6.0  # sustained notes per session per minute (the model bill, the loop)
     burst: int = 3
     queue_max: int = 4
-    dedupe_distance: int = 10  # of 256 dHash bits
+    dedupe_distance: int = 2  # of 1,024 dHash bits (pipeline/images.py says why)
     dedupe_memory: int = 8
     note_max_chars: int = 400
     bot_name: str = "Clanky"
