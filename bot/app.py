@@ -38,10 +38,12 @@ from bot.guild_session import (
     TurnSink,
 )
 from bot.logging_setup import configure_logging
+from bot.notes_api import register_notes_api
+from bot.notes_setup import make_note_writer, notes_config
 from bot.playback import opus_available
 from bot.realtime import RealtimeConfig, RealtimeVoice
 from bot.runtime import hearing_config, make_summarizers, open_store, whisper_config
-from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
+from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.events import EventEmitter
 from pipeline.hearing import HearingPipeline
 from pipeline.metrics import CompactionMetrics
@@ -75,6 +77,8 @@ def session_config(settings: Settings) -> GuildSessionConfig:
         idle_timeout_s=settings.session_idle_timeout_s,
         max_duration_s=settings.session_max_duration_s,
         brain_deadline_s=settings.brain_timeout_s,
+        chat_reply_text=settings.chat_reply is ChatReply.TEXT,
+        chat_edit_grace_s=settings.chat_edit_grace_s,
     )
 
 
@@ -205,7 +209,7 @@ async def run_bot(settings: Settings) -> None:
     configure_logging(
         fmt=settings.log_format.value,
         level=settings.log_level,
-        secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url],
+        secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url, settings.notes_ingest_token],
     )
     token = require_discord_token(settings)
     check_reply_mode(settings)
@@ -256,6 +260,7 @@ async def _serve(
     realtime: RealtimeFactory | None = None,
 ) -> None:
     hearing = await make_hearing(settings)
+    note_writer = make_note_writer(settings)
     metrics = CompactionMetrics()
     recent = RecentEvents()
     resources = SessionResources(
@@ -272,6 +277,8 @@ async def _serve(
         realtime_factory=realtime,
         hearing_factory=hearing,
         event_sinks=(metrics, recent),
+        note_writer=note_writer,
+        notes_config=notes_config(settings),
     )
     registry = GuildSessionRegistry(resources, connector=None)
     bot = LongcallBot(settings=settings, registry=registry, store=store)
@@ -315,6 +322,8 @@ async def _serve_dashboard(
     settings: Settings, registry: GuildSessionRegistry, metrics: CompactionMetrics, recent: RecentEvents
 ) -> None:
     app = create_dashboard_app(_DashboardRegistry(registry), metrics, recent, config=settings.redacted())
+    register_notes_api(app, lambda sid: next((s for s in registry.sessions() if s.session_id == sid), None),
+                       token=settings.notes_ingest_token)
     try:
         runner = await start_dashboard(app, settings.dashboard_host, settings.dashboard_port)
     except OSError as err:

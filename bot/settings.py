@@ -304,6 +304,8 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
         )
     if not settings.bot_name:
         raise SettingsError("BOT_NAME must not be empty")
+    if settings.notes_ingest_token is not None and len(settings.notes_ingest_token) < 16:
+        raise SettingsError("NOTES_INGEST_TOKEN must be at least 16 characters (e.g. `openssl rand -hex 24`)")
     return settings
 
 
