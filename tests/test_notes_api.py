@@ -77,10 +77,9 @@ async def api(*, token: str | None = TOKEN, notes_on: bool = True, **config: Any
 
 async def test_an_image_upload_becomes_a_note() -> None:
     """A PNG body with the right token is noted: 201 with the note, its source and hash."""
-    async with api() as a:
-        async with a.http.post(a.url(), data=hud_png(), params={"by": "James", "source": "watch"},
-                               headers={**auth(), "Content-Type": "image/png"}) as response:
-            body = await response.json()
+    async with api() as a, a.http.post(a.url(), data=hud_png(), params={"by": "James", "source": "watch"},
+                           headers={**auth(), "Content-Type": "image/png"}) as response:
+        body = await response.json()
     assert (201, "noted", "watch", "James", 256) == (
         response.status, body["status"], body["note"]["source"], body["note"]["by"], len(body["note"]["image_hash"])
     )
@@ -89,10 +88,9 @@ async def test_an_image_upload_becomes_a_note() -> None:
 
 async def test_a_text_note_is_added_as_is() -> None:
     """JSON text becomes a note from `ingest`, capped, with its why."""
-    async with api() as a:
-        async with a.http.post(a.url(), json={"text": "Bob is on the Tokyo map " * 40, "by": "Bob", "why": "map"},
-                               headers=auth()) as response:
-            body = await response.json()
+    payload = {"text": "Bob is on the Tokyo map " * 40, "by": "Bob", "why": "map"}
+    async with api() as a, a.http.post(a.url(), json=payload, headers=auth()) as response:
+        body = await response.json()
     note = a.added[0]
     assert (201, "ingest", "Bob", "map", True) == (
         response.status, note.source, note.by, note.why, len(note.text) + len(note.why) + 8 <= 400
@@ -149,12 +147,10 @@ async def test_a_flood_gets_429_with_retry_after() -> None:
 
 
 async def test_ingest_is_off_without_a_token_or_without_notes() -> None:
-    async with api(token=None) as a:
-        async with a.http.post(a.url(), json={"text": "x"}, headers=auth()) as r:
-            off = r.status
-    async with api(notes_on=False) as a:
-        async with a.http.post(a.url(), json={"text": "x"}, headers=auth()) as r:
-            notes_off = r.status
+    async with api(token=None) as a, a.http.post(a.url(), json={"text": "x"}, headers=auth()) as r:
+        off = r.status
+    async with api(notes_on=False) as a, a.http.post(a.url(), json={"text": "x"}, headers=auth()) as r:
+        notes_off = r.status
     assert (503, 503) == (off, notes_off)
 
 

@@ -130,7 +130,8 @@ async def test_vision_request_is_a_well_formed_image_message() -> None:
     """The vision model gets the configured model name, the prompt that says the image is data,
     the provenance, and the image as a JPEG data URL; its SEEN/WHY answer becomes the note."""
     async with OpenAIStub() as stub:
-        stub.chat.append(Reply(text="SEEN: Marvel Rivals, Tokyo map, round 7, James at 2 HP.\nWHY: James is nearly dead."))
+        answer = "SEEN: Marvel Rivals, Tokyo map, round 7, James at 2 HP.\nWHY: James is nearly dead."
+        stub.chat.append(Reply(text=answer))
         vision = OpenAIVision(api_key="test", model="vision-test-model", base_url=stub.base_url)
         writer = NoteWriter(vision=vision, reader=NoText())
         frame = decode_image(hud_png(), ImageLimits(), for_vision=True)
@@ -242,7 +243,7 @@ async def test_events_carry_the_hash_never_the_image(redis_store: RedisSessionSt
     note = await result.note
     worker.cancel()
     stored = await redis_store.load_live_notes(session_id)
-    raw = await redis_store._redis.get(f"lc:{{{session_id}}}:lnotes")  # noqa: SLF001
+    raw = await redis_store._redis.get(f"lc:{{{session_id}}}:lnotes")
     encoded = base64.b64encode(data[:60]).decode()
     assert (note.image_hash, [note]) == (events.named(SCREEN_NOTE_ADDED)[0]["image_hash"], stored)
     assert encoded not in json.dumps(events) and encoded not in str(raw) and len(str(raw)) < 2000
