@@ -11,7 +11,6 @@ discord.py's objects), the real guild session, a real HTTP ingest and `longcall 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -233,7 +232,7 @@ async def test_typed_chat_is_a_turn_between_spoken_turns_and_is_folded() -> None
     between spoken turns, rendered as typed, and folded into the summary like speech."""
     policy = CompactionPolicy(window=4, batch=4)
     async with live(policy=policy) as lv:
-        alice, james = fake_member(1, "Alice"), fake_member(2, "James")
+        james = fake_member(2, "James")
         await lv.session.on_heard(speech_draft("Alice", "Which hero should I pick next round?", 1.0, user_id=1))
         lv.clock.advance(2.0)
         await lv.cog.on_message(fake_message(james, message_id=700, channel_id=VOICE,
