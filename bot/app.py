@@ -298,6 +298,8 @@ async def _serve(
         await bot.close()
         for task in (dashboard, stopper, client, registry_task):
             task.cancel()
+    with contextlib.suppress(Exception):  # the vision model's HTTP client, when there is one
+        await getattr(note_writer.vision, "aclose", _nothing)()
     if client_error:
         err = client_error[0]
         if isinstance(err, discord.LoginFailure):
@@ -307,6 +309,10 @@ async def _serve(
             ) from err
         raise err
     log.info("longcall_stopped")
+
+
+async def _nothing() -> None:
+    return None
 
 
 async def _run_client(bot: LongcallBot, token: str, errors: list[Exception]) -> None:

@@ -12,6 +12,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
+
+log = structlog.get_logger("longcall.ocr")
+
 MIN_CONFIDENCE = 0.5
 
 
@@ -28,19 +32,28 @@ class RapidOcrReader:
 
     def __init__(self, *, min_confidence: float = MIN_CONFIDENCE) -> None:
         self._engine: Any = None
+        self._unavailable = False
         self._lock = threading.Lock()
         self._min_confidence = min_confidence
 
     def _load(self) -> Any:
-        if self._engine is None:
-            from rapidocr_onnxruntime import RapidOCR
+        if self._engine is None and not self._unavailable:
+            try:
+                from rapidocr_onnxruntime import RapidOCR
 
-            self._engine = RapidOCR()
+                self._engine = RapidOCR()
+            except (ImportError, OSError) as err:  # e.g. OpenCV without libGL in a slim image
+                self._unavailable = True
+                log.warning("ocr_unavailable", error_class=type(err).__name__,
+                            fix="install libgl1 and libglib2.0-0 (see deploy/Dockerfile)")
         return self._engine
 
     def read_text(self, rgb: Any) -> list[TextLine]:
+        """The text lines; none when OCR cannot load (the note still gets the image facts)."""
         with self._lock:
             engine = self._load()
+            if engine is None:
+                return []
             result, _ = engine(rgb[:, :, ::-1].copy())  # RapidOCR takes OpenCV's BGR order
         lines: list[TextLine] = []
         for box, text, confidence in result or []:
