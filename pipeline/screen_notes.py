@@ -35,7 +35,7 @@ from typing import Protocol
 import structlog
 
 from pipeline.events import SCREEN_NOTE_ADDED, SCREEN_NOTE_FAILED, SCREEN_NOTE_SKIPPED, EventEmitter
-from pipeline.formatting import cap_text, mmss, one_line
+from pipeline.formatting import cap_text, mmss, one_line, speaker_label
 from pipeline.images import Frame, ImageError, ImageLimits, check_size, decode_image, hamming
 from pipeline.models import Note, NoteSource
 from pipeline.ocr import TextLine
@@ -307,7 +307,7 @@ class ScreenNotes:
         self._recent.append(frame.image_hash)
         future: asyncio.Future[Note] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(
-            _Job(frame=frame, share=Share(by=by, by_id=by_id, source=source, at=now), future=future,
+            _Job(frame=frame, share=Share(by=speaker_label(by), by_id=by_id, source=source, at=now), future=future,
                  queued_at=self._perf())
         )
         return Submitted(status=SubmitStatus.QUEUED, image_hash=frame.image_hash, note=future)
@@ -322,7 +322,7 @@ class ScreenNotes:
         self._bucket.take(now)
         why_text = cap_text(why, WHY_MAX_CHARS)
         room = self.config.note_max_chars - (len(why_text) + len(" (why: )") if why_text else 0)
-        note = Note(note_id=f"{source}-{uuid.uuid4().hex[:12]}", at=now, by=one_line(by) or "someone",
+        note = Note(note_id=f"{source}-{uuid.uuid4().hex[:12]}", at=now, by=speaker_label(by),
                     text=cap_text(text, room), why=why_text, source=str(source))
         await self._sink(note)
         self._added(note, method="text", latency_ms=0)
