@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -162,3 +163,13 @@ async def test_a_slow_note_answers_202_queued() -> None:
             status, body = r.status, await r.json()
         await a.notes.drain()
     assert (202, "queued", 1) == (status, body["status"], len(a.added))
+
+
+async def test_a_jpeg_photo_upload_is_noted() -> None:
+    """A real photograph (CC0, tests/photos) sent as image/jpeg is noted like a screenshot."""
+    photo = (Path(__file__).parent / "photos" / "coffee.jpg").read_bytes()
+    async with api() as a, a.http.post(a.url(), data=photo, params={"by": "Alice"},
+                                       headers={**auth(), "Content-Type": "image/jpeg"}) as response:
+        body = await response.json()
+    assert (201, "Alice", "ingest") == (response.status, body["note"]["by"], body["note"]["source"])
+    assert "480x320" in body["note"]["text"]

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -247,3 +248,23 @@ async def test_events_carry_the_hash_never_the_image(redis_store: RedisSessionSt
     encoded = base64.b64encode(data[:60]).decode()
     assert (note.image_hash, [note]) == (events.named(SCREEN_NOTE_ADDED)[0]["image_hash"], stored)
     assert encoded not in json.dumps(events) and encoded not in str(raw) and len(str(raw)) < 2000
+
+
+PHOTOS = Path(__file__).parent / "photos"  # CC0 photographs; tests/photos/README.md cites them
+
+
+async def test_openly_licensed_photos_become_notes_with_image_facts() -> None:
+    """Real photographs (JPEG, no HUD): each decodes, gets its own hash (no false duplicate of the
+    other or of a HUD frame), and the offline note states its size and colours."""
+    writer = NoteWriter(vision=None, reader=READER)
+    frames = {p.stem: decode_image(p.read_bytes(), ImageLimits()) for p in sorted(PHOTOS.glob("*.jpg"))}
+    hud = decode_image(hud_png(), ImageLimits()).image_hash
+    distance = NotesConfig().dedupe_distance
+    assert ["chelsea", "coffee"] == sorted(frames)
+    assert hamming(frames["chelsea"].image_hash, frames["coffee"].image_hash) > distance
+    assert all(hamming(f.image_hash, hud) > distance for f in frames.values())
+    for name, frame in frames.items():
+        written = await writer.write(frame, Share(by="Alice", by_id="1", source=NoteSource.CHANNEL, at=3.0))
+        assert frame.format == "JPEG"
+        assert f"{frame.width}x{frame.height} image via channel" in written.note.text, name
+        assert frame.colours and f"mostly {frame.colours[0]}" in written.note.text, name
