@@ -302,6 +302,11 @@ async def _serve(
         await getattr(note_writer.vision, "aclose", _nothing)()
     if client_error:
         err = client_error[0]
+        if isinstance(err, discord.PrivilegedIntentsRequired):
+            raise StartupError(
+                "READ_TEXT_CHAT=true needs the Message Content intent: switch on 'Message Content Intent' "
+                "under Bot -> Privileged Gateway Intents in the developer portal, or set READ_TEXT_CHAT=false"
+            ) from err
         if isinstance(err, discord.LoginFailure):
             raise StartupError(
                 "Discord rejected DISCORD_TOKEN: reset the bot token in the developer portal "
