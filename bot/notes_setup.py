@@ -48,5 +48,5 @@ def make_vision(settings: Settings) -> OpenAIVision | None:
 def make_note_writer(settings: Settings) -> NoteWriter:
     vision = make_vision(settings)
     log.info("screen_notes_ready", method="vision" if vision else "ocr", model=settings.vision_model or None)
-    return NoteWriter(vision=vision, reader=RapidOcrReader(), bot_name=settings.bot_name,
+    return NoteWriter(vision=vision, reader=RapidOcrReader(threads=settings.ocr_threads), bot_name=settings.bot_name,
                       note_max_chars=settings.note_max_chars)

@@ -91,6 +91,7 @@ class Settings:
     vision_model: str = ""  # empty = offline notes (OCR + image facts)
     vision_base_url: str | None = None  # empty = OPENAI_BASE_URL
     vision_timeout_s: float = 20.0
+    ocr_threads: int = 1
     notes_max_image_bytes: int = 8_000_000
     notes_per_minute: float = 6.0
     notes_burst: int = 3
@@ -260,6 +261,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "VISION_MODEL": ("vision_model", _text),
     "VISION_BASE_URL": ("vision_base_url", _text),
     "VISION_TIMEOUT_S": ("vision_timeout_s", _float(0.1)),
+    "OCR_THREADS": ("ocr_threads", _int(1, 64)),
     "NOTES_MAX_IMAGE_BYTES": ("notes_max_image_bytes", _int(10_000, 100_000_000)),
     "NOTES_PER_MINUTE": ("notes_per_minute", _float(0.1)),
     "NOTES_BURST": ("notes_burst", _int(1, 100)),

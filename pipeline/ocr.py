@@ -1,9 +1,10 @@
 """Offline OCR for screen-watch notes: the only module that imports `rapidocr_onnxruntime`.
 
 RapidOCR (Apache-2.0) ships its detection and recognition ONNX models inside the wheel, so
-nothing is downloaded at run time. `read_text` blocks for about a second on a 720p frame:
+nothing is downloaded at run time. `read_text` blocks for about half a second on a 720p frame:
 call it from a worker thread. One engine per process, loaded on first use; calls are
-serialised by a lock (ONNX Runtime already uses the cores; two at once only thrash).
+serialised by a lock, and ONNX Runtime gets `threads` (default 1, like ASR: a core stays free
+for the event loop and the hearing pipeline).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class TextLine:
 class RapidOcrReader:
     """`read_text(rgb)` -> the lines of text on an RGB uint8 array, top to bottom, left to right."""
 
-    def __init__(self, *, min_confidence: float = MIN_CONFIDENCE) -> None:
+    def __init__(self, *, min_confidence: float = MIN_CONFIDENCE, threads: int = 1) -> None:
+        self._threads = threads
         self._engine: Any = None
         self._unavailable = False
         self._lock = threading.Lock()
@@ -41,7 +43,7 @@ class RapidOcrReader:
             try:
                 from rapidocr_onnxruntime import RapidOCR
 
-                self._engine = RapidOCR()
+                self._engine = RapidOCR(intra_op_num_threads=self._threads, inter_op_num_threads=1)
             except (ImportError, OSError) as err:  # e.g. OpenCV without libGL in a slim image
                 self._unavailable = True
                 log.warning("ocr_unavailable", error_class=type(err).__name__,
