@@ -66,7 +66,8 @@ class NotesCog(commands.Cog):
         self.read_text_chat = read_text_chat
 
     def _session(self, guild: discord.Guild | None) -> GuildSession | None:
-        return self.registry.get(guild.id) if guild is not None else None
+        session = self.registry.get(guild.id) if guild is not None else None
+        return None if session is None or session.stopping else session
 
     # -- commands ------------------------------------------------------------------------------
 
