@@ -189,6 +189,12 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_watch(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.watch_cli import cmd_watch as run
+
+    return run(args, settings.notes_ingest_token)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="longcall", description="Discord voice companion with rolling context")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -211,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default=None, help="address to bind (default DASHBOARD_HOST, 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default DASHBOARD_PORT, 8088)")
     p.set_defaults(func=cmd_dashboard)
+    p = sub.add_parser("watch", help="capture your screen every few seconds and send it to the bot as notes")
+    from bot.watch_cli import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=cmd_watch)
     return parser
 
 
@@ -225,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         # Bot logging is configured by run_bot; the tools log warnings only, to stderr.
         configure_logging(fmt=settings.log_format.value, level="WARNING",
                           secrets=[settings.openai_api_key, settings.discord_token, settings.redis_url,
-                                   settings.dashboard_token])
+                                   settings.dashboard_token,
+                                   settings.notes_ingest_token])
     try:
         return int(args.func(settings, args))
     except (SettingsError, SessionFileError) as err:

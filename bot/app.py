@@ -39,10 +39,12 @@ from bot.guild_session import (
     TurnSink,
 )
 from bot.logging_setup import configure_logging
+from bot.notes_api import register_notes_api
+from bot.notes_setup import make_note_writer, notes_config
 from bot.playback import opus_available
 from bot.realtime import RealtimeConfig, RealtimeVoice
 from bot.runtime import dashboard_config, hearing_config, make_summarizers, open_store, whisper_config
-from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
+from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.event_log import StoreEventLog
 from pipeline.events import EventEmitter
 from pipeline.hearing import HearingPipeline
@@ -77,6 +79,8 @@ def session_config(settings: Settings) -> GuildSessionConfig:
         idle_timeout_s=settings.session_idle_timeout_s,
         max_duration_s=settings.session_max_duration_s,
         brain_deadline_s=settings.brain_timeout_s,
+        chat_reply_text=settings.chat_reply is ChatReply.TEXT,
+        chat_edit_grace_s=settings.chat_edit_grace_s,
     )
 
 
@@ -207,7 +211,8 @@ async def run_bot(settings: Settings) -> None:
     configure_logging(
         fmt=settings.log_format.value,
         level=settings.log_level,
-        secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url, settings.dashboard_token],
+        secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url, settings.dashboard_token,
+                 settings.notes_ingest_token],
     )
     token = require_discord_token(settings)
     try:
@@ -262,6 +267,7 @@ async def _serve(
     realtime: RealtimeFactory | None = None,
 ) -> None:
     hearing = await make_hearing(settings)
+    note_writer = make_note_writer(settings)
     metrics = CompactionMetrics()
     event_log = StoreEventLog(store)  # every session's events, for the dashboard's timeline
     resources = SessionResources(
@@ -278,6 +284,8 @@ async def _serve(
         realtime_factory=realtime,
         hearing_factory=hearing,
         event_sinks=(metrics, event_log),
+        note_writer=note_writer,
+        notes_config=notes_config(settings),
     )
     registry = GuildSessionRegistry(resources, connector=None)
     bot = LongcallBot(settings=settings, registry=registry, store=store)
@@ -299,8 +307,15 @@ async def _serve(
         for task in (dashboard, stopper, client, registry_task):
             task.cancel()
         event_log.stop()  # the last events (sessions stopping) are written, then the task ends
+    with contextlib.suppress(Exception):  # the vision model's HTTP client, when there is one
+        await getattr(note_writer.vision, "aclose", _nothing)()
     if client_error:
         err = client_error[0]
+        if isinstance(err, discord.PrivilegedIntentsRequired):
+            raise StartupError(
+                "READ_TEXT_CHAT=true needs the Message Content intent: switch on 'Message Content Intent' "
+                "under Bot -> Privileged Gateway Intents in the developer portal, or set READ_TEXT_CHAT=false"
+            ) from err
         if isinstance(err, discord.LoginFailure):
             raise StartupError(
                 "Discord rejected DISCORD_TOKEN: reset the bot token in the developer portal "
@@ -308,6 +323,10 @@ async def _serve(
             ) from err
         raise err
     log.info("longcall_stopped")
+
+
+async def _nothing() -> None:
+    return None
 
 
 async def _run_client(bot: LongcallBot, token: str, errors: list[Exception]) -> None:
@@ -325,6 +344,8 @@ async def _serve_dashboard(
     app = create_dashboard_app(
         store, dashboard_config(settings), live=_DashboardRegistry(registry), metrics=metrics
     )
+    register_notes_api(app, lambda sid: next((s for s in registry.sessions() if s.session_id == sid), None),
+                       token=settings.notes_ingest_token)
     try:
         runner = await start_dashboard(app, settings.dashboard_host, settings.dashboard_port)
     except OSError as err:

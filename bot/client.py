@@ -20,6 +20,7 @@ import discord
 import structlog
 from discord.ext import commands
 
+from bot.cogs.notes import NotesCog
 from bot.cogs.voice import VoiceCog
 from bot.guild_session import GuildSessionRegistry, VoiceLink
 from bot.settings import Settings
@@ -152,11 +153,16 @@ class DiscordVoiceConnector:
         return DiscordVoiceLink(voice_client, channel)
 
 
-def make_intents() -> discord.Intents:
-    """Guilds and voice states only: no privileged intents (voice members come with voice states)."""
+def make_intents(read_text_chat: bool = False) -> discord.Intents:
+    """Guilds and voice states; no privileged intents (voice members come with voice states)
+    unless READ_TEXT_CHAT is on: typed chat and posted images need guild messages and the
+    privileged Message Content intent."""
     intents = discord.Intents.none()
     intents.guilds = True
     intents.voice_states = True
+    if read_text_chat:
+        intents.guild_messages = True
+        intents.message_content = True
     return intents
 
 
@@ -164,7 +170,8 @@ class LongcallBot(commands.Bot):
     """Resources come in from `bot.app.run_bot`; nothing is built at import time."""
 
     def __init__(self, *, settings: Settings, registry: GuildSessionRegistry, store: SessionStore) -> None:
-        super().__init__(command_prefix=commands.when_mentioned, intents=make_intents(), help_command=None)
+        super().__init__(command_prefix=commands.when_mentioned, intents=make_intents(settings.read_text_chat),
+                         help_command=None)
         self.settings = settings
         self.registry = registry
         self.store = store
@@ -176,6 +183,7 @@ class LongcallBot(commands.Bot):
         if self.user is not None:
             self.registry.resources.bot_user_id = self.user.id
         await self.add_cog(VoiceCog(self.registry, self.store, brain_model=self.brain_model))
+        await self.add_cog(NotesCog(self.registry, read_text_chat=self.settings.read_text_chat))
         if self.sync_guild_ids:
             for guild_id in self.sync_guild_ids:
                 guild = discord.Object(id=guild_id)

@@ -51,7 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -70,8 +70,9 @@ from bot.realtime import (
 )
 from bot.settings import ReplyMode
 from bot.voice_receive import FrameSource, VoiceFrame
-from pipeline.events import EventEmitter, EventSink
-from pipeline.formatting import render_turn_line
+from pipeline.chat import ChatEntry, ChatLedger, CorrectionVerdict
+from pipeline.events import CHAT_TURN_CORRECTED, EventEmitter, EventSink
+from pipeline.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE, render_turn_line
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, StoreUnavailable, Turn, TurnDraft, TurnKind
 from pipeline.openai_adapter import BrainError, BrainErrorCode
@@ -79,6 +80,7 @@ from pipeline.ports import Clock, SessionStore, Summarizer
 from pipeline.realtime_instructions import RealtimeInstructions
 from pipeline.reply_context import ReplyContext
 from pipeline.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
+from pipeline.screen_notes import NotesConfig, NoteWriter, ScreenNotes
 from pipeline.sentences import SentenceSplitter, SentenceSplitterConfig
 from pipeline.session import ConversationSession
 
@@ -154,6 +156,7 @@ class TurnSink(Protocol):
 
 
 HearingFactory = Callable[[TurnSink, EventEmitter, Clock], Hearing]
+TextReply = Callable[[str], Awaitable[None]]  # posts the bot's answer where a typed question was asked
 RealtimeFactory = Callable[[EventEmitter], RealtimeVoice]  # one realtime connection per guild session
 
 
@@ -259,6 +262,9 @@ class GuildSessionConfig:
     voice_reconnect_timeout_s: float = 45.0  # leave + join again (discord.py's connect allows 20 s)
     voice_disconnect_grace_s: float = 2.0  # our own reconnect's "left the channel" arriving late
     move_timeout_s: float = 30.0
+    chat_reply_text: bool = False  # CHAT_REPLY=text: typed questions are answered in the text chat
+    chat_edit_grace_s: float = 120.0  # an edit within this long (and before the fold) corrects the turn
+    notes_drain_s: float = 10.0  # at shutdown, queued screen notes get this long to be written
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -268,6 +274,7 @@ class _ReplyJob:
     human_mark: int  # human turns heard when the job was made (the current one included)
     heard_at: float  # perf_counter when the turn was appended
     asr_ms: int | None  # end of speech → turn appended
+    text_reply: TextReply | None = None  # a typed question answered in text (CHAT_REPLY=text)
 
 
 @dataclass(slots=True)
@@ -346,6 +353,7 @@ class GuildSession:
         realtime: RealtimeVoice | None = None,
         wall: Callable[[], float] = time.time,
         perf: Callable[[], float] = time.perf_counter,
+        screen_notes: ScreenNotes | None = None,
     ) -> None:
         self.guild_id = guild_id
         self.link = link
@@ -393,6 +401,11 @@ class GuildSession:
         self.replies_dropped = 0
         self.voice_reconnects = 0
         link.set_reconnect_handler(self._on_reconnect_needed)
+        # Screen-watch notes and typed chat (bot/cogs/notes.py drives these).
+        self.notes = screen_notes
+        self.watching = False  # /watch on: images posted in the session's chat become notes
+        self.text_channel_id: int | None = None  # where /join or /watch was used
+        self._chat = ChatLedger(config.chat_edit_grace_s)
 
     @property
     def channel_id(self) -> int:
@@ -466,6 +479,7 @@ class GuildSession:
                     [tg.create_task(self._hearing.run(), name=f"hearing:{gid}")] if self._hearing is not None else []
                 )
                 compactor = tg.create_task(self.session.run(), name=f"compactor:{gid}")
+                notes = tg.create_task(self.notes.run(), name=f"notes:{gid}") if self.notes is not None else None
                 log.info(
                     "guild_session_started",
                     guild_id=gid,
@@ -483,6 +497,7 @@ class GuildSession:
                 await self._flush_hearing()
                 for task in hearing:
                     task.cancel()
+                await self._drain_notes(notes)
                 await self._close_session()
                 compactor.cancel()
         finally:
@@ -496,6 +511,15 @@ class GuildSession:
                 await self._hearing.flush()
         except Exception as err:  # a failed flush must not stop the state from being saved
             log.warning("hearing_flush_failed", guild_id=self.guild_id, error_class=type(err).__name__)
+
+    async def _drain_notes(self, worker: asyncio.Task[None] | None) -> None:
+        """Queued screen notes are written before the session closes (bounded), then the worker stops."""
+        if worker is None or self.notes is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.notes_drain_s):
+                await self.notes.drain()
+        worker.cancel()
 
     async def _close_session(self) -> None:
         try:
@@ -578,9 +602,11 @@ class GuildSession:
         await self._consider_reply(turn, heard_at=appended_at, asr_ms=asr_ms)
         return turn
 
-    async def _consider_reply(self, turn: Turn, *, heard_at: float, asr_ms: int | None) -> None:
+    async def _consider_reply(
+        self, turn: Turn, *, heard_at: float, asr_ms: int | None, text_reply: TextReply | None = None
+    ) -> None:
         own = self.reply_policy.is_own(turn)
-        if turn.kind is TurnKind.SPEECH and not own:
+        if turn.kind in (TurnKind.SPEECH, TurnKind.CHAT) and not own:
             self._human_turns += 1
             self._last_activity = self._clock.now()
         decision = self.reply_policy.decide(
@@ -597,11 +623,61 @@ class GuildSession:
         if self.brain is None and self.realtime is None:
             log.info("reply_skipped", guild_id=self.guild_id, seq=turn.seq, reason="no_reply_path_configured")
             return
-        job = _ReplyJob(turn=turn, decision=decision, human_mark=self._human_turns, heard_at=heard_at, asr_ms=asr_ms)
+        job = _ReplyJob(
+            turn=turn, decision=decision, human_mark=self._human_turns, heard_at=heard_at, asr_ms=asr_ms,
+            text_reply=text_reply if self.config.chat_reply_text and self.brain is not None else None,
+        )
         if self._replies.full():
             dropped = self._replies.get_nowait()  # the oldest request is the stalest
             self._emit_dropped(dropped, "queue_full", _Stages(started=self._perf()))
         self._replies.put_nowait(job)
+
+    # -- typed chat ----------------------------------------------------------------------------------
+
+    async def on_chat(
+        self, *, message_id: int, user_id: int, name: str, text: str, reply: TextReply | None = None
+    ) -> Turn | None:
+        """A message typed in the session's text chat: a CHAT turn of that speaker, in time order
+        with the spoken turns, then considered for a reply (in voice, or in text with `reply`)."""
+        text = text.strip()
+        if not text or self._stop.is_set() or user_id == self.bot_user_id:
+            return None
+        now = self._clock.now()
+        turn = await self.append(
+            TurnDraft(
+                kind=TurnKind.CHAT, speaker_id=str(user_id), speaker_name=name, text=text, started_at=now,
+                ended_at=now, source="chat",
+            )
+        )
+        self._chat.record(message_id, ChatEntry(seq=turn.seq, at=now, speaker_id=str(user_id), speaker_name=name))
+        await self._consider_reply(turn, heard_at=self._perf(), asr_ms=None, text_reply=reply)
+        return turn
+
+    async def on_chat_edit(self, message_id: int, text: str | None, *, deleted: bool = False) -> Turn | None:
+        """An edit (new `text`) or deletion of a typed message: a correction turn while the grace
+        period lasts and the original is unfolded; otherwise only an event (see pipeline.chat)."""
+        if self._stop.is_set():
+            return None
+        correction = self._chat.correction(
+            message_id, now=self._clock.now(), cursor=self.session.snapshot().cursor, deleted=deleted
+        )
+        entry = correction.entry
+        if entry is None:
+            return None
+        applied = correction.verdict is CorrectionVerdict.APPLY
+        self.events.emit(
+            CHAT_TURN_CORRECTED, seq=entry.seq, deleted=deleted, applied=applied, verdict=str(correction.verdict)
+        )
+        if not applied or (not deleted and not (text or "").strip()):
+            return None
+        now = self._clock.now()
+        source = f"{CHAT_DELETE_SOURCE if deleted else CHAT_EDIT_SOURCE}:{entry.seq}"
+        return await self.append(
+            TurnDraft(
+                kind=TurnKind.CHAT, speaker_id=entry.speaker_id, speaker_name=entry.speaker_name,
+                text="(deleted)" if deleted else (text or "").strip(), started_at=now, ended_at=now, source=source,
+            )
+        )
 
     async def on_member_joined(self, user_id: int, name: str) -> None:
         if user_id == self.bot_user_id or self._stop.is_set():
@@ -844,6 +920,9 @@ class GuildSession:
         if self._stale(job):
             self._emit_dropped(job, "stale", stages)
             return
+        if job.text_reply is not None and self.brain is not None:
+            await self._reply_in_text(job, job.text_reply, stages)
+            return
         if self.realtime is not None:
             await self._reply_realtime(job, self.realtime, stages)
             return
@@ -856,6 +935,36 @@ class GuildSession:
                 await self._deliver(job, context, answer, stages)
             finally:
                 llm.cancel()  # a drop, a barge-in or a shutdown stops the model too (no-op once it ended)
+
+    async def _reply_in_text(self, job: _ReplyJob, post: TextReply, stages: _Stages) -> None:
+        """CHAT_REPLY=text: the brain's whole answer, posted where the question was typed."""
+        assert self.brain is not None
+        context = self.model_context.reply(job.turn)
+        stages.decided = self._perf()
+        try:
+            parts = [delta async for delta in self.brain.stream_reply(context.messages)]
+        except BrainError as err:
+            stages.llm_done = self._perf()
+            self._emit_dropped(job, f"llm_{err.code}", stages, tokens=context.tokens.tokens)
+            return
+        stages.llm_done = self._perf()
+        text = "".join(parts).strip()
+        if not text or self._stale(job):
+            self._emit_dropped(job, "stale" if text else "empty", stages, tokens=context.tokens.tokens)
+            return
+        try:
+            await post(text)
+        except Exception as err:  # Discord refused the message: nothing was said, nothing is recorded
+            log.warning("chat_reply_not_posted", guild_id=self.guild_id, error_class=type(err).__name__)
+            self._emit_dropped(job, "post_failed", stages, tokens=context.tokens.tokens)
+            return
+        await self._append_bot_turn(text, source="chat_text", started_at=self._clock.now())
+        self.replies_spoken += 1
+        self.events.emit(
+            BOT_REPLY_COMPLETED, seq=job.turn.seq, reason=str(job.decision.reason), reply_mode="text",
+            decide_ms=stages.ms(stages.started, stages.decided), llm_ms=stages.ms(stages.decided, stages.llm_done),
+            reply_chars=len(text), prompt_tokens=context.tokens.tokens, prompt_tokens_exact=context.tokens.exact,
+        )
 
     async def _generate(self, context: ReplyContext, answer: _Answer, stages: _Stages) -> None:
         """The model's stream → complete sentences into `answer`. It reads as fast as the model
@@ -1166,6 +1275,8 @@ class SessionResources:
     wall: Callable[[], float] = time.time
     bot_user_id: int = 0
     event_sinks: tuple[EventSink, ...] = ()  # dashboard, metrics: attached to every session's events
+    note_writer: NoteWriter | None = None  # screen-watch notes (vision or OCR); None: no image notes
+    notes_config: NotesConfig = field(default_factory=NotesConfig)
 
 
 def _monotonic_clock() -> Clock:
@@ -1305,6 +1416,11 @@ class GuildSessionRegistry:
             started_at_wall=started_at,
             resumed=meta is not None,
             wall=res.wall,
+            screen_notes=(
+                ScreenNotes(writer=res.note_writer, sink=conversation.add_note, clock=clock, events=events,
+                            config=res.notes_config)
+                if res.note_writer is not None else None
+            ),
         )
         if meta is not None:
             session.set_max_duration_elapsed(elapsed)

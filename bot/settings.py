@@ -19,7 +19,7 @@ from pipeline.vad import VadKind
 
 T = TypeVar("T")
 
-SECRET_VARIABLES = frozenset({"DISCORD_TOKEN", "OPENAI_API_KEY", "REDIS_URL", "DASHBOARD_TOKEN"})
+SECRET_VARIABLES = frozenset({"DISCORD_TOKEN", "OPENAI_API_KEY", "REDIS_URL", "DASHBOARD_TOKEN", "NOTES_INGEST_TOKEN"})
 DEFAULT_REDIS_DATA_DIR = Path("out/redis")  # relative to the working directory: `make demo`, then `longcall dashboard`
 DASHBOARD_TOKEN_MIN_CHARS = 16
 
@@ -36,6 +36,11 @@ class LogFormat(StrEnum):
 class ReplyMode(StrEnum):
     BRAIN = "brain"
     REALTIME = "realtime"
+
+
+class ChatReply(StrEnum):
+    VOICE = "voice"  # a typed question is answered out loud, like a spoken one
+    TEXT = "text"  # ... or in the text chat it was typed in (needs the brain model)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,6 +89,20 @@ class Settings:
     # Sessions
     session_idle_timeout_s: float = 1800.0
     session_max_duration_s: float = 6 * 3600.0
+    # Screen-watch notes and text chat (README "Screen notes and text chat")
+    vision_model: str = ""  # empty = offline notes (OCR + image facts)
+    vision_base_url: str | None = None  # empty = OPENAI_BASE_URL
+    vision_timeout_s: float = 20.0
+    ocr_threads: int = 1
+    notes_max_image_bytes: int = 8_000_000
+    notes_per_minute: float = 6.0
+    notes_burst: int = 3
+    notes_queue_max: int = 4
+    notes_dedupe_distance: int = 2
+    notes_ingest_token: str | None = None
+    read_text_chat: bool = False  # needs the privileged Message Content intent
+    chat_reply: ChatReply = ChatReply.VOICE
+    chat_edit_grace_s: float = 120.0
     # Operations
     log_format: LogFormat = LogFormat.CONSOLE
     log_level: str = "INFO"
@@ -259,6 +278,19 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", _float(0.5)),
     "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", _float(10.0)),
     "SESSION_MAX_DURATION_S": ("session_max_duration_s", _float(60.0)),
+    "VISION_MODEL": ("vision_model", _text),
+    "VISION_BASE_URL": ("vision_base_url", _text),
+    "VISION_TIMEOUT_S": ("vision_timeout_s", _float(0.1)),
+    "OCR_THREADS": ("ocr_threads", _int(1, 64)),
+    "NOTES_MAX_IMAGE_BYTES": ("notes_max_image_bytes", _int(10_000, 100_000_000)),
+    "NOTES_PER_MINUTE": ("notes_per_minute", _float(0.1)),
+    "NOTES_BURST": ("notes_burst", _int(1, 100)),
+    "NOTES_QUEUE_MAX": ("notes_queue_max", _int(1, 100)),
+    "NOTES_DEDUPE_DISTANCE": ("notes_dedupe_distance", _int(0, 1024)),
+    "NOTES_INGEST_TOKEN": ("notes_ingest_token", _secret),
+    "READ_TEXT_CHAT": ("read_text_chat", _bool),
+    "CHAT_REPLY": ("chat_reply", _enum(ChatReply)),
+    "CHAT_EDIT_GRACE_S": ("chat_edit_grace_s", _float()),
     "LOG_FORMAT": ("log_format", _enum(LogFormat)),
     "LOG_LEVEL": ("log_level", _level),
     "DASHBOARD_HOST": ("dashboard_host", _text),
@@ -295,6 +327,8 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
         )
     if not settings.bot_name:
         raise SettingsError("BOT_NAME must not be empty")
+    if settings.notes_ingest_token is not None and len(settings.notes_ingest_token) < 16:
+        raise SettingsError("NOTES_INGEST_TOKEN must be at least 16 characters (e.g. `openssl rand -hex 24`)")
     return settings
 
 

@@ -26,6 +26,12 @@ ASR_FAILED = "asr_failed"
 ASR_BACKLOG_MERGED = "asr_backlog_merged"
 HEARING_APPEND_FAILED = "hearing_append_failed"
 
+# Screen-watch notes (pipeline/screen_notes.py) and typed chat (bot/): each carries its source.
+SCREEN_NOTE_ADDED = "screen_note_added"
+SCREEN_NOTE_SKIPPED = "screen_note_skipped"
+SCREEN_NOTE_FAILED = "screen_note_failed"
+CHAT_TURN_CORRECTED = "chat_turn_corrected"
+
 EventSink = Callable[[dict[str, Any]], None]
 
 # Events that would drown the rest at info level; they are logged at debug.

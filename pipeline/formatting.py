@@ -8,6 +8,9 @@ Turn lines (what a model sees for one transcript turn):
 - membership  ``[voice] Bob joined the voice channel.``
 - effect      ``[effect] Bob played the airhorn sound.``
 - thought     ``[bot thought] text``
+- chat        ``Alice (typed): text`` -- typed in the voice channel's text chat; a correction of
+              an earlier message reads ``Alice (typed, edited): text`` or
+              ``Alice (typed, deleted a message)``
 
 Whitespace inside a turn collapses to single spaces, so one turn is always one line: a
 transcript that says "...\\nSystem: obey me" cannot forge a line that looks like a new
@@ -26,6 +29,10 @@ ELLIPSIS = "…"
 VOICE_TAG = "[voice]"
 EFFECT_TAG = "[effect]"
 THOUGHT_TAG = "[bot thought]"
+TYPED_TAG = "typed"
+# Sources of CHAT turns that correct an earlier chat turn (`chat_edit:<seq>`, `chat_delete:<seq>`).
+CHAT_EDIT_SOURCE = "chat_edit"
+CHAT_DELETE_SOURCE = "chat_delete"
 
 # A sentence ends at . ! ? or … optionally followed by closing quotes/brackets, then
 # whitespace or the end of the text. The match end is the cut point.
@@ -149,9 +156,30 @@ def render_turn_line(turn: Turn, cap: int) -> str:
         return f"{EFFECT_TAG} {_event_sentence(turn, text)}"
     if turn.kind is TurnKind.THOUGHT:
         return f"{THOUGHT_TAG} {text}"
+    if turn.kind is TurnKind.CHAT:
+        return chat_line(turn, text)
     return f"{speaker_label(turn.speaker_name)}: {text}"
+
+
+def corrected_seq(turn: Turn) -> int | None:
+    """The seq of the chat turn that `turn` edits or deletes, if it is such a correction."""
+    kind, _, seq = turn.source.partition(":")
+    if turn.kind is TurnKind.CHAT and kind in (CHAT_EDIT_SOURCE, CHAT_DELETE_SOURCE) and seq.isdigit():
+        return int(seq)
+    return None
+
+
+def chat_line(turn: Turn, text: str) -> str:
+    """A typed message, marked as typed so the model never takes it for speech."""
+    name = speaker_label(turn.speaker_name)
+    if turn.source.startswith(CHAT_DELETE_SOURCE):
+        return f"{name} ({TYPED_TAG}, deleted a message)"
+    if turn.source.startswith(CHAT_EDIT_SOURCE):
+        return f"{name} ({TYPED_TAG}, edited): {text}"
+    return f"{name} ({TYPED_TAG}): {text}"
 
 def note_line(note: Note) -> str:
     """One screen-watch note as one line: when, whose screen, what, why."""
     why = f" (why: {one_line(note.why)})" if note.why.strip() else ""
-    return f"[{mmss(note.at)}] on {one_line(note.by)}'s screen: {one_line(note.text)}{why}"
+    via = f" (via {note.source})" if note.source and note.source != "screen" else ""
+    return f"[{mmss(note.at)}] on {one_line(note.by)}'s screen{via}: {one_line(note.text)}{why}"

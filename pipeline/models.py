@@ -16,6 +16,7 @@ class TurnKind(StrEnum):
     MEMBERSHIP = "membership"
     EFFECT = "effect"
     THOUGHT = "thought"
+    CHAT = "chat"  # typed in the voice channel's text chat (or the session's text channel)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,7 +71,18 @@ class Note:
     by: str
     text: str
     why: str = ""
-    source: str = "screen"
+    source: str = "screen"  # a `NoteSource` value: screen (replayed), look, channel, ingest, watch
+    image_hash: str = ""  # perceptual hash of the image the note describes; never the image itself
+
+
+class NoteSource(StrEnum):
+    """Where a screen-watch note came from."""
+
+    SCREEN = "screen"  # a replayed session file
+    LOOK = "look"  # the /look slash command
+    CHANNEL = "channel"  # an image posted in the session's text chat while /watch is on
+    INGEST = "ingest"  # POST /api/sessions/<id>/notes (text or an image)
+    WATCH = "watch"  # `longcall watch`, a capture loop on a player's PC (through the ingest)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,6 +10,7 @@ into `SummarizerError` codes; the compactor branches on the code.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from enum import StrEnum
@@ -354,3 +355,67 @@ class OpenAISpeech:
         except Exception as err:  # the HTTP layer's read errors arrive untranslated mid-stream
             code = BrainErrorCode.TIMEOUT if "timeout" in type(err).__name__.lower() else BrainErrorCode.UNAVAILABLE
             raise SpeechError(code, type(err).__name__) from err
+
+
+# -- vision (screen-watch notes) --------------------------------------------------------------------
+
+
+class OpenAIVision:
+    """One image in, a short description out, through any OpenAI-compatible vision model.
+
+    The image goes as an `image_url` data URL (JPEG, already downscaled by the caller) beside
+    a text part that says who shared it and when; the system prompt (prompts/vision_note.txt)
+    says the image is quoted data. Errors raise `BrainError` with the same codes as the brain;
+    the note writer falls back to OCR on any of them.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        timeout_s: float = 20.0,
+        max_tokens: int = 160,  # ~400 chars of note
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        self._client = client or openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+        self._model = model
+        self._timeout_s = timeout_s
+        self._max_tokens = max_tokens
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def describe(self, *, system: str, context: str, jpeg: bytes) -> str:
+        url = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
+        messages: list[Any] = [
+            {"role": "system", "content": system},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": context},
+                    {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+                ],
+            },
+        ]
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                response = await self._client.chat.completions.create(
+                    model=self._model, messages=messages, temperature=0.2, max_tokens=self._max_tokens
+                )
+        except (TimeoutError, openai.OpenAIError, ValueError) as err:
+            code, message = _translate(err)
+            raise BrainError(code, message) from err
+        if not response.choices:
+            raise BrainError(BrainErrorCode.EMPTY, "no choices")
+        text = (response.choices[0].message.content or "").strip()
+        if not text:
+            raise BrainError(BrainErrorCode.EMPTY, "empty content")
+        return text

@@ -252,7 +252,7 @@ class Replayer:
         if isinstance(line, TurnLine):
             if line.is_bot:
                 self._sample_context(session)  # what the model saw when it said this
-            kind = TurnKind.BOT if line.is_bot else TurnKind.SPEECH
+            kind = TurnKind.BOT if line.is_bot else TurnKind.CHAT if line.typed else TurnKind.SPEECH
             await self._append(
                 session, kind, speaker_id=line.speaker_id, name=line.speaker, text=line.text, t=line.t
             )

@@ -105,7 +105,7 @@ class ReplyPolicy:
         `last_reply_at` is when the bot last finished speaking (session seconds)."""
         if self.is_own(turn):
             return ReplyDecision(reply=False, reason=ReplyReason.OWN_TURN)
-        if turn.kind is not TurnKind.SPEECH:
+        if turn.kind not in (TurnKind.SPEECH, TurnKind.CHAT):  # a typed question is answered too
             return ReplyDecision(reply=False, reason=ReplyReason.NOT_SPEECH)
         text = turn.text.strip()
         if not text:

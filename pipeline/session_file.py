@@ -30,6 +30,7 @@ class TurnLine:
     text: str
     is_bot: bool = False
     audio: str | None = None
+    typed: bool = False  # `"typed": true`: typed in the voice channel's text chat (a CHAT turn)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +117,7 @@ def _parse_line(data: dict[str, Any], where: str) -> SessionLine | Header:
         return TurnLine(
             t=t, speaker=speaker, speaker_id=_speaker_id(speaker, data.get("speaker_id")), text=text,
             is_bot=data.get("role") == "assistant", audio=str(audio) if audio else None,
+            typed=data.get("typed") is True,
         )
     if kind == "note":
         text = str(data.get("text", "")).strip()

@@ -40,18 +40,19 @@ def decode_turn(raw: str | bytes, seq: int) -> Turn:
 
 
 def encode_note(note: Note) -> str:
-    return json.dumps(
-        {"id": note.note_id, "at": note.at, "by": note.by, "x": note.text, "why": note.why, "src": note.source},
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
+    payload: dict[str, object] = {
+        "id": note.note_id, "at": note.at, "by": note.by, "x": note.text, "why": note.why, "src": note.source,
+    }
+    if note.image_hash:
+        payload["ih"] = note.image_hash  # the hash only: image bytes are never stored
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
 def decode_note(raw: str | bytes) -> Note:
     data = json.loads(raw)
     return Note(
         note_id=data["id"], at=float(data["at"]), by=data["by"], text=data["x"], why=data.get("why", ""),
-        source=data.get("src", "screen"),
+        source=data.get("src", "screen"), image_hash=data.get("ih", ""),
     )
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from pipeline.formatting import cap_text, one_line
-from pipeline.models import SummaryRequest, SummaryResult, Turn, TurnKind
+from pipeline.formatting import CHAT_DELETE_SOURCE, TYPED_TAG, cap_text, corrected_seq, mmss, one_line
+from pipeline.models import Note, SummaryRequest, SummaryResult, Turn, TurnKind
 
 MODEL_NAME = "offline-extractive"
 FACT_CAP_CHARS = 120
@@ -67,8 +67,10 @@ def _condense(text: str) -> str:
 def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
     if turn.kind is TurnKind.MEMBERSHIP:
         return (0.5, f"- {one_line(turn.speaker_name)} {_condense(turn.text)}")
-    if turn.kind not in (TurnKind.SPEECH, TurnKind.BOT):
+    if turn.kind not in (TurnKind.SPEECH, TurnKind.BOT, TurnKind.CHAT):
         return None
+    if turn.kind is TurnKind.CHAT and turn.source.startswith(CHAT_DELETE_SOURCE):
+        return None  # a deleted message leaves nothing to keep
     penalty = 1.5 if turn.kind is TurnKind.BOT or turn.speaker_name == bot_name else 0.0
     scored = [
         (salience(c) - penalty, i, c)
@@ -84,7 +86,15 @@ def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
     if len(top) == 2 and top[1][0] >= 3.0 and len(top[0][2]) + len(top[1][2]) < FACT_CAP_CHARS:
         chosen.append(top[1])
     text = " ".join(c for _, _, c in sorted(chosen, key=lambda x: x[1]))
-    return (top[0][0], f"- {one_line(turn.speaker_name)}: {text}")
+    typed = f" ({TYPED_TAG})" if turn.kind is TurnKind.CHAT else ""
+    return (top[0][0], f"- {one_line(turn.speaker_name)}{typed}: {text}")
+
+
+def _provenance(note: Note) -> str:
+    """How and when a live note arrived (`(look, 12:03)`); replayed notes (`screen`) say nothing."""
+    if not note.source or note.source == "screen":
+        return ""
+    return f" ({one_line(note.source)}, {mmss(note.at)})"
 
 
 def _fact_score(line: str) -> float:
@@ -121,9 +131,15 @@ def summarize_extractive(request: SummaryRequest) -> str:
         order += 1
     seen = [_key(f[2]) for f in facts]
     new_items: list[tuple[float, float, str]] = [
-        (n.at, 3.0 + salience(n.text), f"- [screen] {one_line(n.by)}: {_condense(n.text)}") for n in request.notes
+        (n.at, 3.0 + salience(n.text), f"- [screen] {one_line(n.by)}{_provenance(n)}: {_condense(n.text)}")
+        for n in request.notes
     ]
+    # A chat message edited or deleted within the same batch is folded as corrected: the
+    # original gives way to its correction (an edit's new text, or nothing for a deletion).
+    superseded = {seq for t in request.turns if (seq := corrected_seq(t)) is not None}
     for turn in request.turns:
+        if turn.seq in superseded:
+            continue
         fact = _turn_fact(turn, request.bot_name)
         if fact is not None:
             new_items.append((turn.started_at, fact[0], fact[1]))

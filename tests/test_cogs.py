@@ -297,7 +297,7 @@ async def test_bot_dragged_to_another_channel_follows_it() -> None:
 
 
 async def test_setup_hook_loads_the_cog_and_syncs_to_the_configured_guilds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With DISCORD_GUILD_IDS set, the five commands are copied to each guild and synced there (instant)."""
+    """With DISCORD_GUILD_IDS set, the commands are copied to each guild and synced there (instant)."""
     from bot.client import LongcallBot
     from bot.settings import Settings
 
@@ -313,6 +313,6 @@ async def test_setup_hook_loads_the_cog_and_syncs_to_the_configured_guilds(monke
         await bot.setup_hook()
         names = sorted(c.name for c in bot.tree.get_commands())
         forget = bot.tree.get_command("forget")
-        assert (["context", "forget", "join", "leave", "summary"], [11, 12]) == (names, synced)
+        assert (["context", "forget", "join", "leave", "look", "summary", "watch"], [11, 12]) == (names, synced)
         assert forget is not None and True is forget.default_permissions.manage_guild  # type: ignore[union-attr]
         await bot.close()

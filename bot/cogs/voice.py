@@ -121,6 +121,8 @@ class VoiceCog(commands.Cog):
             log.warning("join_failed", guild_id=guild.id, channel_id=channel.id, error_class=type(err).__name__)
             await interaction.followup.send(f"I couldn't join {channel.mention}: {type(err).__name__}.", ephemeral=True)
             return
+        if interaction.channel_id is not None and interaction.channel_id != channel.id:
+            session.text_channel_id = interaction.channel_id  # its typed chat joins the transcript too
         snap = session.session.snapshot()
         carried = (
             f" Picking up where we left off ({snap.total_turns} turns, summary through turn "

@@ -1,0 +1,170 @@
+"""`longcall watch`: a player's own capture loop that feeds the session screen notes.
+
+    longcall watch --url http://bot-host:8088 --session guild-123 --by James --every 5
+    longcall watch --dry-run --files shot1.png shot2.png       # prints the notes it would send
+
+Every `--every` seconds it captures a monitor (or a `--region`, e.g. a game window's
+rectangle) with `mss` -- imported only here, so the bot itself does not need it; install the
+`watch` extra -- or takes the next of `--files` (for tests, and for people without a display).
+A frame whose perceptual hash is within `--min-change` bits of the last one sent is skipped
+(the screen has not changed). Other frames are POSTed as PNG to the bot's ingest endpoint
+with the bearer token from NOTES_INGEST_TOKEN; the bot writes the note (vision model or OCR).
+`--dry-run` sends nothing and writes the note locally, offline (OCR + image facts), printing
+the note line the session would get.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from pipeline.formatting import note_line
+from pipeline.images import ImageError, ImageLimits, decode_image, hamming
+from pipeline.models import NoteSource
+from pipeline.ocr import RapidOcrReader
+from pipeline.screen_notes import NoteWriter, Share
+
+POST_TIMEOUT_S = 90.0
+
+
+class WatchError(Exception):
+    """A problem the user must fix (bad token, no session, no display); exit code 2."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", default="http://127.0.0.1:8088", help="the bot's web address (dashboard host/port)")
+    p.add_argument("--session", help="session id, e.g. guild-123456 (the dashboard lists them)")
+    p.add_argument("--by", default=None, help="your name as the notes should say it (default: your user name)")
+    p.add_argument("--every", type=float, default=5.0, help="seconds between captures (default 5)")
+    p.add_argument("--monitor", type=int, default=1, help="monitor number for mss (1 = the primary)")
+    p.add_argument("--region", help="capture only LEFT,TOP,WIDTH,HEIGHT (e.g. a game window)")
+    p.add_argument("--files", nargs="+", type=Path, help="read these image files instead of capturing")
+    p.add_argument("--count", type=int, default=0, help="stop after this many frames (0 = run until Ctrl-C)")
+    p.add_argument("--min-change", type=int, default=2, help="hash bits that must change to send a frame")
+    p.add_argument("--dry-run", action="store_true", help="send nothing; print the notes that would be sent")
+
+
+def _region(text: str | None) -> dict[str, int] | None:
+    if not text:
+        return None
+    parts = text.split(",")
+    if len(parts) != 4 or not all(p.strip().isdigit() for p in parts):
+        raise WatchError("--region must be LEFT,TOP,WIDTH,HEIGHT in pixels, e.g. 0,0,1920,1080")
+    left, top, width, height = (int(p) for p in parts)
+    return {"left": left, "top": top, "width": width, "height": height}
+
+
+async def file_frames(paths: list[Path], every: float) -> AsyncIterator[bytes]:
+    for index, path in enumerate(paths):
+        if index and every > 0:
+            await asyncio.sleep(every)
+        try:
+            yield path.read_bytes()
+        except OSError as err:
+            raise WatchError(f"cannot read {path}: {err.strerror}") from err
+
+
+async def screen_frames(monitor: int, region: dict[str, int] | None, every: float) -> AsyncIterator[bytes]:
+    try:
+        import mss
+        import mss.tools
+    except ImportError as err:
+        raise WatchError("screen capture needs mss: pip install 'longcall[watch]' (or use --files)") from err
+
+    def grab(sct: Any) -> bytes:
+        area = region or sct.monitors[monitor]
+        shot = sct.grab(area)
+        return bytes(mss.tools.to_png(shot.rgb, shot.size))
+
+    try:
+        sct = mss.mss()
+    except Exception as err:  # no display (a server, SSH without X)
+        raise WatchError(f"cannot capture the screen ({type(err).__name__}); use --files") from err
+    with sct:
+        if not region and not 0 < monitor < len(sct.monitors):
+            raise WatchError(f"--monitor must be 1..{len(sct.monitors) - 1}")
+        first = True
+        while True:
+            if not first:
+                await asyncio.sleep(every)
+            first = False
+            yield await asyncio.to_thread(grab, sct)
+
+
+async def run_watch(args: argparse.Namespace, token: str | None, out: Callable[[str], None] = print) -> int:
+    by = args.by or getpass.getuser()
+    if not args.dry_run:
+        if not args.session:
+            raise WatchError("--session is required (e.g. guild-123456; the dashboard's /api/sessions lists them)")
+        if not token:
+            raise WatchError("NOTES_INGEST_TOKEN is not set: put the bot's ingest token in the environment or .env")
+    every = max(0.0, args.every) if args.files else max(1.0, args.every)
+    frames = file_frames(args.files, every) if args.files else screen_frames(args.monitor, _region(args.region), every)
+    writer = NoteWriter(vision=None, reader=RapidOcrReader()) if args.dry_run else None
+    limits = ImageLimits()
+    last_hash = ""
+    sent = skipped = 0
+    started = time.monotonic()
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=POST_TIMEOUT_S)) as http:
+        async for data in frames:
+            try:
+                frame = await asyncio.to_thread(decode_image, data, limits)
+            except ImageError as err:
+                out(f"skipped: {err}")
+                continue
+            if last_hash and hamming(frame.image_hash, last_hash) <= args.min_change:
+                skipped += 1
+                out("unchanged: skipped")
+            else:
+                last_hash = frame.image_hash
+                sent += 1
+                if writer is not None:
+                    share = Share(by=by, by_id="", source=NoteSource.WATCH, at=time.monotonic() - started)
+                    written = await writer.write(frame, share)
+                    out(f"would send: {note_line(written.note)}")
+                else:
+                    out(await _post(http, args, token or "", by, data,
+                                      content_type=f"image/{frame.format.lower()}"))
+            if args.count and sent + skipped >= args.count:
+                break
+    out(f"done: {sent} sent, {skipped} unchanged frames skipped")
+    return 0
+
+
+async def _post(
+    http: aiohttp.ClientSession, args: argparse.Namespace, token: str, by: str, data: bytes, *, content_type: str
+) -> str:
+    url = f"{args.url.rstrip('/')}/api/sessions/{args.session}/notes"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
+    try:
+        async with http.post(url, data=data, headers=headers, params={"by": by, "source": "watch"}) as response:
+            body = await response.json(content_type=None)
+            status = response.status
+    except (aiohttp.ClientError, TimeoutError, ValueError) as err:
+        return f"send failed: {type(err).__name__} (will try the next frame)"
+    if status == 401:
+        raise WatchError("the bot refused the token (401): check NOTES_INGEST_TOKEN")
+    if status == 404:
+        raise WatchError(f"no live session {args.session!r} (404): is the bot in a voice channel?")
+    if status == 201:
+        note = body.get("note", {})
+        return f"sent: {note.get('text', '')}"
+    if status == 429:
+        return f"busy (429): retry after {body.get('retry_after_s', '?')} s"
+    return f"{body.get('status') or body.get('error')} ({status})"
+
+
+def cmd_watch(args: argparse.Namespace, token: str | None) -> int:
+    try:
+        return asyncio.run(run_watch(args, token))
+    except WatchError as err:
+        print(f"longcall watch: {err}", file=sys.stderr)
+        return 2
