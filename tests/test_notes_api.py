@@ -173,3 +173,39 @@ async def test_a_jpeg_photo_upload_is_noted() -> None:
         body = await response.json()
     assert (201, "Alice", "ingest") == (response.status, body["note"]["by"], body["note"]["source"])
     assert "480x320" in body["note"]["text"]
+
+
+async def test_ingest_passes_the_dashboard_token_wall_with_its_own_token() -> None:
+    """On the bot's web server the dashboard's token wall guards every page; the ingest has its
+    own token (a capture tool never holds the dashboard's), so it answers on NOTES_INGEST_TOKEN
+    behind the wall, and a wrong token still gets 401 -- from the ingest, not the wall."""
+    from bot.dashboard import DashboardConfig, create_dashboard_app
+    from pipeline.store_memory import InMemorySessionStore
+
+    added: list[Note] = []
+
+    async def sink(note: Note) -> None:
+        added.append(note)
+
+    notes = ScreenNotes(
+        writer=NoteWriter(vision=None, reader=NoText()), sink=sink, clock=FakeClock(30.0),
+        events=EventEmitter(guild_id="11", session_id=SID, source="test"), config=NotesConfig(),
+    )
+    app = create_dashboard_app(InMemorySessionStore(), DashboardConfig(token="dashboard-token-0123456789"))
+    register_notes_api(app, {SID: Target(notes)}.get, token=TOKEN)
+    server = TestServer(app)
+    await server.start_server()
+    worker = asyncio.create_task(notes.run())
+    try:
+        async with aiohttp.ClientSession() as http:
+            url = f"{str(server.make_url('')).rstrip('/')}/api/sessions/{SID}/notes"
+            async with http.post(url, json={"text": "Bob is on Tokyo", "by": "Bob"}, headers=auth()) as ok:
+                ok_status = ok.status
+            async with http.post(url, json={"text": "x", "by": "Bob"}, headers=auth("wrong-token")) as bad:
+                bad_status = bad.status
+            async with http.get(f"{str(server.make_url('')).rstrip('/')}/api/sessions", headers=auth()) as page:
+                page_status = page.status
+    finally:
+        worker.cancel()
+        await server.close()
+    assert (201, 401, 401, ["Bob is on Tokyo"]) == (ok_status, bad_status, page_status, [n.text for n in added])
