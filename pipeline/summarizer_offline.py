@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.formatting import cap_text, mmss, one_line, speaker_label
+from pipeline.formatting import cap_text, data_field, mmss, one_line, speaker_label
 from pipeline.models import SummaryRequest, SummaryResult, Turn, TurnKind
 
 MODEL_NAME = "offline-extractive"
@@ -66,8 +66,9 @@ _PHRASE_LOOP = re.compile(r"\b(\w+(?:\s+\w+){1,5})(?:[\s,.!?]+\1\b){2,}", re.IGN
 
 def _condense(text: str) -> str:
     """One sentence made fit for the summary: sanitised (`one_line`), filler out, loops cut
-    ("the the the" -> "the"), a run of mostly numbers described instead of copied."""
-    flat = _FILLER.sub("", one_line(text)).strip(" ,")
+    ("the the the" -> "the …"), delimiter look-alikes quoted (`data_field`), a run of mostly
+    numbers described instead of copied."""
+    flat = _FILLER.sub("", data_field(text)).strip(" ,")
     flat = _PHRASE_LOOP.sub(r"\1 …", _WORD_LOOP.sub(r"\1 …", flat))
     visible = flat.replace(" ", "")
     if visible and sum(ch.isalpha() for ch in visible) < 0.3 * len(visible):
