@@ -107,7 +107,10 @@ async def test_metrics_endpoint(rig: Rig) -> None:
     assert 200 == resp.status
     assert "text/plain; version=0.0.4; charset=utf-8" == resp.headers["Content-Type"]
     body = await resp.text()
-    assert 'longcall_compaction_completed_total{guild_id="g1",session_id="s1",source="test"} 1' in body.splitlines()
+    assert (
+        'longcall_compaction_completed_total{guild_id="g1",session_id="s1",source="test",outcome="model"} 1'
+        in body.splitlines()
+    )
 
 
 async def test_index_escapes_transcript_and_summary(rig: Rig) -> None:

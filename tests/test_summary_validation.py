@@ -99,7 +99,10 @@ HOSTILE = tuple(
 )
 
 
-@pytest.mark.parametrize("previous", ["", PREVIOUS, "\n".join(f"- Alice: fact {i} about Tokyo round {i}." for i in range(60))])
+FULL = "\n".join(f"- Alice: fact {i} about Tokyo round {i}." for i in range(60))
+
+
+@pytest.mark.parametrize("previous", ["", PREVIOUS, FULL])
 def test_the_last_resort_and_the_offline_fold_always_validate(previous: str) -> None:
     """Whatever the batch holds, the last-resort fold is valid and bounded, names the speakers
     and the seq range; the offline summarizer copies no poison and leaves a trace."""
