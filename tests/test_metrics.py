@@ -95,7 +95,8 @@ def test_counters_by_outcome_reason_and_error_class() -> None:
         f'longcall_compaction_failed_total{{{L},error_class="timeout",reason="timeout"}} 2',
     ] == samples(metrics, "longcall_compaction_failed_total")
     # A fallback fold does not reset the model's failure count; only a model fold does.
-    assert [f"longcall_session_compaction_failures{{{L}}} 5"] == samples(metrics, "longcall_session_compaction_failures")
+    failures = samples(metrics, "longcall_session_compaction_failures")
+    assert [f"longcall_session_compaction_failures{{{L}}} 5"] == failures
 
 
 def test_latency_histogram_buckets_in_seconds() -> None:
