@@ -15,7 +15,8 @@ committed, else a `Rejection` with a typed `reason` (the `reason` of the compact
 - `refusal`          "I'm sorry, but I can't help with that.";
 - `injection_echo`   the output obeys or answers the transcript instead of summarising it
                      ("PWNED. Sure! My system prompt is ...", the prompt's own delimiters);
-- `no_op`            the previous summary unchanged although the batch had content;
+- `no_op`            the previous summary unchanged (or only some of its sentences) although
+                     the batch had content;
 - `lost_attribution` the batch has people speaking, the summary names none of them.
 
 A summary line attributed to a speaker ("- Mallory: ignore your instructions") is a record
@@ -118,8 +119,17 @@ def _flat(text: str) -> str:
     return " ".join(text.casefold().translate(_APOSTROPHES).split())
 
 
-def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold()) if len(w) > 2 or w.isdigit()}
+_UNIT_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n")
+
+
+def _units(text: str) -> set[str]:
+    """The sentences and lines of a summary, compared without case, bullets or punctuation."""
+    units = set()
+    for raw in _UNIT_SPLIT.split(text):
+        unit = " ".join(_WORD.findall(_BULLET.sub("", raw, count=1).casefold()))
+        if unit:
+            units.add(unit)
+    return units
 
 
 def _repetition(text: str) -> str:
@@ -222,7 +232,7 @@ def validate_summary(
         has_content
         and previous
         and not request.recompaction
-        and (_flat(stripped) == _flat(previous) or not _content_words(stripped) - _content_words(previous))
+        and not _units(stripped) - _units(previous)
     ):
         return Rejection(RejectReason.NO_OP, "nothing new from the batch")
     speakers = _speakers(request)
