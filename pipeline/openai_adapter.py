@@ -99,8 +99,9 @@ class OpenAISummarizer:
 
     `context_limit` is the model's context size in tokens (None: assume plenty); with
     `discover_context=True` (the local profile) the first call asks the server's
-    `/v1/models` and uses what it reports (never more than `context_limit` when that is set).
-    Knowing the limit, each turn's text is capped so the prompt and the answer fit.
+    `/v1/models` and uses what it reports (never more than `context_limit` when that is
+    set); when it reports nothing, `context_limit`, else `default_context_limit`. Knowing
+    the limit, each turn's text is capped so the prompt and the answer fit.
     """
 
     def __init__(
@@ -114,6 +115,7 @@ class OpenAISummarizer:
         max_tokens: int | None = None,
         context_limit: int | None = None,
         discover_context: bool = False,
+        default_context_limit: int | None = None,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         # Retries are the compactor's job (backoff, fallback); the client makes one attempt.
@@ -125,6 +127,7 @@ class OpenAISummarizer:
         self._max_tokens = max_tokens
         self._context_limit = context_limit
         self._discover = discover_context
+        self._default_context_limit = default_context_limit
 
     @property
     def model(self) -> str:
@@ -138,17 +141,21 @@ class OpenAISummarizer:
         await self._client.close()
 
     async def discover_context_limit(self) -> int | None:
-        """Ask `/v1/models` once for this model's context size; keep the setting if it says nothing."""
+        """Ask `/v1/models` once for this model's context size; else keep the setting."""
         self._discover = False
+        reported = None
         try:
             page = await self._client.models.list()
         except (openai.OpenAIError, ValueError):
-            return self._context_limit
-        entries = [m.model_dump() for m in page.data]
-        mine = [e for e in entries if e.get("id") == self._model] or (entries if len(entries) == 1 else [])
-        reported = reported_context_limit(mine[0]) if mine else None
+            page = None
+        if page is not None:
+            entries = [m.model_dump() for m in page.data]
+            mine = [e for e in entries if e.get("id") == self._model] or (entries if len(entries) == 1 else [])
+            reported = reported_context_limit(mine[0]) if mine else None
         if reported is not None:
             self._context_limit = min(reported, self._context_limit or reported)
+        elif self._context_limit is None:
+            self._context_limit = self._default_context_limit
         return self._context_limit
 
     def _output_tokens(self, request: SummaryRequest) -> int:
