@@ -6,7 +6,8 @@ committed, else a `Rejection` with a typed `reason` (the `reason` of the compact
 
 - `empty`            nothing, or fewer than 8 letters ("!!!! 1234 ####" says nothing);
 - `invalid_chars`    characters that are not printable after NFKC normalisation (controls,
-                     bidi overrides, NUL, U+FFFD, private use), or mostly symbols and digits;
+                     bidi overrides, NUL, U+FFFD, private use), or mostly symbols and digits
+                     (the whole text, or one line of 80+ chars: a copied list of numbers);
 - `too_long`         far over the budget (more than `TOO_LONG_FACTOR` times the cap: the
                      model ignored the output rules; a text just over the cap is
                      re-compacted and clamped by the compactor instead);
@@ -206,6 +207,10 @@ def validate_summary(
         return Rejection(RejectReason.INVALID_CHARS, "not printable after normalisation")
     if letters < MIN_LETTER_SHARE * len(stripped.replace(" ", "")):
         return Rejection(RejectReason.INVALID_CHARS, "mostly symbols or digits")
+    for line in stripped.splitlines():
+        visible = line.replace(" ", "")
+        if len(visible) >= 80 and sum(1 for ch in visible if ch.isalpha()) < MIN_LETTER_SHARE * len(visible):
+            return Rejection(RejectReason.INVALID_CHARS, "a line of mostly symbols or digits")
     if len(stripped) > TOO_LONG_FACTOR * cap:
         return Rejection(RejectReason.TOO_LONG, f"{len(stripped)} chars, budget {cap}")
     if finish_reason == "length":

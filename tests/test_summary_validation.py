@@ -48,6 +48,8 @@ def test_good_summaries_pass(text: str) -> None:
         ("!!!! ???? ---- 1234 5678 ####", RejectReason.EMPTY),
         ("Alice and Bob " + " ".join(str(1000 + i) for i in range(40)), RejectReason.INVALID_CHARS),
         ("Alice bet Bob\x00 twenty dollars.", RejectReason.INVALID_CHARS),
+        ("Alice bet Bob twenty dollars on the Tokyo map tonight.\n- Bob: " + " ".join(str(i) for i in range(100, 140)),
+         RejectReason.INVALID_CHARS),
         ("Alice bet Bob \u202etwenty dollars.", RejectReason.INVALID_CHARS),
         ("Alice bet Bob \ufffd twenty dollars.", RejectReason.INVALID_CHARS),
         (VARIED, RejectReason.TOO_LONG),
