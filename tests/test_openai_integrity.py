@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, Turn, TurnKind
 from pipeline.openai_adapter import OpenAISummarizer
-from pipeline.replay import ReplayOptions, Replayer
+from pipeline.replay import Replayer, ReplayOptions
 from pipeline.session_file import load_session_file
 from pipeline.store_memory import InMemorySessionStore
 from pipeline.summarizer_offline import OfflineSummarizer
