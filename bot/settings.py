@@ -50,7 +50,7 @@ class SummaryProfile(StrEnum):
 # The local profile's defaults (each overridable by its variable). A 10-turn fold on a 0.5B
 # model with 2 CPU cores takes tens of seconds; a re-compaction pass doubles it.
 LOCAL_SUMMARY_TIMEOUT_S = 180.0
-LOCAL_SUMMARY_MAX_TOKENS = 320
+LOCAL_SUMMARY_MAX_TOKENS = 384
 LOCAL_SUMMARY_CONTEXT_LIMIT = 2048  # when the server does not report one (Ollama's default size)
 
 
@@ -71,7 +71,7 @@ class Settings:
     summary_timeout_s: float = 30.0
     summary_profile: SummaryProfile = SummaryProfile.CLOUD
     summary_base_url: str | None = None  # default: OPENAI_BASE_URL
-    summary_max_tokens: int | None = None  # default: from SUMMARY_MAX_CHARS (cloud), 320 (local)
+    summary_max_tokens: int | None = None  # default: from SUMMARY_MAX_CHARS (cloud), 384 (local)
     summary_context_limit: int | None = None  # default: unlimited (cloud); /v1/models, else 2048 (local)
     brain_model: str = "gpt-4o-mini"
     brain_timeout_s: float = 20.0

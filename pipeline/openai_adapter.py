@@ -24,9 +24,11 @@ from pipeline.formatting import data_field, mmss, render_turn_line
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult
 from pipeline.prompts import render_prompt
 
-# Roughly four characters a token in English; the output cap sits below the char budget so
-# an obedient model cannot overrun it by much (the compactor still re-compacts or clamps).
-CHARS_PER_TOKEN = 4
+# The output token cap leaves room for an obedient summary of `max_chars` (about 4 chars a
+# token in English, fewer in small local tokenizers): an answer cut at the cap ends with
+# finish_reason "length" and is rejected as truncated, so the cap must not bind on a summary
+# that keeps the rules. A longer one is re-compacted, then clamped, by the compactor.
+CHARS_PER_OUTPUT_TOKEN = 3
 
 
 def format_batch(request: SummaryRequest, turn_cap: int = 1200) -> str:
@@ -161,7 +163,7 @@ class OpenAISummarizer:
     def _output_tokens(self, request: SummaryRequest) -> int:
         if self._max_tokens is not None:
             return self._max_tokens
-        return max(64, int(request.max_chars / CHARS_PER_TOKEN * 0.9))
+        return max(64, int(request.max_chars / CHARS_PER_OUTPUT_TOKEN))
 
     def _turn_cap(self, request: SummaryRequest, system: str, max_tokens: int) -> int:
         """The per-turn text cap that keeps the prompt inside the context limit (3 chars a token,
