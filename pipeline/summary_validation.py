@@ -66,8 +66,9 @@ _REFUSAL_START = re.compile(
     r"^(?:i'?m sorry|i am sorry|sorry, (?:but )?i|i apologi[sz]e|i can(?:'?t|not)|i'?m (?:not able|unable)|"
     r"i am (?:not able|unable)|i won'?t|as an ai\b|unfortunately,? i)",
 )
-_REFUSAL_ANYWHERE = re.compile(
-    r"\b(?:can(?:'?t|not)|unable to|not able to|won'?t) (?:help|assist|comply|provide|do that|summari[sz]e)"
+_REFUSAL_ANYWHERE = re.compile(  # first person only: "Bob can't help with the move" is a fact
+    r"\bi(?: am|'m)? (?:can(?:'?t|not)|unable to|not able to|won'?t) "
+    r"(?:help|assist|comply|provide|do that|summari[sz]e)"
 )
 _ASSISTANT_OPENER = re.compile(
     r"^(?:sure\b|certainly\b|of course\b|absolutely\b|okay,? (?:here|i will|i'll)|ok,? (?:here|i will|i'll)|"
