@@ -104,6 +104,9 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
         f"  turns            {report['turns']}  (lost: {report['lost_turns']})",
         f"  compactions      {comp['completed']} completed, {comp['failed']} failed, "
         f"cursor {report['cursor']}, covered through turn {report['covered_through_turn']}",
+        "  folded by        " + ", ".join(f"{k} {v}" for k, v in comp.get("by_outcome", {}).items())
+        + ("; rejected/failed: " + ", ".join(f"{k} {v}" for k, v in comp["failed_by_reason"].items())
+           if comp.get("failed_by_reason") else ""),
         f"  summary          max {report['summary_chars_max']} chars ({report['summarizer']})",
         f"  context tokens   p50 {tokens['p50']}, max {tokens['max']}" + ("" if tokens["exact"] else " (~)"),
     ]

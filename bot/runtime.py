@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import structlog
 
 from bot.dashboard import DashboardConfig
-from bot.settings import Settings, SettingsError
+from bot.settings import LOCAL_SUMMARY_CONTEXT_LIMIT, Settings, SettingsError, SummaryProfile
 from pipeline.coalescer import CoalescerConfig
 from pipeline.hearing import HearingConfig
 from pipeline.models import StoreUnavailable
@@ -84,15 +84,21 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
 
 
 def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]:
-    """(primary, fallback): the OpenAI-compatible model when a key is set; offline always backs it."""
+    """(primary, fallback): the OpenAI-compatible model when a key is set (or the local profile
+    names a server); the offline summarizer always backs it."""
     offline = OfflineSummarizer()
-    if not settings.openai_api_key:
+    local = settings.summary_profile is SummaryProfile.LOCAL
+    if not settings.openai_api_key and not local:
         return None, offline
     primary = OpenAISummarizer(
-        api_key=settings.openai_api_key,
+        api_key=settings.openai_api_key or "local",  # local servers ignore the key
         model=settings.summary_model,
-        base_url=settings.openai_base_url,
+        base_url=settings.summary_base_url or settings.openai_base_url,
         timeout_s=settings.summary_timeout_s,
+        max_tokens=settings.summary_max_tokens,
+        context_limit=settings.summary_context_limit,
+        discover_context=local,
+        default_context_limit=LOCAL_SUMMARY_CONTEXT_LIMIT if local else None,
     )
     return primary, offline
 

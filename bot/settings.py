@@ -7,6 +7,7 @@ the variable is a secret.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -41,6 +42,21 @@ class ReplyMode(StrEnum):
 class ChatReply(StrEnum):
     VOICE = "voice"  # a typed question is answered out loud, like a spoken one
     TEXT = "text"  # ... or in the text chat it was typed in (needs the brain model)
+class SummaryProfile(StrEnum):
+    """How the summarizer model is served. `local`: an OpenAI-compatible server on this
+    machine or LAN (llama.cpp `llama-server`, Ollama, LM Studio, vLLM) -- CPU-sized defaults
+    (long timeout, fewer output tokens, the context size asked from `/v1/models`), no API
+    key needed, a base URL required."""
+
+    CLOUD = "cloud"
+    LOCAL = "local"
+
+
+# The local profile's defaults (each overridable by its variable). A 10-turn fold on a 0.5B
+# model with 2 CPU cores takes tens of seconds; a re-compaction pass doubles it.
+LOCAL_SUMMARY_TIMEOUT_S = 180.0
+LOCAL_SUMMARY_MAX_TOKENS = 384
+LOCAL_SUMMARY_CONTEXT_LIMIT = 2048  # when the server does not report one (Ollama's default size)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +74,10 @@ class Settings:
     openai_base_url: str | None = None
     summary_model: str = "gpt-4o-mini"
     summary_timeout_s: float = 30.0
+    summary_profile: SummaryProfile = SummaryProfile.CLOUD
+    summary_base_url: str | None = None  # default: OPENAI_BASE_URL
+    summary_max_tokens: int | None = None  # default: from SUMMARY_MAX_CHARS (cloud), 384 (local)
+    summary_context_limit: int | None = None  # default: unlimited (cloud); /v1/models, else 2048 (local)
     brain_model: str = "gpt-4o-mini"
     brain_timeout_s: float = 20.0
     brain_context_limit: int | None = None
@@ -118,7 +138,9 @@ class Settings:
             note_cap_chars=self.note_max_chars,
             turn_text_cap_chars=self.turn_text_max_chars,
             summarizer_timeout_s=self.summary_timeout_s,
-            lock_ttl_s=max(120.0, self.summary_timeout_s * 3),
+            # A fold may make 4 summarizer calls (the model, its re-compaction pass, one retry and
+            # its pass) before the instant offline fallback: the lock outlives them all.
+            lock_ttl_s=max(120.0, self.summary_timeout_s * 5),
         )
 
     def redacted(self) -> dict[str, Any]:
@@ -145,21 +167,29 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], i
             value = int(raw.strip())
         except ValueError:
             raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
+        if lo is not None and hi is not None and not lo <= value <= hi:
             raise SettingsError(f"{name} must be between {lo} and {hi}, got {value}")
+        if lo is not None and value < lo:
+            raise SettingsError(f"{name} must be at least {lo}, got {value}")
+        if hi is not None and value > hi:
+            raise SettingsError(f"{name} must be at most {hi}, got {value}")
         return value
 
     return parse
 
 
-def _float(lo: float = 0.0) -> Callable[[str, str], float]:
+def _float(lo: float = 0.0, hi: float | None = None) -> Callable[[str, str], float]:
     def parse(name: str, raw: str) -> float:
         try:
             value = float(raw.strip())
         except ValueError:
             raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+        if not math.isfinite(value):  # inf, nan, 1e999: a deadline that never comes, a budget that never binds
+            raise SettingsError(f"{name} must be a finite number, got {raw.strip()!r}")
         if value < lo:
             raise SettingsError(f"{name} must be at least {lo}, got {value}")
+        if hi is not None and value > hi:
+            raise SettingsError(f"{name} must be at most {hi}, got {value}")
         return value
 
     return parse
@@ -249,16 +279,20 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "OPENAI_API_KEY": ("openai_api_key", _secret),
     "OPENAI_BASE_URL": ("openai_base_url", _text),
     "SUMMARY_MODEL": ("summary_model", _text),
-    "SUMMARY_TIMEOUT_S": ("summary_timeout_s", _float(0.1)),
+    "SUMMARY_TIMEOUT_S": ("summary_timeout_s", _float(0.1, 3600.0)),
+    "SUMMARY_PROFILE": ("summary_profile", _enum(SummaryProfile)),
+    "SUMMARY_BASE_URL": ("summary_base_url", _text),
+    "SUMMARY_MAX_TOKENS": ("summary_max_tokens", _int(32, 32768)),
+    "SUMMARY_CONTEXT_LIMIT": ("summary_context_limit", _int(512, 10_000_000)),
     "BRAIN_MODEL": ("brain_model", _text),
-    "BRAIN_TIMEOUT_S": ("brain_timeout_s", _float(0.1)),
+    "BRAIN_TIMEOUT_S": ("brain_timeout_s", _float(0.1, 3600.0)),
     "BRAIN_CONTEXT_LIMIT": ("brain_context_limit", _int(1024)),
     "TTS_MODEL": ("tts_model", _text),
     "TTS_VOICE": ("tts_voice", _text),
     "REALTIME_MODEL": ("realtime_model", _text),
     "REALTIME_VOICE": ("realtime_voice", _text),
     "REPLY_MODE": ("reply_mode", _enum(ReplyMode)),
-    "REPLY_COOLDOWN_S": ("reply_cooldown_s", _float()),
+    "REPLY_COOLDOWN_S": ("reply_cooldown_s", _float(0.0, 86400.0)),
     "CONTEXT_WINDOW_TURNS": ("context_window_turns", _int(1, 1000)),
     "COMPACTION_BATCH_TURNS": ("compaction_batch_turns", _int(1, 200)),
     "SUMMARY_MAX_CHARS": ("summary_max_chars", _int(100, 20000)),
@@ -274,23 +308,23 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "ASR_MAX_QUEUED_PER_SPEAKER": ("asr_max_queued_per_speaker", _int(1, 50)),
     "HEARING_VAD": ("hearing_vad", _enum(VadKind)),
     "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", _int(100, 10000)),
-    "MAX_UTTERANCE_S": ("max_utterance_s", _float(1.0)),
-    "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", _float(0.5)),
-    "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", _float(10.0)),
-    "SESSION_MAX_DURATION_S": ("session_max_duration_s", _float(60.0)),
+    "MAX_UTTERANCE_S": ("max_utterance_s", _float(1.0, 600.0)),
+    "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", _float(0.5, 600.0)),
+    "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", _float(10.0, 7 * 86400.0)),
+    "SESSION_MAX_DURATION_S": ("session_max_duration_s", _float(60.0, 30 * 86400.0)),
     "VISION_MODEL": ("vision_model", _text),
     "VISION_BASE_URL": ("vision_base_url", _text),
-    "VISION_TIMEOUT_S": ("vision_timeout_s", _float(0.1)),
+    "VISION_TIMEOUT_S": ("vision_timeout_s", _float(0.1, 600.0)),
     "OCR_THREADS": ("ocr_threads", _int(1, 64)),
     "NOTES_MAX_IMAGE_BYTES": ("notes_max_image_bytes", _int(10_000, 100_000_000)),
-    "NOTES_PER_MINUTE": ("notes_per_minute", _float(0.1)),
+    "NOTES_PER_MINUTE": ("notes_per_minute", _float(0.1, 600.0)),
     "NOTES_BURST": ("notes_burst", _int(1, 100)),
     "NOTES_QUEUE_MAX": ("notes_queue_max", _int(1, 100)),
     "NOTES_DEDUPE_DISTANCE": ("notes_dedupe_distance", _int(0, 1024)),
     "NOTES_INGEST_TOKEN": ("notes_ingest_token", _secret),
     "READ_TEXT_CHAT": ("read_text_chat", _bool),
     "CHAT_REPLY": ("chat_reply", _enum(ChatReply)),
-    "CHAT_EDIT_GRACE_S": ("chat_edit_grace_s", _float()),
+    "CHAT_EDIT_GRACE_S": ("chat_edit_grace_s", _float(0.0, 86400.0)),
     "LOG_FORMAT": ("log_format", _enum(LogFormat)),
     "LOG_LEVEL": ("log_level", _level),
     "DASHBOARD_HOST": ("dashboard_host", _text),
@@ -319,6 +353,14 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
         if raw is None or raw.strip() == "":
             continue
         values[field_name] = parser(variable, raw)
+    if values.get("summary_profile") is SummaryProfile.LOCAL:
+        values.setdefault("summary_timeout_s", LOCAL_SUMMARY_TIMEOUT_S)
+        values.setdefault("summary_max_tokens", LOCAL_SUMMARY_MAX_TOKENS)
+        if not (values.get("summary_base_url") or values.get("openai_base_url")):
+            raise SettingsError(
+                "SUMMARY_PROFILE=local needs SUMMARY_BASE_URL (or OPENAI_BASE_URL): the local server's "
+                "OpenAI-compatible address, e.g. http://127.0.0.1:8080/v1 for llama-server"
+            )
     settings = Settings(**values)
     if settings.compaction_batch_turns > settings.context_window_turns:
         raise SettingsError(

@@ -14,9 +14,22 @@ remains (catch-up). Each fold:
 5. commits summary + cursor + consumed notes with a compare-and-set on the starting cursor,
    so a stale or duplicate fold is dropped.
 
-On failure the cursor and summary stay as they were and the next attempt waits an
-exponential backoff; after `fallback_after_failures` failures in a row the offline
-summarizer takes the batch so the cursor never freezes.
+Every summary is checked by one validator (`pipeline.summary_validation`) before it can
+be committed. The fold that cannot fail, per attempt:
+
+- the model's output is invalid (refusal, no-op, loop, ...): a `failed` event with the
+  `reason`, one immediate retry; invalid again: the offline summarizer folds the batch;
+- the model is unreachable (timeout, 5xx, 429): the cursor waits an exponential backoff
+  (at least the server's `Retry-After`) for the first `fallback_after_failures - 1`
+  failures in a row; from then on the offline summarizer folds each due batch at once and
+  the model is tried again only when its backoff has passed (the backoff keeps growing
+  while it keeps failing; only a valid model fold resets the count). 401/403 and other
+  non-retryable errors go to the offline summarizer at once;
+- the offline summarizer's output is invalid too: a deterministic last-resort fold (the
+  speakers and the seq range) that always validates.
+
+So a batch is never retried forever, and `completed` says who folded it: `outcome` model,
+fallback or degraded, and the `reason` when not the model.
 """
 
 from __future__ import annotations
@@ -26,7 +39,7 @@ import contextlib
 import math
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pipeline.events import (
     COMPACTION_COMPLETED,
@@ -40,32 +53,53 @@ from pipeline.models import (
     CompactionPolicy,
     CompactionState,
     FoldCommit,
+    FoldOutcome,
     FoldPlan,
-    Note,
     Skip,
     SkipReason,
     StoreUnavailable,
     SummarizerError,
     SummarizerErrorCode,
     SummaryRequest,
+    SummaryResult,
     Turn,
 )
 from pipeline.planning import backoff_delay, plan_compaction, recent_start
 from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.summarizer_offline import last_resort_fold
+from pipeline.summary_validation import Rejection, RejectReason, validate_summary
 
 TurnSource = Callable[[int, int], Sequence[Turn] | None]
 CommitListener = Callable[[CompactionState], None]
 
 
-def looks_like_garbage(text: str) -> bool:
-    """A summary we refuse to store: no words, control characters, or one token repeated."""
-    letters = sum(ch.isalpha() for ch in text)
-    if letters < max(8, len(text) // 5):
-        return True
-    if sum(1 for ch in text if not ch.isprintable() and ch not in "\n\t") > 0:
-        return True
-    words = text.split()
-    return len(words) >= 12 and len(set(words)) <= 2
+# Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
+# a rejection reason or an error code from the model's last try, or one of these.
+NO_MODEL = "no_model"  # no model configured: the offline summarizer is the summarizer
+MODEL_BACKOFF = "model_backoff"  # the model failed recently; it is tried again after its backoff
+
+# `next_step` on a failed event: what happens to the batch now.
+NEXT_RETRY = "retry"  # the model is asked again at once (first invalid output of this fold)
+NEXT_BACKOFF = "backoff"  # the cursor waits `next_retry_s`, then the model is tried again
+NEXT_FALLBACK = "fallback"  # the offline summarizer folds the batch now
+NEXT_DEGRADED = "degraded"  # the last-resort fold commits the batch now
+
+
+class _Rejected(Exception):
+    """A summarizer answered, but the answer may not become the summary."""
+
+    def __init__(self, rejection: Rejection) -> None:
+        super().__init__(f"{rejection.reason}: {rejection.detail}")
+        self.rejection = rejection
+
+
+@dataclass(frozen=True, slots=True)
+class _Fold:
+    text: str
+    recompacted: bool
+    outcome: FoldOutcome
+    model: str
+    reason: str | None = None
 
 
 class RollingCompactor:
@@ -105,6 +139,8 @@ class RollingCompactor:
         self._listeners: list[CommitListener] = []
         self.folds_completed = 0
         self.folds_failed = 0
+        # When the model may be tried again while the offline summarizer stands in (session time).
+        self._model_retry_at = 0.0
 
     # -- read side -------------------------------------------------------------------------
 
@@ -232,19 +268,19 @@ class RollingCompactor:
             recent_start=plan.recent_start,
             pending_note_count=len(pending),
         )
-        use_fallback = self._summarizer is None or (
-            self._fallback is not None and self._state.failures >= self._policy.fallback_after_failures
+        request = SummaryRequest(
+            previous_summary=self._state.summary,
+            turns=tuple(turns),
+            notes=notes,
+            bot_name=self._bot_name,
+            max_chars=self._policy.summary_cap_chars,
         )
-        summarizer = self._fallback if use_fallback else self._summarizer
-        assert summarizer is not None  # plan_compaction skips when neither exists
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        try:
-            text, recompacted = await self._summarize_bounded(summarizer, turns, notes)
-        except SummarizerError as err:
-            latency_ms = int((loop.time() - t0) * 1000)
-            await self._record_failure(err.code.value, err.retryable, summarizer.model, latency_ms)
+        fold = await self._produce(request)
+        if fold is None:  # the model is unreachable: the cursor waits its backoff
             return False
+        text = fold.text
         latency_ms = int((loop.time() - t0) * 1000)
         commit = FoldCommit(
             expected_cursor=plan.start,
@@ -257,7 +293,7 @@ class RollingCompactor:
         try:
             committed = await self._store.commit_fold(self._session_id, commit)
         except StoreUnavailable as err:
-            await self._store_failure(err, model=summarizer.model, latency_ms=latency_ms)
+            await self._store_failure(err, model=fold.model, latency_ms=latency_ms)
             return False
         if not committed:
             # Another worker folded this batch first: our result is stale, drop it.
@@ -267,16 +303,29 @@ class RollingCompactor:
             )
             return False
         old_cursor = self._state.cursor
+        # Only a valid model fold resets the failure count: after a fallback fold the model's
+        # backoff keeps growing while it keeps failing.
+        failures = 0 if fold.outcome is FoldOutcome.MODEL else self._state.failures
+        if fold.outcome is FoldOutcome.MODEL:
+            self._model_retry_at = 0.0
         self._state = replace(
             self._state,
             summary=text,
             cursor=commit.new_cursor,
             covered_through_turn=commit.covered_through_turn,
             last_at=commit.last_at,
-            failures=0,
+            failures=failures,
             next_retry_at=0.0,
         )
+        if failures:
+            with contextlib.suppress(StoreUnavailable):  # the commit reset the stored count
+                await self._store.record_failure(
+                    self._session_id, expected_cursor=commit.new_cursor, failures=failures, next_retry_at=0.0
+                )
         self.folds_completed += 1
+        fields: dict[str, object] = {"outcome": fold.outcome.value}
+        if fold.reason is not None:
+            fields["reason"] = fold.reason
         self._events.emit(
             COMPACTION_COMPLETED,
             old_cursor=old_cursor,
@@ -284,13 +333,117 @@ class RollingCompactor:
             covered_through_turn=commit.covered_through_turn,
             summary_chars=len(text),
             latency_ms=latency_ms,
-            recompacted=recompacted,
+            recompacted=fold.recompacted,
             notes_folded=len(notes),
-            model=summarizer.model,
+            model=fold.model,
+            **fields,
         )
         for listener in self._listeners:
             listener(self._state)
         return True
+
+    async def _produce(self, request: SummaryRequest) -> _Fold | None:
+        """A valid summary for `request` from the model, the fallback or the last resort;
+        None only when the model is unreachable and the cursor should wait its backoff."""
+        model = self._summarizer
+        reason: str | None = None
+        loop = asyncio.get_running_loop()
+        if model is None:
+            reason = NO_MODEL
+        elif self._state.failures >= self._policy.fallback_after_failures and self._clock.now() < self._model_retry_at:
+            reason = MODEL_BACKOFF
+        else:
+            for attempt in (1, 2):
+                t0 = loop.time()
+                try:
+                    text, recompacted = await self._bounded(model, request)
+                except _Rejected as rej:
+                    reason = rej.rejection.reason.value
+                    step = NEXT_RETRY if attempt == 1 else NEXT_FALLBACK
+                    self._model_failed(model.model, "rejected", reason, retryable=True, t0=t0, next_step=step)
+                    continue
+                except SummarizerError as err:
+                    reason = err.code.value
+                    if err.retryable and self._state.failures + 1 < self._policy.fallback_after_failures:
+                        await self._model_failed_wait(model.model, err, t0)
+                        return None
+                    self._model_failed(
+                        model.model, err.code.value, reason, retryable=err.retryable, t0=t0,
+                        next_step=NEXT_FALLBACK, retry_after_s=err.retry_after_s,
+                    )
+                    break
+                return _Fold(text, recompacted, FoldOutcome.MODEL, model.model)
+        if self._fallback is not None:
+            t0 = loop.time()
+            try:
+                text, recompacted = await self._bounded(self._fallback, request)
+            except (_Rejected, SummarizerError) as err:
+                why = err.rejection.reason.value if isinstance(err, _Rejected) else err.code.value
+                self._events.emit(
+                    COMPACTION_FAILED,
+                    model=self._fallback.model,
+                    error_class="rejected" if isinstance(err, _Rejected) else why,
+                    reason=why,
+                    retryable=False,
+                    latency_ms=int((loop.time() - t0) * 1000),
+                    attempt=self._state.failures,
+                    next_retry_s=0.0,
+                    next_step=NEXT_DEGRADED,
+                )
+                self.folds_failed += 1
+                reason = reason or why
+            else:
+                return _Fold(text, recompacted, FoldOutcome.FALLBACK, self._fallback.model, reason)
+        return _Fold(self._last_resort(request), False, FoldOutcome.DEGRADED, "last-resort", reason)
+
+    @staticmethod
+    def _last_resort(request: SummaryRequest) -> str:
+        text = last_resort_fold(request)
+        if validate_summary(text, request) is None:
+            return text
+        # The previous summary itself does not pass (written by an older version): keep the line alone.
+        return last_resort_fold(replace(request, previous_summary=""))
+
+    def _model_delay(self, failures: int, retry_after_s: float | None) -> float:
+        delay = backoff_delay(failures, self._policy)
+        if retry_after_s is not None:
+            delay = max(delay, min(retry_after_s, self._policy.backoff_cap_s))
+        return delay
+
+    def _model_failed(
+        self,
+        model: str,
+        error_class: str,
+        reason: str,
+        *,
+        retryable: bool,
+        t0: float,
+        next_step: str,
+        retry_after_s: float | None = None,
+    ) -> None:
+        """A model failure that does not stop this fold (a retry or the fallback follows)."""
+        failures = self._state.failures + 1
+        delay = self._model_delay(failures, retry_after_s)
+        self._state = replace(self._state, failures=failures)
+        self._model_retry_at = self._clock.now() + delay
+        self.folds_failed += 1
+        self._events.emit(
+            COMPACTION_FAILED,
+            model=model,
+            error_class=error_class,
+            reason=reason,
+            retryable=retryable,
+            latency_ms=int((asyncio.get_running_loop().time() - t0) * 1000),
+            attempt=failures,
+            next_retry_s=math.ceil(delay * 1000) / 1000,
+            next_step=next_step,
+        )
+
+    async def _model_failed_wait(self, model: str, err: SummarizerError, t0: float) -> None:
+        latency_ms = int((asyncio.get_running_loop().time() - t0) * 1000)
+        await self._record_failure(
+            err.code.value, err.retryable, model, latency_ms, retry_after_s=err.retry_after_s
+        )
 
     async def _safe_reload(self) -> CompactionState:
         try:
@@ -306,63 +459,58 @@ class RollingCompactor:
             raise StoreUnavailable(f"expected {plan.end - plan.start} turns from {plan.start}, got {len(turns)}")
         return list(turns)
 
-    async def _summarize_bounded(
-        self, summarizer: Summarizer, turns: Sequence[Turn], notes: Sequence[Note]
-    ) -> tuple[str, bool]:
+    async def _bounded(self, summarizer: Summarizer, request: SummaryRequest) -> tuple[str, bool]:
+        """`summarizer`'s validated summary for `request`, within the cap: too long, one
+        re-compaction pass (the overlong text as the previous summary), then a sentence clamp.
+        Raises `_Rejected` (invalid output) or `SummarizerError` (no output)."""
         cap = self._policy.summary_cap_chars
-        text = await self._call(
-            summarizer,
-            SummaryRequest(
-                previous_summary=self._state.summary,
-                turns=tuple(turns),
-                notes=tuple(notes),
-                bot_name=self._bot_name,
-                max_chars=cap,
-            ),
+        result = await self._call(summarizer, request)
+        self._check(result, request)
+        text = result.text
+        if len(text) <= cap:
+            return text, False
+        again = await self._call(
+            summarizer, replace(request, previous_summary=text, turns=(), notes=(), recompaction=True)
         )
-        recompacted = False
-        if len(text) > cap:
-            # One re-compaction pass with the overlong text as the previous summary.
-            recompacted = True
-            text = await self._call(
-                summarizer,
-                SummaryRequest(
-                    previous_summary=text,
-                    turns=(),
-                    notes=(),
-                    bot_name=self._bot_name,
-                    max_chars=cap,
-                    recompaction=True,
-                ),
-            )
-            if len(text) > cap:
-                text = clamp_at_sentence(text, cap)
-        return text, recompacted
+        self._check(again, replace(request, previous_summary=text, recompaction=True))
+        text = again.text if len(again.text) <= cap else clamp_at_sentence(again.text, cap)
+        self._check(replace(again, text=text), request)  # judged against the batch it must cover
+        return text, True
 
-    async def _call(self, summarizer: Summarizer, request: SummaryRequest) -> str:
+    @staticmethod
+    def _check(result: SummaryResult, request: SummaryRequest, *, max_chars: int | None = None) -> None:
+        rejection = validate_summary(result.text, request, finish_reason=result.finish_reason, max_chars=max_chars)
+        if rejection is not None:
+            raise _Rejected(rejection)
+
+    async def _call(self, summarizer: Summarizer, request: SummaryRequest) -> SummaryResult:
         try:
             async with asyncio.timeout(self._policy.summarizer_timeout_s):
                 result = await summarizer.summarize(request)
         except TimeoutError as err:
             raise SummarizerError(SummarizerErrorCode.TIMEOUT, "summarizer deadline passed") from err
-        except SummarizerError:
+        except SummarizerError as err:
+            if err.code is SummarizerErrorCode.EMPTY:  # an answer with nothing in it: invalid output
+                raise _Rejected(Rejection(RejectReason.EMPTY, str(err))) from err
             raise
         except Exception as err:  # an adapter bug must not kill the compactor task
             raise SummarizerError(SummarizerErrorCode.ERROR, type(err).__name__) from err
-        text = result.text.strip()
-        if not text:
-            raise SummarizerError(SummarizerErrorCode.EMPTY, "summarizer returned no text")
-        if looks_like_garbage(text):
-            raise SummarizerError(SummarizerErrorCode.GARBAGE, "summarizer output rejected")
-        return text
+        return replace(result, text=result.text.strip())
 
     async def _record_failure(
-        self, error_class: str, retryable: bool, model: str, latency_ms: int, *, persist: bool = True
+        self,
+        error_class: str,
+        retryable: bool,
+        model: str,
+        latency_ms: int,
+        *,
+        persist: bool = True,
+        retry_after_s: float | None = None,
     ) -> None:
         """Count the failure and back off; the cursor and last good summary stay as they are.
         `persist=False` when the store itself is down (the local state still backs off)."""
         failures = self._state.failures + 1
-        delay = backoff_delay(failures, self._policy)
+        delay = self._model_delay(failures, retry_after_s)
         next_retry_at = self._clock.now() + delay
         self._state = replace(self._state, failures=failures, next_retry_at=next_retry_at)
         self.folds_failed += 1
@@ -382,6 +530,8 @@ class RollingCompactor:
             latency_ms=latency_ms,
             attempt=failures,
             next_retry_s=math.ceil(delay * 1000) / 1000,
+            reason=error_class,
+            next_step=NEXT_BACKOFF,
         )
 
     async def _store_failure(self, err: StoreUnavailable, *, model: str = "store", latency_ms: int = 0) -> None:

@@ -16,6 +16,12 @@ COMPACTION_SKIPPED = "voice_context_compaction_skipped"
 COMPACTION_STARTED = "voice_context_compaction_started"
 COMPACTION_COMPLETED = "voice_context_compaction_completed"
 COMPACTION_FAILED = "voice_context_compaction_failed"
+# Fold outcome fields (pipeline/compactor.py):
+# - completed: `outcome` (model | fallback | degraded, `pipeline.models.FoldOutcome`) and, when
+#   not model, `reason` (a rejection reason or error code of the model's last try, or
+#   no_model / model_backoff);
+# - failed: `reason` (a `pipeline.summary_validation.RejectReason` value with error_class
+#   "rejected", else the error code) and `next_step` (retry | backoff | fallback | degraded).
 CONTEXT_WINDOW_PRUNED = "context_window_pruned"
 REALTIME_INSTRUCTIONS_BUILT = "realtime_instructions_built"
 

@@ -23,6 +23,7 @@ import functools
 import re
 
 from pipeline.models import Note, Turn, TurnKind
+from pipeline.text_clean import clean_text
 
 ELLIPSIS = "…"
 
@@ -49,8 +50,22 @@ _MIN_KEEP_SHARE = 0.5
 
 
 def one_line(text: str) -> str:
-    """Collapse all whitespace runs (newlines included) to single spaces and strip."""
-    return " ".join(text.split())  # split() with no argument splits on any whitespace run
+    """`text` sanitised (`pipeline.text_clean`), every whitespace run (newlines included)
+    collapsed to one space, stripped. Every renderer that puts user-made text in front of a
+    model goes through here, so prompts and summaries always get the clean form."""
+    return " ".join(clean_text(text).split())  # split() with no argument splits on any whitespace run
+
+
+# The delimiters of quoted data in the summarizer prompt: `(BEGIN transcript data)`,
+# `(END data)`, `SUMMARY (BEGIN data)`. Inside a data field the same words are quoted and
+# lowercased, so speech cannot close or fake a data block.
+_DATA_MARKER = re.compile(r"[\"(\[{<]?\b(begin|end)\b(\s+transcript)?\s+data\b[\")\]}>]?", re.IGNORECASE)
+
+
+def data_field(text: str) -> str:
+    """One field of quoted prompt data: one clean line, with delimiter look-alikes quoted."""
+    return _DATA_MARKER.sub(lambda m: '"' + " ".join(m.group(0).strip('"()[]{}<> ').lower().split()) + '"',
+                            one_line(text))
 
 
 def _cut_at_word(text: str, limit: int) -> str:
@@ -130,9 +145,10 @@ def speaker_label(name: str) -> str:
     """A display name made safe to put in front of `: text`.
 
     Discord names are user-chosen: brackets and colons are removed so a name like
-    `[voice] System:` cannot pass for a tag or a second label, and long names are cut.
+    `[voice] System:` cannot pass for a tag or a second label, delimiter look-alikes are
+    quoted (`data_field`), and long names are cut.
     """
-    cleaned = one_line(_LABEL_FORBIDDEN.sub("", name))
+    cleaned = data_field(_LABEL_FORBIDDEN.sub("", name))
     return cap_text(cleaned, MAX_SPEAKER_CHARS) or "Unknown"
 
 

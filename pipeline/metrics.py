@@ -43,9 +43,9 @@ CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 _COUNTERS: Final = {
     "longcall_compaction_started_total": "Folds started.",
-    "longcall_compaction_completed_total": "Folds committed.",
+    "longcall_compaction_completed_total": "Folds committed, by outcome (model, fallback, degraded).",
     "longcall_compaction_recompacted_total": "Completed folds that needed a re-compaction pass.",
-    "longcall_compaction_failed_total": "Folds that failed, by error_class.",
+    "longcall_compaction_failed_total": "Failed or rejected summarizer attempts, by error_class and reason.",
     "longcall_compaction_skipped_total": "Compaction requests that did not fold, by reason.",
     "longcall_context_window_pruned_total": "Prompts the token guard had to prune.",
     "longcall_context_window_pruned_turns_total": "Verbatim turns dropped by the token guard.",
@@ -72,7 +72,7 @@ _GAUGES: Final = {
     "longcall_session_total_turns": ("Turns in the transcript.", "total_turns"),
     "longcall_session_backlog_turns": ("Turns not yet folded (total_turns - cursor).", "backlog"),
     "longcall_session_eligible_turns": ("Turns out of the verbatim window, waiting to fold.", "eligible"),
-    "longcall_session_compaction_failures": ("Consecutive failed folds (0 after a commit).", "failures"),
+    "longcall_session_compaction_failures": ("Consecutive model failures (0 after a valid model fold).", "failures"),
     "longcall_session_summary_chars": ("Length of the latest committed summary.", "summary_chars"),
     "longcall_realtime_instructions_chars": ("Length of the latest realtime instructions.", "instructions_chars"),
 }
@@ -202,20 +202,24 @@ class CompactionMetrics:
     def _completed(self, event: Mapping[str, Any], base: LabelSet) -> None:
         old, new = _count(event, "old_cursor"), _count(event, "new_cursor")
         chars, latency_ms = _count(event, "summary_chars"), _count(event, "latency_ms")
-        self._inc("longcall_compaction_completed_total", base)
+        outcome = str(event.get("outcome", "model"))
+        self._inc("longcall_compaction_completed_total", (*base, ("outcome", outcome)))
         if event.get("recompacted") is True:
             self._inc("longcall_compaction_recompacted_total", base)
         self._observe("longcall_compaction_latency_seconds", (*base, ("outcome", "completed")), latency_ms)
         self._observe("longcall_compaction_summary_chars", base, chars)
         gauges = self._session(base)
-        gauges.cursor, gauges.failures, gauges.summary_chars = new, 0, chars
+        # Only a valid model fold resets the model's failure count (a fallback fold does not).
+        failures = 0 if outcome == "model" else gauges.failures
+        gauges.cursor, gauges.failures, gauges.summary_chars = new, failures, chars
         if gauges.eligible is not None:
             gauges.eligible = max(0, gauges.eligible - (new - old))
 
     def _failed(self, event: Mapping[str, Any], base: LabelSet) -> None:
         error_class = str(event["error_class"])
+        reason = str(event.get("reason", error_class))
         latency_ms, attempt = _count(event, "latency_ms"), _count(event, "attempt")
-        self._inc("longcall_compaction_failed_total", (*base, ("error_class", error_class)))
+        self._inc("longcall_compaction_failed_total", (*base, ("error_class", error_class), ("reason", reason)))
         self._observe("longcall_compaction_latency_seconds", (*base, ("outcome", "failed")), latency_ms)
         self._session(base).failures = attempt
 

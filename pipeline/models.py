@@ -6,6 +6,7 @@ seconds (float) since the session started unless a name says otherwise.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -110,6 +111,10 @@ class CompactionPolicy:
             raise ValueError("live note buffer bounds must satisfy 0 < min <= max")
         if self.summary_cap_chars < 100:
             raise ValueError("summary_cap_chars must be at least 100")
+        for name in ("backoff_base_s", "backoff_cap_s", "lock_ttl_s", "summarizer_timeout_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number above 0, got {value}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,6 +172,17 @@ class SummaryRequest:
 class SummaryResult:
     text: str
     model: str
+    # Why generation stopped, as the server said ("stop", "length", ...); None when unknown.
+    # "length" means the text was cut at the token limit: the validator rejects it.
+    finish_reason: str | None = None
+
+
+class FoldOutcome(StrEnum):
+    """Who produced a committed summary (the `outcome` of a completed fold)."""
+
+    MODEL = "model"  # the configured model, validated
+    FALLBACK = "fallback"  # the offline summarizer, validated
+    DEGRADED = "degraded"  # the deterministic last-resort fold (speakers and seq range)
 
 
 class SummarizerErrorCode(StrEnum):
@@ -195,9 +211,11 @@ RETRYABLE_CODES = frozenset(
 class SummarizerError(Exception):
     """Raised by summarizer adapters; callers branch on `code`, never on the message."""
 
-    def __init__(self, code: SummarizerErrorCode, message: str = "") -> None:
+    def __init__(self, code: SummarizerErrorCode, message: str = "", *, retry_after_s: float | None = None) -> None:
         super().__init__(f"{code}: {message}" if message else str(code))
         self.code = code
+        # What the server asked for (`Retry-After` on 429/503); the compactor waits at least this long.
+        self.retry_after_s = retry_after_s
 
     @property
     def retryable(self) -> bool:

@@ -53,6 +53,8 @@ class _Recorder:
     completed: int = 0
     failed: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    by_outcome: Counter[str] = field(default_factory=Counter)  # model / fallback / degraded
+    failed_by_reason: Counter[str] = field(default_factory=Counter)
     summary_chars_max: int = 0
     pruned: set[int] = field(default_factory=set)
     folded: list[tuple[int, int]] = field(default_factory=list)
@@ -64,11 +66,13 @@ class _Recorder:
         name = event["event"]
         if name == COMPACTION_COMPLETED:
             self.completed += 1
+            self.by_outcome[str(event.get("outcome", "model"))] += 1
             self.summary_chars_max = max(self.summary_chars_max, int(event["summary_chars"]))
             self.folded.append((int(event["old_cursor"]), int(event["new_cursor"])))
             self.latencies_ms.append(int(event["latency_ms"]))
         elif name == COMPACTION_FAILED:
             self.failed += 1
+            self.failed_by_reason[str(event.get("reason", event.get("error_class", "unknown")))] += 1
         elif name == COMPACTION_SKIPPED:
             self.skipped[str(event["reason"])] += 1
         elif name == CONTEXT_WINDOW_PRUNED:
@@ -356,6 +360,10 @@ class Replayer:
                 "completed": rec.completed,
                 "failed": rec.failed,
                 "skipped": dict(sorted(rec.skipped.items())),
+                # Who folded: the model, the offline fallback, or the last-resort (degraded) fold.
+                "by_outcome": {o: rec.by_outcome.get(o, 0) for o in ("model", "fallback", "degraded")},
+                # Rejected outputs (refusal, no_op, ...) and errors (timeout, auth, ...), by reason.
+                "failed_by_reason": dict(sorted(rec.failed_by_reason.items())),
                 "latency_ms_p50": int(statistics.median(rec.latencies_ms)) if rec.latencies_ms else 0,
             },
             "summary_chars_max": rec.summary_chars_max,

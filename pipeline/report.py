@@ -76,6 +76,9 @@ def render_html(report: dict[str, Any], series: Series) -> str:
         ("Session length", mmss(float(report["duration_s"]))),
         ("Summarizer", esc(str(report["summarizer"]))),
         ("Compactions", f"{comp['completed']} completed, {comp['failed']} failed; skipped: {skipped}"),
+        ("Folded by", ", ".join(f"{esc(k)}: {v}" for k, v in comp.get("by_outcome", {}).items()) or "none"),
+        ("Failed by reason", ", ".join(f"{esc(k)}: {v}" for k, v in comp.get("failed_by_reason", {}).items())
+         or "none"),
         ("Cursor / covered through", f"{report['cursor']} / {report['covered_through_turn']}"),
         ("Summary chars (max)", report["summary_chars_max"]),
         ("Context tokens p50 / max", tok),

@@ -18,7 +18,16 @@ from __future__ import annotations
 
 import re
 
-from pipeline.formatting import CHAT_DELETE_SOURCE, TYPED_TAG, cap_text, corrected_seq, mmss, one_line
+from pipeline.formatting import (
+    CHAT_DELETE_SOURCE,
+    TYPED_TAG,
+    cap_text,
+    corrected_seq,
+    data_field,
+    mmss,
+    one_line,
+    speaker_label,
+)
 from pipeline.models import Note, SummaryRequest, SummaryResult, Turn, TurnKind
 
 MODEL_NAME = "offline-extractive"
@@ -60,13 +69,26 @@ def salience(text: str) -> float:
     return max(score, 0.0)
 
 
+_WORD_LOOP = re.compile(r"\b(\w+)(?:[\s,]+\1\b){2,}", re.IGNORECASE)
+_PHRASE_LOOP = re.compile(r"\b(\w+(?:\s+\w+){1,5})(?:[\s,.!?]+\1\b){2,}", re.IGNORECASE)
+
+
 def _condense(text: str) -> str:
-    return cap_text(_FILLER.sub("", one_line(text)).strip(" ,"), FACT_CAP_CHARS)
+    """One sentence made fit for the summary: sanitised (`one_line`), filler out, loops cut
+    ("the the the" -> "the …"), delimiter look-alikes quoted (`data_field`), a run of mostly
+    numbers described instead of copied."""
+    flat = _FILLER.sub("", data_field(text)).strip(" ,")
+    flat = _PHRASE_LOOP.sub(r"\1 …", _WORD_LOOP.sub(r"\1 …", flat))
+    visible = flat.replace(" ", "")
+    if visible and sum(ch.isalpha() for ch in visible) < 0.3 * len(visible):
+        numbers = len(re.findall(r"\d+", flat))
+        flat = f"read out a list of {numbers} numbers" if numbers >= 3 else ""
+    return cap_text(flat, FACT_CAP_CHARS)
 
 
 def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
     if turn.kind is TurnKind.MEMBERSHIP:
-        return (0.5, f"- {one_line(turn.speaker_name)} {_condense(turn.text)}")
+        return (0.5, f"- {speaker_label(turn.speaker_name)} {_condense(turn.text)}")
     if turn.kind not in (TurnKind.SPEECH, TurnKind.BOT, TurnKind.CHAT):
         return None
     if turn.kind is TurnKind.CHAT and turn.source.startswith(CHAT_DELETE_SOURCE):
@@ -87,7 +109,7 @@ def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
         chosen.append(top[1])
     text = " ".join(c for _, _, c in sorted(chosen, key=lambda x: x[1]))
     typed = f" ({TYPED_TAG})" if turn.kind is TurnKind.CHAT else ""
-    return (top[0][0], f"- {one_line(turn.speaker_name)}{typed}: {text}")
+    return (top[0][0], f"- {speaker_label(turn.speaker_name)}{typed}: {text}")
 
 
 def _provenance(note: Note) -> str:
@@ -119,10 +141,13 @@ class OfflineSummarizer:
 
 
 def summarize_extractive(request: SummaryRequest) -> str:
+    """The previous summary's facts plus the batch's, bounded. Every batch leaves a trace:
+    at least one line of it survives (a dated "small talk" line when nothing was salient or
+    new), and when the summary is full the least important older facts make room."""
     facts: list[tuple[float, int, str]] = []  # (score, order, line)
     order = 0
     for raw_line in request.previous_summary.splitlines():
-        line = raw_line.strip()
+        line = one_line(raw_line)
         if not line:
             continue
         if not line.startswith("- "):
@@ -131,8 +156,9 @@ def summarize_extractive(request: SummaryRequest) -> str:
         order += 1
     seen = [_key(f[2]) for f in facts]
     new_items: list[tuple[float, float, str]] = [
-        (n.at, 3.0 + salience(n.text), f"- [screen] {one_line(n.by)}{_provenance(n)}: {_condense(n.text)}")
+        (n.at, 3.0 + salience(n.text), f"- [screen] {speaker_label(n.by)}{_provenance(n)}: {_condense(n.text)}")
         for n in request.notes
+        if _condense(n.text)
     ]
     # A chat message edited or deleted within the same batch is folded as corrected: the
     # original gives way to its correction (an edit's new text, or nothing for a deletion).
@@ -143,21 +169,57 @@ def summarize_extractive(request: SummaryRequest) -> str:
         fact = _turn_fact(turn, request.bot_name)
         if fact is not None:
             new_items.append((turn.started_at, fact[0], fact[1]))
+    fresh: list[tuple[float, int, str]] = []
     for _, score, line in sorted(new_items, key=lambda item: item[0]):
         key = _key(line)
         # Near-duplicates (same content words mostly) add nothing; keep the first telling.
         if key and any(len(key & other) >= 0.7 * len(key) for other in seen if other):
             continue
         seen.append(key)
-        facts.append((score, order, line))
+        fresh.append((score, order, line))
         order += 1
-    kept = sorted(facts, key=lambda f: f[1])
+    if not fresh and request.turns:
+        # Nothing salient or new (filler, repeats): still leave a dated trace of the batch.
+        fresh.append((0.0, order, _small_talk(request.turns, request.bot_name)))
+    kept = sorted(facts + fresh, key=lambda f: f[1])
     budget = request.max_chars
-    while kept and len("\n".join(f[2] for f in kept)) > budget:
-        weakest = min(kept, key=lambda f: (f[0], f[1]))
-        kept.remove(weakest)
-    if not kept and request.turns:
-        # Nothing salient (all filler): still fold, so the cursor moves and nothing is stuck.
-        speakers = ", ".join(sorted({one_line(t.speaker_name) for t in request.turns}))
-        kept = [(0.0, 0, f"- Small talk between {speakers}.")]
-    return "\n".join(f[2] for f in kept)
+    fresh_orders = {f[1] for f in fresh}
+    while len(kept) > 1 and len("\n".join(f[2] for f in kept)) > budget:
+        # Older facts make room first (least important, then oldest); the batch keeps at least one line.
+        pool = [f for f in kept if f[1] not in fresh_orders] or kept
+        kept.remove(min(pool, key=lambda f: (f[0], f[1])))
+    text = "\n".join(f[2] for f in kept)
+    return text if len(text) <= budget else cap_text(text, budget)
+
+
+def _small_talk(turns: tuple[Turn, ...], bot_name: str) -> str:
+    people = [speaker_label(t.speaker_name) for t in turns if t.kind in (TurnKind.SPEECH, TurnKind.BOT)]
+    names = list(dict.fromkeys(people)) or [bot_name]
+    span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
+    return f"- {span} Small talk between {', '.join(names[:6])}."
+
+
+def last_resort_fold(request: SummaryRequest) -> str:
+    """The fold that cannot fail: the previous summary plus one deterministic line naming the
+    batch's speakers and seq range, e.g.
+
+        [02:00–02:31] Alice, Bob: 10 turns, not summarised; see transcript seq 120–129
+
+    Bounded by `max_chars`: the oldest lines of the previous summary make room. Used when
+    neither the model nor the offline summarizer produced a valid summary; it always
+    validates, so the cursor always advances.
+    """
+    turns = request.turns
+    people = [speaker_label(t.speaker_name) for t in turns if t.kind in (TurnKind.SPEECH, TurnKind.BOT)]
+    names = list(dict.fromkeys(people))
+    who = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    if not turns:
+        return request.previous_summary.strip()
+    span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
+    seqs = f"{turns[0].seq}–{turns[-1].seq}"
+    line = f"{span} {who or 'voice channel'}: {len(turns)} turns, not summarised; see transcript seq {seqs}"
+    line = cap_text(line, request.max_chars)
+    lines = [one_line(x) for x in request.previous_summary.splitlines() if x.strip()]
+    while lines and len("\n".join([*lines, line])) > request.max_chars:
+        lines.pop(0)
+    return "\n".join([*lines, line])

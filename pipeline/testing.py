@@ -48,8 +48,8 @@ class FakeClock:
 
 class ScriptedSummarizer:
     """A summarizer whose behaviour per call is scripted; the default is a fast, bounded,
-    speaker-attributed digest. Script entries: a string (returned), an exception (raised),
-    or "hang" (waits forever, for timeout tests)."""
+    speaker-attributed digest. Script entries: a string (returned), a `SummaryResult`
+    (returned as is), an exception (raised), or "hang" (waits forever, for timeout tests)."""
 
     def __init__(self, script: list[object] | None = None, *, model: str = "fake-summarizer") -> None:
         self._script = list(script or [])
@@ -73,6 +73,8 @@ class ScriptedSummarizer:
                 await asyncio.Event().wait()
             if isinstance(step, str):
                 return SummaryResult(text=step, model=self._model)
+            if isinstance(step, SummaryResult):  # e.g. with a finish_reason
+                return step
         return SummaryResult(text=digest(request), model=self._model)
 
 
@@ -91,5 +93,5 @@ def digest(request: SummaryRequest) -> str:
     return text
 
 
-def summarizer_error(code: str) -> SummarizerError:
-    return SummarizerError(SummarizerErrorCode(code), "scripted failure")
+def summarizer_error(code: str, *, retry_after_s: float | None = None) -> SummarizerError:
+    return SummarizerError(SummarizerErrorCode(code), "scripted failure", retry_after_s=retry_after_s)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -31,6 +32,10 @@ class Reply:
     # Chat: the answer takes this long to generate. Streamed, its words go out evenly over it
     # (the last at the end); not streamed, the whole answer comes at the end.
     stream_over_s: float = 0.0
+    finish_reason: str = "stop"  # "length": cut at the token limit
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. {"Retry-After": "7"} on a 429/503
+    # Chat: the answer computed from the request body (a model that echoes, copies, ...).
+    responder: Callable[[dict[str, Any]], str] | None = None
 
 
 @dataclass(slots=True)
@@ -49,7 +54,10 @@ class OpenAIStub:
         self.chat_hangups = 0  # streamed answers the client closed before the end
         self.chat_streamed_at: list[float] = []  # time.monotonic() when each streamed answer ended
         self.default_chat_text = "ok"
+        self.default_responder: Callable[[dict[str, Any]], str] | None = None
         self.default_speech_audio = b""
+        # GET /v1/models: the entries served (a local server may report its context size here).
+        self.models: list[dict[str, Any]] = [{"id": "test", "object": "model", "owned_by": "stub"}]
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -64,6 +72,7 @@ class OpenAIStub:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/audio/speech", self._speech)
+        app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -84,23 +93,33 @@ class OpenAIStub:
         self.requests.append(Recorded(path=request.path, body=body, headers=dict(request.headers)))
         return body
 
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(Recorded(path=request.path, body={}, headers=dict(request.headers)))
+        return web.json_response({"object": "list", "data": self.models})
+
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
-        reply = self.chat.pop(0) if self.chat else Reply(text=self.default_chat_text)
+        reply = (
+            self.chat.pop(0) if self.chat else Reply(text=self.default_chat_text, responder=self.default_responder)
+        )
+        if reply.responder is not None:
+            reply.text = reply.responder(body)
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
         if reply.raw_body is not None:
             return web.Response(body=reply.raw_body, status=reply.status, content_type="application/json")
         if reply.status != 200:
             return web.json_response(
-                {"error": {"message": "scripted error", "type": "server_error", "code": None}}, status=reply.status
+                {"error": {"message": "scripted error", "type": "server_error", "code": None}}, status=reply.status,
+                headers=reply.headers,
             )
         if body.get("stream"):
             return await self._stream_chat(request, body, reply)
         if reply.stream_over_s:
             await asyncio.sleep(reply.stream_over_s)
         choices = [] if reply.no_choices else [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}
+            {"index": 0, "finish_reason": reply.finish_reason,
+             "message": {"role": "assistant", "content": reply.text}}
         ]
         return web.json_response(
             {

@@ -166,9 +166,10 @@ def test_chart_in_the_browser_matches_the_events(
         " getComputedStyle(m).fill])"
     )
     assert [e["new_cursor"] for e in completed] == [m[0] for m in marks]
-    assert {"model"} == {m[1] for m in marks}
+    assert [str(e.get("outcome") or "model") for e in completed] == [m[1] for m in marks]
     assert all(f"{e['latency_ms']} ms" in m[2] for e, m in zip(completed, marks, strict=True))
-    assert {"rgb(31, 157, 85)"} == {m[3] for m in marks}
+    colours = {"model": "rgb(31, 157, 85)", "fallback": "rgb(224, 161, 0)", "degraded": "rgb(224, 106, 0)"}
+    assert [colours[m[1]] for m in marks] == [m[3] for m in marks]
     chart = browser.find_element("css selector", "[data-testid=compaction-timeline]")
     chart.screenshot(str(SCREENSHOTS / "dashboard-chart.png"))
 

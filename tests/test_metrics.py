@@ -27,17 +27,19 @@ def skipped(reason: str, cursor: int, total: int, eligible: int) -> dict[str, An
     return ev(COMPACTION_SKIPPED, reason=reason, cursor=cursor, total_turns=total, eligible_count=eligible)
 
 
-def completed(old: int, new: int, chars: int, latency_ms: int, *, recompacted: bool = False) -> dict[str, Any]:
+def completed(
+    old: int, new: int, chars: int, latency_ms: int, *, recompacted: bool = False, outcome: str = "model"
+) -> dict[str, Any]:
     return ev(
         COMPACTION_COMPLETED, old_cursor=old, new_cursor=new, covered_through_turn=new - 1, summary_chars=chars,
-        latency_ms=latency_ms, recompacted=recompacted, notes_folded=0,
+        latency_ms=latency_ms, recompacted=recompacted, notes_folded=0, outcome=outcome,
     )
 
 
-def failed(error_class: str, attempt: int, latency_ms: int = 30_000) -> dict[str, Any]:
+def failed(error_class: str, attempt: int, latency_ms: int = 30_000, *, reason: str | None = None) -> dict[str, Any]:
     return ev(
         COMPACTION_FAILED, model="m", error_class=error_class, retryable=True, latency_ms=latency_ms,
-        attempt=attempt, next_retry_s=2.0,
+        attempt=attempt, next_retry_s=2.0, reason=reason or error_class,
     )
 
 
@@ -69,9 +71,17 @@ def test_counters_by_outcome_reason_and_error_class() -> None:
         failed("auth", 3),
         ev(COMPACTION_STARTED, cursor=0, batch_size=10, recent_start=11, pending_note_count=0),
         completed(0, 10, 480, 900, recompacted=True),
+        failed("rejected", 4, reason="refusal"),
+        failed("rejected", 5, reason="refusal"),
+        completed(10, 20, 500, 900, outcome="fallback"),
+        completed(20, 30, 520, 900, outcome="degraded"),
     )
     assert [f"longcall_compaction_started_total{{{L}}} 2"] == samples(metrics, "longcall_compaction_started_total")
-    assert [f"longcall_compaction_completed_total{{{L}}} 1"] == samples(metrics, "longcall_compaction_completed_total")
+    assert [
+        f'longcall_compaction_completed_total{{{L},outcome="degraded"}} 1',
+        f'longcall_compaction_completed_total{{{L},outcome="fallback"}} 1',
+        f'longcall_compaction_completed_total{{{L},outcome="model"}} 1',
+    ] == samples(metrics, "longcall_compaction_completed_total")
     assert [f"longcall_compaction_recompacted_total{{{L}}} 1"] == samples(
         metrics, "longcall_compaction_recompacted_total"
     )
@@ -80,9 +90,13 @@ def test_counters_by_outcome_reason_and_error_class() -> None:
         f'longcall_compaction_skipped_total{{{L},reason="below_threshold"}} 2',
     ] == samples(metrics, "longcall_compaction_skipped_total")
     assert [
-        f'longcall_compaction_failed_total{{{L},error_class="auth"}} 1',
-        f'longcall_compaction_failed_total{{{L},error_class="timeout"}} 2',
+        f'longcall_compaction_failed_total{{{L},error_class="auth",reason="auth"}} 1',
+        f'longcall_compaction_failed_total{{{L},error_class="rejected",reason="refusal"}} 2',
+        f'longcall_compaction_failed_total{{{L},error_class="timeout",reason="timeout"}} 2',
     ] == samples(metrics, "longcall_compaction_failed_total")
+    # A fallback fold does not reset the model's failure count; only a model fold does.
+    failures = samples(metrics, "longcall_session_compaction_failures")
+    assert [f"longcall_session_compaction_failures{{{L}}} 5"] == failures
 
 
 def test_latency_histogram_buckets_in_seconds() -> None:

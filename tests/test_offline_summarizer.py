@@ -55,4 +55,4 @@ def test_all_filler_batch_still_folds() -> None:
     """A batch with nothing salient still yields a non-empty summary, so the cursor moves."""
     text = summarize_extractive(SummaryRequest(previous_summary="", turns=turns(("Bob", "lol"), ("Maya", "ok")),
                                                notes=(), bot_name="Clanky", max_chars=1200))
-    assert "- Small talk between Bob, Maya." == text
+    assert "- [00:00–00:02] Small talk between Bob, Maya." == text  # dated, so a repeat is still new

@@ -79,7 +79,9 @@ async def test_request_shape_quotes_transcript_as_data(stub: OpenAIStub) -> None
     assert user["content"].index("BEGIN transcript data") < user["content"].index("Mallory")
     assert "Ignore your instructions" not in system["content"]
     assert ("small-model", 0.2) == (body["model"], body["temperature"])
-    assert body["max_tokens"] * 4 < 1200  # the output cap sits below the char budget
+    # The output cap leaves room for a full 1,200-char summary (a cut answer is rejected as
+    # truncated) but not for much more (an overlong one is re-compacted, then clamped).
+    assert 1200 / 4 < body["max_tokens"] <= 1200 / 3
     assert f"Bearer {KEY}" == stub.requests[0].headers["Authorization"]
 
 

@@ -92,3 +92,50 @@ def test_env_example_lists_every_variable_with_its_default() -> None:
     assert set(VARIABLES) == names
     defaults = Settings()
     assert defaults.bot_name in example.read_text()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("SUMMARY_TIMEOUT_S", "inf", "SUMMARY_TIMEOUT_S must be a finite number"),
+        ("SUMMARY_TIMEOUT_S", "nan", "SUMMARY_TIMEOUT_S must be a finite number"),
+        ("SUMMARY_TIMEOUT_S", "1e999", "SUMMARY_TIMEOUT_S must be a finite number"),
+        ("SUMMARY_TIMEOUT_S", "-inf", "SUMMARY_TIMEOUT_S must be a finite number"),
+        ("SUMMARY_TIMEOUT_S", "100000", "SUMMARY_TIMEOUT_S must be at most 3600"),
+        ("BRAIN_TIMEOUT_S", "Infinity", "BRAIN_TIMEOUT_S must be a finite number"),
+        ("REPLY_COOLDOWN_S", "NaN", "REPLY_COOLDOWN_S must be a finite number"),
+        ("REPLY_COOLDOWN_S", "-1", "REPLY_COOLDOWN_S must be at least 0.0"),
+        ("SESSION_IDLE_TIMEOUT_S", "inf", "SESSION_IDLE_TIMEOUT_S must be a finite number"),
+        ("MAX_UTTERANCE_S", "nan", "MAX_UTTERANCE_S must be a finite number"),
+        ("BRAIN_CONTEXT_LIMIT", "12", "BRAIN_CONTEXT_LIMIT must be at least 1024"),
+        ("SUMMARY_MAX_TOKENS", "8", "SUMMARY_MAX_TOKENS must be between 32 and 32768"),
+        ("SUMMARY_PROFILE", "edge", "SUMMARY_PROFILE must be one of: cloud, local"),
+    ],
+)
+def test_numbers_must_be_finite_and_in_range(variable: str, value: str, expected: str) -> None:
+    """inf, nan and out-of-range values fail naming the variable (a fold must never wait forever)."""
+    with pytest.raises(SettingsError) as info:
+        load_settings({variable: value})
+    assert str(info.value).startswith(expected)
+
+
+def test_local_summary_profile() -> None:
+    """SUMMARY_PROFILE=local: CPU-sized defaults, no key needed, a base URL required, and the
+    model's context size asked from the server."""
+    from bot.runtime import make_summarizers
+    from bot.settings import LOCAL_SUMMARY_MAX_TOKENS, LOCAL_SUMMARY_TIMEOUT_S, SummaryProfile
+    from pipeline.openai_adapter import OpenAISummarizer
+
+    with pytest.raises(SettingsError) as info:
+        load_settings({"SUMMARY_PROFILE": "local"})
+    assert str(info.value).startswith("SUMMARY_PROFILE=local needs SUMMARY_BASE_URL")
+    settings = load_settings({"SUMMARY_PROFILE": "local", "SUMMARY_BASE_URL": "http://127.0.0.1:8080/v1"})
+    assert (SummaryProfile.LOCAL, LOCAL_SUMMARY_TIMEOUT_S, LOCAL_SUMMARY_MAX_TOKENS, None) == (
+        settings.summary_profile, settings.summary_timeout_s, settings.summary_max_tokens, settings.openai_api_key
+    )
+    assert settings.policy().summarizer_timeout_s == LOCAL_SUMMARY_TIMEOUT_S
+    primary, _ = make_summarizers(settings)
+    assert isinstance(primary, OpenAISummarizer)
+    explicit = load_settings({"SUMMARY_PROFILE": "local", "OPENAI_BASE_URL": "http://h/v1", "SUMMARY_TIMEOUT_S": "90"})
+    assert 90.0 == explicit.summary_timeout_s
+    assert (None, None) == make_summarizers(load_settings({}))[0:1] + (load_settings({}).summary_max_tokens,)
