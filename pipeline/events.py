@@ -26,6 +26,11 @@ ASR_FAILED = "asr_failed"
 ASR_BACKLOG_MERGED = "asr_backlog_merged"
 HEARING_APPEND_FAILED = "hearing_append_failed"
 
+# Store integrity (pipeline/session.py): the store lost this session (Redis restarted empty)
+# and was re-seeded from what the process held, or holds another generation that was adopted.
+SESSION_STORE_RESEEDED = "session_store_reseeded"
+SESSION_STORE_DIVERGED = "session_store_diverged"
+
 EventSink = Callable[[dict[str, Any]], None]
 
 # Events that would drown the rest at info level; they are logged at debug.
@@ -59,7 +64,7 @@ class EventEmitter:
         level = "info"
         if event == COMPACTION_SKIPPED and fields.get("reason") in _DEBUG_SKIP_REASONS:
             level = "debug"
-        elif event == COMPACTION_FAILED:
+        elif event in (COMPACTION_FAILED, SESSION_STORE_RESEEDED, SESSION_STORE_DIVERGED):
             level = "warning"
         getattr(self._log, level)(event, **self._base, **fields)
         return record
