@@ -96,7 +96,6 @@ class Settings:
             note_cap_chars=self.note_max_chars,
             turn_text_cap_chars=self.turn_text_max_chars,
             summarizer_timeout_s=self.summary_timeout_s,
-            lock_ttl_s=max(120.0, self.summary_timeout_s * 3),
         )
 
     def redacted(self) -> dict[str, Any]:
