@@ -58,6 +58,7 @@ from pipeline.planning import backoff_delay, plan_compaction, recent_start
 from pipeline.ports import Clock, SessionStore, Summarizer
 
 CommitListener = Callable[[CompactionState], None]
+LOCK_POLL_S = 0.1  # how often a worker retries a lock another holder has, while a fold is due
 DivergenceHandler = Callable[[], Awaitable[None]]
 
 
@@ -201,8 +202,18 @@ class RollingCompactor:
             await self._wake.wait()
             self._wake.clear()
             try:
+                busy_skip_emitted = False
                 while True:
-                    committed = await self._fold_once()
+                    committed = await self._fold_once(emit_busy=not busy_skip_emitted)
+                    if committed is None:
+                        # Another holder has the lock: poll until it frees (a dead holder's
+                        # lease runs out within one TTL) while the batch is still due.
+                        busy_skip_emitted = True
+                        if self._ending or not isinstance(self._plan(catching_up=True), FoldPlan):
+                            break
+                        await self._lease_clock.sleep(min(self._policy.lock_ttl_s / 3, LOCK_POLL_S))
+                        continue
+                    busy_skip_emitted = False
                     if not committed or self._ending:
                         break
                     plan = self._plan(catching_up=True)  # catch-up: drain a backlog without waiting for a reply
@@ -216,18 +227,20 @@ class RollingCompactor:
         """The session is ending: no new folds start (an in-flight one may finish)."""
         self._ending = True
 
-    async def _fold_once(self) -> bool:
+    async def _fold_once(self, *, emit_busy: bool = True) -> bool | None:
+        """True when a fold committed, False when none did, None when another holder has the lock."""
         try:
             fence = await self._store.acquire_lock(self._session_id, self._owner, self._policy.lock_ttl_s)
         except StoreUnavailable as err:
             await self._store_failure(err)
             return False
         if not fence:  # another process is folding this session
-            start = recent_start(self._state.cursor, self._total, self._policy)
-            self._emit_skip(
-                Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=start, eligible=start - self._state.cursor)
-            )
-            return False
+            if emit_busy:
+                start = recent_start(self._state.cursor, self._total, self._policy)
+                self._emit_skip(
+                    Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=start, eligible=start - self._state.cursor)
+                )
+            return None
         renewal = asyncio.create_task(self._renew_lease(), name=f"compactor-lease:{self._session_id}")
         try:
             return await self._fold_locked(fence)

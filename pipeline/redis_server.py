@@ -119,8 +119,8 @@ def reap_stale_server(workdir: Path) -> bool:
     if not (_alive(pid) and _is_redis(pid)):
         owner_file.unlink(missing_ok=True)
         return False
-    if owner != os.getpid() and _alive(owner):
-        raise RedisServerError(f"{workdir} is in use by another longcall process (pid {owner})")
+    if _alive(owner):  # this process or another live one still uses it
+        raise RedisServerError(f"{workdir} is in use by a running longcall process (pid {owner})")
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)  # SIGTERM: it flushes its append-only file and exits
     deadline = time.monotonic() + 5.0
@@ -185,7 +185,7 @@ class PrivateRedisServer:
         ]
         self._proc = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=_die_with_parent(),  # only arms prctl: safe between fork and exec
+            preexec_fn=_die_with_parent(),  # noqa: PLW1509 -- it only calls prctl, safe after fork
         )
         owner = {"pid": self._proc.pid, "port": self.port, "owner": os.getpid()}
         (workdir / OWNER_FILE).write_text(json.dumps(owner), encoding="utf-8")
