@@ -61,8 +61,11 @@ def _audio_driver(settings: Settings) -> AudioDriver | None:
 
 
 async def replay(
-    settings: Settings, path: Path, out: Path, *, stop_at_turn: int | None = None, quiet: bool = False
+    settings: Settings, path: Path, out: Path, *, stop_at_turn: int | None = None, quiet: bool = False,
+    session_id: str = "",
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Replay a session file. With `session_id` the session is kept in the store, and a session
+    an earlier (killed) run left there is resumed after the turns it already holds."""
     session_file = load_session_file(path)
     primary, fallback = make_summarizers(settings)
     async with open_store(settings) as store:
@@ -76,6 +79,7 @@ async def replay(
                 bot_name=settings.bot_name,
                 model_context=_model_context(settings),
                 stop_at_turn=stop_at_turn,
+                session_id=session_id,
             ),
             out_dir=out,
             progress=None if quiet else Progress(f"replay {path.name}"),
@@ -84,7 +88,8 @@ async def replay(
         try:
             report = await replayer.run()
         finally:
-            await store.delete_session(replayer.session_id)  # replay data is not a live session
+            if not session_id:
+                await store.delete_session(replayer.session_id)  # replay data is not a live session
         return report, replayer.inspection
 
 
@@ -110,7 +115,7 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
 
 
 def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
-    report, _ = asyncio.run(replay(settings, Path(args.path), Path(args.out)))
+    report, _ = asyncio.run(replay(settings, Path(args.path), Path(args.out), session_id=args.session_id))
     print_headline(report, Path(args.out))
     return 0 if report["lost_turns"] == 0 else 1
 
@@ -179,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="replay a session file or audio session folder through the pipeline")
     p.add_argument("path")
     p.add_argument("--out", default="out/replay")
+    p.add_argument("--session-id", default="",
+                   help="keep the session in Redis under this id; resume it if an earlier run left it there")
     p.set_defaults(func=cmd_replay)
     p = sub.add_parser("inspect", help="show what the models would receive at a turn of a session")
     p.add_argument("path")
