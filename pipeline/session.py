@@ -92,6 +92,14 @@ class TurnWindow:
         return tuple(self._turns[i] for i in range(len(self._turns) - count, len(self._turns)))
 
 
+def _contiguous_tail(turns: Sequence[Turn]) -> tuple[Turn, ...]:
+    """The newest run of turns with consecutive seqs (a store re-seed numbers them in order)."""
+    start = len(turns)
+    while start > 0 and (start == len(turns) or turns[start - 1].seq == turns[start].seq - 1):
+        start -= 1
+    return tuple(turns[start:])
+
+
 class ConversationSession:
     """Create with `await ConversationSession.open(...)`, then run `run()` in a TaskGroup."""
 
@@ -251,7 +259,7 @@ class ConversationSession:
             epoch = self.compactor.epoch
             if state.epoch == epoch:
                 return  # another writer with our generation already re-seeded it
-            held = self._window.all()
+            held = _contiguous_tail(self._window.all())
             local = self.compactor.state
             if not state.epoch:
                 seeded = await self.store.reseed(self.session_id, epoch=epoch, state=local, turns=held)

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 
 import redis.asyncio as aioredis
 
-from pipeline.events import SESSION_STORE_RESEEDED, EventEmitter
+from pipeline.events import SESSION_STORE_DIVERGED, SESSION_STORE_RESEEDED, EventEmitter
 from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, TurnDraft, TurnKind
 from pipeline.ports import SessionStore
 from pipeline.redis_server import PrivateRedisServer
@@ -256,3 +256,24 @@ async def test_a_commit_after_the_lock_changed_hands_is_refused(session_id: str,
         gate.set()
         await a.settle()
     assert 0 == (await store.load_state(session_id)).cursor
+
+
+async def test_a_store_holding_another_generation_is_adopted_with_an_event(
+    session_id: str, emitter: EventEmitter, event_log: EventLog
+) -> None:
+    """The store lost the session and a new process started it afresh before this one noticed:
+    this session does not overwrite it; it adopts the store's view and says what it dropped."""
+    store = InMemorySessionStore()
+    clock = FakeClock()
+    old = await open_session(store, session_id, clock, None, emitter)
+    for i in range(12):
+        await old.append(speech(f"old{i}", float(i)))
+    store.wipe()
+    new = await open_session(store, session_id, clock, None, emitter)
+    await new.append(speech("fresh", 20.0))
+    turn = await old.append(speech("late", 21.0))
+    assert (1, 2) == (turn.seq, old.total_turns)
+    assert ["fresh", "late"] == [t.text.split(" reports ")[1].split(" on ")[0] for t in old.snapshot().turns]
+    diverged = event_log.named(SESSION_STORE_DIVERGED)
+    assert [(12, 1)] == [(e["local_total_turns"], e["stored_total_turns"]) for e in diverged]
+    assert not event_log.named(SESSION_STORE_RESEEDED)
