@@ -216,7 +216,7 @@ class ConversationSession:
         else:
             try:
                 turn = await self._store_append(draft)
-            except StoreUnavailable:
+            except (StoreUnavailable, StoreDiverged):  # diverged again mid-recovery: resync retries it
                 turn = self._queue_unsynced(draft)
         if turn.seq > self._total:
             # Another writer appended to this session: the store is the truth, so the turns
