@@ -9,6 +9,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.events import SESSION_STORE_DIVERGED, SESSION_STORE_RESEEDED, EventEmitter
 from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, TurnDraft, TurnKind
@@ -126,6 +129,21 @@ async def test_two_writers_fold_every_seq_exactly_once(
         await store.aclose()
 
 
+async def until_frozen(url: str) -> None:
+    """Return once the server stops answering (DEBUG SLEEP has started)."""
+    probe = aioredis.Redis.from_url(url, socket_timeout=0.05, retry=Retry(NoBackoff(), 0))
+    deadline = asyncio.get_running_loop().time() + 5.0
+    try:
+        while asyncio.get_running_loop().time() < deadline:
+            try:
+                await probe.ping()
+            except RedisTimeoutError:
+                return
+        raise AssertionError("the server never froze")
+    finally:
+        await probe.aclose()
+
+
 async def test_append_retried_after_a_frozen_redis_is_stored_once(
     redis_server: PrivateRedisServer, session_id: str, emitter: EventEmitter
 ) -> None:
@@ -136,7 +154,7 @@ async def test_append_retried_after_a_frozen_redis_is_stored_once(
     session = await open_session(store, session_id, FakeClock(), None, emitter)
     await session.append(speech("first", 0.0))
     freeze = asyncio.create_task(admin.execute_command("DEBUG", "SLEEP", "1.0"))
-    await asyncio.sleep(0.05)  # the server is now frozen (DEBUG SLEEP blocks it)
+    await until_frozen(redis_server.url)
     turn = await session.append(speech("during the freeze", 1.0))
     await freeze
     await session.append(speech("after", 2.0))
