@@ -8,14 +8,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
-from bot.logging_setup import configure_logging
+import structlog
+
+from bot.logging_setup import Redactor, configure_logging
 from bot.runtime import make_summarizers, open_store
 from bot.settings import Settings, SettingsError, load_settings
 from pipeline.model_context import ModelContextConfig
+from pipeline.models import StoreUnavailable
 from pipeline.replay import AudioDriver, Replayer, ReplayOptions
 from pipeline.session_file import SessionFileError, load_session_file
 
@@ -62,14 +67,15 @@ def _audio_driver(settings: Settings) -> AudioDriver | None:
 
 async def replay(
     settings: Settings, path: Path, out: Path, *, stop_at_turn: int | None = None, quiet: bool = False,
-    keep: bool = True, session_id: str = "",
+    keep: bool = True, session_id: str = "", resume: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Replay a session file. `keep`: the session stays in the store (for `longcall dashboard`);
-    `session_id` replaces an earlier session of that id (the demo's stable ids)."""
+    """Replay a session file. `keep`: the session stays in the store (for `longcall dashboard`).
+    `session_id`: the session's id; an earlier session of that id is replaced (the demo's stable
+    ids) or, with `resume`, continued after the turns it already holds (a killed run's session)."""
     session_file = load_session_file(path)
     primary, fallback = make_summarizers(settings)
     async with open_store(settings) as store:
-        if session_id:
+        if session_id and not resume:
             await store.delete_session(session_id)
         replayer = Replayer(
             session_file,
@@ -120,7 +126,9 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
 
 
 def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
-    report, _ = asyncio.run(replay(settings, Path(args.path), Path(args.out)))
+    report, _ = asyncio.run(replay(
+        settings, Path(args.path), Path(args.out), session_id=args.session_id, resume=bool(args.session_id)
+    ))
     print_headline(report, Path(args.out))
     return 0 if report["lost_turns"] == 0 else 1
 
@@ -199,21 +207,35 @@ def cmd_watch(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="longcall", description="Discord voice companion with rolling context")
+    # --verbose before or after the command; SUPPRESS so a subcommand's default never hides it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="on failure, show the traceback, not just one line")
+    parser = argparse.ArgumentParser(
+        prog="longcall", description="Discord voice companion with rolling context", parents=[common]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run the Discord bot (needs DISCORD_TOKEN)")
+    p = sub.add_parser("run", help="run the Discord bot (needs DISCORD_TOKEN)", parents=[common])
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("replay", help="replay a session file or audio session folder through the pipeline")
+    p = sub.add_parser(
+        "replay", help="replay a session file or audio session folder through the pipeline", parents=[common]
+    )
     p.add_argument("path")
     p.add_argument("--out", default="out/replay")
+    p.add_argument("--session-id", default="",
+                   help="keep the session in Redis under this id; resume it if an earlier run left it there")
     p.set_defaults(func=cmd_replay)
-    p = sub.add_parser("inspect", help="show what the models would receive at a turn of a session")
+    p = sub.add_parser(
+        "inspect", help="show what the models would receive at a turn of a session", parents=[common]
+    )
     p.add_argument("path")
     p.add_argument("--at-turn", type=int, required=True)
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", default="out/inspect")
     p.set_defaults(func=cmd_inspect)
-    p = sub.add_parser("demo", help="replay the bundled sessions offline and print the headline figures")
+    p = sub.add_parser(
+        "demo", help="replay the bundled sessions offline and print the headline figures", parents=[common]
+    )
     p.add_argument("--out", default="out/demo")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("dashboard", help="serve the operator dashboard over every session stored in Redis")
@@ -228,26 +250,68 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _leaf(err: BaseException) -> BaseException:
+    """The first real error inside TaskGroup / ExceptionGroup wrappers."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return err
+
+
+def describe_error(err: BaseException) -> tuple[str, int]:
+    """One line naming the problem, and the exit status (2: fix your input or settings)."""
+    err = _leaf(err)
+    if isinstance(err, SettingsError | SessionFileError):
+        return str(err), 2
+    if isinstance(err, StoreUnavailable):
+        return f"the session store is unreachable ({err}); check REDIS_URL or the embedded redis-server", 1
+    if isinstance(err, UnicodeDecodeError):
+        return f"a file is not valid UTF-8 ({err.reason} at byte {err.start})", 2
+    if isinstance(err, FileNotFoundError | IsADirectoryError | PermissionError):
+        return f"cannot read {err.filename}: {err.strerror}", 2
+    if isinstance(err, OSError | TimeoutError):  # aiohttp's and httpx's connect errors are OSErrors too
+        return f"no network or service unreachable: {type(err).__name__}: {err}", 1
+    return f"{type(err).__name__}: {err}", 1
+
+
+def _report_failure(err: BaseException, *, fmt: str, verbose: bool, redactor: Redactor) -> int:
+    message, status = describe_error(err)
+    message = redactor.scrub(message)
+    if fmt == "json":
+        structlog.get_logger("longcall").error(
+            "longcall_failed", error=message, error_class=type(_leaf(err)).__name__,
+            exc_info=err if verbose else None,
+        )
+    else:
+        hint = "" if verbose or status == 2 else " (--verbose for the traceback)"
+        print(f"longcall: {message}{hint}", file=sys.stderr)
+        if verbose:
+            traceback.print_exception(err, file=sys.stderr)
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    verbose = bool(getattr(args, "verbose", False))
     try:
         settings = load_settings()
     except SettingsError as err:
-        print(f"longcall: configuration error: {err}", file=sys.stderr)
+        if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
+            print(json.dumps({"event": "longcall_failed", "level": "error", "error": f"configuration error: {err}"}),
+                  file=sys.stderr)
+        else:
+            print(f"longcall: configuration error: {err}", file=sys.stderr)
         return 2
-    if args.command != "run":
-        # Bot logging is configured by run_bot; the tools log warnings only, to stderr.
-        configure_logging(fmt=settings.log_format.value, level="WARNING",
-                          secrets=[settings.openai_api_key, settings.discord_token, settings.redis_url,
-                                   settings.dashboard_token,
-                                   settings.notes_ingest_token])
+    secrets = [settings.openai_api_key, settings.discord_token, settings.redis_url, settings.dashboard_token,
+               settings.notes_ingest_token]
+    # The tools log warnings only; `run` logs at LOG_LEVEL (run_bot configures the same again).
+    redactor = configure_logging(fmt=settings.log_format.value,
+                                 level=settings.log_level if args.command == "run" else "WARNING", secrets=secrets)
     try:
         return int(args.func(settings, args))
-    except (SettingsError, SessionFileError) as err:
-        print(f"longcall: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as err:  # the one place a failure becomes one line (and an exit status)
+        return _report_failure(err, fmt=settings.log_format.value, verbose=verbose, redactor=redactor)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
     if url is None:
         try:
             server = PrivateRedisServer(data_dir=settings.redis_data_dir)
-            await asyncio.to_thread(server.start)  # polls for PING: keep it off the event loop
+            await server.astart()  # spawns here (it dies with this process), polls PING in a thread
         except RedisServerError as err:
             raise SettingsError(str(err)) from err
         url = server.url

@@ -138,9 +138,6 @@ class Settings:
             note_cap_chars=self.note_max_chars,
             turn_text_cap_chars=self.turn_text_max_chars,
             summarizer_timeout_s=self.summary_timeout_s,
-            # A fold may make 4 summarizer calls (the model, its re-compaction pass, one retry and
-            # its pass) before the instant offline fallback: the lock outlives them all.
-            lock_ttl_s=max(120.0, self.summary_timeout_s * 5),
         )
 
     def redacted(self) -> dict[str, Any]:

@@ -6,13 +6,15 @@ fold is due, wakes the compactor's own task; it never blocks and never awaits. `
 that task, owned by the session's TaskGroup: it folds, then keeps folding while a backlog
 remains (catch-up). Each fold:
 
-1. takes the session's Redis lock (TTL) so two processes never fold the same session;
-2. re-reads the durable state (another process may have folded meanwhile);
-3. summarises `[cursor, cursor + B)` plus the pending notes that fall before the batch end,
-   under a deadline;
+1. takes the session's Redis lock (a lease renewed every third of its TTL while the fold
+   runs, so a dead holder's lock frees within one TTL) and its fencing token;
+2. re-reads the durable state (another process may have folded meanwhile) and checks the
+   store still holds this session's generation (else the session re-seeds it);
+3. summarises `[cursor, cursor + B)` -- read from the store by seq, the truth when several
+   writers append -- plus the pending notes that fall before the batch end, under a deadline;
 4. bounds the result: one re-compaction pass if it is too long, then a sentence clamp;
-5. commits summary + cursor + consumed notes with a compare-and-set on the starting cursor,
-   so a stale or duplicate fold is dropped.
+5. commits summary + cursor + consumed notes with a compare-and-set on the starting cursor
+   and the fencing token, so a stale, duplicate or lease-expired fold is dropped.
 
 Every summary is checked by one validator (`pipeline.summary_validation`) before it can
 be committed. The fold that cannot fail, per attempt:
@@ -38,9 +40,10 @@ import asyncio
 import contextlib
 import math
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
+from pipeline.clock import MonotonicClock
 from pipeline.events import (
     COMPACTION_COMPLETED,
     COMPACTION_FAILED,
@@ -57,6 +60,7 @@ from pipeline.models import (
     FoldPlan,
     Skip,
     SkipReason,
+    StoreDiverged,
     StoreUnavailable,
     SummarizerError,
     SummarizerErrorCode,
@@ -69,8 +73,9 @@ from pipeline.ports import Clock, SessionStore, Summarizer
 from pipeline.summarizer_offline import last_resort_fold
 from pipeline.summary_validation import Rejection, RejectReason, validate_summary
 
-TurnSource = Callable[[int, int], Sequence[Turn] | None]
 CommitListener = Callable[[CompactionState], None]
+LOCK_POLL_S = 0.1  # how often a worker retries a lock another holder has, while a fold is due
+DivergenceHandler = Callable[[], Awaitable[None]]
 
 
 # Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
@@ -117,7 +122,8 @@ class RollingCompactor:
         events: EventEmitter,
         bot_name: str,
         state: CompactionState | None = None,
-        turn_source: TurnSource | None = None,
+        epoch: str = "",
+        lease_clock: Clock | None = None,
     ) -> None:
         self._session_id = session_id
         self._store = store
@@ -128,7 +134,10 @@ class RollingCompactor:
         self._events = events
         self._bot_name = bot_name
         self._state = state or CompactionState()
-        self._turn_source = turn_source
+        self._epoch = epoch
+        # Lock leases live in real time (Redis TTLs), whatever clock the session runs on.
+        self._lease_clock = lease_clock or MonotonicClock()
+        self._on_diverged: DivergenceHandler | None = None
         self._owner = f"{uuid.uuid4().hex[:12]}"
         self._total = 0
         self._in_flight = False
@@ -153,7 +162,29 @@ class RollingCompactor:
         return self._in_flight
 
     def on_commit(self, listener: CommitListener) -> None:
+        """Called whenever the cursor moves forward: our commits and other processes' folds."""
         self._listeners.append(listener)
+
+    def on_diverged(self, handler: DivergenceHandler) -> None:
+        """Called (from the fold task) when the store no longer holds this session's generation."""
+        self._on_diverged = handler
+
+    @property
+    def epoch(self) -> str:
+        return self._epoch
+
+    def reset_state(self, state: CompactionState, *, epoch: str | None = None) -> None:
+        """Adopt a state the session restored or re-read (after a store lost its data)."""
+        if epoch is not None:
+            self._epoch = epoch
+        self._adopt(state)
+
+    def _adopt(self, state: CompactionState) -> None:
+        moved = state.cursor > self._state.cursor
+        self._state = state
+        if moved:
+            for listener in self._listeners:
+                listener(self._state)
 
     # -- the trigger helper ------------------------------------------------------------------
 
@@ -207,8 +238,18 @@ class RollingCompactor:
             await self._wake.wait()
             self._wake.clear()
             try:
+                busy_skip_emitted = False
                 while True:
-                    committed = await self._fold_once()
+                    committed = await self._fold_once(emit_busy=not busy_skip_emitted)
+                    if committed is None:
+                        # Another holder has the lock: poll until it frees (a dead holder's
+                        # lease runs out within one TTL) while the batch is still due.
+                        busy_skip_emitted = True
+                        if self._ending or not isinstance(self._plan(catching_up=True), FoldPlan):
+                            break
+                        await self._lease_clock.sleep(min(self._policy.lock_ttl_s / 3, LOCK_POLL_S))
+                        continue
+                    busy_skip_emitted = False
                     if not committed or self._ending:
                         break
                     plan = self._plan(catching_up=True)  # catch-up: drain a backlog without waiting for a reply
@@ -222,33 +263,64 @@ class RollingCompactor:
         """The session is ending: no new folds start (an in-flight one may finish)."""
         self._ending = True
 
-    async def _fold_once(self) -> bool:
+    async def _fold_once(self, *, emit_busy: bool = True) -> bool | None:
+        """True when a fold committed, False when none did, None when another holder has the lock."""
         try:
-            got_lock = await self._store.acquire_lock(self._session_id, self._owner, self._policy.lock_ttl_s)
+            fence = await self._store.acquire_lock(self._session_id, self._owner, self._policy.lock_ttl_s)
         except StoreUnavailable as err:
             await self._store_failure(err)
             return False
-        if not got_lock:  # another process is folding this session
-            start = recent_start(self._state.cursor, self._total, self._policy)
-            self._emit_skip(
-                Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=start, eligible=start - self._state.cursor)
-            )
-            return False
+        if not fence:  # another process is folding this session
+            if emit_busy:
+                start = recent_start(self._state.cursor, self._total, self._policy)
+                self._emit_skip(
+                    Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=start, eligible=start - self._state.cursor)
+                )
+            return None
+        renewal = asyncio.create_task(self._renew_lease(), name=f"compactor-lease:{self._session_id}")
         try:
-            return await self._fold_locked()
+            return await self._fold_locked(fence)
+        except StoreDiverged:
+            await self._diverged()
+            return False
         finally:
+            renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewal
             try:
                 await self._store.release_lock(self._session_id, self._owner)
             except StoreUnavailable:
                 pass  # the TTL releases it
 
-    async def _fold_locked(self) -> bool:
+    async def _renew_lease(self) -> None:
+        """Keep the lock while the fold runs. If the lease is lost anyway (a frozen store),
+        the fencing token makes the commit fail rather than overwrite a successor's fold."""
+        ttl = self._policy.lock_ttl_s
+        while True:
+            await self._lease_clock.sleep(ttl / 3)
+            try:
+                if not await self._store.renew_lock(self._session_id, self._owner, ttl):
+                    return
+            except StoreUnavailable:
+                continue
+
+    async def _diverged(self) -> None:
+        if self._on_diverged is not None:
+            try:
+                await self._on_diverged()
+            except StoreUnavailable:
+                pass  # the next fold or append detects it again
+
+    async def _fold_locked(self, fence: int) -> bool:
         started = self._clock.now()
         try:
-            self._state = await self._store.load_state(self._session_id)
+            stored = await self._store.load_state(self._session_id)
         except StoreUnavailable as err:
             await self._store_failure(err)
             return False
+        if self._epoch and stored.epoch != self._epoch:
+            raise StoreDiverged(self._session_id, stored.epoch)
+        self._adopt(stored)
         plan = plan_compaction(self._state, self._total, self._policy, now=started)
         if not isinstance(plan, FoldPlan):
             self._emit_skip(plan)
@@ -289,6 +361,8 @@ class RollingCompactor:
             covered_through_turn=plan.end - 1,
             last_at=self._clock.now(),
             consumed_note_ids=tuple(n.note_id for n in notes),
+            fence=fence,
+            epoch=self._epoch,
         )
         try:
             committed = await self._store.commit_fold(self._session_id, commit)
@@ -296,8 +370,8 @@ class RollingCompactor:
             await self._store_failure(err, model=fold.model, latency_ms=latency_ms)
             return False
         if not committed:
-            # Another worker folded this batch first: our result is stale, drop it.
-            self._state = await self._safe_reload()
+            # Another worker folded this batch first (or took the lock over): drop our result.
+            self._adopt(await self._safe_reload())
             self._emit_skip(
                 Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=plan.recent_start, eligible=plan.eligible)
             )
@@ -452,10 +526,10 @@ class RollingCompactor:
             return self._state
 
     async def _batch_turns(self, plan: FoldPlan) -> list[Turn]:
-        turns = self._turn_source(plan.start, plan.end) if self._turn_source else None
-        if not turns or len(turns) != plan.end - plan.start or turns[0].seq != plan.start:
-            turns = await self._store.get_turns(self._session_id, plan.start, plan.end)
-        if len(turns) != plan.end - plan.start:
+        """The batch as the store holds it, by seq: with several writers the local window is
+        not the transcript, so it is never the source of what gets folded."""
+        turns = await self._store.get_turns(self._session_id, plan.start, plan.end)
+        if len(turns) != plan.end - plan.start or any(t.seq != plan.start + i for i, t in enumerate(turns)):
             raise StoreUnavailable(f"expected {plan.end - plan.start} turns from {plan.start}, got {len(turns)}")
         return list(turns)
 

@@ -37,6 +37,10 @@ SCREEN_NOTE_ADDED = "screen_note_added"
 SCREEN_NOTE_SKIPPED = "screen_note_skipped"
 SCREEN_NOTE_FAILED = "screen_note_failed"
 CHAT_TURN_CORRECTED = "chat_turn_corrected"
+# Store integrity (pipeline/session.py): the store lost this session (Redis restarted empty)
+# and was re-seeded from what the process held, or holds another generation that was adopted.
+SESSION_STORE_RESEEDED = "session_store_reseeded"
+SESSION_STORE_DIVERGED = "session_store_diverged"
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -71,7 +75,7 @@ class EventEmitter:
         level = "info"
         if event == COMPACTION_SKIPPED and fields.get("reason") in _DEBUG_SKIP_REASONS:
             level = "debug"
-        elif event == COMPACTION_FAILED:
+        elif event in (COMPACTION_FAILED, SESSION_STORE_RESEEDED, SESSION_STORE_DIVERGED):
             level = "warning"
         getattr(self._log, level)(event, **self._base, **fields)
         return record

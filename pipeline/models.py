@@ -32,6 +32,9 @@ class TurnDraft:
     ended_at: float
     source: str = "text"
     confidence: float | None = None
+    # Client-generated id: the store keeps a turn once per id, so an append retried after a
+    # client timeout (the first attempt may have landed) is not stored twice. "" = no dedupe.
+    turn_id: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +50,7 @@ class Turn:
     ended_at: float
     source: str = "text"
     confidence: float | None = None
+    turn_id: str = ""
 
     @classmethod
     def from_draft(cls, draft: TurnDraft, seq: int) -> Turn:
@@ -60,6 +64,21 @@ class Turn:
             ended_at=draft.ended_at,
             source=draft.source,
             confidence=draft.confidence,
+            turn_id=draft.turn_id,
+        )
+
+    def draft(self) -> TurnDraft:
+        """The draft this turn was appended from (re-seeding a store that lost its data)."""
+        return TurnDraft(
+            kind=self.kind,
+            speaker_id=self.speaker_id,
+            speaker_name=self.speaker_name,
+            text=self.text,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+            source=self.source,
+            confidence=self.confidence,
+            turn_id=self.turn_id,
         )
 
 
@@ -100,7 +119,9 @@ class CompactionPolicy:
     backoff_base_s: float = 2.0
     backoff_cap_s: float = 300.0
     fallback_after_failures: int = 3
-    lock_ttl_s: float = 120.0
+    # The fold lock's lease: renewed every third of it while a fold runs, so a successor can
+    # take over a dead holder's lock within this many seconds (the commit checks a fencing token).
+    lock_ttl_s: float = 6.0
     summarizer_timeout_s: float = 30.0
     turn_text_cap_chars: int = 1200
 
@@ -128,6 +149,12 @@ class CompactionState:
     failures: int = 0
     next_retry_at: float = 0.0
     notes_dropped: int = 0
+    # The store's generation of this session, written when it is first opened: a store that
+    # lost its data (Redis restarted empty) no longer holds it, so the session can tell.
+    epoch: str = ""
+    # The first seq the store still holds verbatim (> 0 only after a re-seed: the turns before
+    # it were lost with the store; the summary covers those before the cursor).
+    base: int = 0
 
 
 class SkipReason(StrEnum):
@@ -232,6 +259,10 @@ class FoldCommit:
     covered_through_turn: int
     last_at: float
     consumed_note_ids: tuple[str, ...] = field(default_factory=tuple)
+    # Fencing token from `acquire_lock`: the commit is refused if another holder took the lock
+    # since (0: not checked). `epoch`: refused if the store is not the generation we opened.
+    fence: int = 0
+    epoch: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -249,3 +280,12 @@ class ContextSnapshot:
 
 class StoreUnavailable(Exception):
     """The session store could not be reached; callers degrade, they do not crash."""
+
+
+class StoreDiverged(Exception):
+    """The store no longer holds this session's generation (it restarted empty, or was
+    re-seeded by another process): the caller re-seeds it from what it holds, never writes blind."""
+
+    def __init__(self, session_id: str, stored_epoch: str) -> None:
+        super().__init__(f"session {session_id}: store epoch {stored_epoch or 'missing'}")
+        self.stored_epoch = stored_epoch

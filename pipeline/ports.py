@@ -54,21 +54,41 @@ class SessionStore(Protocol):
     single-process tools. Both pass `tests/test_store_contract.py`.
     """
 
-    async def append_turn(self, session_id: str, draft: TurnDraft) -> Turn:
-        """Append and return the turn with its absolute `seq` (one round trip)."""
+    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "") -> Turn:
+        """Append and return the turn with its absolute `seq` (one round trip).
+
+        Idempotent per `draft.turn_id`: a draft whose id was appended recently (the newest
+        `DEDUPE_WINDOW` ids) is not stored again; its first seq is returned. With `epoch`,
+        raises `StoreDiverged` (and writes nothing) unless the store holds that generation."""
         ...
 
     async def get_turns(self, session_id: str, start: int, end: int) -> list[Turn]:
-        """Turns with `start <= seq < end`, in order."""
+        """Turns with `start <= seq < end` that the store holds, in order."""
         ...
 
-    async def turn_count(self, session_id: str) -> int: ...
+    async def turn_count(self, session_id: str) -> int:
+        """The next seq to be assigned (turns lost before a re-seed still count)."""
+        ...
+
+    async def ensure_epoch(self, session_id: str, proposed: str) -> str:
+        """The session's stored generation, writing `proposed` if it has none."""
+        ...
+
+    async def reseed(
+        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn]
+    ) -> bool:
+        """Write back a session the store lost: generation, summary, cursor, and `turns`
+        (contiguous seqs; the store holds seqs from the first of them on, or from the cursor
+        when empty). Only if the store has no generation for it; False otherwise."""
+        ...
 
     async def load_state(self, session_id: str) -> CompactionState: ...
 
     async def commit_fold(self, session_id: str, commit: FoldCommit) -> bool:
         """Atomically write summary + cursor and drop consumed notes, only if the stored
-        cursor still equals `commit.expected_cursor`. Returns False for a stale fold."""
+        cursor still equals `commit.expected_cursor` and (when `commit.fence` is set) no
+        other holder acquired the lock since. Returns False for a stale fold; raises
+        `StoreDiverged` when `commit.epoch` is set and not the stored generation."""
         ...
 
     async def record_failure(
@@ -90,7 +110,13 @@ class SessionStore(Protocol):
 
     async def load_live_notes(self, session_id: str) -> list[Note]: ...
 
-    async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool: ...
+    async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> int:
+        """A fencing token (> 0, larger than every earlier one) or 0 if another owner holds it."""
+        ...
+
+    async def renew_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
+        """Extend the lease to `ttl_s` from now; False if `owner` no longer holds the lock."""
+        ...
 
     async def release_lock(self, session_id: str, owner: str) -> None: ...
 

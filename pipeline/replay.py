@@ -152,6 +152,8 @@ class Replayer:
         self._context: ModelContext | None = None
         self._session: ConversationSession | None = None
         self.inspection: dict[str, Any] | None = None
+        self._resume_from = 0
+        self._opened_cursor = 0
 
     @property
     def session_id(self) -> str:
@@ -160,7 +162,8 @@ class Replayer:
     async def run(self) -> dict[str, Any]:
         self._out_dir.mkdir(parents=True, exist_ok=True)
         wall0 = time.perf_counter()
-        with (self._out_dir / "events.jsonl").open("w", encoding="utf-8") as events_file:
+        # Line-buffered: a replay killed mid-run keeps every event it emitted (and `tail -f` works).
+        with (self._out_dir / "events.jsonl").open("w", encoding="utf-8", buffering=1) as events_file:
             recorder = _Recorder(out=events_file)
             emitter = EventEmitter(guild_id=self._options.guild_id, session_id=self._session_id, source="replay")
             emitter.add_sink(recorder)
@@ -173,6 +176,8 @@ class Replayer:
                 bot_name=self._bot_name,
             )
             self._session = session
+            self._resume_from = session.total_turns  # > 0: resuming a session an earlier run left
+            self._opened_cursor = session.snapshot().cursor
             self._context = ModelContext(session, self._options.model_context)
             async with asyncio.TaskGroup() as tg:
                 task = tg.create_task(session.run(), name=f"compactor:{self._session_id}")
@@ -205,8 +210,14 @@ class Replayer:
         if self._audio_driver is not None and self._file.audio_dir is not None:
             return await self._audio_driver(self._file, session, _CountingSink(self), self._clock, self._on_line)
         stop = self._options.stop_at_turn
+        skip = self._resume_from  # turns the store already holds: resume after them
         for line in self._file.lines:
             self._clock.set(line.t)
+            if skip:
+                if isinstance(line, TurnLine | MembershipLine):
+                    skip -= 1
+                self._done += 1
+                continue
             await self._on_line(line)
             if stop is not None and session.total_turns > stop:
                 self.inspection = self._inspect(session)
@@ -337,7 +348,7 @@ class Replayer:
     ) -> dict[str, Any]:
         snap = session.snapshot()
         # Folds must tile [0, cursor) exactly: a gap or overlap would be a lost or doubled turn.
-        expected = 0
+        expected = self._opened_cursor  # a resumed session's earlier folds are in the store
         gaps = 0
         for old, new in sorted(rec.folded):
             gaps += abs(old - expected)

@@ -9,18 +9,28 @@ cursor on, and a turn leaves it only after a fold has committed it into the summ
 the store is unreachable, turns are kept in an unsynced queue with provisional seqs and
 written in order once it is back; compaction waits meanwhile (nothing is lost, nothing is
 folded that the store does not hold).
+
+The store is the truth when several writers share a session: an append that comes back
+with a seq past the local total fetches the turns other writers added in between, and a
+fold reads its batch from the store. Every turn carries a client-generated `turn_id`, so an
+append retried after a timeout is stored once. If the store lost the session (Redis
+restarted empty: its generation `epoch` is gone), the session re-seeds it from what it
+holds -- summary, cursor, the window's turns, live notes -- and says so in an event naming
+the seqs whose verbatim text is gone; nothing is refolded or silently renumbered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 
 import structlog
 
 from pipeline.compactor import RollingCompactor
-from pipeline.events import EventEmitter
+from pipeline.events import SESSION_STORE_DIVERGED, SESSION_STORE_RESEEDED, EventEmitter
 from pipeline.models import (
     CompactionPolicy,
     CompactionState,
@@ -28,6 +38,7 @@ from pipeline.models import (
     FoldPlan,
     Note,
     Skip,
+    StoreDiverged,
     StoreUnavailable,
     Turn,
     TurnDraft,
@@ -57,12 +68,13 @@ class TurnWindow:
     def first_seq(self) -> int | None:
         return self._turns[0].seq if self._turns else None
 
-    def between(self, start: int, end: int) -> list[Turn] | None:
-        """Turns with start <= seq < end if all are in memory, else None."""
-        first = self.first_seq
-        if first is None or start < first or end > first + len(self._turns):
-            return None
-        return [self._turns[i] for i in range(start - first, end - first)]
+    @property
+    def end_seq(self) -> int | None:
+        """One past the newest seq held."""
+        return self._turns[-1].seq + 1 if self._turns else None
+
+    def clear(self) -> None:
+        self._turns.clear()
 
     def drop_before(self, seq: int) -> int:
         dropped = 0
@@ -78,6 +90,14 @@ class TurnWindow:
         """The newest `n` turns (fewer if the window holds fewer), without copying the rest."""
         count = min(n, len(self._turns))
         return tuple(self._turns[i] for i in range(len(self._turns) - count, len(self._turns)))
+
+
+def _contiguous_tail(turns: Sequence[Turn]) -> tuple[Turn, ...]:
+    """The newest run of turns with consecutive seqs (a store re-seed numbers them in order)."""
+    start = len(turns)
+    while start > 0 and (start == len(turns) or turns[start - 1].seq == turns[start].seq - 1):
+        start -= 1
+    return tuple(turns[start:])
 
 
 class ConversationSession:
@@ -98,6 +118,8 @@ class ConversationSession:
         total: int,
         window: Sequence[Turn],
         live_notes: Sequence[Note],
+        epoch: str = "",
+        lease_clock: Clock | None = None,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -110,6 +132,7 @@ class ConversationSession:
         self._notes = NoteBuffer(policy, list(live_notes))
         self._unsynced: deque[tuple[TurnDraft, Turn]] = deque()  # written in order once the store is back
         self._unsynced_notes: list[Note] = []
+        self._recovering = asyncio.Lock()
         self.compactor = RollingCompactor(
             session_id=session_id,
             store=store,
@@ -120,9 +143,11 @@ class ConversationSession:
             events=events,
             bot_name=bot_name,
             state=state,
-            turn_source=self._window.between,
+            epoch=epoch,
+            lease_clock=lease_clock,
         )
         self.compactor.on_commit(self._on_commit)
+        self.compactor.on_diverged(self._recover_divergence)
 
     @classmethod
     async def open(
@@ -136,8 +161,11 @@ class ConversationSession:
         clock: Clock,
         events: EventEmitter,
         bot_name: str,
+        lease_clock: Clock | None = None,
     ) -> ConversationSession:
-        """Load (or resume) a session from the store: summary, cursor, window, notes."""
+        """Load (or resume) a session from the store: summary, cursor, window, notes.
+        `lease_clock` times the fold lock's lease renewals (real time unless a test fakes it)."""
+        epoch = await store.ensure_epoch(session_id, uuid.uuid4().hex[:16])
         state = await store.load_state(session_id)
         total = await store.turn_count(session_id)
         window = await store.get_turns(session_id, state.cursor, total)
@@ -164,6 +192,8 @@ class ConversationSession:
             total=total,
             window=window,
             live_notes=live,
+            epoch=epoch,
+            lease_clock=lease_clock,
         )
 
     # -- writes ------------------------------------------------------------------------------
@@ -178,21 +208,100 @@ class ConversationSession:
 
     async def append(self, draft: TurnDraft) -> Turn:
         """Append a turn durably (or queue it if the store is down), then trigger compaction."""
+        if not draft.turn_id:  # the dedupe key: a retry of this draft is stored once
+            draft = replace(draft, turn_id=uuid.uuid4().hex[:16])
         await self.resync()
         if self._unsynced:
             turn = self._queue_unsynced(draft)
         else:
             try:
-                turn = await self.store.append_turn(self.session_id, draft)
-            except StoreUnavailable:
+                turn = await self._store_append(draft)
+            except (StoreUnavailable, StoreDiverged):  # diverged again mid-recovery: resync retries it
                 turn = self._queue_unsynced(draft)
-        if turn.seq != self._total:
-            # Another writer appended to this session; re-anchor on the store's numbering.
-            log.warning("transcript_seq_gap", session_id=self.session_id, expected=self._total, got=turn.seq)
-        self._total = turn.seq + 1
-        self._window.append(turn)
+        if turn.seq > self._total:
+            # Another writer appended to this session: the store is the truth, so the turns
+            # in between join the local view (the window stays contiguous in seq).
+            await self._follow_store(turn.seq)
+        if turn.seq >= self._total:
+            self._total = turn.seq + 1
+            self._window.append(turn)
         self.trigger()
         return turn
+
+    async def _store_append(self, draft: TurnDraft) -> Turn:
+        try:
+            return await self.store.append_turn(self.session_id, draft, epoch=self.compactor.epoch)
+        except StoreDiverged:
+            await self._recover_divergence()
+            return await self.store.append_turn(self.session_id, draft, epoch=self.compactor.epoch)
+
+    async def _follow_store(self, upto: int) -> None:
+        start = self._total
+        try:
+            others = await self.store.get_turns(self.session_id, start, upto)
+        except StoreUnavailable:
+            others = []
+        end = self._window.end_seq
+        for other in others:
+            if end is None or other.seq >= end:
+                self._window.append(other)
+        if len(others) != upto - start:
+            log.warning("transcript_seq_gap", session_id=self.session_id, expected=start, got=upto,
+                        fetched=len(others))
+        self._total = upto
+
+    async def _recover_divergence(self) -> None:
+        """The store lost this session's generation. Re-seed it from what this process holds
+        (summary, cursor, window turns, live notes) and say which seqs' verbatim text is gone;
+        if another process already wrote a different generation, adopt the store's view."""
+        async with self._recovering:
+            state = await self.store.load_state(self.session_id)
+            epoch = self.compactor.epoch
+            if state.epoch == epoch:
+                return  # another writer with our generation already re-seeded it
+            held = _contiguous_tail(self._window.all())
+            local = self.compactor.state
+            if not state.epoch:
+                seeded = await self.store.reseed(self.session_id, epoch=epoch, state=local, turns=held)
+                if seeded:
+                    self._unsynced.clear()  # written by the re-seed, with their seqs
+                    base = held[0].seq if held else local.cursor
+                    await self._persist_live_notes()
+                    self.events.emit(
+                        SESSION_STORE_RESEEDED,
+                        lost_seqs=[0, base],  # [from, to): verbatim text gone from the store
+                        summary_covers_through=local.covered_through_turn,
+                        restored_turns=len(held),
+                        cursor=local.cursor,
+                        total_turns=self._total,
+                    )
+                    return
+                state = await self.store.load_state(self.session_id)
+                if state.epoch == epoch:
+                    return
+            # A different generation: adopt the store's view of the session.
+            total = await self.store.turn_count(self.session_id)
+            window = await self.store.get_turns(self.session_id, state.cursor, total)
+            self.events.emit(
+                SESSION_STORE_DIVERGED,
+                local_cursor=local.cursor,
+                local_total_turns=self._total,
+                stored_cursor=state.cursor,
+                stored_total_turns=total,
+                dropped_unsynced=len(self._unsynced),
+            )
+            self._unsynced.clear()
+            self._window.clear()
+            for turn in window:
+                self._window.append(turn)
+            self._total = total
+            self.compactor.reset_state(state, epoch=state.epoch)
+
+    async def _persist_live_notes(self) -> None:
+        try:
+            await self.store.save_live_notes(self.session_id, self._notes.notes)
+        except StoreUnavailable:
+            pass
 
     def _queue_unsynced(self, draft: TurnDraft) -> Turn:
         turn = Turn.from_draft(draft, self._total)
@@ -206,9 +315,15 @@ class ConversationSession:
         while self._unsynced:
             draft, turn = self._unsynced[0]
             try:
-                stored = await self.store.append_turn(self.session_id, draft)
+                stored = await self.store.append_turn(self.session_id, draft, epoch=self.compactor.epoch)
             except StoreUnavailable:
                 return False
+            except StoreDiverged:
+                try:
+                    await self._recover_divergence()  # a re-seed writes the queued turns too
+                except StoreUnavailable:
+                    return False
+                continue
             if stored.seq != turn.seq:
                 log.warning("transcript_resync_seq_mismatch", provisional=turn.seq, stored=stored.seq)
             self._unsynced.popleft()

@@ -6,6 +6,7 @@ Parsing is strict and names the line: a bad file fails before anything is replay
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,8 @@ def _parse_line(data: dict[str, Any], where: str) -> SessionLine | Header:
         t = float(data["t"])
     except (KeyError, TypeError, ValueError):
         raise SessionFileError(f"{where}: a {kind!r} line needs a numeric 't' (seconds from start)") from None
+    if not math.isfinite(t):
+        raise SessionFileError(f"{where}: 't' must be a finite number of seconds, got {data['t']!r}")
     if t < 0:
         raise SessionFileError(f"{where}: 't' must not be negative")
     if kind == "turn":
@@ -147,6 +150,17 @@ def parse_line(data: dict[str, Any], where: str) -> SessionLine | None:
     return None if isinstance(item, Header) else item
 
 
+def _check_audio(file: Path, audio: str, where: str) -> None:
+    """An `audio` turn belongs to an audio session: a folder with session.jsonl and the clips."""
+    if file.name != "session.jsonl":
+        raise SessionFileError(
+            f"{where}: an 'audio' field in a text-only session file; an audio session is a folder "
+            "holding session.jsonl and its clips (replay the folder)"
+        )
+    if not (file.parent / audio).is_file():
+        raise SessionFileError(f"{where}: audio clip {audio!r} not found in {file.parent}")
+
+
 def load_session_file(path: Path) -> SessionFile:
     """Load a session file, or a folder holding `session.jsonl` (an audio session)."""
     file = path / "session.jsonl" if path.is_dir() else path
@@ -154,11 +168,19 @@ def load_session_file(path: Path) -> SessionFile:
         raise SessionFileError(f"{file}: no such session file")
     header = Header()
     lines: list[SessionLine] = []
-    with file.open(encoding="utf-8") as fh:
-        for number, raw in enumerate(fh, start=1):
+    try:
+        fh = file.open("rb")
+    except OSError as err:
+        raise SessionFileError(f"{file}: cannot read ({err.strerror})") from None
+    with fh:
+        for number, raw_bytes in enumerate(fh, start=1):
+            where = f"{file}:{number}"
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise SessionFileError(f"{where}: not valid UTF-8 (byte {err.start + 1} of the line)") from None
             if not raw.strip():
                 continue
-            where = f"{file}:{number}"
             try:
                 data = json.loads(raw)
             except json.JSONDecodeError as err:
@@ -169,6 +191,8 @@ def load_session_file(path: Path) -> SessionFile:
             if isinstance(item, Header):
                 header = item
             else:
+                if isinstance(item, TurnLine) and item.audio:
+                    _check_audio(file, item.audio, where)
                 lines.append(item)
     # Stable sort by time keeps the file's order for equal times.
     return SessionFile(path=file, header=header, lines=tuple(sorted(lines, key=lambda x: x.t)))

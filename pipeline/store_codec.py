@@ -7,6 +7,8 @@ from collections.abc import Mapping
 
 from pipeline.models import CompactionState, Note, Turn, TurnDraft, TurnKind
 
+DEDUPE_WINDOW = 1024  # turn ids a store remembers per session: a retried append comes within seconds
+
 
 def encode_draft(draft: TurnDraft) -> str:
     """A stored turn has no seq: its position in the append-only list is its seq."""
@@ -21,6 +23,8 @@ def encode_draft(draft: TurnDraft) -> str:
     }
     if draft.confidence is not None:
         payload["c"] = round(draft.confidence, 4)
+    if draft.turn_id:
+        payload["id"] = draft.turn_id
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -36,6 +40,7 @@ def decode_turn(raw: str | bytes, seq: int) -> Turn:
         ended_at=float(data["e"]),
         source=data.get("src", "text"),
         confidence=data.get("c"),
+        turn_id=data.get("id", ""),
     )
 
 
@@ -66,4 +71,6 @@ def decode_state(fields: Mapping[str, str]) -> CompactionState:
         failures=int(fields.get("failures", 0)),
         next_retry_at=float(fields.get("next_retry_at", 0.0)),
         notes_dropped=int(fields.get("notes_dropped", 0)),
+        epoch=fields.get("epoch", ""),
+        base=int(fields.get("base", 0)),
     )

@@ -4,20 +4,32 @@ from __future__ import annotations
 
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pipeline.models import CompactionState, FoldCommit, Note, StoreUnavailable, Turn, TurnDraft
+from pipeline.models import (
+    CompactionState,
+    FoldCommit,
+    Note,
+    StoreDiverged,
+    StoreUnavailable,
+    Turn,
+    TurnDraft,
+)
+from pipeline.store_codec import DEDUPE_WINDOW
 
 
 @dataclass(slots=True)
 class _Session:
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)  # seqs state.base, state.base + 1, ...
     state: CompactionState = field(default_factory=CompactionState)
     pending: dict[str, Note] = field(default_factory=dict)
     live: list[Note] = field(default_factory=list)
     lock: tuple[str, float] | None = None
+    fence: int = 0
+    turn_ids: OrderedDict[str, int] = field(default_factory=OrderedDict)
     meta: dict[str, str] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     registered_at: float | None = None
@@ -36,23 +48,63 @@ class InMemorySessionStore:
             raise StoreUnavailable("in-memory store marked unavailable")
         return self._sessions.setdefault(session_id, _Session())
 
-    async def append_turn(self, session_id: str, draft: TurnDraft) -> Turn:
+    def wipe(self) -> None:
+        """Lose every session, as a Redis restarted without persistence does."""
+        self._sessions.clear()
+
+    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "") -> Turn:
         s = self._get(session_id)
-        turn = Turn.from_draft(draft, len(s.turns))
+        if epoch and s.state.epoch != epoch:
+            raise StoreDiverged(session_id, s.state.epoch)
+        if draft.turn_id and draft.turn_id in s.turn_ids:
+            return Turn.from_draft(draft, s.turn_ids[draft.turn_id])
+        turn = Turn.from_draft(draft, s.state.base + len(s.turns))
         s.turns.append(turn)
+        if draft.turn_id:
+            s.turn_ids[draft.turn_id] = turn.seq
+            if len(s.turn_ids) > DEDUPE_WINDOW:
+                s.turn_ids.popitem(last=False)
         return turn
 
     async def get_turns(self, session_id: str, start: int, end: int) -> list[Turn]:
-        return list(self._get(session_id).turns[max(0, start) : max(0, end)])
+        s = self._get(session_id)
+        base = s.state.base
+        return list(s.turns[max(0, start - base) : max(0, end - base)])
 
     async def turn_count(self, session_id: str) -> int:
-        return len(self._get(session_id).turns)
+        s = self._get(session_id)
+        return s.state.base + len(s.turns)
+
+    async def ensure_epoch(self, session_id: str, proposed: str) -> str:
+        s = self._get(session_id)
+        if not s.state.epoch:
+            s.state = replace(s.state, epoch=proposed)
+        return s.state.epoch
+
+    async def reseed(
+        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn]
+    ) -> bool:
+        s = self._get(session_id)
+        if s.state.epoch:
+            return False
+        base = turns[0].seq if turns else state.cursor
+        s.state = replace(
+            s.state, epoch=epoch, base=base, summary=state.summary, cursor=state.cursor,
+            covered_through_turn=state.covered_through_turn, last_at=state.last_at, failures=0, next_retry_at=0.0,
+        )
+        s.turns = [Turn.from_draft(t.draft(), base + i) for i, t in enumerate(turns)]
+        s.turn_ids = OrderedDict((t.turn_id, t.seq) for t in s.turns if t.turn_id)
+        return True
 
     async def load_state(self, session_id: str) -> CompactionState:
         return self._get(session_id).state
 
     async def commit_fold(self, session_id: str, commit: FoldCommit) -> bool:
         s = self._get(session_id)
+        if commit.epoch and s.state.epoch != commit.epoch:
+            raise StoreDiverged(session_id, s.state.epoch)
+        if commit.fence and s.fence != commit.fence:
+            return False
         if s.state.cursor != commit.expected_cursor:
             return False
         s.state = replace(
@@ -99,10 +151,19 @@ class InMemorySessionStore:
     async def load_live_notes(self, session_id: str) -> list[Note]:
         return list(self._get(session_id).live)
 
-    async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
+    async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> int:
         s = self._get(session_id)
         now = self._monotonic()
         if s.lock is not None and s.lock[1] > now:
+            return 0
+        s.lock = (owner, now + ttl_s)
+        s.fence += 1
+        return s.fence
+
+    async def renew_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
+        s = self._get(session_id)
+        now = self._monotonic()
+        if s.lock is None or s.lock[0] != owner or s.lock[1] <= now:
             return False
         s.lock = (owner, now + ttl_s)
         return True

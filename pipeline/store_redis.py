@@ -3,13 +3,19 @@
 Keys use a hash tag (`lc:{session}:...`) so one session's keys stay on one cluster slot and
 the Lua scripts can touch them together.
 
-- `turns`   list, append-only. A turn's seq is its list position (RPUSH returns the new
-            length, so an append is one round trip and the seq is assigned atomically).
+- `turns`   list, append-only. A turn's seq is `base` + its list position (RPUSH inside the
+            append script returns the new length, so an append is one round trip and the
+            seq is assigned atomically).
 - `state`   hash: summary, cursor, covered_through_turn, last_at, failures, next_retry_at,
-            notes_dropped.
+            notes_dropped, epoch (the session's generation, written at first open: a Redis
+            that restarted empty no longer has it), base (first seq still held verbatim;
+            > 0 only after a re-seed).
+- `tids`    hash turn id -> seq, `tidq` list of those ids in append order: the dedupe window
+            (the newest `DEDUPE_WINDOW` ids) that makes a retried append store once.
+- `fence`   counter incremented on every lock acquire: the fencing token a commit checks.
 - `pnotes`  sorted set of pending note ids by time, `pnote` hash id -> note JSON.
 - `lnotes`  the live note buffer, one JSON list (small: at most 12 notes).
-- `lock`    the in-flight fold lock, `SET NX PX` with an owner token.
+- `lock`    the in-flight fold lock, `SET NX PX` with an owner token; the holder renews it.
 - `meta`    hash of free-form session metadata (the bot keeps the channel to rejoin).
 - `events`  the session's event log (JSON per event), capped with LTRIM; the dashboard's
             timeline for sessions that are not live in this process.
@@ -29,20 +35,91 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from pipeline.models import CompactionState, FoldCommit, Note, StoreUnavailable, Turn, TurnDraft
-from pipeline.store_codec import decode_note, decode_state, decode_turn, encode_draft, encode_note
+from pipeline.models import (
+    CompactionState,
+    FoldCommit,
+    Note,
+    StoreDiverged,
+    StoreUnavailable,
+    Turn,
+    TurnDraft,
+)
+from pipeline.store_codec import DEDUPE_WINDOW, decode_note, decode_state, decode_turn, encode_draft, encode_note
 
 T = TypeVar("T")
 
-# Compare-and-set: the fold commits only if the cursor is still the one it started from.
+# KEYS turns, state, tids, tidq; ARGV epoch ('' = unchecked), turn id ('' = no dedupe),
+# payload, dedupe window. Returns {seq, 1 if it was already stored} or {-1, stored epoch}.
+_APPEND = """
+local meta = redis.call('HMGET', KEYS[2], 'epoch', 'base')
+if ARGV[1] ~= '' and meta[1] ~= ARGV[1] then return {-1, meta[1] or ''} end
+if ARGV[2] ~= '' then
+  local seen = redis.call('HGET', KEYS[3], ARGV[2])
+  if seen then return {tonumber(seen), 1} end
+end
+local seq = tonumber(meta[2] or '0') + redis.call('RPUSH', KEYS[1], ARGV[3]) - 1
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[2], seq)
+  if redis.call('RPUSH', KEYS[4], ARGV[2]) > tonumber(ARGV[4]) then
+    redis.call('HDEL', KEYS[3], redis.call('LPOP', KEYS[4]))
+  end
+end
+return {seq, 0}
+"""
+
+# KEYS turns, state; ARGV start, end (seqs). Returns {base, items}.
+_GET_TURNS = """
+local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
+local first = math.max(tonumber(ARGV[1]), base) - base
+local last = tonumber(ARGV[2]) - base - 1
+if last < first then return {base, {}} end
+return {base, redis.call('LRANGE', KEYS[1], first, last)}
+"""
+
+# Compare-and-set: the fold commits only if the cursor is still the one it started from, the
+# lock's fencing token is still ours (no successor took it) and the store is our generation.
+# KEYS state, pnotes, pnote, fence. Returns 1, 0 (stale) or -1 (epoch mismatch).
 _COMMIT_FOLD = """
+if ARGV[7] ~= '' and redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[7] then return -1 end
+local fence = tonumber(ARGV[6])
+if fence > 0 and tonumber(redis.call('GET', KEYS[4]) or '0') ~= fence then return 0 end
 local cur = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
 if cur ~= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'summary', ARGV[2], 'cursor', ARGV[3], 'covered_through_turn', ARGV[4],
            'last_at', ARGV[5], 'failures', '0', 'next_retry_at', '0')
-for i = 6, #ARGV do
+for i = 8, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
   redis.call('HDEL', KEYS[3], ARGV[i])
+end
+return 1
+"""
+
+# KEYS lock, fence; ARGV owner, ttl ms. Returns the fencing token, or 0 when held by another.
+_ACQUIRE_LOCK = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end
+return 0
+"""
+
+_RENEW_LOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+# Write back what a process still holds into a store that lost the session. Only if the store
+# has no generation for it (another process may have re-seeded first). KEYS state, turns, tids,
+# tidq; ARGV epoch, base, summary, cursor, covered_through_turn, last_at, then (id, payload) pairs.
+_RESEED = """
+if redis.call('HEXISTS', KEYS[1], 'epoch') == 1 then return 0 end
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'base', ARGV[2], 'summary', ARGV[3], 'cursor', ARGV[4],
+           'covered_through_turn', ARGV[5], 'failures', '0', 'next_retry_at', '0')
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'last_at', ARGV[6]) end
+for i = 7, #ARGV, 2 do
+  local n = redis.call('RPUSH', KEYS[2], ARGV[i + 1])
+  if ARGV[i] ~= '' then
+    redis.call('HSET', KEYS[3], ARGV[i], tonumber(ARGV[2]) + n - 1)
+    redis.call('RPUSH', KEYS[4], ARGV[i])
+  end
 end
 return 1
 """
@@ -88,7 +165,7 @@ def _as_str_dict(fields: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
 
 def _keys(session_id: str) -> dict[str, str]:
     base = f"lc:{{{session_id}}}"
-    names = ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta", "events")
+    names = ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta", "events", "tids", "tidq", "fence")
     return {name: f"{base}:{name}" for name in names}
 
 
@@ -100,7 +177,12 @@ class RedisSessionStore:
 
     def __init__(self, client: aioredis.Redis) -> None:
         self._redis = client
+        self._append = client.register_script(_APPEND)
+        self._get_turns = client.register_script(_GET_TURNS)
         self._commit = client.register_script(_COMMIT_FOLD)
+        self._acquire = client.register_script(_ACQUIRE_LOCK)
+        self._renew = client.register_script(_RENEW_LOCK)
+        self._reseed = client.register_script(_RESEED)
         self._failure = client.register_script(_RECORD_FAILURE)
         self._add_pending = client.register_script(_ADD_PENDING)
         self._release = client.register_script(_RELEASE_LOCK)
@@ -130,19 +212,63 @@ class RedisSessionStore:
             # Translate once at the adapter; the message never includes the URL (it may hold a password).
             raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
 
-    async def append_turn(self, session_id: str, draft: TurnDraft) -> Turn:
-        length = await self._call(self._redis.rpush, _keys(session_id)["turns"], encode_draft(draft))
-        return Turn.from_draft(draft, int(length) - 1)
+    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "") -> Turn:
+        k = _keys(session_id)
+        seq, flag = await self._call(
+            self._append,
+            keys=[k["turns"], k["state"], k["tids"], k["tidq"]],
+            args=[epoch, draft.turn_id, encode_draft(draft), DEDUPE_WINDOW],
+        )
+        if int(seq) < 0:
+            raise StoreDiverged(session_id, str(flag))
+        return Turn.from_draft(draft, int(seq))
 
     async def get_turns(self, session_id: str, start: int, end: int) -> list[Turn]:
         start = max(0, start)
         if end <= start:
             return []
-        raw = await self._call(self._redis.lrange, _keys(session_id)["turns"], start, end - 1)
-        return [decode_turn(item, start + i) for i, item in enumerate(raw)]
+        k = _keys(session_id)
+        base, raw = await self._call(self._get_turns, keys=[k["turns"], k["state"]], args=[start, end])
+        first = max(start, int(base))
+        return [decode_turn(item, first + i) for i, item in enumerate(raw)]
 
     async def turn_count(self, session_id: str) -> int:
-        return int(await self._call(self._redis.llen, _keys(session_id)["turns"]))
+        k = _keys(session_id)
+
+        async def count() -> int:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.hget(k["state"], "base")
+                pipe.llen(k["turns"])
+                base, length = await pipe.execute()
+            return int(base or 0) + int(length)
+
+        return await self._call(count)
+
+    async def ensure_epoch(self, session_id: str, proposed: str) -> str:
+        state = _keys(session_id)["state"]
+
+        async def ensure() -> str:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.hsetnx(state, "epoch", proposed)
+                pipe.hget(state, "epoch")
+                _, epoch = await pipe.execute()
+            return str(epoch)
+
+        return await self._call(ensure)
+
+    async def reseed(
+        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn]
+    ) -> bool:
+        k = _keys(session_id)
+        base = turns[0].seq if turns else state.cursor
+        args: list[str | int | float] = [
+            epoch, base, state.summary, state.cursor, state.covered_through_turn,
+            "" if state.last_at is None else repr(state.last_at),
+        ]
+        for turn in turns:
+            args += [turn.turn_id, encode_draft(turn.draft())]
+        result = await self._call(self._reseed, keys=[k["state"], k["turns"], k["tids"], k["tidq"]], args=args)
+        return int(result) == 1
 
     async def load_state(self, session_id: str) -> CompactionState:
         fields = await self._call(self._redis.hgetall, _keys(session_id)["state"])
@@ -156,10 +282,16 @@ class RedisSessionStore:
             commit.new_cursor,
             commit.covered_through_turn,
             repr(commit.last_at),
+            commit.fence,
+            commit.epoch,
             *commit.consumed_note_ids,
         ]
-        result = await self._call(self._commit, keys=[k["state"], k["pnotes"], k["pnote"]], args=args)
-        return int(result) == 1
+        result = int(
+            await self._call(self._commit, keys=[k["state"], k["pnotes"], k["pnote"], k["fence"]], args=args)
+        )
+        if result < 0:
+            raise StoreDiverged(session_id, "")
+        return result == 1
 
     async def record_failure(
         self, session_id: str, *, expected_cursor: int, failures: int, next_retry_at: float
@@ -199,9 +331,15 @@ class RedisSessionStore:
             return []
         return [decode_note(json.dumps(item)) for item in json.loads(raw)]
 
-    async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
-        ok = await self._call(self._redis.set, _keys(session_id)["lock"], owner, nx=True, px=max(1, int(ttl_s * 1000)))
-        return bool(ok)
+    async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> int:
+        k = _keys(session_id)
+        token = await self._call(self._acquire, keys=[k["lock"], k["fence"]], args=[owner, max(1, int(ttl_s * 1000))])
+        return int(token)
+
+    async def renew_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
+        ttl_ms = max(1, int(ttl_s * 1000))
+        result = await self._call(self._renew, keys=[_keys(session_id)["lock"]], args=[owner, ttl_ms])
+        return int(result) == 1
 
     async def release_lock(self, session_id: str, owner: str) -> None:
         await self._call(self._release, keys=[_keys(session_id)["lock"]], args=[owner])

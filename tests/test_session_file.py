@@ -56,6 +56,9 @@ def test_all_line_types_parse_in_time_order(tmp_path: Path) -> None:
         ('{"type": "turn", "t": 1, "text": "x"}', "a turn needs a 'speaker'"),
         ('{"type": "probe", "t": 1, "question": "q"}', "a probe needs 'question' and 'expect_any'"),
         ('{"type": "dance", "t": 1}', "unknown type 'dance'"),
+        ('{"type": "turn", "t": Infinity, "speaker": "A", "text": "x"}', "'t' must be a finite number"),
+        ('{"type": "note", "t": NaN, "text": "x"}', "'t' must be a finite number"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "text": "x", "audio": "a.wav"}', "'audio' field in a text-only"),
     ],
 )
 def test_errors_name_file_and_line(tmp_path: Path, line: str, message: str) -> None:
@@ -64,3 +67,21 @@ def test_errors_name_file_and_line(tmp_path: Path, line: str, message: str) -> N
         load_session_file(write(tmp_path, line))
     assert "s.jsonl:1" in str(info.value)
     assert message in str(info.value)
+
+
+def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 fail with the line named, not a UnicodeDecodeError traceback."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"type": "turn", "t": 1, "speaker": "A", "text": "ok"}\n{"type": "turn", "t": 2, '
+                     b'"speaker": "A", "text": "caf\xe9"}\n')
+    with pytest.raises(SessionFileError) as info:
+        load_session_file(path)
+    assert "s.jsonl:2: not valid UTF-8" in str(info.value)
+
+
+def test_audio_clip_missing_from_the_folder_is_named(tmp_path: Path) -> None:
+    """An audio session whose clip is not in its folder fails naming the clip and the line."""
+    (tmp_path / "session.jsonl").write_text('{"type": "turn", "t": 1, "speaker": "A", "audio": "gone.wav"}\n')
+    with pytest.raises(SessionFileError) as info:
+        load_session_file(tmp_path)
+    assert "session.jsonl:1: audio clip 'gone.wav' not found" in str(info.value)

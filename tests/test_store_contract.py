@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
-from pipeline.models import FoldCommit, Note, StoreUnavailable, TurnDraft, TurnKind
+from pipeline.models import CompactionState, FoldCommit, Note, StoreDiverged, StoreUnavailable, TurnDraft, TurnKind
 from pipeline.ports import SessionStore
 from pipeline.redis_server import PrivateRedisServer
 from pipeline.store_memory import InMemorySessionStore
@@ -147,3 +148,63 @@ async def test_redis_outage_raises_store_unavailable(session_id: str) -> None:
     assert "s3cret" not in str(info.value)
     assert "127.0.0.1" not in str(info.value)
     await store.aclose()
+
+
+async def test_append_is_idempotent_per_turn_id(store: SessionStore, session_id: str) -> None:
+    """A draft appended again with the same turn id (a retry) is stored once, at its first seq."""
+    first = await store.append_turn(session_id, replace(draft(0), turn_id="t-0"))
+    await store.append_turn(session_id, replace(draft(1), turn_id="t-1"))
+    again = await store.append_turn(session_id, replace(draft(0), turn_id="t-0"))
+    assert (0, 0, 2) == (first.seq, again.seq, await store.turn_count(session_id))
+    assert "t-1" == (await store.get_turns(session_id, 1, 2))[0].turn_id
+
+
+async def test_epoch_guards_appends_and_commits(store: SessionStore, session_id: str) -> None:
+    """The first open writes the session's generation; an append or commit naming another
+    generation writes nothing and raises StoreDiverged."""
+    assert "e1" == await store.ensure_epoch(session_id, "e1")
+    assert "e1" == await store.ensure_epoch(session_id, "e2")  # the stored one wins
+    assert 0 == (await store.append_turn(session_id, draft(0), epoch="e1")).seq
+    with pytest.raises(StoreDiverged):
+        await store.append_turn(session_id, draft(1), epoch="other")
+    stale = FoldCommit(expected_cursor=0, summary="S", new_cursor=1, covered_through_turn=0, last_at=1.0,
+                       epoch="other")
+    with pytest.raises(StoreDiverged):
+        await store.commit_fold(session_id, stale)
+    assert (1, "e1", 0) == (await store.turn_count(session_id), (await store.load_state(session_id)).epoch,
+                            (await store.load_state(session_id)).cursor)
+
+
+async def test_reseed_writes_back_a_lost_session_once(store: SessionStore, session_id: str) -> None:
+    """A store without the session's generation takes the held summary, cursor and turns back;
+    seqs carry on from the held turns, and a second re-seed is refused."""
+    held = [replace(await InMemorySessionStore().append_turn("x", replace(draft(i), turn_id=f"t{i}")), seq=i)
+            for i in range(20, 26)]
+    state = CompactionState(summary="S", cursor=20, covered_through_turn=19, last_at=5.0)
+    assert await store.reseed(session_id, epoch="e1", state=state, turns=held)
+    assert not await store.reseed(session_id, epoch="e2", state=state, turns=[])
+    loaded = await store.load_state(session_id)
+    assert ("S", 20, 19, 5.0, "e1", 20) == (
+        loaded.summary, loaded.cursor, loaded.covered_through_turn, loaded.last_at, loaded.epoch, loaded.base
+    )
+    assert 26 == await store.turn_count(session_id)
+    assert held == await store.get_turns(session_id, 0, 30)
+    assert 26 == (await store.append_turn(session_id, draft(26), epoch="e1")).seq
+    assert 23 == (await store.append_turn(session_id, replace(draft(23), turn_id="t23"))).seq  # dedupe survives
+
+
+async def test_fencing_token_refuses_a_commit_after_the_lock_changed_hands(
+    store: SessionStore, session_id: str
+) -> None:
+    """Each acquire returns a larger token; a commit carrying an older token is refused."""
+    first = await store.acquire_lock(session_id, "a", ttl_s=30)
+    assert await store.renew_lock(session_id, "a", ttl_s=30)
+    assert not await store.renew_lock(session_id, "b", ttl_s=30)
+    await store.release_lock(session_id, "a")
+    second = await store.acquire_lock(session_id, "b", ttl_s=30)
+    assert 0 < first < second
+    assert not await store.renew_lock(session_id, "a", ttl_s=30)
+    old = FoldCommit(expected_cursor=0, summary="A", new_cursor=10, covered_through_turn=9, last_at=1.0, fence=first)
+    assert not await store.commit_fold(session_id, old)
+    assert await store.commit_fold(session_id, replace(old, summary="B", fence=second))
+    assert "B" == (await store.load_state(session_id)).summary

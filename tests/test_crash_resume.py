@@ -1,0 +1,119 @@
+"""The real crash test: `longcall replay` is SIGKILLed in the middle of a fold (a slow model
+behind the real OpenAI client), and a second process resumes the same session in Redis.
+Nothing is lost, nothing is folded twice, and the successor folds within seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pipeline.events import COMPACTION_COMPLETED, COMPACTION_STARTED
+from pipeline.redis_server import PrivateRedisServer
+from pipeline.store_redis import RedisSessionStore
+from tests.openai_stub import OpenAIStub, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+TURNS = 150
+WINDOW, BATCH = 20, 10
+
+
+def write_session(path: Path) -> list[str]:
+    texts = [f"{'Alice' if i % 2 else 'Bob'} calls out enemy number {i} near the river gate." for i in range(TURNS)]
+    lines = [{"type": "session", "title": "crash test"}]
+    lines += [{"type": "turn", "t": 2.0 * i, "speaker": "Alice" if i % 2 else "Bob", "text": text}
+              for i, text in enumerate(texts)]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return texts
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a line the killed process was still writing
+            pass
+    return rows
+
+
+async def wait_for(path: Path, name: str, count: int, timeout_s: float) -> None:
+    """Wait (polling the line-buffered events file) until `count` events named `name` exist."""
+    deadline = time.monotonic() + timeout_s
+    while sum(e.get("event") == name for e in read_events(path)) < count:
+        assert time.monotonic() < deadline, f"no {count} x {name} in {path} after {timeout_s} s"
+        await asyncio.sleep(0.05)
+
+
+def summary(n: int) -> str:
+    return f"Bob and Alice called out enemies near the river gate; update {n} of the fight."
+
+
+async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tmp_path: Path) -> None:
+    """Kill the replay while its third fold waits on the model; a second replay of the same
+    session id resumes: every turn stored once, every seq folded exactly once, first fold
+    after the kill within 10 s (the dead holder's lease is short and renewed, not 120 s)."""
+    session_file = tmp_path / "long.jsonl"
+    texts = write_session(session_file)
+    session_id = f"crash-{uuid.uuid4().hex[:8]}"
+    async with OpenAIStub() as stub:
+        stub.chat.extend([Reply(text=summary(1), delay_s=0.2), Reply(text=summary(2), delay_s=0.2),
+                          Reply(text=summary(3), delay_s=4.0)])  # killed while this one waits
+        stub.chat.extend(Reply(text=summary(n)) for n in range(4, 40))
+        env = {
+            **os.environ, "PYTHONPATH": str(ROOT), "REDIS_URL": redis_server.url, "OPENAI_API_KEY": "sk-test-crash",
+            "OPENAI_BASE_URL": stub.base_url, "CONTEXT_WINDOW_TURNS": str(WINDOW),
+            "COMPACTION_BATCH_TURNS": str(BATCH), "SUMMARY_TIMEOUT_S": "300",
+        }
+        env.pop("REDIS_DATA_DIR", None)
+
+        async def start(out: str) -> asyncio.subprocess.Process:
+            with (tmp_path / f"{out}.log").open("w") as log:
+                return await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "bot", "replay", str(session_file), "--out", str(tmp_path / out),
+                    "--session-id", session_id, cwd=tmp_path, env=env, stdout=log, stderr=log,
+                )
+
+        first = await start("first")
+        try:
+            await wait_for(tmp_path / "first" / "events.jsonl", COMPACTION_STARTED, 3, timeout_s=60)
+        finally:
+            first.kill()
+            await first.wait()
+        killed_at = time.monotonic()
+        second = await start("second")
+        try:
+            await wait_for(tmp_path / "second" / "events.jsonl", COMPACTION_COMPLETED, 1, timeout_s=30)
+            takeover_s = time.monotonic() - killed_at
+            assert 0 == await asyncio.wait_for(second.wait(), timeout=120), (tmp_path / "second.log").read_text()
+        finally:
+            if second.returncode is None:
+                second.kill()
+                await second.wait()
+
+    store = RedisSessionStore.from_url(redis_server.url)
+    try:
+        state = await store.load_state(session_id)
+        stored = await store.get_turns(session_id, 0, TURNS + 10)
+    finally:
+        await store.delete_session(session_id)
+        await store.aclose()
+    report = json.loads((tmp_path / "second" / "report.json").read_text())
+    folds = sorted(
+        (e["old_cursor"], e["new_cursor"])
+        for out in ("first", "second")
+        for e in read_events(tmp_path / out / "events.jsonl")
+        if e["event"] == COMPACTION_COMPLETED
+    )
+    expected_cursor = (TURNS - 1 - WINDOW) // BATCH * BATCH
+    assert texts == [t.text for t in stored]  # every turn stored once, in order: 0 lost
+    assert [(k, k + BATCH) for k in range(0, expected_cursor, BATCH)] == folds  # each seq folded once
+    assert (expected_cursor, 0, TURNS) == (state.cursor, report["lost_turns"], report["turns"])
+    assert takeover_s < 10.0
