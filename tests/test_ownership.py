@@ -161,3 +161,26 @@ async def test_orphaned_session_is_taken_over_where_it_stopped() -> None:
         ]
         assert 4 == (await adopted[0].append(draft(4))).seq
         assert [] == await registry.adopt_orphans([7])  # served here now
+
+
+async def test_shard_settings_make_an_auto_sharded_bot() -> None:
+    """SHARD_COUNT/SHARD_IDS give discord.py's AutoShardedBot running just those shards;
+    without them the bot stays a plain single-connection `commands.Bot`."""
+    import discord
+
+    from bot.client import LongcallBot, ShardedLongcallBot, make_bot
+    from bot.guild_session import GuildSessionRegistry
+    from bot.settings import load_settings
+
+    store = InMemorySessionStore()
+    registry = GuildSessionRegistry(make_resources(store, clock=FakeClock(), events=Events()), connector=None)
+    sharded = make_bot(settings=load_settings({"SHARD_COUNT": "4", "SHARD_IDS": "2-3"}), registry=registry,
+                       store=store)
+    plain = make_bot(settings=load_settings({}), registry=registry, store=store)
+    try:
+        assert isinstance(sharded, ShardedLongcallBot) and isinstance(sharded, discord.AutoShardedClient)
+        assert (4, [2, 3]) == (sharded.shard_count, sharded.shard_ids)
+        assert type(plain) is LongcallBot and not isinstance(plain, discord.AutoShardedClient)
+        assert plain.shard_count is None
+    finally:  # (an AutoShardedClient that never started cannot `close()`: it has no shards yet)
+        await plain.close()
