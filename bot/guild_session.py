@@ -75,6 +75,7 @@ from pipeline.chat import ChatEntry, ChatLedger, CorrectionVerdict
 from pipeline.events import (
     CHAT_TURN_CORRECTED,
     SESSION_LEASE_LOST,
+    SESSION_NOT_OWNED,
     SESSION_OWNED,
     SESSION_TAKEN_OVER,
     EventEmitter,
@@ -491,7 +492,7 @@ class GuildSession:
                 hearing = (
                     [tg.create_task(self._hearing.run(), name=f"hearing:{gid}")] if self._hearing is not None else []
                 )
-                compactor = tg.create_task(self.session.run(), name=f"compactor:{gid}")
+                compactor = tg.create_task(self._run_compactor(), name=f"compactor:{gid}")
                 notes = tg.create_task(self.notes.run(), name=f"notes:{gid}") if self.notes is not None else None
                 log.info(
                     "guild_session_started",
@@ -617,6 +618,11 @@ class GuildSession:
                 raise
 
     # -- ownership -------------------------------------------------------------------------------------
+
+    async def _run_compactor(self) -> None:
+        await self.session.run()
+        if self.session.lease_lost:  # a fold commit was refused: another process owns the session
+            self._on_lease_lost(LeaseLostReason.WRITE_REFUSED)
 
     async def _hold_lease(self) -> None:
         if self.lease is not None:
@@ -1440,7 +1446,7 @@ class GuildSessionRegistry:
             holder = ""
             with contextlib.suppress(StoreUnavailable):
                 holder = await res.ownership.session_owner(sid)
-            log.info("session_not_owned", guild_id=guild_id, session_id=sid, owner=res.owner_id, holder=holder)
+            log.info(SESSION_NOT_OWNED, guild_id=guild_id, session_id=sid, owner=res.owner_id, holder=holder)
             raise SessionOwnedElsewhere(guild_id, holder)
         return SessionLease(res.ownership, sid, res.owner_id, grant, ttl_s=res.lease_ttl_s,
                             clock=res.clock_factory())

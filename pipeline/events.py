@@ -51,6 +51,9 @@ SESSION_STORE_DIVERGED = "session_store_diverged"
 SESSION_OWNED = "session_owned"
 SESSION_TAKEN_OVER = "session_taken_over"
 SESSION_LEASE_LOST = "session_lease_lost"
+# Logged (no session is opened) when a process will not serve a guild because another process's
+# lease runs: `guild_id`, `session_id`, `owner` (this process) and `holder`.
+SESSION_NOT_OWNED = "session_not_owned"
 
 EventSink = Callable[[dict[str, Any]], None]
 

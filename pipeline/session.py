@@ -125,6 +125,7 @@ class ConversationSession:
     ) -> None:
         self.session_id = session_id
         self.owner_token = owner_token  # the owner lease every append and fold commit is fenced on
+        self.lease_lost = False  # set when the store refused a write: another process owns the session
         self.store = store
         self.policy = policy
         self.clock = clock
@@ -397,6 +398,7 @@ class ConversationSession:
         try:
             await self.compactor.run()
         except LeaseLost as err:
+            self.lease_lost = True
             log.warning("compactor_stopped", session_id=self.session_id, reason="lease_lost", holder=err.holder)
 
     async def settle(self) -> None:

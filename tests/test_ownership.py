@@ -184,3 +184,32 @@ async def test_shard_settings_make_an_auto_sharded_bot() -> None:
         assert plain.shard_count is None
     finally:  # (an AutoShardedClient that never started cannot `close()`: it has no shards yet)
         await plain.close()
+
+
+async def test_a_refused_fold_commit_stops_the_compactor(redis_store: RedisSessionStore, session_id: str) -> None:
+    """A fold that finishes after the session changed owner is not committed (the fence), and
+    the compactor stops, marking the session's lease lost; the new owner's view is untouched."""
+    from pipeline.events import EventEmitter
+    from pipeline.models import CompactionPolicy
+    from pipeline.session import ConversationSession
+    from pipeline.summarizer_offline import OfflineSummarizer
+
+    grant = await redis_store.acquire_owner(session_id, "proc-a", TTL)
+    assert grant is not None
+    session = await ConversationSession.open(
+        session_id=session_id, store=redis_store, summarizer=None, fallback=OfflineSummarizer(),
+        policy=CompactionPolicy(window=10, batch=5), clock=FakeClock(),
+        events=EventEmitter(guild_id="7", session_id=session_id, source="test"), bot_name="Clanky",
+        owner_token=grant.token,
+    )
+    for i in range(20):  # a fold is due; the compactor task is not running yet
+        await session.append(draft(i))
+    await redis_store.release_owner(session_id, grant.token)
+    assert await redis_store.acquire_owner(session_id, "proc-b", TTL) is not None
+    async with asyncio.timeout(10):
+        await session.run()  # folds, the commit is refused, the task ends
+    assert session.lease_lost
+    assert 0 == (await redis_store.load_state(session_id)).cursor
+    with pytest.raises(LeaseLost):
+        await session.append(draft(20))
+    assert 20 == await redis_store.turn_count(session_id)
