@@ -5,9 +5,10 @@ channel (by `/join`, on startup, or taking over an orphan) it acquires the sessi
 lease in Redis (`SessionOwnership.acquire_owner`): a key with a TTL (OWNER_LEASE_TTL_S) and a
 fencing token incremented on every acquire. While the session runs, `SessionLease.hold()`
 renews it every third of the TTL. Every transcript append and fold commit carries the lease
-token, and the store's Lua scripts refuse it once the lease is someone else's (or ran out), so
-a process that was frozen past its TTL cannot write over its successor: it gets `LeaseLost`
-and leaves.
+token, and the store's Lua scripts refuse it once another process acquired the session since
+(the fence moved on), so a process that was frozen past its TTL cannot write over its
+successor: it gets `LeaseLost` and leaves. If nobody took the session meanwhile, the lapsed
+lease is simply renewed and the process carries on.
 
 When a process dies its leases run out within one TTL. Another process that sees the guild
 (its shard's guilds, `GuildSessionRegistry.adopt_orphans`) finds the session still marked

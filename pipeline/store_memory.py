@@ -60,8 +60,13 @@ class InMemorySessionStore:
         """The lease token holding the session now ('' = nobody)."""
         return s.owner[0] if s.owner is not None and s.owner[1] > self._monotonic() else ""
 
+    def _acquired_since(self, s: _Session, token: str) -> bool:
+        """Whether another acquire came after `token`'s (or the lease is another's now)."""
+        holder = self._holder(s)
+        return holder != token and (bool(holder) or str(s.owner_fence) != token.rpartition("#")[2])
+
     def _check_owner(self, session_id: str, s: _Session, token: str) -> None:
-        if token and self._holder(s) != token:
+        if token and self._acquired_since(s, token):
             raise LeaseLost(session_id, self._holder(s).rpartition("#")[0])
 
     async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
@@ -200,7 +205,7 @@ class InMemorySessionStore:
 
     async def renew_owner(self, session_id: str, token: str, ttl_s: float) -> bool:
         s = self._get(session_id)
-        if self._holder(s) != token:
+        if self._acquired_since(s, token):
             return False
         s.owner = (token, self._monotonic() + ttl_s)
         return True

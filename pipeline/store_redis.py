@@ -19,8 +19,10 @@ the Lua scripts can touch them together.
 - `meta`    hash of free-form session metadata (the bot keeps the channel to rejoin, and
             `owner`: the owner id that last acquired the session).
 - `owner`   the session owner lease: `<owner id>#<fence>`, `SET PX` with the TTL, renewed by
-            the process serving the session; appends and fold commits that carry an owner
-            token are refused unless it is still this value (the fencing check).
+            the process serving the session. Appends and fold commits that carry an owner
+            token are refused once another process acquired the session since (`ofence` moved
+            past the token's fence, or the lease is someone else's): the fencing check. A lease
+            that lapsed with nobody taking it (a long pause) is still the holder's to renew.
 - `ofence`  counter incremented on every owner acquire: the owner lease's fencing token.
 - `events`  the session's event log (JSON per event), capped with LTRIM; the dashboard's
             timeline for sessions that are not live in this process.
@@ -55,13 +57,15 @@ from pipeline.store_codec import DEDUPE_WINDOW, decode_note, decode_state, decod
 
 T = TypeVar("T")
 
-# KEYS turns, state, tids, tidq, owner; ARGV epoch ('' = unchecked), turn id ('' = no dedupe),
+# KEYS turns, state, tids, tidq, owner, ofence; ARGV epoch ('' = unchecked), turn id ('' = no dedupe),
 # payload, dedupe window, owner token ('' = unchecked). Returns {seq, 1 if it was already
 # stored}, {-1, stored epoch} or {-2, the lease holder}.
 _APPEND = """
 if ARGV[5] ~= '' then
   local holder = redis.call('GET', KEYS[5])
-  if holder ~= ARGV[5] then return {-2, holder or ''} end
+  if holder ~= ARGV[5] and (holder or redis.call('GET', KEYS[6]) ~= string.match(ARGV[5], '#(%d+)$')) then
+    return {-2, holder or ''}
+  end
 end
 local meta = redis.call('HMGET', KEYS[2], 'epoch', 'base')
 if ARGV[1] ~= '' and meta[1] ~= ARGV[1] then return {-1, meta[1] or ''} end
@@ -90,11 +94,16 @@ return {base, redis.call('LRANGE', KEYS[1], first, last)}
 
 # Compare-and-set: the fold commits only if the cursor is still the one it started from, the
 # lock's fencing token is still ours (no successor took it), the store is our generation and
-# (with an owner token) this process still owns the session. KEYS state, pnotes, pnote, fence,
-# owner; ARGV ..., epoch, owner token, then consumed note ids. Returns 1, 0 (stale), -1 (epoch
+# (with an owner token) no other process acquired the session since. KEYS state, pnotes, pnote,
+# fence, owner, ofence; ARGV ..., epoch, owner token, then consumed note ids. Returns 1, 0 (stale), -1 (epoch
 # mismatch) or -2 (owner lease lost).
 _COMMIT_FOLD = """
-if ARGV[8] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[8] then return -2 end
+if ARGV[8] ~= '' then
+  local holder = redis.call('GET', KEYS[5])
+  if holder ~= ARGV[8] and (holder or redis.call('GET', KEYS[6]) ~= string.match(ARGV[8], '#(%d+)$')) then
+    return -2
+  end
+end
 if ARGV[7] ~= '' and redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[7] then return -1 end
 local fence = tonumber(ARGV[6])
 if fence > 0 and tonumber(redis.call('GET', KEYS[4]) or '0') ~= fence then return 0 end
@@ -179,6 +188,18 @@ redis.call('HSET', KEYS[3], 'owner', ARGV[1])
 return {fence, previous}
 """
 
+# Renew the owner lease; a lease that lapsed with nobody acquiring since is taken back.
+# KEYS owner, ofence; ARGV token, ttl ms. Returns 1, or 0 when another acquire came between.
+_RENEW_OWNER = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if not holder and redis.call('GET', KEYS[2]) == string.match(ARGV[1], '#(%d+)$') then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
 _RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -224,6 +245,7 @@ class RedisSessionStore:
         self._add_pending = client.register_script(_ADD_PENDING)
         self._release = client.register_script(_RELEASE_LOCK)
         self._acquire_owner = client.register_script(_ACQUIRE_OWNER)
+        self._renew_owner = client.register_script(_RENEW_OWNER)
 
     @classmethod
     def from_url(cls, url: str, *, timeout_s: float = 2.0) -> RedisSessionStore:
@@ -254,7 +276,7 @@ class RedisSessionStore:
         k = _keys(session_id)
         seq, flag = await self._call(
             self._append,
-            keys=[k["turns"], k["state"], k["tids"], k["tidq"], k["owner"]],
+            keys=[k["turns"], k["state"], k["tids"], k["tidq"], k["owner"], k["ofence"]],
             args=[epoch, draft.turn_id, encode_draft(draft), DEDUPE_WINDOW, owner],
         )
         if int(seq) == -2:
@@ -329,7 +351,8 @@ class RedisSessionStore:
         ]
         result = int(
             await self._call(
-                self._commit, keys=[k["state"], k["pnotes"], k["pnote"], k["fence"], k["owner"]], args=args
+                self._commit, keys=[k["state"], k["pnotes"], k["pnote"], k["fence"], k["owner"], k["ofence"]],
+                args=args,
             )
         )
         if result == -2:
@@ -401,7 +424,8 @@ class RedisSessionStore:
         return OwnerGrant(token=f"{owner_id}#{int(fence)}", fence=int(fence), previous_owner=str(previous))
 
     async def renew_owner(self, session_id: str, token: str, ttl_s: float) -> bool:
-        result = await self._call(self._renew, keys=[_keys(session_id)["owner"]], args=[token, _ms(ttl_s)])
+        k = _keys(session_id)
+        result = await self._call(self._renew_owner, keys=[k["owner"], k["ofence"]], args=[token, _ms(ttl_s)])
         return int(result) == 1
 
     async def release_owner(self, session_id: str, token: str) -> None:
