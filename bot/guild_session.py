@@ -554,14 +554,14 @@ class GuildSession:
         try:
             if reason is not StopReason.FORGET and not self.lease_lost:
                 await self._save_meta(active=not reason.ends_session)
-            if self.lease is not None and not self.lease_lost:
-                await self.lease.release()
         finally:
             if self.realtime is not None:
                 with contextlib.suppress(Exception):  # closing must not keep the bot in the channel
                     await self.realtime.aclose()
             with contextlib.suppress(Exception):
                 await self.link.disconnect()
+            if self.lease is not None and not self.lease_lost:
+                await self.lease.release()  # after leaving voice: a successor may join at once
             self._closed.set()
             snapshot = self.session.snapshot()
             log.info(
