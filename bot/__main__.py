@@ -200,6 +200,16 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve_test(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.test_server import run_test_server
+
+    def ids(raw: str) -> list[int]:
+        return [int(p) for p in raw.split(",") if p.strip()]
+
+    asyncio.run(run_test_server(settings, guilds=ids(args.guilds), join=ids(args.join), feed_dir=Path(args.feed_dir)))
+    return 0
+
+
 def cmd_watch(settings: Settings, args: argparse.Namespace) -> int:
     from bot.watch_cli import cmd_watch as run
 
@@ -242,6 +252,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default=None, help="address to bind (default DASHBOARD_HOST, 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default DASHBOARD_PORT, 8088)")
     p.set_defaults(func=cmd_dashboard)
+    p = sub.add_parser(
+        "serve-test", parents=[common],
+        help="for tests: the real session wiring without Discord (silent voice, scripted text turns)",
+    )
+    p.add_argument("--guilds", required=True, help="guild ids this process sees, comma-separated")
+    p.add_argument("--join", default="", help="guild ids to /join at start, comma-separated")
+    p.add_argument("--feed-dir", required=True, help="folder of <guild_id>.jsonl scripted turns")
+    p.set_defaults(func=cmd_serve_test)
     p = sub.add_parser("watch", help="capture your screen every few seconds and send it to the bot as notes")
     from bot.watch_cli import add_arguments
 
@@ -305,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                settings.notes_ingest_token]
     # The tools log warnings only; `run` logs at LOG_LEVEL (run_bot configures the same again).
     redactor = configure_logging(fmt=settings.log_format.value,
-                                 level=settings.log_level if args.command == "run" else "WARNING", secrets=secrets)
+                                 level=settings.log_level if args.command in ("run", "serve-test") else "WARNING",
+                                 secrets=secrets)
     try:
         return int(args.func(settings, args))
     except KeyboardInterrupt:

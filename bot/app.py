@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import discord
 import structlog
 
-from bot.client import DiscordVoiceConnector, LongcallBot
+from bot.client import DiscordVoiceConnector, LongcallBot, make_bot
 from bot.dashboard import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
 from bot.guild_session import (
     GuildSession,
@@ -41,18 +41,21 @@ from bot.guild_session import (
 from bot.logging_setup import configure_logging
 from bot.notes_api import register_notes_api
 from bot.notes_setup import make_note_writer, notes_config
+from bot.ownership import make_owner_id
 from bot.playback import opus_available
 from bot.realtime import RealtimeConfig, RealtimeVoice
 from bot.runtime import dashboard_config, hearing_config, make_summarizers, open_store, whisper_config
 from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.event_log import StoreEventLog
-from pipeline.events import EventEmitter
+from pipeline.events import EventEmitter, EventSink
 from pipeline.hearing import HearingPipeline
 from pipeline.metrics import CompactionMetrics
 from pipeline.model_context import ModelContextConfig
 from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
 from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.screen_notes import NoteWriter
 from pipeline.session import ConversationSession
+from pipeline.store_redis import RedisSessionStore
 from pipeline.transcription import AsrError, WhisperTranscriber
 
 log = structlog.get_logger("longcall.app")
@@ -237,7 +240,44 @@ async def run_bot(settings: Settings) -> None:
             loop.remove_signal_handler(sig)
 
 
-async def _run_with_store(settings: Settings, token: str, store: SessionStore, stop: asyncio.Event) -> None:
+def session_resources(
+    settings: Settings,
+    store: RedisSessionStore,
+    *,
+    summarizer: Summarizer | None,
+    fallback: Summarizer | None,
+    hearing: HearingFactory | None,
+    event_sinks: tuple[EventSink, ...],
+    brain: OpenAIBrain | None = None,
+    speech: OpenAISpeech | None = None,
+    realtime: RealtimeFactory | None = None,
+    note_writer: NoteWriter | None = None,
+) -> SessionResources:
+    """What every guild session of this process shares; session ownership is always on (one
+    process or many, the owner lease on Redis decides who serves a guild)."""
+    return SessionResources(
+        store=store,
+        summarizer=summarizer,
+        fallback=fallback,
+        policy=settings.policy(),
+        config=session_config(settings),
+        model_context=model_context_config(settings),
+        wake_words=settings.wake_words,
+        reply_cooldown_s=settings.reply_cooldown_s,
+        brain=brain,
+        speech=speech,
+        realtime_factory=realtime,
+        hearing_factory=hearing,
+        event_sinks=event_sinks,
+        note_writer=note_writer,
+        notes_config=notes_config(settings),
+        ownership=store,
+        owner_id=make_owner_id(),
+        lease_ttl_s=settings.owner_lease_ttl_s,
+    )
+
+
+async def _run_with_store(settings: Settings, token: str, store: RedisSessionStore, stop: asyncio.Event) -> None:
     summarizer, fallback = make_summarizers(settings)
     brain, speech = make_voice(settings)
     realtime = make_realtime_factory(settings)
@@ -257,7 +297,7 @@ async def _run_with_store(settings: Settings, token: str, store: SessionStore, s
 async def _serve(
     settings: Settings,
     token: str,
-    store: SessionStore,
+    store: RedisSessionStore,
     stop: asyncio.Event,
     *,
     summarizer: Summarizer | None,
@@ -270,31 +310,25 @@ async def _serve(
     note_writer = make_note_writer(settings)
     metrics = CompactionMetrics()
     event_log = StoreEventLog(store)  # every session's events, for the dashboard's timeline
-    resources = SessionResources(
-        store=store,
-        summarizer=summarizer,
-        fallback=fallback,
-        policy=settings.policy(),
-        config=session_config(settings),
-        model_context=model_context_config(settings),
-        wake_words=settings.wake_words,
-        reply_cooldown_s=settings.reply_cooldown_s,
-        brain=brain,
-        speech=speech,
-        realtime_factory=realtime,
-        hearing_factory=hearing,
-        event_sinks=(metrics, event_log),
-        note_writer=note_writer,
-        notes_config=notes_config(settings),
+    resources = session_resources(
+        settings, store, summarizer=summarizer, fallback=fallback, hearing=hearing, event_sinks=(metrics, event_log),
+        brain=brain, speech=speech, realtime=realtime, note_writer=note_writer,
     )
+    log.info("session_owner_id", owner=resources.owner_id, lease_ttl_s=resources.lease_ttl_s)
     registry = GuildSessionRegistry(resources, connector=None)
-    bot = LongcallBot(settings=settings, registry=registry, store=store)
+    bot = make_bot(settings=settings, registry=registry, store=store)
     registry.connector = DiscordVoiceConnector(bot)
     client_error: list[Exception] = []
     async with asyncio.TaskGroup() as tg, bot:
         registry_task = tg.create_task(registry.run(), name="guild-sessions")
         dashboard = tg.create_task(_serve_dashboard(settings, store, registry, metrics), name="dashboard")
         tg.create_task(event_log.run(), name="event-log")
+        # Sessions whose owner process died, among the guilds this process's shards see.
+        orphans = tg.create_task(
+            registry.watch_orphans(lambda: [g.id for g in bot.guilds] if bot.is_ready() else [],
+                                   settings.owner_scan_s),
+            name="session-orphans",
+        )
         client = tg.create_task(_run_client(bot, token, client_error), name="discord-client")
         stopper = tg.create_task(stop.wait(), name="stop-signal")
         await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -304,7 +338,7 @@ async def _serve(
             async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
                 await asyncio.shield(registry_task)
         await bot.close()
-        for task in (dashboard, stopper, client, registry_task):
+        for task in (dashboard, stopper, client, registry_task, orphans):
             task.cancel()
         event_log.stop()  # the last events (sessions stopping) are written, then the task ends
     with contextlib.suppress(Exception):  # the vision model's HTTP client, when there is one

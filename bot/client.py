@@ -169,9 +169,11 @@ def make_intents(read_text_chat: bool = False) -> discord.Intents:
 class LongcallBot(commands.Bot):
     """Resources come in from `bot.app.run_bot`; nothing is built at import time."""
 
-    def __init__(self, *, settings: Settings, registry: GuildSessionRegistry, store: SessionStore) -> None:
+    def __init__(
+        self, *, settings: Settings, registry: GuildSessionRegistry, store: SessionStore, **client_options: Any
+    ) -> None:
         super().__init__(command_prefix=commands.when_mentioned, intents=make_intents(settings.read_text_chat),
-                         help_command=None)
+                         help_command=None, **client_options)
         self.settings = settings
         self.registry = registry
         self.store = store
@@ -202,3 +204,21 @@ class LongcallBot(commands.Bot):
         resumed = await self.registry.resume([g.id for g in self.guilds])
         if resumed:
             log.info("sessions_resumed", guilds=[s.guild_id for s in resumed])
+
+
+class ShardedLongcallBot(LongcallBot, commands.AutoShardedBot):
+    """The same bot on discord.py's `AutoShardedBot`: one gateway connection per shard this
+    process runs (`shard_ids`), out of `shard_count` across the deployment. Discord sends a
+    guild's events to shard `(guild_id >> 22) % shard_count` only, so processes with disjoint
+    SHARD_IDS see disjoint guilds."""
+
+
+def make_bot(*, settings: Settings, registry: GuildSessionRegistry, store: SessionStore) -> LongcallBot:
+    """A plain `commands.Bot` (one shard) unless SHARD_COUNT is set: then `AutoShardedBot`
+    running SHARD_IDS (all shards when empty)."""
+    if settings.shard_count is None:
+        return LongcallBot(settings=settings, registry=registry, store=store)
+    shard_ids = list(settings.shard_ids) or None
+    log.info("discord_sharding", shard_count=settings.shard_count, shard_ids=shard_ids or "all")
+    return ShardedLongcallBot(settings=settings, registry=registry, store=store,
+                              shard_count=settings.shard_count, shard_ids=shard_ids)

@@ -59,6 +59,7 @@ from typing import Protocol
 import numpy as np
 import structlog
 
+from bot.ownership import LeaseLostReason, SessionLease
 from bot.playback import FRAME_S, AudioPlayerLike, Playback, PlaybackResult, closing_iter
 from bot.realtime import (
     REALTIME_RATE,
@@ -71,12 +72,20 @@ from bot.realtime import (
 from bot.settings import ReplyMode
 from bot.voice_receive import FrameSource, VoiceFrame
 from pipeline.chat import ChatEntry, ChatLedger, CorrectionVerdict
-from pipeline.events import CHAT_TURN_CORRECTED, EventEmitter, EventSink
+from pipeline.events import (
+    CHAT_TURN_CORRECTED,
+    SESSION_LEASE_LOST,
+    SESSION_NOT_OWNED,
+    SESSION_OWNED,
+    SESSION_TAKEN_OVER,
+    EventEmitter,
+    EventSink,
+)
 from pipeline.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE, render_turn_line
 from pipeline.model_context import ModelContext, ModelContextConfig
-from pipeline.models import CompactionPolicy, StoreUnavailable, Turn, TurnDraft, TurnKind
+from pipeline.models import CompactionPolicy, LeaseLost, StoreUnavailable, Turn, TurnDraft, TurnKind
 from pipeline.openai_adapter import BrainError, BrainErrorCode
-from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.ports import Clock, SessionOwnership, SessionStore, Summarizer
 from pipeline.realtime_instructions import RealtimeInstructions
 from pipeline.reply_context import ReplyContext
 from pipeline.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
@@ -113,6 +122,7 @@ class StopReason(StrEnum):
     DISCONNECTED = "disconnected"  # kicked or the channel went away
     FORGET = "forget"  # /forget deletes the data
     SHUTDOWN = "shutdown"  # the process is stopping: resume on the next start
+    LEASE_LOST = "lease_lost"  # another process owns the session now: stop without writing
 
     @property
     def ends_session(self) -> bool:
@@ -354,8 +364,11 @@ class GuildSession:
         wall: Callable[[], float] = time.time,
         perf: Callable[[], float] = time.perf_counter,
         screen_notes: ScreenNotes | None = None,
+        lease: SessionLease | None = None,
     ) -> None:
         self.guild_id = guild_id
+        self.lease = lease  # this process's owner lease on the session (None: ownership off)
+        self.lease_lost = False
         self.link = link
         self.session = session
         self.store = store
@@ -474,11 +487,12 @@ class GuildSession:
                     tg.create_task(self._reply_worker(), name=f"reply:{gid}"),
                     tg.create_task(self._limits(), name=f"limits:{gid}"),
                     tg.create_task(self._voice_reconnector(), name=f"voice-reconnect:{gid}"),
+                    tg.create_task(self._hold_lease(), name=f"owner-lease:{gid}"),
                 ]
                 hearing = (
                     [tg.create_task(self._hearing.run(), name=f"hearing:{gid}")] if self._hearing is not None else []
                 )
-                compactor = tg.create_task(self.session.run(), name=f"compactor:{gid}")
+                compactor = tg.create_task(self._run_compactor(), name=f"compactor:{gid}")
                 notes = tg.create_task(self.notes.run(), name=f"notes:{gid}") if self.notes is not None else None
                 log.info(
                     "guild_session_started",
@@ -494,11 +508,15 @@ class GuildSession:
                 self._stop_speaking()
                 for task in receive + workers:
                     task.cancel()
-                await self._flush_hearing()
-                for task in hearing:
-                    task.cancel()
-                await self._drain_notes(notes)
-                await self._close_session()
+                if self.lease_lost:  # another process serves the session now: write nothing more
+                    for task in hearing + ([notes] if notes is not None else []):
+                        task.cancel()
+                else:
+                    await self._flush_hearing()
+                    for task in hearing:
+                        task.cancel()
+                    await self._drain_notes(notes)
+                    await self._close_session()
                 compactor.cancel()
         finally:
             await self._finish()
@@ -534,7 +552,7 @@ class GuildSession:
         if self.stop_reason is None:
             self.stop_reason = reason  # cancelled or crashed: treat as a process shutdown
         try:
-            if reason is not StopReason.FORGET:
+            if reason is not StopReason.FORGET and not self.lease_lost:
                 await self._save_meta(active=not reason.ends_session)
         finally:
             if self.realtime is not None:
@@ -542,6 +560,8 @@ class GuildSession:
                     await self.realtime.aclose()
             with contextlib.suppress(Exception):
                 await self.link.disconnect()
+            if self.lease is not None and not self.lease_lost:
+                await self.lease.release()  # after leaving voice: a successor may join at once
             self._closed.set()
             snapshot = self.session.snapshot()
             log.info(
@@ -591,7 +611,37 @@ class GuildSession:
 
     async def append(self, draft: TurnDraft) -> Turn:
         async with self._append_lock:
-            return await self.session.append(draft)
+            try:
+                return await self.session.append(draft)
+            except LeaseLost:
+                self._on_lease_lost(LeaseLostReason.WRITE_REFUSED)
+                raise
+
+    # -- ownership -------------------------------------------------------------------------------------
+
+    async def _run_compactor(self) -> None:
+        await self.session.run()
+        if self.session.lease_lost:  # a fold commit was refused: another process owns the session
+            self._on_lease_lost(LeaseLostReason.WRITE_REFUSED)
+
+    async def _hold_lease(self) -> None:
+        if self.lease is not None:
+            self._on_lease_lost(await self.lease.hold())
+
+    def _on_lease_lost(self, reason: str) -> None:
+        """The owner lease is gone: another process may serve this session now. Leave the
+        channel without another write (the fence would refuse it anyway)."""
+        if self.lease_lost:
+            return
+        self.lease_lost = True
+        lease = self.lease
+        self.events.emit(
+            SESSION_LEASE_LOST,
+            owner=lease.owner_id if lease is not None else "",
+            fence=lease.fence if lease is not None else 0,
+            reason=reason,
+        )
+        self.request_stop(StopReason.LEASE_LOST)
 
     async def on_heard(self, draft: TurnDraft) -> Turn:
         """A finished speech turn from the hearing pipeline: append it, maybe answer it."""
@@ -1277,12 +1327,25 @@ class SessionResources:
     event_sinks: tuple[EventSink, ...] = ()  # dashboard, metrics: attached to every session's events
     note_writer: NoteWriter | None = None  # screen-watch notes (vision or OCR); None: no image notes
     notes_config: NotesConfig = field(default_factory=NotesConfig)
+    # Session ownership across processes (bot/ownership.py); None: one process, no leases.
+    ownership: SessionOwnership | None = None
+    owner_id: str = ""
+    lease_ttl_s: float = 15.0
 
 
 def _monotonic_clock() -> Clock:
     from pipeline.clock import MonotonicClock
 
     return MonotonicClock()
+
+
+class SessionOwnedElsewhere(RuntimeError):
+    """Another bot process holds this guild's session lease: it serves the voice session."""
+
+    def __init__(self, guild_id: int, holder: str) -> None:
+        super().__init__("this guild's voice session is served by another bot process")
+        self.guild_id = guild_id
+        self.holder = holder
 
 
 class GuildSessionRegistry:
@@ -1340,16 +1403,21 @@ class GuildSessionRegistry:
             raise RuntimeError("already in a voice channel in this guild")
         self._pending.add(guild_id)
         try:
-            link = await self._connect(guild_id, channel_id)
+            lease = await self._acquire(guild_id, session_id_for(guild_id))  # before joining voice
             started = False
             try:
-                session = await self._start(guild_id, link, meta=None)
-                started = True
-                return session
+                link = await self._connect(guild_id, channel_id)
+                try:
+                    session = await self._start(guild_id, link, meta=None, lease=lease)
+                    started = True
+                    return session
+                finally:
+                    if not started:
+                        with contextlib.suppress(Exception):
+                            await link.disconnect()
             finally:
-                if not started:
-                    with contextlib.suppress(Exception):
-                        await link.disconnect()
+                if not started and lease is not None:
+                    await lease.release()
         finally:
             self._pending.discard(guild_id)
 
@@ -1367,7 +1435,51 @@ class GuildSessionRegistry:
             raise RuntimeError("no voice connector configured")
         return await self.connector.connect(guild_id, channel_id)
 
-    async def _start(self, guild_id: int, link: VoiceLink, *, meta: Mapping[str, str] | None) -> GuildSession:
+    async def _acquire(self, guild_id: int, sid: str) -> SessionLease | None:
+        """This process's owner lease on the session (None when ownership is off). Raises
+        `SessionOwnedElsewhere` while another process's lease runs: it serves the guild."""
+        res = self.resources
+        if res.ownership is None or not res.owner_id:
+            return None
+        grant = await res.ownership.acquire_owner(sid, res.owner_id, res.lease_ttl_s)
+        if grant is None:
+            holder = ""
+            with contextlib.suppress(StoreUnavailable):
+                holder = await res.ownership.session_owner(sid)
+            log.info(SESSION_NOT_OWNED, guild_id=guild_id, session_id=sid, owner=res.owner_id, holder=holder)
+            raise SessionOwnedElsewhere(guild_id, holder)
+        return SessionLease(res.ownership, sid, res.owner_id, grant, ttl_s=res.lease_ttl_s,
+                            clock=res.clock_factory())
+
+    async def adopt_orphans(self, guild_ids: Iterable[int]) -> list[GuildSession]:
+        """Take over the sessions of these guilds that are still active but whose owner's lease
+        ran out (its process died): transcript, summary, cursor and notes come from the store."""
+        ownership = self.resources.ownership
+        if ownership is None or self._closing.is_set():
+            return []
+        candidates = {session_id_for(g): g for g in guild_ids if g not in self._sessions and g not in self._pending}
+        if not candidates:
+            return []
+        orphans = await ownership.orphaned_sessions(list(candidates))
+        return await self.resume(candidates[sid] for sid in orphans)
+
+    async def watch_orphans(self, guild_ids: Callable[[], Iterable[int]], interval_s: float) -> None:
+        """Every `interval_s`, adopt the orphaned sessions among the guilds this process sees
+        (`guild_ids()`: its shards' guilds). Run as an owned task; cancel to stop."""
+        clock = self.resources.clock_factory()
+        await self._ready.wait()
+        while not self._closing.is_set():
+            await clock.sleep(interval_s)
+            try:
+                await self.adopt_orphans(list(guild_ids()))
+            except StoreUnavailable:
+                continue  # the next scan retries
+            except Exception as err:  # one bad scan must not end the watcher
+                log.warning("session_orphan_scan_failed", error_class=type(err).__name__)
+
+    async def _start(
+        self, guild_id: int, link: VoiceLink, *, meta: Mapping[str, str] | None, lease: SessionLease | None = None
+    ) -> GuildSession:
         await self._ready.wait()
         if self._closing.is_set() or self._tg is None:
             raise RuntimeError("shutting down")
@@ -1392,6 +1504,7 @@ class GuildSessionRegistry:
             clock=clock,
             events=events,
             bot_name=res.config.bot_name,
+            owner_token=lease.token if lease is not None else "",
         )
         session = GuildSession(
             guild_id=guild_id,
@@ -1421,7 +1534,16 @@ class GuildSessionRegistry:
                             config=res.notes_config)
                 if res.note_writer is not None else None
             ),
+            lease=lease,
         )
+        if lease is not None:
+            snap = conversation.snapshot()
+            if lease.taken_over:
+                events.emit(SESSION_TAKEN_OVER, owner=lease.owner_id, fence=lease.fence,
+                            previous_owner=lease.previous_owner, total_turns=snap.total_turns, cursor=snap.cursor)
+            else:
+                events.emit(SESSION_OWNED, owner=lease.owner_id, fence=lease.fence,
+                            previous_owner=lease.previous_owner)
         if meta is not None:
             session.set_max_duration_elapsed(elapsed)
         self._sessions[guild_id] = session
@@ -1472,6 +1594,33 @@ class GuildSessionRegistry:
         return resumed
 
     async def _resume_one(self, guild_id: int, sid: str, meta: dict[str, str]) -> GuildSession | None:
+        if guild_id in self._sessions or guild_id in self._pending:
+            return None
+        self._pending.add(guild_id)
+        lease: SessionLease | None = None
+        started = False
+        try:
+            lease = await self._acquire(guild_id, sid)
+            session = await self._resume_owned(guild_id, sid, meta, lease)
+            started = session is not None
+            return session
+        except SessionOwnedElsewhere:
+            return None  # another live process serves it (logged as session_not_owned)
+        except StoreUnavailable:
+            log.warning("session_resume_skipped", guild_id=guild_id, session_id=sid, reason="store_unavailable")
+            return None
+        finally:
+            self._pending.discard(guild_id)
+            if not started and lease is not None:
+                await lease.release()
+
+    async def _resume_owned(
+        self, guild_id: int, sid: str, meta: dict[str, str], lease: SessionLease | None
+    ) -> GuildSession | None:
+        if lease is not None:  # the meta may have changed while another process held the session
+            meta = await self.store.load_meta(sid)
+            if meta.get(META_ACTIVE) != "1":
+                return None
         channel_id = int(meta.get("channel_id", "0") or 0)
         started_at = _float(meta.get("started_at"), 0.0)
         age = self.resources.wall() - started_at
@@ -1490,7 +1639,7 @@ class GuildSessionRegistry:
             await self._mark_inactive(sid, "rejoin_failed")
             return None
         try:
-            session = await self._start(guild_id, link, meta=meta)
+            session = await self._start(guild_id, link, meta=meta, lease=lease)
         except Exception:
             with contextlib.suppress(Exception):
                 await link.disconnect()

@@ -64,6 +64,8 @@ class Settings:
     # Discord
     discord_token: str | None = None
     discord_guild_ids: tuple[int, ...] = ()
+    shard_count: int | None = None  # set: AutoShardedBot with this many shards in all
+    shard_ids: tuple[int, ...] = ()  # the shards this process runs (empty: all of SHARD_COUNT)
     bot_name: str = "Clanky"
     wake_words: tuple[str, ...] = ()
     # Storage
@@ -109,6 +111,9 @@ class Settings:
     # Sessions
     session_idle_timeout_s: float = 1800.0
     session_max_duration_s: float = 6 * 3600.0
+    # Session ownership across processes (bot/ownership.py)
+    owner_lease_ttl_s: float = 15.0
+    owner_scan_interval_s: float | None = None  # default: a third of OWNER_LEASE_TTL_S
     # Screen-watch notes and text chat (README "Screen notes and text chat")
     vision_model: str = ""  # empty = offline notes (OCR + image facts)
     vision_base_url: str | None = None  # empty = OPENAI_BASE_URL
@@ -139,6 +144,11 @@ class Settings:
             turn_text_cap_chars=self.turn_text_max_chars,
             summarizer_timeout_s=self.summary_timeout_s,
         )
+
+    @property
+    def owner_scan_s(self) -> float:
+        """How often a process looks for sessions whose owner died (OWNER_SCAN_INTERVAL_S)."""
+        return self.owner_scan_interval_s or self.owner_lease_ttl_s / 3
 
     def redacted(self) -> dict[str, Any]:
         """Settings safe to log or show on the dashboard: secrets become set/unset."""
@@ -208,6 +218,20 @@ def _ids(name: str, raw: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
+def _shard_ids(name: str, raw: str) -> tuple[int, ...]:
+    """`0-3`, `0,1` or `0-1,4`: the shard ids this process runs, sorted, no duplicates."""
+    ids: set[int] = set()
+    for part in (p.strip() for p in raw.split(",")):
+        lo, dash, hi = part.partition("-")
+        if not lo.strip().isdigit() or (dash and not hi.strip().isdigit()):
+            raise SettingsError(f"{name} must be shard ids like 0-3 or 0,1 (ranges and lists), got {raw!r}")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first:
+            raise SettingsError(f"{name}: the range {part!r} runs backwards")
+        ids.update(range(first, last + 1))
+    return tuple(sorted(ids))
+
+
 def _words(name: str, raw: str) -> tuple[str, ...]:
     return tuple(w.strip().lower() for w in raw.split(",") if w.strip())
 
@@ -269,6 +293,10 @@ def _level(name: str, raw: str) -> str:
 VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "DISCORD_TOKEN": ("discord_token", _secret),
     "DISCORD_GUILD_IDS": ("discord_guild_ids", _ids),
+    "SHARD_COUNT": ("shard_count", _int(1, 1_000_000)),
+    "SHARD_IDS": ("shard_ids", _shard_ids),
+    "OWNER_LEASE_TTL_S": ("owner_lease_ttl_s", _float(1.0, 3600.0)),
+    "OWNER_SCAN_INTERVAL_S": ("owner_scan_interval_s", _float(0.1, 3600.0)),
     "BOT_NAME": ("bot_name", _text),
     "WAKE_WORDS": ("wake_words", _words),
     "REDIS_URL": ("redis_url", _redis_url),
@@ -366,6 +394,10 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
         )
     if not settings.bot_name:
         raise SettingsError("BOT_NAME must not be empty")
+    if settings.shard_ids and settings.shard_count is None:
+        raise SettingsError("SHARD_IDS needs SHARD_COUNT (the number of shards across every process)")
+    if settings.shard_count is not None and any(i >= settings.shard_count for i in settings.shard_ids):
+        raise SettingsError(f"SHARD_IDS must be below SHARD_COUNT ({settings.shard_count}): shard ids count from 0")
     if settings.notes_ingest_token is not None and len(settings.notes_ingest_token) < 16:
         raise SettingsError("NOTES_INGEST_TOKEN must be at least 16 characters (e.g. `openssl rand -hex 24`)")
     return settings

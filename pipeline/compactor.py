@@ -124,6 +124,7 @@ class RollingCompactor:
         state: CompactionState | None = None,
         epoch: str = "",
         lease_clock: Clock | None = None,
+        owner_token: str = "",
     ) -> None:
         self._session_id = session_id
         self._store = store
@@ -135,6 +136,7 @@ class RollingCompactor:
         self._bot_name = bot_name
         self._state = state or CompactionState()
         self._epoch = epoch
+        self._owner_token = owner_token  # the session owner lease every commit is fenced on ('' = none)
         # Lock leases live in real time (Redis TTLs), whatever clock the session runs on.
         self._lease_clock = lease_clock or MonotonicClock()
         self._on_diverged: DivergenceHandler | None = None
@@ -363,6 +365,7 @@ class RollingCompactor:
             consumed_note_ids=tuple(n.note_id for n in notes),
             fence=fence,
             epoch=self._epoch,
+            owner=self._owner_token,
         )
         try:
             committed = await self._store.commit_fold(self._session_id, commit)

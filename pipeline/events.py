@@ -41,6 +41,19 @@ CHAT_TURN_CORRECTED = "chat_turn_corrected"
 # and was re-seeded from what the process held, or holds another generation that was adopted.
 SESSION_STORE_RESEEDED = "session_store_reseeded"
 SESSION_STORE_DIVERGED = "session_store_diverged"
+# Session ownership across processes (bot/ownership.py, bot/guild_session.py): every one carries
+# `owner` (this process's owner id) and `fence` (the lease's fencing token).
+# - owned: this process took a free session lease (`previous_owner` '' or its own earlier id);
+# - taken_over: it took the lease another process let run out (`previous_owner`, `total_turns`,
+#   `cursor`: where the transcript carries on);
+# - lease_lost: its lease was refused or ran out (`reason`: renew_refused, store_unreachable,
+#   write_refused); the session stops serving here without writing again.
+SESSION_OWNED = "session_owned"
+SESSION_TAKEN_OVER = "session_taken_over"
+SESSION_LEASE_LOST = "session_lease_lost"
+# Logged (no session is opened) when a process will not serve a guild because another process's
+# lease runs: `guild_id`, `session_id`, `owner` (this process) and `holder`.
+SESSION_NOT_OWNED = "session_not_owned"
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -75,7 +88,7 @@ class EventEmitter:
         level = "info"
         if event == COMPACTION_SKIPPED and fields.get("reason") in _DEBUG_SKIP_REASONS:
             level = "debug"
-        elif event in (COMPACTION_FAILED, SESSION_STORE_RESEEDED, SESSION_STORE_DIVERGED):
+        elif event in (COMPACTION_FAILED, SESSION_STORE_RESEEDED, SESSION_STORE_DIVERGED, SESSION_LEASE_LOST):
             level = "warning"
         getattr(self._log, level)(event, **self._base, **fields)
         return record

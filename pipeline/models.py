@@ -263,6 +263,18 @@ class FoldCommit:
     # since (0: not checked). `epoch`: refused if the store is not the generation we opened.
     fence: int = 0
     epoch: str = ""
+    # The session owner's lease token (`OwnerGrant.token`): refused with `LeaseLost` unless this
+    # process still holds the session ('' = not checked: tools, tests, single-process runs).
+    owner: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnerGrant:
+    """A session owner lease this process now holds (`SessionOwnership.acquire_owner`)."""
+
+    token: str  # what every fenced write carries: owner id and fence
+    fence: int  # incremented on every acquire of this session, by any process
+    previous_owner: str  # the owner id that held it before ('' = nobody: a fresh session)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -280,6 +292,16 @@ class ContextSnapshot:
 
 class StoreUnavailable(Exception):
     """The session store could not be reached; callers degrade, they do not crash."""
+
+
+class LeaseLost(Exception):
+    """This process no longer holds the session's owner lease (it expired while the process was
+    frozen or cut off, and another process may have taken the session over): the write was
+    refused and the session must stop serving, never write blind."""
+
+    def __init__(self, session_id: str, holder: str) -> None:
+        super().__init__(f"session {session_id}: owner lease held by {holder or 'nobody'}")
+        self.holder = holder
 
 
 class StoreDiverged(Exception):

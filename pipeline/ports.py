@@ -10,6 +10,7 @@ from pipeline.models import (
     CompactionState,
     FoldCommit,
     Note,
+    OwnerGrant,
     SummaryRequest,
     SummaryResult,
     Turn,
@@ -54,12 +55,14 @@ class SessionStore(Protocol):
     single-process tools. Both pass `tests/test_store_contract.py`.
     """
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "") -> Turn:
+    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
         """Append and return the turn with its absolute `seq` (one round trip).
 
         Idempotent per `draft.turn_id`: a draft whose id was appended recently (the newest
         `DEDUPE_WINDOW` ids) is not stored again; its first seq is returned. With `epoch`,
-        raises `StoreDiverged` (and writes nothing) unless the store holds that generation."""
+        raises `StoreDiverged` (and writes nothing) unless the store holds that generation.
+        With `owner` (an `OwnerGrant.token`), raises `LeaseLost` (and writes nothing) unless
+        that lease still holds the session."""
         ...
 
     async def get_turns(self, session_id: str, start: int, end: int) -> list[Turn]:
@@ -136,6 +139,32 @@ class SessionStore(Protocol):
 
     async def load_events(self, session_id: str, limit: int) -> list[dict[str, Any]]:
         """The newest `limit` events of the session's log, oldest first."""
+        ...
+
+
+class SessionOwnership(Protocol):
+    """Which process serves a session: an owner lease with a TTL, renewed by its holder, and a
+    fencing token incremented on every acquire. `append_turn(owner=...)` and
+    `commit_fold(FoldCommit(owner=...))` are refused once the lease is no longer the caller's."""
+
+    async def acquire_owner(self, session_id: str, owner_id: str, ttl_s: float) -> OwnerGrant | None:
+        """Take the lease if nobody holds it; None while another owner's lease runs."""
+        ...
+
+    async def renew_owner(self, session_id: str, token: str, ttl_s: float) -> bool:
+        """Extend the lease to `ttl_s` from now; False if `token` no longer holds it."""
+        ...
+
+    async def release_owner(self, session_id: str, token: str) -> None:
+        """Give the lease up (a clean stop), only if `token` still holds it."""
+        ...
+
+    async def session_owner(self, session_id: str) -> str:
+        """The owner id holding the lease now ('' = nobody)."""
+        ...
+
+    async def orphaned_sessions(self, session_ids: Sequence[str]) -> list[str]:
+        """Those of `session_ids` whose meta says active and whose owner lease has run out."""
         ...
 
 

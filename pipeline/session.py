@@ -36,6 +36,7 @@ from pipeline.models import (
     CompactionState,
     ContextSnapshot,
     FoldPlan,
+    LeaseLost,
     Note,
     Skip,
     StoreDiverged,
@@ -120,8 +121,11 @@ class ConversationSession:
         live_notes: Sequence[Note],
         epoch: str = "",
         lease_clock: Clock | None = None,
+        owner_token: str = "",
     ) -> None:
         self.session_id = session_id
+        self.owner_token = owner_token  # the owner lease every append and fold commit is fenced on
+        self.lease_lost = False  # set when the store refused a write: another process owns the session
         self.store = store
         self.policy = policy
         self.clock = clock
@@ -145,6 +149,7 @@ class ConversationSession:
             state=state,
             epoch=epoch,
             lease_clock=lease_clock,
+            owner_token=owner_token,
         )
         self.compactor.on_commit(self._on_commit)
         self.compactor.on_diverged(self._recover_divergence)
@@ -162,9 +167,12 @@ class ConversationSession:
         events: EventEmitter,
         bot_name: str,
         lease_clock: Clock | None = None,
+        owner_token: str = "",
     ) -> ConversationSession:
         """Load (or resume) a session from the store: summary, cursor, window, notes.
-        `lease_clock` times the fold lock's lease renewals (real time unless a test fakes it)."""
+        `lease_clock` times the fold lock's lease renewals (real time unless a test fakes it).
+        `owner_token`: this process's owner lease on the session (`OwnerGrant.token`); appends
+        and fold commits carry it and raise `LeaseLost` once another process owns the session."""
         epoch = await store.ensure_epoch(session_id, uuid.uuid4().hex[:16])
         state = await store.load_state(session_id)
         total = await store.turn_count(session_id)
@@ -194,6 +202,7 @@ class ConversationSession:
             live_notes=live,
             epoch=epoch,
             lease_clock=lease_clock,
+            owner_token=owner_token,
         )
 
     # -- writes ------------------------------------------------------------------------------
@@ -228,12 +237,16 @@ class ConversationSession:
         self.trigger()
         return turn
 
+    async def _write(self, draft: TurnDraft) -> Turn:
+        """One append, checked against our generation and (when set) our owner lease."""
+        return await self.store.append_turn(self.session_id, draft, epoch=self.compactor.epoch, owner=self.owner_token)
+
     async def _store_append(self, draft: TurnDraft) -> Turn:
         try:
-            return await self.store.append_turn(self.session_id, draft, epoch=self.compactor.epoch)
+            return await self._write(draft)
         except StoreDiverged:
             await self._recover_divergence()
-            return await self.store.append_turn(self.session_id, draft, epoch=self.compactor.epoch)
+            return await self._write(draft)
 
     async def _follow_store(self, upto: int) -> None:
         start = self._total
@@ -315,7 +328,7 @@ class ConversationSession:
         while self._unsynced:
             draft, turn = self._unsynced[0]
             try:
-                stored = await self.store.append_turn(self.session_id, draft, epoch=self.compactor.epoch)
+                stored = await self._write(draft)
             except StoreUnavailable:
                 return False
             except StoreDiverged:
@@ -380,8 +393,13 @@ class ConversationSession:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """The session's compactor task; run it inside the owner's TaskGroup."""
-        await self.compactor.run()
+        """The session's compactor task; run it inside the owner's TaskGroup. It ends when the
+        owner lease is lost (the commit was refused: another process serves the session now)."""
+        try:
+            await self.compactor.run()
+        except LeaseLost as err:
+            self.lease_lost = True
+            log.warning("compactor_stopped", session_id=self.session_id, reason="lease_lost", holder=err.holder)
 
     async def settle(self) -> None:
         """Wait until no fold is in flight (replay, tests and clean shutdown)."""

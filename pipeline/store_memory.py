@@ -12,7 +12,9 @@ from typing import Any
 from pipeline.models import (
     CompactionState,
     FoldCommit,
+    LeaseLost,
     Note,
+    OwnerGrant,
     StoreDiverged,
     StoreUnavailable,
     Turn,
@@ -33,6 +35,8 @@ class _Session:
     meta: dict[str, str] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     registered_at: float | None = None
+    owner: tuple[str, float] | None = None  # (lease token, expires at)
+    owner_fence: int = 0
 
 
 class InMemorySessionStore:
@@ -52,8 +56,22 @@ class InMemorySessionStore:
         """Lose every session, as a Redis restarted without persistence does."""
         self._sessions.clear()
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "") -> Turn:
+    def _holder(self, s: _Session) -> str:
+        """The lease token holding the session now ('' = nobody)."""
+        return s.owner[0] if s.owner is not None and s.owner[1] > self._monotonic() else ""
+
+    def _acquired_since(self, s: _Session, token: str) -> bool:
+        """Whether another acquire came after `token`'s (or the lease is another's now)."""
+        holder = self._holder(s)
+        return holder != token and (bool(holder) or str(s.owner_fence) != token.rpartition("#")[2])
+
+    def _check_owner(self, session_id: str, s: _Session, token: str) -> None:
+        if token and self._acquired_since(s, token):
+            raise LeaseLost(session_id, self._holder(s).rpartition("#")[0])
+
+    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
         s = self._get(session_id)
+        self._check_owner(session_id, s, owner)
         if epoch and s.state.epoch != epoch:
             raise StoreDiverged(session_id, s.state.epoch)
         if draft.turn_id and draft.turn_id in s.turn_ids:
@@ -101,6 +119,7 @@ class InMemorySessionStore:
 
     async def commit_fold(self, session_id: str, commit: FoldCommit) -> bool:
         s = self._get(session_id)
+        self._check_owner(session_id, s, commit.owner)
         if commit.epoch and s.state.epoch != commit.epoch:
             raise StoreDiverged(session_id, s.state.epoch)
         if commit.fence and s.fence != commit.fence:
@@ -172,6 +191,38 @@ class InMemorySessionStore:
         s = self._get(session_id)
         if s.lock is not None and s.lock[0] == owner:
             s.lock = None
+
+    async def acquire_owner(self, session_id: str, owner_id: str, ttl_s: float) -> OwnerGrant | None:
+        s = self._get(session_id)
+        if self._holder(s):
+            return None
+        s.owner_fence += 1
+        token = f"{owner_id}#{s.owner_fence}"
+        s.owner = (token, self._monotonic() + ttl_s)
+        previous = s.meta.get("owner", "")
+        s.meta["owner"] = owner_id
+        return OwnerGrant(token=token, fence=s.owner_fence, previous_owner=previous)
+
+    async def renew_owner(self, session_id: str, token: str, ttl_s: float) -> bool:
+        s = self._get(session_id)
+        if self._acquired_since(s, token):
+            return False
+        s.owner = (token, self._monotonic() + ttl_s)
+        return True
+
+    async def release_owner(self, session_id: str, token: str) -> None:
+        s = self._get(session_id)
+        if self._holder(s) == token:
+            s.owner = None
+
+    async def session_owner(self, session_id: str) -> str:
+        return self._holder(self._get(session_id)).rpartition("#")[0]
+
+    async def orphaned_sessions(self, session_ids: Sequence[str]) -> list[str]:
+        if not self.available:
+            raise StoreUnavailable("in-memory store marked unavailable")
+        found = [(sid, self._sessions.get(sid)) for sid in session_ids]
+        return [sid for sid, s in found if s is not None and s.meta.get("active") == "1" and not self._holder(s)]
 
     async def save_meta(self, session_id: str, meta: Mapping[str, str]) -> None:
         s = self._get(session_id)

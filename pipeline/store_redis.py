@@ -16,7 +16,14 @@ the Lua scripts can touch them together.
 - `pnotes`  sorted set of pending note ids by time, `pnote` hash id -> note JSON.
 - `lnotes`  the live note buffer, one JSON list (small: at most 12 notes).
 - `lock`    the in-flight fold lock, `SET NX PX` with an owner token; the holder renews it.
-- `meta`    hash of free-form session metadata (the bot keeps the channel to rejoin).
+- `meta`    hash of free-form session metadata (the bot keeps the channel to rejoin, and
+            `owner`: the owner id that last acquired the session).
+- `owner`   the session owner lease: `<owner id>#<fence>`, `SET PX` with the TTL, renewed by
+            the process serving the session. Appends and fold commits that carry an owner
+            token are refused once another process acquired the session since (`ofence` moved
+            past the token's fence, or the lease is someone else's): the fencing check. A lease
+            that lapsed with nobody taking it (a long pause) is still the holder's to renew.
+- `ofence`  counter incremented on every owner acquire: the owner lease's fencing token.
 - `events`  the session's event log (JSON per event), capped with LTRIM; the dashboard's
             timeline for sessions that are not live in this process.
 
@@ -38,7 +45,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from pipeline.models import (
     CompactionState,
     FoldCommit,
+    LeaseLost,
     Note,
+    OwnerGrant,
     StoreDiverged,
     StoreUnavailable,
     Turn,
@@ -48,9 +57,16 @@ from pipeline.store_codec import DEDUPE_WINDOW, decode_note, decode_state, decod
 
 T = TypeVar("T")
 
-# KEYS turns, state, tids, tidq; ARGV epoch ('' = unchecked), turn id ('' = no dedupe),
-# payload, dedupe window. Returns {seq, 1 if it was already stored} or {-1, stored epoch}.
+# KEYS turns, state, tids, tidq, owner, ofence; ARGV epoch ('' = unchecked), turn id ('' = no dedupe),
+# payload, dedupe window, owner token ('' = unchecked). Returns {seq, 1 if it was already
+# stored}, {-1, stored epoch} or {-2, the lease holder}.
 _APPEND = """
+if ARGV[5] ~= '' then
+  local holder = redis.call('GET', KEYS[5])
+  if holder ~= ARGV[5] and (holder or redis.call('GET', KEYS[6]) ~= string.match(ARGV[5], '#(%d+)$')) then
+    return {-2, holder or ''}
+  end
+end
 local meta = redis.call('HMGET', KEYS[2], 'epoch', 'base')
 if ARGV[1] ~= '' and meta[1] ~= ARGV[1] then return {-1, meta[1] or ''} end
 if ARGV[2] ~= '' then
@@ -77,9 +93,17 @@ return {base, redis.call('LRANGE', KEYS[1], first, last)}
 """
 
 # Compare-and-set: the fold commits only if the cursor is still the one it started from, the
-# lock's fencing token is still ours (no successor took it) and the store is our generation.
-# KEYS state, pnotes, pnote, fence. Returns 1, 0 (stale) or -1 (epoch mismatch).
+# lock's fencing token is still ours (no successor took it), the store is our generation and
+# (with an owner token) no other process acquired the session since. KEYS state, pnotes, pnote,
+# fence, owner, ofence; ARGV ..., epoch, owner token, then consumed note ids. Returns 1, 0 (stale), -1 (epoch
+# mismatch) or -2 (owner lease lost).
 _COMMIT_FOLD = """
+if ARGV[8] ~= '' then
+  local holder = redis.call('GET', KEYS[5])
+  if holder ~= ARGV[8] and (holder or redis.call('GET', KEYS[6]) ~= string.match(ARGV[8], '#(%d+)$')) then
+    return -2
+  end
+end
 if ARGV[7] ~= '' and redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[7] then return -1 end
 local fence = tonumber(ARGV[6])
 if fence > 0 and tonumber(redis.call('GET', KEYS[4]) or '0') ~= fence then return 0 end
@@ -87,7 +111,7 @@ local cur = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
 if cur ~= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'summary', ARGV[2], 'cursor', ARGV[3], 'covered_through_turn', ARGV[4],
            'last_at', ARGV[5], 'failures', '0', 'next_retry_at', '0')
-for i = 8, #ARGV do
+for i = 9, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
   redis.call('HDEL', KEYS[3], ARGV[i])
 end
@@ -152,6 +176,30 @@ end
 return dropped
 """
 
+# KEYS owner, ofence, meta; ARGV owner id, ttl ms. Returns {fence, previous owner id} or
+# {0, holder} while another lease runs.
+_ACQUIRE_OWNER = """
+local holder = redis.call('GET', KEYS[1])
+if holder then return {0, holder} end
+local fence = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. '#' .. fence, 'PX', ARGV[2])
+local previous = redis.call('HGET', KEYS[3], 'owner') or ''
+redis.call('HSET', KEYS[3], 'owner', ARGV[1])
+return {fence, previous}
+"""
+
+# Renew the owner lease; a lease that lapsed with nobody acquiring since is taken back.
+# KEYS owner, ofence; ARGV token, ttl ms. Returns 1, or 0 when another acquire came between.
+_RENEW_OWNER = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if not holder and redis.call('GET', KEYS[2]) == string.match(ARGV[1], '#(%d+)$') then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
 _RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -163,9 +211,19 @@ def _as_str_dict(fields: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
     return {str(k): str(v) for k, v in fields.items()}
 
 
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def _owner_id(token: str) -> str:
+    """The owner id in a lease value `<owner id>#<fence>`."""
+    return token.rpartition("#")[0] or token
+
+
 def _keys(session_id: str) -> dict[str, str]:
     base = f"lc:{{{session_id}}}"
-    names = ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta", "events", "tids", "tidq", "fence")
+    names = ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta", "events", "tids", "tidq", "fence",
+             "owner", "ofence")
     return {name: f"{base}:{name}" for name in names}
 
 
@@ -186,6 +244,8 @@ class RedisSessionStore:
         self._failure = client.register_script(_RECORD_FAILURE)
         self._add_pending = client.register_script(_ADD_PENDING)
         self._release = client.register_script(_RELEASE_LOCK)
+        self._acquire_owner = client.register_script(_ACQUIRE_OWNER)
+        self._renew_owner = client.register_script(_RENEW_OWNER)
 
     @classmethod
     def from_url(cls, url: str, *, timeout_s: float = 2.0) -> RedisSessionStore:
@@ -212,13 +272,15 @@ class RedisSessionStore:
             # Translate once at the adapter; the message never includes the URL (it may hold a password).
             raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "") -> Turn:
+    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
         k = _keys(session_id)
         seq, flag = await self._call(
             self._append,
-            keys=[k["turns"], k["state"], k["tids"], k["tidq"]],
-            args=[epoch, draft.turn_id, encode_draft(draft), DEDUPE_WINDOW],
+            keys=[k["turns"], k["state"], k["tids"], k["tidq"], k["owner"], k["ofence"]],
+            args=[epoch, draft.turn_id, encode_draft(draft), DEDUPE_WINDOW, owner],
         )
+        if int(seq) == -2:
+            raise LeaseLost(session_id, _owner_id(str(flag)))
         if int(seq) < 0:
             raise StoreDiverged(session_id, str(flag))
         return Turn.from_draft(draft, int(seq))
@@ -284,11 +346,17 @@ class RedisSessionStore:
             repr(commit.last_at),
             commit.fence,
             commit.epoch,
+            commit.owner,
             *commit.consumed_note_ids,
         ]
         result = int(
-            await self._call(self._commit, keys=[k["state"], k["pnotes"], k["pnote"], k["fence"]], args=args)
+            await self._call(
+                self._commit, keys=[k["state"], k["pnotes"], k["pnote"], k["fence"], k["owner"], k["ofence"]],
+                args=args,
+            )
         )
+        if result == -2:
+            raise LeaseLost(session_id, await self.session_owner(session_id))
         if result < 0:
             raise StoreDiverged(session_id, "")
         return result == 1
@@ -343,6 +411,43 @@ class RedisSessionStore:
 
     async def release_lock(self, session_id: str, owner: str) -> None:
         await self._call(self._release, keys=[_keys(session_id)["lock"]], args=[owner])
+
+    # -- session ownership (`pipeline.ports.SessionOwnership`) -----------------------------------
+
+    async def acquire_owner(self, session_id: str, owner_id: str, ttl_s: float) -> OwnerGrant | None:
+        k = _keys(session_id)
+        fence, previous = await self._call(
+            self._acquire_owner, keys=[k["owner"], k["ofence"], k["meta"]], args=[owner_id, _ms(ttl_s)]
+        )
+        if int(fence) == 0:
+            return None
+        return OwnerGrant(token=f"{owner_id}#{int(fence)}", fence=int(fence), previous_owner=str(previous))
+
+    async def renew_owner(self, session_id: str, token: str, ttl_s: float) -> bool:
+        k = _keys(session_id)
+        result = await self._call(self._renew_owner, keys=[k["owner"], k["ofence"]], args=[token, _ms(ttl_s)])
+        return int(result) == 1
+
+    async def release_owner(self, session_id: str, token: str) -> None:
+        await self._call(self._release, keys=[_keys(session_id)["owner"]], args=[token])
+
+    async def session_owner(self, session_id: str) -> str:
+        return _owner_id(str(await self._call(self._redis.get, _keys(session_id)["owner"]) or ""))
+
+    async def orphaned_sessions(self, session_ids: Sequence[str]) -> list[str]:
+        if not session_ids:
+            return []
+
+        async def scan() -> list[str]:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for sid in session_ids:
+                    k = _keys(sid)
+                    pipe.hget(k["meta"], "active")
+                    pipe.exists(k["owner"])
+                replies = await pipe.execute()
+            return [sid for i, sid in enumerate(session_ids) if replies[2 * i] == "1" and not replies[2 * i + 1]]
+
+        return await self._call(scan)
 
     async def save_meta(self, session_id: str, meta: Mapping[str, str]) -> None:
         if meta:

@@ -55,13 +55,24 @@ def test_compose_services_and_loopback_ports() -> None:
     """Compose runs the whole stack, Redis with AOF, and publishes every port on loopback only."""
     compose = load_yaml("docker-compose.yml")
     services = compose["services"]
-    assert {"longcall", "redis", "prometheus", "loki", "promtail", "grafana"} == set(services)
+    assert {"longcall", "longcall-1", "redis", "prometheus", "loki", "promtail", "grafana"} == set(services)
     assert "--appendonly" in services["redis"]["command"]
     assert "yes" == services["redis"]["command"][services["redis"]["command"].index("--appendonly") + 1]
     published = [port for svc in services.values() for port in svc.get("ports", [])]
     assert [] == [p for p in published if not str(p).startswith("127.0.0.1:")]
     assert "deploy/Dockerfile" == services["longcall"]["build"]["dockerfile"]
     assert "json" == services["longcall"]["environment"]["LOG_FORMAT"]
+
+
+def test_compose_runs_two_shard_processes_on_one_redis() -> None:
+    """Two bot services: disjoint SHARD_IDS covering SHARD_COUNT, the same REDIS_URL, the same image."""
+    from bot.settings import load_settings
+
+    services = load_yaml("docker-compose.yml")["services"]
+    bots = [services["longcall"], services["longcall-1"]]
+    settings = [load_settings({k: str(v) for k, v in bot["environment"].items()}) for bot in bots]
+    assert [(2, (0,)), (2, (1,))] == [(s.shard_count, s.shard_ids) for s in settings]
+    assert 1 == len({s.redis_url for s in settings}) and 1 == len({bot["image"] for bot in bots})
 
 
 def test_compose_mounts_exist() -> None:
@@ -74,9 +85,10 @@ def test_compose_mounts_exist() -> None:
 
 
 def test_prometheus_scrapes_the_dashboard() -> None:
-    """Prometheus scrapes longcall:8088/metrics."""
+    """Prometheus scrapes both bot processes' :8088/metrics."""
     (job,) = load_yaml("prometheus.yml")["scrape_configs"]
-    assert ("/metrics", ["longcall:8088"]) == (job["metrics_path"], job["static_configs"][0]["targets"])
+    assert ("/metrics", ["longcall:8088", "longcall-1:8088"]) == (job["metrics_path"],
+                                                                 job["static_configs"][0]["targets"])
 
 
 def test_promtail_labels_stay_low_cardinality() -> None:

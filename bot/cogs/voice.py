@@ -13,7 +13,7 @@ import structlog
 from discord import app_commands
 from discord.ext import commands
 
-from bot.guild_session import ChannelInfo, GuildSessionRegistry, session_id_for
+from bot.guild_session import ChannelInfo, GuildSessionRegistry, SessionOwnedElsewhere, session_id_for
 from pipeline.formatting import cap_text
 from pipeline.models import CompactionState, ContextSnapshot, StoreUnavailable, Turn, TurnKind
 from pipeline.ports import SessionStore
@@ -117,6 +117,10 @@ class VoiceCog(commands.Cog):
             return
         try:
             session = await self.registry.join(guild.id, channel.id)
+        except SessionOwnedElsewhere:  # another bot process serves this guild's session (logged there)
+            await interaction.followup.send("I'm already in a voice channel of this server (served by another "
+                                            "of my processes).", ephemeral=True)
+            return
         except Exception as err:
             log.warning("join_failed", guild_id=guild.id, channel_id=channel.id, error_class=type(err).__name__)
             await interaction.followup.send(f"I couldn't join {channel.mention}: {type(err).__name__}.", ephemeral=True)

@@ -1,0 +1,204 @@
+"""`longcall serve-test`: the real session wiring of `longcall run` with Discord replaced.
+
+What is real: settings, the Redis store (REDIS_URL), the guild-session registry, every
+`GuildSession` and its tasks, session ownership (owner leases, fencing, the orphan watcher),
+the compactor and summarizers (offline unless OPENAI_API_KEY is set), structured events.
+What is not: the Discord client. There is no gateway connection and no voice: a guild is
+"seen" because it is listed in `--guilds` (as a shard's guilds are), `/join` is `--join`,
+the voice link is a silent stand-in, and speech arrives as scripted text turns instead of
+audio + ASR: `FEED_DIR/<guild_id>.jsonl`, one `{"speaker": ..., "text": ...}` per line, line
+`i` appended as the turn with id `feed-<i>` by whichever process serves the guild then.
+
+It exists so a test can run several real processes against one Redis, kill one, and watch
+another take its sessions over (tests/test_ownership_takeover.py). Not for production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.app import session_resources
+from bot.guild_session import GuildSessionRegistry, Hearing, HearingFactory, SessionOwnedElsewhere, TurnSink
+from bot.logging_setup import configure_logging
+from bot.runtime import make_summarizers, open_store
+from bot.settings import Settings
+from bot.voice_receive import VoiceFrame
+from pipeline.events import EventEmitter
+from pipeline.models import TurnDraft, TurnKind
+from pipeline.ports import Clock, SessionStore
+
+log = structlog.get_logger("longcall.test_server")
+
+FEED_POLL_S = 0.05
+SHUTDOWN_TIMEOUT_S = 30.0
+
+
+def channel_for(guild_id: int) -> int:
+    """The stand-in voice channel of a guild."""
+    return guild_id * 10 + 1
+
+
+class SilentVoiceLink:
+    """A joined voice channel with one listener and no audio (speech comes from the feed)."""
+
+    def __init__(self, channel_id: int) -> None:
+        self._channel_id = channel_id
+        self._connected = True
+
+    @property
+    def channel_id(self) -> int:
+        return self._channel_id
+
+    @property
+    def channel_name(self) -> str:
+        return f"voice-{self._channel_id}"
+
+    def humans(self) -> list[tuple[int, str]]:
+        return [(1, "Listener")]
+
+    def display_name(self, user_id: int) -> str:
+        return f"user-{user_id}"
+
+    async def run_receive(self) -> None:
+        await asyncio.Event().wait()
+
+    async def next_frame(self) -> VoiceFrame:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def move_to(self, channel_id: int) -> None:
+        self._channel_id = channel_id
+
+    async def reconnect(self) -> None:
+        return None
+
+    def set_reconnect_handler(self, handler: Callable[[int], None]) -> None:
+        return None
+
+    def play(self, source: Any, *, after: Callable[[Exception | None], Any] | None = None) -> None:
+        if after is not None:
+            after(None)
+
+    def stop(self) -> None:
+        return None
+
+    def is_connected(self) -> bool:
+        return self._connected
+
+    async def disconnect(self) -> None:
+        self._connected = False
+
+
+class SilentConnector:
+    async def connect(self, guild_id: int, channel_id: int) -> SilentVoiceLink:
+        return SilentVoiceLink(channel_id)
+
+
+class FeedHearing:
+    """Scripted speech for one session: appends feed line `i` as turn id `feed-<i>`, starting
+    at the store's turn count (a successor carries on where the dead owner stopped; the turn
+    id makes a repeated append a no-op)."""
+
+    def __init__(self, sink: TurnSink, events: EventEmitter, clock: Clock, *, store: SessionStore,
+                 feed_dir: Path) -> None:
+        self._sink = sink
+        self._clock = clock
+        self._store = store
+        self._sid = events.base["session_id"]
+        self._path = feed_dir / f"{events.base['guild_id']}.jsonl"
+
+    def feed(self, speaker_id: str, speaker_name: str, pcm: bytes, *, sample_rate: int, channels: int) -> None:
+        return None
+
+    def speaking_state(self, speaker_id: str, speaking: bool) -> None:
+        return None
+
+    def end_speaker(self, speaker_id: str) -> None:
+        return None
+
+    async def flush(self) -> None:
+        return None
+
+    def _lines(self) -> list[str]:
+        try:
+            text = self._path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return text.split("\n")[:-1]  # only complete lines
+
+    async def run(self) -> None:
+        position = await self._store.turn_count(self._sid)
+        while True:
+            lines = self._lines()
+            while position < len(lines):
+                item = json.loads(lines[position])
+                now = self._clock.now()
+                speaker = str(item.get("speaker", "Speaker"))
+                draft = TurnDraft(kind=TurnKind.SPEECH, speaker_id=speaker.lower(), speaker_name=speaker,
+                                  text=str(item["text"]), started_at=now, ended_at=now, source="feed",
+                                  turn_id=f"feed-{position}")
+                try:
+                    await self._sink.append(draft)
+                except Exception as err:  # store down or lease lost: the session decides; retry later
+                    log.warning("feed_append_failed", session_id=self._sid, position=position,
+                                error_class=type(err).__name__)
+                    break
+                position += 1
+            await self._clock.sleep(FEED_POLL_S)
+
+
+def feed_hearing(store: SessionStore, feed_dir: Path) -> HearingFactory:
+    def factory(sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
+        return FeedHearing(sink, events, clock, store=store, feed_dir=feed_dir)
+
+    return factory
+
+
+async def run_test_server(settings: Settings, *, guilds: Sequence[int], join: Sequence[int], feed_dir: Path) -> None:
+    """Serve until SIGINT/SIGTERM, then stop every session as `longcall run` does."""
+    configure_logging(fmt=settings.log_format.value, level=settings.log_level,
+                      secrets=[settings.openai_api_key, settings.redis_url])
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with open_store(settings) as store:
+        summarizer, fallback = make_summarizers(settings)
+        resources = session_resources(settings, store, summarizer=summarizer, fallback=fallback,
+                                      hearing=feed_hearing(store, feed_dir), event_sinks=())
+        registry = GuildSessionRegistry(resources, connector=SilentConnector())
+        try:
+            async with asyncio.TaskGroup() as tg:
+                registry_task = tg.create_task(registry.run(), name="guild-sessions")
+                orphans = tg.create_task(registry.watch_orphans(lambda: guilds, settings.owner_scan_s),
+                                         name="session-orphans")
+                await registry.wait_ready()
+                await registry.resume(guilds)  # what on_ready does
+                for guild_id in join:  # what /join does
+                    with contextlib.suppress(SessionOwnedElsewhere):
+                        await registry.join(guild_id, channel_for(guild_id))
+                log.info("test_server_ready", owner=resources.owner_id, guilds=list(guilds),
+                         serving=[s.guild_id for s in registry.sessions()])
+                await stop.wait()
+                orphans.cancel()
+                registry.close()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
+                        await asyncio.shield(registry_task)
+                registry_task.cancel()
+        finally:
+            with contextlib.suppress(Exception):
+                await getattr(summarizer, "aclose", _nothing)()
+    log.info("longcall_stopped")
+
+
+async def _nothing() -> None:
+    return None

@@ -1,0 +1,229 @@
+"""Two real `longcall serve-test` processes on one real Redis: each serves the guilds it
+joined; one is SIGKILLed and the other takes its sessions over within the owner lease TTL,
+carrying the transcript on at the next seq with every turn folded exactly once. A process
+frozen past its lease stops writing when it wakes (the fence refuses it) and leaves.
+
+Discord is the part replaced (see bot/test_server.py): both processes see all four guilds, as
+two processes running the same shards would, and speech arrives as scripted text turns."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pipeline.events import COMPACTION_COMPLETED, SESSION_LEASE_LOST, SESSION_OWNED, SESSION_TAKEN_OVER
+from pipeline.redis_server import PrivateRedisServer
+from pipeline.store_redis import RedisSessionStore
+
+ROOT = Path(__file__).resolve().parent.parent
+TTL_S = 3.0
+WINDOW, BATCH = 10, 5
+FIRST, SECOND = 30, 50  # turns per guild before and after the kill
+
+
+def settled_cursor(total: int) -> int:
+    """Where the cursor rests with `total` turns: folds run while `eligible >= BATCH`."""
+    recent_start = total - 1 - WINDOW
+    return recent_start // BATCH * BATCH if recent_start >= BATCH else 0
+
+
+def line(guild: int, i: int) -> str:
+    return f"{'Alice' if i % 2 else 'Bob'} in guild {guild} calls out enemy {i} near the river gate."
+
+
+def write_feed(feed: Path, guilds: Iterable[int], upto: int) -> None:
+    for guild in guilds:
+        path = feed / f"{guild}.jsonl"
+        have = len(path.read_text().splitlines()) if path.exists() else 0
+        with path.open("a", encoding="utf-8") as f:
+            for i in range(have, upto):
+                f.write(json.dumps({"speaker": "Alice" if i % 2 else "Bob", "text": line(guild, i)}) + "\n")
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(raw))
+        except json.JSONDecodeError:  # a line the killed process was still writing, or not JSON
+            pass
+    return rows
+
+
+async def poll(what: str, check: Any, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+class Cluster:
+    """Processes started with `serve-test` against one Redis, each logging JSON to a file."""
+
+    def __init__(self, redis_url: str, tmp: Path, guilds: list[int]) -> None:
+        self.tmp = tmp
+        self.guilds = guilds
+        self.feed = tmp / "feed"
+        self.feed.mkdir()
+        self.procs: dict[str, asyncio.subprocess.Process] = {}
+        self.env = {
+            **os.environ, "PYTHONPATH": str(ROOT), "REDIS_URL": redis_url, "LOG_FORMAT": "json", "LOG_LEVEL": "INFO",
+            "OWNER_LEASE_TTL_S": str(TTL_S), "OWNER_SCAN_INTERVAL_S": "0.5",
+            "CONTEXT_WINDOW_TURNS": str(WINDOW), "COMPACTION_BATCH_TURNS": str(BATCH),
+        }
+        for name in ("REDIS_DATA_DIR", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SHARD_COUNT", "SHARD_IDS"):
+            self.env.pop(name, None)
+
+    async def start(self, name: str, join: list[int]) -> None:
+        with (self.tmp / f"{name}.log").open("w") as out:
+            self.procs[name] = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bot", "serve-test", "--guilds", ",".join(map(str, self.guilds)),
+                "--join", ",".join(map(str, join)), "--feed-dir", str(self.feed),
+                cwd=self.tmp, env=self.env, stdout=out, stderr=out,
+            )
+
+    def log(self, name: str) -> list[dict[str, Any]]:
+        return read_log(self.tmp / f"{name}.log")
+
+    def owner_id(self, name: str) -> str:
+        ready = [e for e in self.log(name) if e.get("event") == "test_server_ready"]
+        return str(ready[0]["owner"]) if ready else ""
+
+    async def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def wait_settled(store: RedisSessionStore, guilds: Iterable[int], total: int, timeout_s: float) -> None:
+    async def settled() -> bool:
+        for guild in guilds:
+            sid = f"guild-{guild}"
+            if await store.turn_count(sid) != total or (await store.load_state(sid)).cursor != settled_cursor(total):
+                return False
+        return True
+
+    await poll(f"{total} turns and cursor {settled_cursor(total)} in every session", settled, timeout_s)
+
+
+def folds_of(events: Iterable[dict[str, Any]], guild: int) -> list[tuple[int, int]]:
+    return [(e["old_cursor"], e["new_cursor"]) for e in events
+            if e.get("event") == COMPACTION_COMPLETED and e.get("guild_id") == str(guild)]
+
+
+async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
+    redis_server: PrivateRedisServer, tmp_path: Path
+) -> None:
+    """A serves guilds 1-2, B guilds 3-4; A is SIGKILLed; B owns 1-2 within TTL + 2 s, and
+    every guild's transcript holds seqs 0..49 once each, in feed order, folded exactly once."""
+    base = random.randrange(10**6, 10**9)
+    guilds = [base + i for i in range(4)]
+    a_guilds, b_guilds = guilds[:2], guilds[2:]
+    cluster = Cluster(redis_server.url, tmp_path, guilds)
+    store = RedisSessionStore.from_url(redis_server.url)
+    try:
+        write_feed(cluster.feed, guilds, FIRST)
+        await cluster.start("a", a_guilds)
+        await poll("A serving", lambda: _true(bool(cluster.owner_id("a"))), 60)
+        await cluster.start("b", b_guilds)
+        await poll("B serving", lambda: _true(bool(cluster.owner_id("b"))), 60)
+        await wait_settled(store, guilds, FIRST, timeout_s=30)
+        owner_a, owner_b = cluster.owner_id("a"), cluster.owner_id("b")
+        assert [owner_a] * 2 + [owner_b] * 2 == [await store.session_owner(f"guild-{g}") for g in guilds]
+
+        cluster.procs["a"].kill()
+        await cluster.procs["a"].wait()
+        killed_at = time.monotonic()
+        write_feed(cluster.feed, guilds, SECOND)  # the room keeps talking in every guild
+
+        async def b_owns_all() -> bool:
+            return all([await store.session_owner(f"guild-{g}") == owner_b for g in guilds])
+
+        await poll("B owning A's sessions", b_owns_all, TTL_S + 10)
+        takeover_s = time.monotonic() - killed_at
+        await wait_settled(store, guilds, SECOND, timeout_s=30)
+
+        turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
+        events = cluster.log("a") + cluster.log("b")
+    finally:
+        await cluster.stop_all()
+        await store.aclose()
+
+    for guild in guilds:  # every turn stored once, in order, at the next seq after the takeover
+        assert [line(guild, i) for i in range(SECOND)] == [t.text for t in turns[guild]]
+        assert list(range(SECOND)) == [t.seq for t in turns[guild]]
+        expected = [(k, k + BATCH) for k in range(0, settled_cursor(SECOND), BATCH)]
+        assert expected == sorted(folds_of(events, guild))  # each seq folded exactly once, by A or B
+    taken = {e["guild_id"]: e for e in cluster.log("b") if e.get("event") == SESSION_TAKEN_OVER}
+    assert {str(g) for g in a_guilds} == set(taken)
+    assert all(e["previous_owner"] == owner_a and e["owner"] == owner_b and e["fence"] == 2 for e in taken.values())
+    assert all(e["total_turns"] == FIRST and e["cursor"] == settled_cursor(FIRST) for e in taken.values())
+    owned = {e["guild_id"] for e in events if e.get("event") == SESSION_OWNED}
+    assert {str(g) for g in guilds} == owned
+    print(f"takeover after SIGKILL: {takeover_s:.2f} s (lease TTL {TTL_S} s)")
+    assert takeover_s < TTL_S + 2.0, takeover_s
+
+
+async def test_a_frozen_owner_loses_its_lease_and_writes_nothing_more(
+    redis_server: PrivateRedisServer, tmp_path: Path
+) -> None:
+    """A is frozen (SIGSTOP) past its lease; B takes its session over and the room carries on.
+    When A wakes, its renewal is refused: `session_lease_lost`, it leaves, and the transcript
+    holds no turn twice."""
+    guild = random.randrange(10**6, 10**9)
+    cluster = Cluster(redis_server.url, tmp_path, [guild])
+    store = RedisSessionStore.from_url(redis_server.url)
+    sid = f"guild-{guild}"
+    try:
+        write_feed(cluster.feed, [guild], FIRST)
+        await cluster.start("a", [guild])
+        await poll("A serving", lambda: _true(bool(cluster.owner_id("a"))), 60)
+        await cluster.start("b", [])
+        await poll("B ready", lambda: _true(bool(cluster.owner_id("b"))), 60)
+        await wait_settled(store, [guild], FIRST, timeout_s=30)
+
+        cluster.procs["a"].send_signal(signal.SIGSTOP)
+        write_feed(cluster.feed, [guild], SECOND)
+        owner_b = cluster.owner_id("b")
+
+        async def b_owns() -> bool:
+            return await store.session_owner(sid) == owner_b
+
+        await poll("B owning the frozen session", b_owns, TTL_S + 10)
+        await wait_settled(store, [guild], SECOND, timeout_s=30)
+        cluster.procs["a"].send_signal(signal.SIGCONT)
+        await poll("A losing its lease",
+                   lambda: _true(any(e.get("event") == SESSION_LEASE_LOST for e in cluster.log("a"))), 15)
+        await poll("A leaving", lambda: _true(any(e.get("event") == "guild_session_stopped"
+                                                  for e in cluster.log("a"))), 15)
+        turns = await store.get_turns(sid, 0, SECOND + 10)
+        owner_after = await store.session_owner(sid)
+        meta = await store.load_meta(sid)
+    finally:
+        await cluster.stop_all()
+        await store.aclose()
+
+    lost = [e for e in cluster.log("a") if e.get("event") == SESSION_LEASE_LOST]
+    assert lost[0]["reason"] in ("renew_refused", "write_refused") and 1 == lost[0]["fence"]
+    assert [line(guild, i) for i in range(SECOND)] == [t.text for t in turns]
+    assert owner_b == owner_after  # A left without taking anything back
+    assert ("1", owner_b) == (meta["active"], meta["owner"])  # A wrote no meta on its way out
+
+
+async def _true(value: bool) -> bool:
+    return value
