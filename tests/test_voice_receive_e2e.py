@@ -25,17 +25,9 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from bot.voice_receive import (
-    FRAME_BYTES,
-    FRAME_SAMPLES,
-    OPUS_SILENCE,
-    SAMPLE_RATE,
-    DropReason,
-    FrameSource,
-    ReceivingVoiceClient,
-    VoiceFrame,
-    VoiceReceiver,
-)
+from bot.voice.opus import FRAME_BYTES, FRAME_SAMPLES, OPUS_SILENCE, SAMPLE_RATE
+from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
+from bot.voice.rtp import DropReason, FrameSource, VoiceFrame
 from pipeline.audio import read_audio_file
 from pipeline.events import EventEmitter
 from pipeline.hearing import HearingPipeline
