@@ -40,6 +40,7 @@ from typing import Any
 import aiohttp
 import av
 import davey
+import discord
 import numpy as np
 from aiohttp import web
 from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
@@ -365,9 +366,10 @@ class FakeVoiceGateway:
             self.bot_audio.keepalives += 1
             return
         audio = self.bot_audio
+        if data[0] != 0x80 or data[1] & 0x7F != 120:
+            audio.undecryptable.append(f"not an Opus RTP packet: {data[:2].hex()}")
+            return
         try:
-            if data[0] != 0x80 or data[1] & 0x7F != 120:
-                raise ValueError(f"not an Opus RTP packet: {data[:2].hex()}")
             header = data[:12]
             sequence, _, ssrc = struct.unpack_from(">HII", data, 2)
             plain = crypto_aead_xchacha20poly1305_ietf_decrypt(
@@ -401,7 +403,9 @@ class FakeMainGateway:
         # Discord answers over the network, so the answer lands after discord.py has parked its
         # wait for it. Delivered at once, it would slip between discord.py creating that wait
         # and the wait starting, and be missed (no real gateway answers that fast).
-        self._pending.append(asyncio.get_running_loop().create_task(self._answer(guild_id, channel_id, self_mute, self_deaf)))
+        self._pending.append(
+            asyncio.get_running_loop().create_task(self._answer(guild_id, channel_id, self_mute, self_deaf))
+        )
 
     async def _answer(self, guild_id: int, channel_id: int | None, self_mute: bool, self_deaf: bool) -> None:
         await asyncio.sleep(0)  # a yield, not a delay: discord.py's waiter (queued before us) starts
@@ -461,6 +465,44 @@ class DatagramCounter:
 def _resolve(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+async def discord_client(
+    gateway: FakeVoiceGateway, session: aiohttp.ClientSession
+) -> tuple[discord.VoiceChannel, FakeMainGateway]:
+    """A discord.py client logged in as far as voice needs: its user, the gateway's guild with its
+    voice channel, and a main gateway that answers voice state updates. Join with
+    `await channel.connect(cls=ReceivingVoiceClient)`, as the bot does."""
+    client = discord.Client(intents=discord.Intents(guilds=True, voice_states=True))
+    await client._async_setup_hook()  # what `Client.start` does first: the loop, for its threads
+    state = client._connection
+    state.user = discord.ClientUser(
+        state=state, data={"id": str(gateway.bot_user_id), "username": "longcall", "discriminator": "0", "avatar": None}
+    )
+    guild = discord.Guild(data={"id": str(gateway.guild_id), "name": "the house"}, state=state)
+    state._add_guild(guild)
+    channel = discord.VoiceChannel(
+        state=state,
+        guild=guild,
+        data={
+            "id": str(gateway.channel_id),
+            "name": "General",
+            "type": 2,
+            "guild_id": str(gateway.guild_id),
+            "position": 0,
+            "permission_overwrites": [],
+            "bitrate": 64_000,
+            "user_limit": 0,
+            "parent_id": None,
+            "nsfw": False,
+            "rtc_region": None,
+        },
+    )
+    guild._add_channel(channel)
+    main = FakeMainGateway(state, gateway)
+    client.ws = main  # type: ignore[assignment]  # what guild.change_voice_state sends op 4 through
+    client.http.ws_connect = plain_ws_connect(session)  # type: ignore[method-assign]
+    return channel, main
 
 
 def plain_ws_connect(session: aiohttp.ClientSession) -> Callable[..., Any]:

@@ -18,7 +18,6 @@ from typing import Any
 
 import aiohttp
 import davey
-import discord
 import numpy as np
 import pytest
 
@@ -36,10 +35,10 @@ from tests.fake_voice_gateway import (
     OP_SELECT_PROTOCOL,
     OP_SPEAKING,
     TRANSPORT_MODE,
-    FakeMainGateway,
     DatagramCounter,
+    FakeMainGateway,
     FakeVoiceGateway,
-    plain_ws_connect,
+    discord_client,
 )
 from tests.fake_voice_server import encode_discord_opus
 
@@ -52,43 +51,6 @@ MEMBERS = (501, 502)
 TONES = {501: 330.0, 502: 550.0}  # Hz, one per member, to tell their audio apart
 REPLY_HZ = 440.0
 TTS_RATE = 24_000
-
-
-async def _client(
-    gateway: FakeVoiceGateway, session: aiohttp.ClientSession
-) -> tuple[discord.VoiceChannel, FakeMainGateway]:
-    """A discord.py client that is logged in as far as voice needs: its user, one guild with one
-    voice channel, and a main gateway that answers voice state updates."""
-    client = discord.Client(intents=discord.Intents.none())
-    await client._async_setup_hook()  # what `Client.start` does first: the loop, for its threads
-    state = client._connection
-    state.user = discord.ClientUser(
-        state=state, data={"id": str(BOT_ID), "username": "longcall", "discriminator": "0", "avatar": None}
-    )
-    guild = discord.Guild(data={"id": str(GUILD_ID), "name": "the house"}, state=state)
-    state._add_guild(guild)
-    channel = discord.VoiceChannel(
-        state=state,
-        guild=guild,
-        data={
-            "id": str(CHANNEL_ID),
-            "name": "General",
-            "type": 2,
-            "guild_id": str(GUILD_ID),
-            "position": 0,
-            "permission_overwrites": [],
-            "bitrate": 64_000,
-            "user_limit": 0,
-            "parent_id": None,
-            "nsfw": False,
-            "rtc_region": None,
-        },
-    )
-    guild._add_channel(channel)
-    main = FakeMainGateway(state, gateway)
-    client.ws = main  # type: ignore[assignment]  # what guild.change_voice_state sends op 4 through
-    client.http.ws_connect = plain_ws_connect(session)  # type: ignore[method-assign]
-    return channel, main
 
 
 def _tone(hz: float, seconds: float, *, rate: int, channels: int) -> np.ndarray[Any, Any]:
@@ -127,7 +89,7 @@ async def test_join_through_discord_py_hear_two_members_and_answer_through_its_p
     gateway = FakeVoiceGateway(guild_id=GUILD_ID, channel_id=CHANNEL_ID, bot_user_id=BOT_ID)
     await gateway.start(speaker_ids=list(MEMBERS))
     async with aiohttp.ClientSession() as session:
-        channel, main = await _client(gateway, session)
+        channel, main = await discord_client(gateway, session)
         vc = await channel.connect(cls=ReceivingVoiceClient, timeout=15, self_deaf=True)
         try:
             await _check_handshake(vc, gateway, main)
