@@ -33,6 +33,7 @@ import json
 import socket
 import struct
 import threading
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,9 +145,9 @@ class FakeVoiceGateway:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self, *, speaker_ids: list[int]) -> None:
+    async def start(self, *, speaker_ids: list[int], first_sequence: int = 0) -> None:
         """Listen on loopback; the members already in the call form their MLS group."""
-        self._form_group(speaker_ids)
+        self._form_group(speaker_ids, first_sequence=first_sequence)
         app = web.Application()
         app.router.add_get("/", self._voice_ws)
         self._runner = web.AppRunner(app)
@@ -187,13 +188,13 @@ class FakeVoiceGateway:
 
     # -- MLS group -----------------------------------------------------------------------------
 
-    def _form_group(self, user_ids: list[int]) -> None:
+    def _form_group(self, user_ids: list[int], *, first_sequence: int) -> None:
         """The first member commits adding the others (as the bot does in `add_speakers`)."""
         ext = self.media.external_sender
         members = []
         for user_id in user_ids:
             self.media._next_ssrc += 11
-            speaker = FakeSpeaker(self.media, user_id, self.media._next_ssrc)
+            speaker = FakeSpeaker(self.media, user_id, self.media._next_ssrc, first_sequence=first_sequence)
             speaker.session.set_external_sender(ext.blob)
             members.append(speaker)
         creator, joining = members[0], members[1:]
@@ -433,6 +434,22 @@ class FakeMainGateway:
             self._state.parse_voice_server_update(
                 {"token": voice.token, "guild_id": str(guild_id), "endpoint": voice.endpoint}
             )
+
+
+class SsrcMapped:
+    """Subscribed to a voice client's `ssrc_map`: an event per user, set once op 5 was applied."""
+
+    def __init__(self) -> None:
+        self.events: defaultdict[int, asyncio.Event] = defaultdict(asyncio.Event)
+
+    def on_ssrc_mapped(self, ssrc: int, user_id: int) -> None:
+        self.events[user_id].set()
+
+    def on_user_left(self, user_id: int) -> None:
+        pass
+
+    async def wait(self, user_id: int, timeout: float = 10.0) -> None:  # noqa: ASYNC109
+        await asyncio.wait_for(self.events[user_id].wait(), timeout=timeout)
 
 
 class DatagramCounter:

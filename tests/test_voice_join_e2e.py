@@ -38,6 +38,7 @@ from tests.fake_voice_gateway import (
     DatagramCounter,
     FakeMainGateway,
     FakeVoiceGateway,
+    SsrcMapped,
     discord_client,
 )
 from tests.fake_voice_server import encode_discord_opus
@@ -63,19 +64,6 @@ def _dominant_hz(pcm: np.ndarray[Any, Any], *, rate: int = SAMPLE_RATE) -> float
     left = pcm.reshape(-1, 2)[:, 0].astype(np.float64)
     spectrum = np.abs(np.fft.rfft(left * np.hanning(len(left))))
     return float(np.fft.rfftfreq(len(left), 1 / rate)[int(np.argmax(spectrum))])
-
-
-class MappingSeen:
-    """Subscribed to the voice client's SSRC map: an event per user once op 5 has been applied."""
-
-    def __init__(self) -> None:
-        self.events: defaultdict[int, asyncio.Event] = defaultdict(asyncio.Event)
-
-    def on_ssrc_mapped(self, ssrc: int, user_id: int) -> None:
-        self.events[user_id].set()
-
-    def on_user_left(self, user_id: int) -> None:
-        pass
 
 
 async def _reply_chunks(pcm: np.ndarray[Any, Any]) -> AsyncIterator[bytes]:
@@ -126,7 +114,7 @@ async def _check_handshake(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway, 
 
 async def _hear_members(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway, loop: asyncio.AbstractEventLoop) -> None:
     """Both members talk; the first announced by op 5, the second only identifiable by its key."""
-    seen = MappingSeen()
+    seen = SsrcMapped()
     vc.ssrc_map.subscribe(seen)
     receiver = VoiceReceiver(loop=loop, queue_size=1000)
     receiver.attach(vc)
@@ -134,7 +122,7 @@ async def _hear_members(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway, loo
     vc._connection.add_socket_listener(arrivals)  # after the receiver's: it has seen what this has
     await gateway.until(lambda: gateway.bot_audio.keepalives >= 1)  # the receiver's UDP keep-alive
     await gateway.speaking(MEMBERS[0])
-    await asyncio.wait_for(seen.events[MEMBERS[0]].wait(), timeout=10)
+    await seen.wait(MEMBERS[0])
     sent: dict[int, int] = {}
     for user_id in MEMBERS:
         frames = encode_discord_opus(_tone(TONES[user_id], 0.5, rate=SAMPLE_RATE, channels=2))
