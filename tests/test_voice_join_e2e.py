@@ -35,13 +35,11 @@ from tests.fake_voice_gateway import (
     OP_SELECT_PROTOCOL,
     OP_SPEAKING,
     TRANSPORT_MODE,
-    DatagramCounter,
     FakeMainGateway,
     FakeVoiceGateway,
-    SsrcMapped,
-    discord_client,
 )
 from tests.fake_voice_server import encode_discord_opus
+from tests.voice_join_rig import DatagramCounter, SsrcMapped, discord_client
 
 pytestmark = [pytest.mark.e2e_voice]
 

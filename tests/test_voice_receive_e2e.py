@@ -34,8 +34,9 @@ from pipeline.hearing import HearingPipeline
 from pipeline.testing import FakeClock
 from pipeline.testing_audio import ListSink
 from pipeline.transcription import WhisperConfig, WhisperTranscriber
-from tests.fake_voice_gateway import DatagramCounter, FakeVoiceGateway, SsrcMapped, discord_client
+from tests.fake_voice_gateway import FakeVoiceGateway
 from tests.fake_voice_server import FakeSpeaker, encode_discord_opus, one_byte_extension
+from tests.voice_join_rig import DatagramCounter, SsrcMapped, discord_client
 
 pytestmark = [pytest.mark.e2e_voice, pytest.mark.slow]
 
