@@ -1,6 +1,6 @@
 """Receive-path CPU: what one voice packet costs, and what N speakers cost of one core.
 
-Drives `bot.voice_receive.PacketProcessor` with packets from the fake voice server (a real MLS
+Drives `bot.voice.packets.PacketProcessor` with packets from the fake voice server (a real MLS
 group, DAVE-encrypted speech, rtpsize transport encryption), at 50 packets/s per speaker.
 
     .venv/bin/python -m bench.bench_receive
@@ -19,14 +19,8 @@ import davey
 import numpy as np
 from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
 
-from bot.voice_receive import (
-    FRAME_SAMPLES,
-    LibopusDecoder,
-    OpusDecoder,
-    PacketProcessor,
-    PyAVOpusDecoder,
-    make_opus_decoder,
-)
+from bot.voice.opus import FRAME_SAMPLES, LibopusDecoder, OpusDecoder, PyAVOpusDecoder, make_opus_decoder
+from bot.voice.packets import PacketProcessor
 from pipeline.audio import read_audio_file
 from tests.fake_voice_server import FakeVoiceServer, encode_discord_opus, one_byte_extension
 

@@ -1,6 +1,8 @@
 """Offline end to end: four people talk at once through a fake Discord voice server.
 
-Real pieces throughout: an MLS group made by davey with the server as external sender,
+Real pieces throughout: the bot joins through discord.py's own `VoiceChannel.connect()` against
+the fake voice gateway (tests/fake_voice_gateway.py), which negotiates the transport key and
+welcomes the bot into the members' MLS group (davey, the server as external sender);
 DAVE-encrypted Opus from PyAV's libopus, rtpsize transport encryption, UDP datagrams on
 loopback read by discord.py's own socket-reader thread, `ReceivingVoiceClient`'s gateway hook,
 `VoiceReceiver` → asyncio queue, then the real hearing pipeline (segmenter, Whisper, guards).
@@ -14,41 +16,34 @@ import asyncio
 import json
 import random
 import re
-import socket
-import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
+import aiohttp
 import numpy as np
 import pytest
 
-from bot.voice_receive import (
-    FRAME_BYTES,
-    FRAME_SAMPLES,
-    OPUS_SILENCE,
-    SAMPLE_RATE,
-    DropReason,
-    FrameSource,
-    ReceivingVoiceClient,
-    VoiceFrame,
-    VoiceReceiver,
-)
+from bot.voice.opus import FRAME_BYTES, FRAME_SAMPLES, OPUS_SILENCE, SAMPLE_RATE
+from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
+from bot.voice.rtp import DropReason, FrameSource, VoiceFrame
 from pipeline.audio import read_audio_file
 from pipeline.events import EventEmitter
 from pipeline.hearing import HearingPipeline
 from pipeline.testing import FakeClock
 from pipeline.testing_audio import ListSink
 from pipeline.transcription import WhisperConfig, WhisperTranscriber
-from tests.fake_voice_server import FakeSpeaker, FakeVoiceServer, encode_discord_opus, one_byte_extension
+from tests.fake_voice_gateway import FakeVoiceGateway
+from tests.fake_voice_server import FakeSpeaker, encode_discord_opus, one_byte_extension
+from tests.voice_join_rig import DatagramCounter, SsrcMapped, discord_client
 
 pytestmark = [pytest.mark.e2e_voice, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples" / "audio_night"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "voice_receive"
+GUILD_ID = 1_234_567_890_123_456_700
 BOT_ID = 900_000_000_000_000_001
 CHANNEL_ID = 1_234_567_890_123_456_789
 LOSS = 0.10
@@ -131,37 +126,6 @@ def _impaired_stream(talker: Talker, rng: random.Random, counts: dict[str, int])
     return [datagram for _, datagram in arrival]
 
 
-class ArrivalCounter:
-    """A second socket listener: once it has seen N datagrams, the receiver has handled N."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._lock = threading.Lock()
-        self.count = 0
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
-
-    def __call__(self, data: bytes) -> None:
-        with self._lock:
-            self.count += 1
-            ready = [fut for target, fut in self._waiters if self.count >= target]
-            self._waiters = [(t, f) for t, f in self._waiters if f not in ready]
-        for fut in ready:
-            self._loop.call_soon_threadsafe(_resolve, fut)
-
-    async def reached(self, target: int) -> None:
-        fut: asyncio.Future[None] = self._loop.create_future()
-        with self._lock:
-            if self.count >= target:
-                return
-            self._waiters.append((target, fut))
-        await asyncio.wait_for(fut, timeout=20)
-
-
-def _resolve(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
 def _words(text: str) -> list[str]:
     return re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split()
 
@@ -209,74 +173,59 @@ async def test_four_simultaneous_speakers_arrive_separately_and_are_transcribed(
     loop = asyncio.get_running_loop()
     rng = random.Random(20240611)
     talkers = _talkers()
-    server = FakeVoiceServer(bot_user_id=BOT_ID, channel_id=CHANNEL_ID)
-    joined = server.add_speakers([t.user_id for t in talkers], first_sequence=65_400)  # wraps mid-talk
+    gateway = FakeVoiceGateway(guild_id=GUILD_ID, channel_id=CHANNEL_ID, bot_user_id=BOT_ID)
+    # The members' MLS group exists before the bot joins; their sequences wrap mid-talk.
+    await gateway.start(speaker_ids=[t.user_id for t in talkers], first_sequence=65_400)
     for talker in talkers:
-        talker.speaker = joined[talker.user_id]
+        talker.speaker = gateway.speakers[talker.user_id]
 
-    # The bot's voice client, its UDP socket connected to the "server".
-    server_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    server_sock.bind(("127.0.0.1", 0))
-    server_sock.settimeout(5)
-    bot_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    bot_sock.bind(("127.0.0.1", 0))
-    bot_sock.connect(server_sock.getsockname())
-    bot_sock.setblocking(False)
-    server_sock.connect(bot_sock.getsockname())
-    client = mock.MagicMock()
-    client._connection.loop = loop
-    vc = ReceivingVoiceClient(client, mock.MagicMock())
-    conn = vc._connection
-    conn.socket = bot_sock
-    conn._socket_reader.resume(force=True)  # what discord.py's _create_socket does
-    conn.secret_key = list(server.secret_key)
-    conn.mode = "aead_xchacha20_poly1305_rtpsize"
-    conn.dave_protocol_version = 1
-    conn.dave_session = server.bot
-    hook = conn.hook
-    assert hook is not None
-
-    async def speaking(talker: Talker) -> None:  # voice gateway op 5
-        assert talker.speaker is not None
-        data = {"user_id": str(talker.user_id), "ssrc": talker.speaker.ssrc, "speaking": 1}
-        await hook(mock.MagicMock(), {"op": 5, "d": data})
-
-    await speaking(talkers[0])
-    await speaking(talkers[1])
-    counts: dict[str, int] = defaultdict(int)
-    streams = [_impaired_stream(t, rng, counts) for t in talkers]
-    # Everyone talks at once, starting a few frames apart; interleave by arrival slot.
-    offsets = [0, 6, 11, 17]
-    schedule: list[tuple[int, int, bytes]] = []
-    for n, (stream, offset) in enumerate(zip(streams, offsets, strict=True)):
-        schedule.extend((offset + i, n, datagram) for i, datagram in enumerate(stream))
-    schedule.sort(key=lambda item: (item[0], item[1]))
-    late_mapping_at = len(schedule) // 3
-
+    offsets = [0, 6, 11, 17]  # everyone talks at once, starting a few frames apart
     receiver = VoiceReceiver(loop=loop, queue_size=10_000)
-    counter = ArrivalCounter(loop)
     frames: list[VoiceFrame] = []
-    try:
-        receiver.attach(vc)
-        conn.add_socket_listener(counter)
-        assert 8 == len(server_sock.recv(64))  # the UDP keep-alive reached the server
-        for start in range(0, len(schedule), BATCH):
-            if start <= late_mapping_at < start + BATCH:
-                await speaking(talkers[2])  # op 5 long after this speaker's audio began
-            batch = schedule[start : start + BATCH]
-            for _, _, datagram in batch:
-                server_sock.send(datagram)
-            await counter.reached(start + len(batch))
+    async with aiohttp.ClientSession() as session:
+        # The bot joins the way it does in production: discord.py's connect flow negotiates the
+        # transport key and the DAVE session with the voice gateway.
+        channel, _ = await discord_client(gateway, session)
+        vc = await channel.connect(cls=ReceivingVoiceClient, timeout=15)
+        try:
+            await gateway.until(lambda: 1 in gateway.transitions_executed)  # welcomed into the group
+            counts: dict[str, int] = defaultdict(int)
+            streams = [_impaired_stream(t, rng, counts) for t in talkers]
+            # Encrypted under the group's keys as they are with the bot in it; interleaved by arrival slot.
+            schedule: list[tuple[int, int, bytes]] = []
+            for n, (stream, offset) in enumerate(zip(streams, offsets, strict=True)):
+                schedule.extend((offset + i, n, datagram) for i, datagram in enumerate(stream))
+            schedule.sort(key=lambda item: (item[0], item[1]))
+            late_mapping_at = len(schedule) // 3
+            mapped = SsrcMapped()
+            vc.ssrc_map.subscribe(mapped)
+
+            async def speaking(talker: Talker) -> None:  # voice gateway op 5
+                await gateway.speaking(talker.user_id)
+                await mapped.wait(talker.user_id)
+
+            await speaking(talkers[0])
+            await speaking(talkers[1])
+            counter = DatagramCounter(loop)
+            receiver.attach(vc)
+            vc._connection.add_socket_listener(counter)
+            await gateway.until(lambda: gateway.bot_audio.keepalives >= 1)  # the UDP keep-alive arrived
+            for start in range(0, len(schedule), BATCH):
+                if start <= late_mapping_at < start + BATCH:
+                    await speaking(talkers[2])  # op 5 long after this speaker's audio began
+                batch = schedule[start : start + BATCH]
+                for _, _, datagram in batch:
+                    gateway.send_to_bot(datagram)
+                await counter.reached(start + len(batch))
+                while not receiver.queue.empty():
+                    frames.append(receiver.queue.get_nowait())
+            receiver.detach()  # flushes what the windows still hold
             while not receiver.queue.empty():
                 frames.append(receiver.queue.get_nowait())
-        receiver.detach()  # flushes what the windows still hold
-        while not receiver.queue.empty():
-            frames.append(receiver.queue.get_nowait())
-    finally:
-        receiver.detach()
-        conn._socket_reader.stop()
-        bot_sock.close()
-        server_sock.close()
+        finally:
+            receiver.detach()
+            await vc.disconnect(force=True)
+            await gateway.close()
 
     stats = receiver.stats()
     by_user: dict[int, list[VoiceFrame]] = defaultdict(list)
