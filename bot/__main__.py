@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.logging_setup import configure_logging
-from bot.runtime import make_summarizers, open_store
+from bot.runtime import make_embedder, make_summarizers, open_store
 from bot.settings import Settings, SettingsError, load_settings
 from pipeline.model_context import ModelContextConfig
 from pipeline.replay import AudioDriver, Replayer, ReplayOptions
@@ -49,6 +49,7 @@ def _model_context(settings: Settings) -> ModelContextConfig:
         model=settings.brain_model,
         context_limit=settings.brain_context_limit,
         realtime_budget_chars=settings.realtime_instructions_max_chars,
+        recall=settings.recall(),
     )
 
 
@@ -76,6 +77,7 @@ async def replay(
                 bot_name=settings.bot_name,
                 model_context=_model_context(settings),
                 stop_at_turn=stop_at_turn,
+                embedder=make_embedder(settings),
             ),
             out_dir=out,
             progress=None if quiet else Progress(f"replay {path.name}"),

@@ -28,7 +28,7 @@ from pipeline.events import (
 )
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
-from pipeline.ports import SessionStore, Summarizer, TurnSink
+from pipeline.ports import Embedder, SessionStore, Summarizer, TurnSink
 from pipeline.report import render_html
 from pipeline.session import ConversationSession
 from pipeline.session_file import MembershipLine, NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
@@ -82,6 +82,7 @@ class ReplayOptions:
     session_id: str = ""
     guild_id: str = "replay"
     stop_at_turn: int | None = None  # `longcall inspect`: stop once turn N is the newest
+    embedder: Embedder | None = None  # recall's dense side (None: lexical recall only)
 
 
 def _probe_turn(probe: ProbeLine, seq: int) -> Turn:
@@ -107,7 +108,7 @@ class _CountingSink:
         session = self._replayer._session
         assert session is not None
         turn = await session.append(draft)
-        await session.settle()
+        await session.settle(recall=False)  # vectors catch up in batches; probes wait for them
         self._replayer._tick(session, draft.started_at)
         return turn
 
@@ -162,7 +163,7 @@ class Replayer:
             session = await ConversationSession.open(
                 session_id=self._session_id, store=self._store, summarizer=self._summarizer,
                 fallback=self._fallback, policy=self._options.policy, clock=self._clock, events=emitter,
-                bot_name=self._bot_name,
+                bot_name=self._bot_name, embedder=self._options.embedder,
             )
             self._session = session
             self._context = ModelContext(session, self._options.model_context)
@@ -186,6 +187,7 @@ class Replayer:
             self._clock.set(line.t)
             await self._on_line(line)
             if stop is not None and session.total_turns > stop:
+                await session.settle()
                 self.inspection = self._inspect(session)
                 break
         return {}
@@ -232,6 +234,7 @@ class Replayer:
         assert session is not None and self._context is not None
         if isinstance(line, TurnLine):
             if line.is_bot:
+                await session.settle()  # recall's vectors too: the sample must not depend on timing
                 self._sample_context(session)  # what the model saw when it said this
             kind = TurnKind.BOT if line.is_bot else TurnKind.SPEECH
             await self._append(
@@ -260,7 +263,7 @@ class Replayer:
                 ended_at=t + _estimate_duration(text), source="replay",
             )
         )
-        await session.settle()
+        await session.settle(recall=False)  # vectors catch up in batches; probes wait for them
 
     def _tick(self, session: ConversationSession, t: float) -> None:
         self._done += 1

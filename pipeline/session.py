@@ -33,7 +33,8 @@ from pipeline.models import (
     TurnDraft,
 )
 from pipeline.notes import NoteBuffer
-from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.ports import Clock, Embedder, SessionStore, Summarizer
+from pipeline.recall_indexer import SessionRecall
 
 log = structlog.get_logger("longcall.session")
 
@@ -98,6 +99,7 @@ class ConversationSession:
         total: int,
         window: Sequence[Turn],
         live_notes: Sequence[Note],
+        embedder: Embedder | None = None,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -123,6 +125,8 @@ class ConversationSession:
             turn_source=self._window.between,
         )
         self.compactor.on_commit(self._on_commit)
+        # Every turn and note, for the context builders' "From earlier in this session".
+        self.recall = SessionRecall(session_id=session_id, store=store, embedder=embedder)
 
     @classmethod
     async def open(
@@ -136,8 +140,10 @@ class ConversationSession:
         clock: Clock,
         events: EventEmitter,
         bot_name: str,
+        embedder: Embedder | None = None,
     ) -> ConversationSession:
-        """Load (or resume) a session from the store: summary, cursor, window, notes."""
+        """Load (or resume) a session from the store: summary, cursor, window, notes, and the
+        recall index over the whole transcript."""
         state = await store.load_state(session_id)
         total = await store.turn_count(session_id)
         window = await store.get_turns(session_id, state.cursor, total)
@@ -151,7 +157,7 @@ class ConversationSession:
                 summary_chars=len(state.summary),
                 live_notes=len(live),
             )
-        return cls(
+        session = cls(
             session_id=session_id,
             store=store,
             summarizer=summarizer,
@@ -164,7 +170,11 @@ class ConversationSession:
             total=total,
             window=window,
             live_notes=live,
+            embedder=embedder,
         )
+        older = await store.get_turns(session_id, 0, state.cursor) if state.cursor > 0 else []
+        await session.recall.restore([*older, *window])
+        return session
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -191,6 +201,7 @@ class ConversationSession:
             log.warning("transcript_seq_gap", session_id=self.session_id, expected=self._total, got=turn.seq)
         self._total = turn.seq + 1
         self._window.append(turn)
+        await self.recall.add_turn(turn)
         self.trigger()
         return turn
 
@@ -225,6 +236,7 @@ class ConversationSession:
     async def add_note(self, note: Note) -> None:
         """Add a screen-watch note; evicted notes queue for the next fold."""
         evicted = self._notes.add(note)
+        await self.recall.add_note(note)
         try:
             await self._persist_notes(evicted)
         except StoreUnavailable:
@@ -259,19 +271,28 @@ class ConversationSession:
             live_notes=self._notes.notes,
         )
 
+    def participant_memory_text(self) -> str:
+        """The participant cards as the builders' memory text ("" while there are none)."""
+        return ""
+
     def _on_commit(self, state: CompactionState) -> None:
         self._window.drop_before(state.cursor)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """The session's compactor task; run it inside the owner's TaskGroup."""
-        await self.compactor.run()
+        """The session's compactor and recall-embedding tasks; run it in the owner's TaskGroup."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.compactor.run(), name=f"compactor:{self.session_id}")
+            tg.create_task(self.recall.run(), name=f"recall-embedder:{self.session_id}")
 
-    async def settle(self) -> None:
-        """Wait until no fold is in flight (replay, tests and clean shutdown)."""
+    async def settle(self, *, recall: bool = True) -> None:
+        """Wait until no fold is in flight and (unless `recall=False`) every turn has its
+        recall vector (replay, tests and clean shutdown)."""
         await asyncio.sleep(0)
         await self.compactor.wait_idle()
+        if recall:
+            await self.recall.wait_idle()
 
     async def close(self) -> None:
         """Stop new folds, let the in-flight one finish, write anything still queued."""
