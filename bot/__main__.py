@@ -78,6 +78,7 @@ async def replay(
                 model_context=_model_context(settings),
                 stop_at_turn=stop_at_turn,
                 embedder=make_embedder(settings),
+                memory=settings.participant_memory(),
             ),
             out_dir=out,
             progress=None if quiet else Progress(f"replay {path.name}"),
@@ -138,6 +139,17 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
           f" | pruned: {len(inspection['pruned_seqs'])}")
     print(f"== brain model {tok['model']}: {tok['display']} tokens of {tok['budget']} history budget "
           f"(context {tok['context_limit']}, {'exact' if tok['exact'] else 'estimated'})")
+    recall = inspection["recall"]
+    hits = ", ".join(
+        f"{h['seq'] if h['seq'] is not None else h['note_id']}{'~' if h['neighbour'] else ''}" for h in recall["hits"]
+    )
+    print(f"== recall: {'on' if recall['enabled'] else 'off'}, {recall['chars']} chars injected, "
+          f"{recall['latency_ms']} ms; index {recall['index_size']} lines, {recall['vectors']} vectors "
+          f"(dense {'on' if recall['dense'] else 'off'}); hits (~ = neighbour): {hits or 'none'}")
+    print(recall["section"] or "(nothing recalled: no old line matches, or nothing is older than the window)")
+    cards = inspection["participant_cards"]
+    print(f"== participant cards: {len(cards)}")
+    print(inspection["participant_memory"] or "(none yet: cards fill from folded turns)")
     for message in inspection["messages"]:
         print(f"--- {message['role']}\n{message['content']}")
     rt = inspection["realtime"]

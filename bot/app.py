@@ -274,6 +274,7 @@ async def _serve(
         hearing_factory=hearing,
         event_sinks=(metrics, recent),
         embedder=make_embedder(settings),
+        memory=settings.participant_memory(),
     )
     registry = GuildSessionRegistry(resources, connector=None)
     bot = LongcallBot(settings=settings, registry=registry, store=store)

@@ -75,6 +75,7 @@ from pipeline.formatting import render_turn_line
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, StoreUnavailable, Turn, TurnDraft, TurnKind
 from pipeline.openai_adapter import BrainError, BrainErrorCode
+from pipeline.participants import ParticipantMemoryConfig
 from pipeline.ports import Clock, Embedder, SessionStore, Summarizer
 from pipeline.realtime_instructions import RealtimeInstructions
 from pipeline.reply_context import ReplyContext
@@ -1168,6 +1169,7 @@ class SessionResources:
     bot_user_id: int = 0
     event_sinks: tuple[EventSink, ...] = ()  # dashboard, metrics: attached to every session's events
     embedder: Embedder | None = None  # recall's dense side, shared by every session
+    memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
 
 
 def _monotonic_clock() -> Clock:
@@ -1284,6 +1286,7 @@ class GuildSessionRegistry:
             events=events,
             bot_name=res.config.bot_name,
             embedder=res.embedder,
+            memory=res.memory,
         )
         session = GuildSession(
             guild_id=guild_id,

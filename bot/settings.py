@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.models import CompactionPolicy
+from pipeline.participants import ParticipantMemoryConfig
 from pipeline.recall import RecallConfig
 from pipeline.vad import VadKind
 
@@ -127,6 +128,9 @@ class Settings:
             lexical_weight=self.recall_lexical_weight,
             dense_weight=self.recall_dense_weight if self.recall_embedder is not RecallEmbedder.OFF else 0.0,
         )
+
+    def participant_memory(self) -> ParticipantMemoryConfig:
+        return ParticipantMemoryConfig(max_chars=self.participant_memory_max_chars)
 
     def redacted(self) -> dict[str, Any]:
         """Settings safe to log or show on the dashboard: secrets become set/unset."""

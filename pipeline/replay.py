@@ -28,6 +28,7 @@ from pipeline.events import (
 )
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
+from pipeline.participants import ParticipantMemoryConfig
 from pipeline.ports import Embedder, SessionStore, Summarizer, TurnSink
 from pipeline.report import render_html
 from pipeline.session import ConversationSession
@@ -83,6 +84,7 @@ class ReplayOptions:
     guild_id: str = "replay"
     stop_at_turn: int | None = None  # `longcall inspect`: stop once turn N is the newest
     embedder: Embedder | None = None  # recall's dense side (None: lexical recall only)
+    memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
 
 
 def _probe_turn(probe: ProbeLine, seq: int) -> Turn:
@@ -163,7 +165,7 @@ class Replayer:
             session = await ConversationSession.open(
                 session_id=self._session_id, store=self._store, summarizer=self._summarizer,
                 fallback=self._fallback, policy=self._options.policy, clock=self._clock, events=emitter,
-                bot_name=self._bot_name, embedder=self._options.embedder,
+                bot_name=self._bot_name, embedder=self._options.embedder, memory=self._options.memory,
             )
             self._session = session
             self._context = ModelContext(session, self._options.model_context)
@@ -198,9 +200,31 @@ class Replayer:
         snap = session.snapshot()
         current = snap.turns[-1]
         reply = self._context.reply(current)
+        recalled = self._context.last_recall
         realtime = self._context.realtime(current)
         counter = self._context.counter
         return {
+            "recall": {
+                "enabled": self._context.config.recall.enabled,
+                "chars": reply.recall_chars,
+                "seqs": list(recalled.seqs) if recalled is not None else [],
+                "hits": [
+                    {"seq": h.seq, "note_id": h.note_id, "score": h.score, "speaker": h.speaker,
+                     "neighbour": h.neighbour, "lexical_rank": h.lexical_rank, "dense_rank": h.dense_rank}
+                    for h in (recalled.hits if recalled is not None else ())
+                ],
+                "section": recalled.render() if recalled is not None else "",
+                "latency_ms": round(recalled.latency_ms, 3) if recalled is not None else 0.0,
+                "index_size": len(session.recall.index),
+                "vectors": session.recall.index.vector_count,
+                "dense": session.recall.dense_available,
+            },
+            "participant_cards": [
+                {"speaker_id": c.speaker_id, "name": c.name, "who": c.who, "commitments": list(c.commitments),
+                 "preferences": list(c.preferences), "turns": c.turns, "last_seq": c.last_seq}
+                for c in session.participant_cards
+            ],
+            "participant_memory": session.participant_memory_text(),
             "at_turn": current.seq,
             "t": current.started_at,
             "messages": reply.messages,

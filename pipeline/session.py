@@ -27,12 +27,14 @@ from pipeline.models import (
     ContextSnapshot,
     FoldPlan,
     Note,
+    ParticipantCard,
     Skip,
     StoreUnavailable,
     Turn,
     TurnDraft,
 )
 from pipeline.notes import NoteBuffer
+from pipeline.participants import ParticipantMemoryConfig, render_cards, update_cards
 from pipeline.ports import Clock, Embedder, SessionStore, Summarizer
 from pipeline.recall_indexer import SessionRecall
 
@@ -100,6 +102,8 @@ class ConversationSession:
         window: Sequence[Turn],
         live_notes: Sequence[Note],
         embedder: Embedder | None = None,
+        cards: Sequence[ParticipantCard] = (),
+        memory: ParticipantMemoryConfig | None = None,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -127,6 +131,13 @@ class ConversationSession:
         self.compactor.on_commit(self._on_commit)
         # Every turn and note, for the context builders' "From earlier in this session".
         self.recall = SessionRecall(session_id=session_id, store=store, embedder=embedder)
+        # Participant memory: cards refreshed from each committed fold's turns.
+        self.memory_config = memory or ParticipantMemoryConfig()
+        self._cards: dict[str, ParticipantCard] = {c.speaker_id: c for c in cards}
+        self._cards_through = state.cursor  # folds before this are in the cards already
+        self._cards_dirty = asyncio.Event()
+        self._cards_saved = asyncio.Event()
+        self._cards_saved.set()
 
     @classmethod
     async def open(
@@ -141,6 +152,7 @@ class ConversationSession:
         events: EventEmitter,
         bot_name: str,
         embedder: Embedder | None = None,
+        memory: ParticipantMemoryConfig | None = None,
     ) -> ConversationSession:
         """Load (or resume) a session from the store: summary, cursor, window, notes, and the
         recall index over the whole transcript."""
@@ -148,6 +160,7 @@ class ConversationSession:
         total = await store.turn_count(session_id)
         window = await store.get_turns(session_id, state.cursor, total)
         live = await store.load_live_notes(session_id)
+        cards = await store.load_participant_cards(session_id)
         if total:
             log.info(
                 "session_resumed",
@@ -171,6 +184,8 @@ class ConversationSession:
             window=window,
             live_notes=live,
             embedder=embedder,
+            cards=cards,
+            memory=memory,
         )
         older = await store.get_turns(session_id, 0, state.cursor) if state.cursor > 0 else []
         await session.recall.restore([*older, *window])
@@ -271,12 +286,37 @@ class ConversationSession:
             live_notes=self._notes.notes,
         )
 
-    def participant_memory_text(self) -> str:
+    @property
+    def participant_cards(self) -> tuple[ParticipantCard, ...]:
+        return tuple(sorted(self._cards.values(), key=lambda c: (-c.turns, c.name)))
+
+    def participant_memory_text(self, max_chars: int | None = None) -> str:
         """The participant cards as the builders' memory text ("" while there are none)."""
-        return ""
+        limit = self.memory_config.max_chars if max_chars is None else max_chars
+        return render_cards(self.participant_cards, limit) if limit > 0 else ""
 
     def _on_commit(self, state: CompactionState) -> None:
+        # The folded turns are still in the window: refresh the cards from them first.
+        folded = self._window.between(self._cards_through, state.cursor) if state.cursor > self._cards_through else []
+        if folded:
+            self._cards = update_cards(self._cards, folded, bot_name=self.bot_name, config=self.memory_config)
+            self._cards_saved.clear()
+            self._cards_dirty.set()
+        self._cards_through = max(self._cards_through, state.cursor)
         self._window.drop_before(state.cursor)
+
+    async def _save_cards(self) -> None:
+        """The cards' writer: one store write per batch of changes; retried on the next one."""
+        while True:
+            await self._cards_dirty.wait()
+            self._cards_dirty.clear()
+            try:
+                await self.store.save_participant_cards(self.session_id, list(self._cards.values()))
+            except StoreUnavailable:
+                # The next fold writes every card again; settle() must not wait on an outage.
+                log.warning("participant_cards_not_persisted", session_id=self.session_id)
+            if not self._cards_dirty.is_set():
+                self._cards_saved.set()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -285,6 +325,7 @@ class ConversationSession:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.compactor.run(), name=f"compactor:{self.session_id}")
             tg.create_task(self.recall.run(), name=f"recall-embedder:{self.session_id}")
+            tg.create_task(self._save_cards(), name=f"participant-cards:{self.session_id}")
 
     async def settle(self, *, recall: bool = True) -> None:
         """Wait until no fold is in flight and (unless `recall=False`) every turn has its
@@ -293,6 +334,7 @@ class ConversationSession:
         await self.compactor.wait_idle()
         if recall:
             await self.recall.wait_idle()
+            await self._cards_saved.wait()
 
     async def close(self) -> None:
         """Stop new folds, let the in-flight one finish, write anything still queued."""
