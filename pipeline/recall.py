@@ -71,6 +71,7 @@ class RecallConfig:
     context_weight: float = 0.35  # query-term weight for words from the recent context turns
     context_turns: int = 2  # recent turns (before the current one) that join the query
     speaker_boost: float = 0.5  # fused score x (1 + boost) for lines by a speaker the query names
+    max_df_ratio: float = 0.1  # query terms in more lines than this share are skipped (but the rarest)
     line_cap_chars: int = 300  # one recalled turn's text, at most
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
@@ -406,27 +407,51 @@ class RecallIndex:
             return []
         avgdl = max(1.0, self._total_len / n)
         k1, b = config.bm25_k1, config.bm25_b
-        scores: dict[int, float] = {}
         docs = self._docs
-        # Context words only re-rank: a line must match the current turn itself, unless the
-        # current turn has no content words at all ("what did he mean?").
-        anchored: set[int] | None = set() if query.main else None
-        for term, weight in query.weights.items():
-            posting = self._postings.get(term)
-            if not posting:
-                continue
-            df = len(posting)
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * weight
-            for index, tf in posting.items():
+        # Terms found in more than `max_df_ratio` of all lines say little and cost the most
+        # (their postings are the longest); the rarest term of the turn is always kept.
+        max_df = max(50, int(n * config.max_df_ratio))
+        postings = [(t, w, self._postings[t]) for t, w in query.weights.items() if t in self._postings]
+        main = sorted((p for p in postings if p[0] in query.main), key=lambda p: len(p[2]))
+        context = [p for p in postings if p[0] not in query.main and len(p[2]) <= max_df]
+        main = [p for i, p in enumerate(main) if i == 0 or len(p[2]) <= max_df]
+        if not query.main:  # no content word in the turn itself ("what did he mean?"): context leads
+            main, context = context, []
+        scores: dict[int, float] = {}
+        eligible: dict[int, bool] = {}
+
+        def ok(index: int) -> bool:
+            known = eligible.get(index)
+            if known is None:
                 doc = docs[index]
-                if not self._eligible(doc, before_seq, live_note_ids):
-                    continue
-                denom = tf + k1 * (1.0 - b + b * doc.length / avgdl)
-                scores[index] = scores.get(index, 0.0) + idf * tf * (k1 + 1.0) / denom
-                if anchored is not None and term in query.main:
-                    anchored.add(index)
-        items = scores.items() if anchored is None else ((i, v) for i, v in scores.items() if i in anchored)
-        ranked = sorted(items, key=lambda item: (-item[1], item[0]))
+                if doc.seq is not None:
+                    known = doc.seq < before_seq and doc.turn is not None and doc.turn.kind in _INDEXED_KINDS
+                else:
+                    known = doc.note is not None and doc.note.note_id not in live_note_ids
+                eligible[index] = known
+            return known
+
+        def idf(df: int, weight: float) -> float:
+            return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * weight
+
+        for _, weight, posting in main:
+            term_idf = idf(len(posting), weight)
+            for index, tf in posting.items():
+                if index >= 0 and ok(index):
+                    denom = tf + k1 * (1.0 - b + b * docs[index].length / avgdl)
+                    scores[index] = scores.get(index, 0.0) + term_idf * tf * (k1 + 1.0) / denom
+        # Context words only re-rank lines the turn itself matched.
+        for _, weight, posting in context:
+            term_idf = idf(len(posting), weight)
+            pairs = (
+                ((i, tf) for i, tf in posting.items() if i in scores)
+                if len(posting) <= len(scores)
+                else ((i, posting[i]) for i in list(scores) if i in posting)
+            )
+            for index, tf in pairs:
+                denom = tf + k1 * (1.0 - b + b * docs[index].length / avgdl)
+                scores[index] += term_idf * tf * (k1 + 1.0) / denom
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
         return ranked[: config.candidates]
 
     def _dense(
