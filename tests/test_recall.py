@@ -378,3 +378,49 @@ async def test_every_turn_gets_its_vector_even_when_the_queue_is_full(
             assert session.recall.queued <= 2 + 2  # queued + the batch being embedded
         await session.settle()
     assert 40 == session.recall.index.vector_count
+
+
+async def test_openai_embeddings_endpoint_feeds_the_dense_side(
+    session_id: str, emitter: EventEmitter
+) -> None:
+    """With the embeddings endpoint configured, every turn's vector comes from it in batches;
+    an auth failure switches the dense side off instead of failing the session."""
+    from pipeline.openai_adapter import OpenAIEmbedder
+    from tests.openai_stub import OpenAIStub, Reply
+
+    async with OpenAIStub() as stub:
+        embedder = OpenAIEmbedder(api_key="test-key", model="text-embedding-3-small", base_url=stub.base_url)
+        store = InMemorySessionStore()
+        clock = FakeClock()
+        session = await ConversationSession.open(
+            session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
+            policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky", embedder=embedder,
+        )
+        context = ModelContext(session)
+        async with running(session):
+            await fill(session, clock, conversation(70, {3: ("Bob", "zebra stripes everywhere")}))
+            ask = turn(70, "Alice", "zebra stripes?")
+            await session.append(draft(70, "Alice", "zebra stripes?"))
+            await session.settle()
+            await context.prepare(ask)
+            result = context.recall_for(ask, session.snapshot(), budget_chars=600)
+        assert 71 == session.recall.index.vector_count
+        bodies = stub.bodies("/embeddings")
+        assert all(b["model"] == "text-embedding-3-small" for b in bodies)
+        assert 71 == sum(len(b["input"]) for b in bodies)
+        assert any("Bob: zebra stripes everywhere" in b["input"] for b in bodies)
+        assert result is not None and result.dense_used and 3 in result.seqs
+        assert result.hits[0].dense_rank is not None
+
+        stub.embeddings.append(Reply(status=401))
+        broken = await ConversationSession.open(
+            session_id=f"{session_id}-b", store=store, summarizer=ScriptedSummarizer(), fallback=None,
+            policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky", embedder=embedder,
+        )
+        with capture_logs() as logs:
+            async with running(broken):
+                await fill(broken, clock, conversation(3, {}))
+        assert not broken.recall.dense_available
+        unavailable = [e for e in logs if e["event"] == "recall_dense_unavailable"]
+        assert 1 == len(unavailable) and "test-key" not in str(unavailable)
+        await embedder.aclose()
