@@ -103,6 +103,10 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
         f"  summary          max {report['summary_chars_max']} chars ({report['summarizer']})",
         f"  context tokens   p50 {tokens['p50']}, max {tokens['max']}" + ("" if tokens["exact"] else " (~)"),
     ]
+    recall = report.get("recall", {})
+    if recall.get("enabled"):
+        lines.append(f"  recall           {recall['builds']} reply builds, chars p50 {recall['chars_p50']}, "
+                     f"max {recall['chars_max']}, latency p95 {recall['latency_ms_p95']} ms")
     if probes["total"]:
         lines.append(f"  probes           {probes['hit']}/{probes['total']} hit (retention {probes['retention']:.0%})")
     if "wer" in report:

@@ -23,6 +23,7 @@ from pipeline.events import (
     COMPACTION_COMPLETED,
     COMPACTION_FAILED,
     COMPACTION_SKIPPED,
+    CONTEXT_RECALL,
     CONTEXT_WINDOW_PRUNED,
     EventEmitter,
 )
@@ -57,6 +58,8 @@ class _Recorder:
     pruned: set[int] = field(default_factory=set)
     folded: list[tuple[int, int]] = field(default_factory=list)
     latencies_ms: list[int] = field(default_factory=list)
+    recall_chars: list[int] = field(default_factory=list)  # reply builds only
+    recall_latency_ms: list[float] = field(default_factory=list)
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self.out is not None:
@@ -73,6 +76,9 @@ class _Recorder:
             self.skipped[str(event["reason"])] += 1
         elif name == CONTEXT_WINDOW_PRUNED:
             self.pruned.update(int(s) for s in event["pruned_seqs"])
+        elif name == CONTEXT_RECALL and event.get("builder") == "reply":
+            self.recall_chars.append(int(event["chars"]))
+            self.recall_latency_ms.append(float(event["latency_ms"]))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -321,6 +327,10 @@ class Replayer:
             found_in = "summary"
         elif probe.check("\n".join(n.text for n in snap.live_notes)):
             found_in = "screen notes"
+        elif context.recall_chars and self._context.last_recall is not None and probe.check(
+            self._context.last_recall.render()
+        ):
+            found_in = "recall"
         hit = probe.check(text)
         self._probe_rows.append(
             {
@@ -333,6 +343,7 @@ class Replayer:
                 "found_in": found_in if hit else "none",
                 "cursor": session.snapshot().cursor,
                 "context_tokens": context.tokens.tokens,
+                "recall_chars": context.recall_chars,
             }
         )
 
@@ -367,6 +378,14 @@ class Replayer:
                 "latency_ms_p50": int(statistics.median(rec.latencies_ms)) if rec.latencies_ms else 0,
             },
             "summary_chars_max": rec.summary_chars_max,
+            "recall": {
+                "enabled": self._options.model_context.recall.enabled,
+                "builds": len(rec.recall_chars),
+                "chars_p50": int(statistics.median(rec.recall_chars)) if rec.recall_chars else 0,
+                "chars_max": max(rec.recall_chars, default=0),
+                "latency_ms_p95": round(sorted(rec.recall_latency_ms)[int(0.95 * (len(rec.recall_latency_ms) - 1))], 3)
+                if rec.recall_latency_ms else 0.0,
+            },
             "summary_final": snap.summary,
             "context_tokens": {
                 "p50": int(statistics.median(tokens)) if tokens else 0,

@@ -424,3 +424,25 @@ async def test_openai_embeddings_endpoint_feeds_the_dense_side(
         unavailable = [e for e in logs if e["event"] == "recall_dense_unavailable"]
         assert 1 == len(unavailable) and "test-key" not in str(unavailable)
         await embedder.aclose()
+
+
+def test_realtime_recall_comes_after_recent_turns_and_before_the_summary_tail() -> None:
+    """Under a tight total budget the freshest turns and the recall section stay whole while
+    the summary is the section that gets shortened."""
+    from pipeline.models import ContextSnapshot
+
+    window = tuple(turn(100 + i, "Alice", f"fresh line {i} about the match") for i in range(4))
+    summary = " ".join(f"Sentence {i} of the running summary says something about the evening." for i in range(30))
+    snapshot = ContextSnapshot(summary=summary, cursor=100, covered_through_turn=99, turns=window, total_turns=104)
+    lines = [RecallLine(order=float(i), rank=i, text=f"[00:0{i}] Bob: recalled line {i}") for i in range(3)]
+    result = build_realtime_instructions(
+        snapshot, turn(104, "Maya", "what did Bob say?"), bot_name="Clanky", persona="You are {bot_name}.",
+        budget_chars=900, recall_lines=lines, recall_budget_chars=400,
+    )
+    assert "session_summary" in result.shortened
+    assert "recall" not in result.shortened and "recall" not in result.dropped
+    assert all(line.text in result.text for line in lines)
+    assert 4 == len(result.shown_seqs)
+    order = [result.text.index(h) for h in ("## Earlier in this session", HEADERS[Section.RECALL],
+                                            "## Recent conversation", "## Latest turn")]
+    assert order == sorted(order)

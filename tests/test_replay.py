@@ -64,6 +64,7 @@ def test_cli_replay_and_inspect(redis_server: PrivateRedisServer, tmp_path: Path
     assert 0 == main(["replay", str(SAMPLE), "--out", str(tmp_path / "r")])
     out = capsys.readouterr()
     assert "turns            432  (lost: 0)" in out.out
+    assert "  recall           " in out.out and " reply builds, chars p50 " in out.out
     assert "replay gaming_night.jsonl" in out.err
     assert 0 == main(["inspect", str(SAMPLE), "--at-turn", "300", "--json", "--out", str(tmp_path / "i")])
     data = json.loads(capsys.readouterr().out)
