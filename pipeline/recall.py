@@ -72,6 +72,7 @@ class RecallConfig:
     context_turns: int = 2  # recent turns (before the current one) that join the query
     speaker_boost: float = 0.5  # fused score x (1 + boost) for lines by a speaker the query names
     max_df_ratio: float = 0.1  # query terms in more lines than this share are skipped (but the rarest)
+    dedupe_jaccard: float = 0.8  # a hit this similar (word sets) to a better one is skipped; 1.0: off
     line_cap_chars: int = 300  # one recalled turn's text, at most
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
@@ -525,9 +526,31 @@ class RecallIndex:
                 entry.score *= 1.0 + config.speaker_boost
             elif query.self_speaker and speaker == query.self_speaker:
                 entry.score *= 1.0 + config.speaker_boost / 2
-        ranked = sorted(fused.values(), key=lambda e: (-e.score, e.doc))[: config.max_hits]
+        ranked = self._distinct(sorted(fused.values(), key=lambda e: (-e.score, e.doc)), config)
         return self._spend(ranked, config, before_seq=before_seq, budget_chars=budget_chars, query=query,
                            dense_used=dense_used)
+
+    def _words(self, doc: _Doc) -> frozenset[str]:
+        if doc.note is not None:
+            return frozenset(terms(doc.note.text))
+        return frozenset(terms(doc.turn.text)) if doc.turn is not None else frozenset()
+
+    def _distinct(self, ranked: list[_Scored], config: RecallConfig) -> list[_Scored]:
+        """The best `max_hits`, skipping near-repeats of a better hit (game chatter repeats
+        itself: "who has eyes on their Storm?"), so the budget buys different facts."""
+        chosen: list[_Scored] = []
+        seen: list[frozenset[str]] = []
+        for entry in ranked:
+            if len(chosen) >= config.max_hits:
+                break
+            words = self._words(self._docs[entry.doc])
+            if config.dedupe_jaccard < 1.0 and words and any(
+                len(words & other) / len(words | other) >= config.dedupe_jaccard for other in seen if other
+            ):
+                continue
+            chosen.append(entry)
+            seen.append(words)
+        return chosen
 
     def _line(self, doc: _Doc, config: RecallConfig) -> str:
         if doc.note is not None:

@@ -446,3 +446,14 @@ def test_realtime_recall_comes_after_recent_turns_and_before_the_summary_tail() 
     order = [result.text.index(h) for h in ("## Earlier in this session", HEADERS[Section.RECALL],
                                             "## Recent conversation", "## Latest turn")]
     assert order == sorted(order)
+
+
+def test_near_repeats_do_not_take_the_place_of_different_facts() -> None:
+    """Chatter that repeats itself yields one hit; the freed slots go to other matching lines."""
+    facts = {i: ("Maya", "who has eyes on their Storm?") for i in (5, 15, 25, 35)}
+    facts[45] = ("Bob", "their Storm player is on my stream chat")
+    index = index_of(conversation(80, facts))
+    hits = search(index, question(80, "what about their Storm?"), before=70,
+                  config=RecallConfig(neighbours=0, max_hits=2))
+    assert 45 in hits and len(hits) == 2
+    assert len({5, 15, 25, 35} & set(hits)) == 1
