@@ -457,3 +457,17 @@ def test_near_repeats_do_not_take_the_place_of_different_facts() -> None:
                   config=RecallConfig(neighbours=0, max_hits=2))
     assert 45 in hits and len(hits) == 2
     assert len({5, 15, 25, 35} & set(hits)) == 1
+
+
+def test_addressing_the_bot_does_not_steer_the_search() -> None:
+    """'Clanky, ...' names the bot: its lines are not favoured and mentions of it do not match."""
+    facts = {10: ("Clanky", "the boss has a weak spot on its back"),
+             20: ("Alice", "Clanky please remind me about the boss"),
+             30: ("Bob", "the boss weak spot is the glowing tail")}
+    index = index_of(conversation(60, facts))
+    config = RecallConfig(neighbours=0, max_hits=3)
+    query = build_query(question(60, "Clanky, where is the boss weak spot?"), (),
+                        known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+    assert "clanky" not in query.weights and not query.speakers
+    hits = [h.seq for h in index.search(query, config, before_seq=50, budget_chars=800).hits]
+    assert hits[0] in (10, 30) and hits.index(20) > hits.index(30)
