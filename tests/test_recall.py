@@ -342,6 +342,7 @@ async def test_restart_mid_session_recalls_turns_from_before_it(
         await first.add_note(Note(note_id="n-key", at=20.0, by="James", text="inventory shows the golden key"))
         for i in range(12):  # push it out of the live note buffer
             await first.add_note(Note(note_id=f"n{i}", at=30.0 + i, by="James", text=f"lobby screen {i}"))
+        await first.settle()  # close() does not wait for vectors; this test wants them all stored
     second = await open_()
     assert 0 == second.recall.queued  # every vector came back from Redis
     assert len(second.recall.index) == 83
@@ -471,3 +472,31 @@ def test_addressing_the_bot_does_not_steer_the_search() -> None:
     assert "clanky" not in query.weights and not query.speakers
     hits = [h.seq for h in index.search(query, config, before_seq=50, budget_chars=800).hits]
     assert hits[0] in (10, 30) and hits.index(20) > hits.index(30)
+
+
+async def test_turns_without_a_stored_vector_are_embedded_after_a_restart(
+    redis_store: RedisSessionStore, session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder
+) -> None:
+    """A session that ran without the dense model (or stopped before its queue drained) gets
+    its missing vectors computed when it is opened again, and stored for the next time."""
+    clock = FakeClock()
+
+    async def open_(with_embedder: bool) -> ConversationSession:
+        return await ConversationSession.open(
+            session_id=session_id, store=redis_store, summarizer=ScriptedSummarizer(), fallback=None,
+            policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",
+            embedder=embedder if with_embedder else None,
+        )
+
+    first = await open_(False)
+    async with running(first):
+        await fill(first, clock, conversation(30, {}))
+    assert 0 == first.recall.index.vector_count
+    second = await open_(True)
+    assert 30 == second.recall.queued
+    async with running(second):
+        await second.settle()
+    assert 30 == second.recall.index.vector_count
+    assert 30 == len(await redis_store.load_recall_vectors(session_id, embedder.model))
+    third = await open_(True)
+    assert (0, 30) == (third.recall.queued, third.recall.index.vector_count)
