@@ -44,7 +44,7 @@ from bot.notes_setup import make_note_writer, notes_config
 from bot.ownership import make_owner_id
 from bot.playback import opus_available
 from bot.realtime import RealtimeConfig, RealtimeVoice
-from bot.runtime import dashboard_config, hearing_config, make_summarizers, open_store, whisper_config
+from bot.runtime import dashboard_config, hearing_config, make_embedder, make_summarizers, open_store, whisper_config
 from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.event_log import StoreEventLog
 from pipeline.events import EventEmitter, EventSink
@@ -92,6 +92,7 @@ def model_context_config(settings: Settings) -> ModelContextConfig:
         model=settings.brain_model,
         context_limit=settings.brain_context_limit,
         realtime_budget_chars=settings.realtime_instructions_max_chars,
+        recall=settings.recall(),
     )
 
 
@@ -274,6 +275,8 @@ def session_resources(
         ownership=store,
         owner_id=make_owner_id(),
         lease_ttl_s=settings.owner_lease_ttl_s,
+        embedder=make_embedder(settings),
+        memory=settings.participant_memory(),
     )
 
 

@@ -58,6 +58,7 @@ from pipeline.event_log import EVENT_LOG_MAX
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
 from pipeline.models import CompactionPolicy, ContextSnapshot, StoreUnavailable
+from pipeline.participants import render_card
 from pipeline.planning import recent_start
 from pipeline.ports import SessionStore
 from pipeline.reply_context import build_reply_messages
@@ -240,23 +241,12 @@ class Dashboard:
         return snapshot, None
 
     async def _participant_cards(self, session_id: str) -> list[tuple[str, str]] | None:
-        """Cards if this build's store keeps them (another part of the project adds them)."""
-        reader = getattr(self._store, "load_participant_cards", None)
-        if reader is None:
-            return None
+        """The session's participant cards as (name, card line), most active speaker first."""
         try:
-            cards = await reader(session_id)
-        except (StoreUnavailable, TypeError):
+            cards = await self._store.load_participant_cards(session_id)
+        except StoreUnavailable:
             return None
-        items = cards.items() if isinstance(cards, Mapping) else cards or []
-        out: list[tuple[str, str]] = []
-        for item in items:
-            if isinstance(item, tuple) and len(item) == 2:
-                out.append((str(item[0]), str(item[1])))
-            else:
-                name = getattr(item, "speaker_name", None) or getattr(item, "name", "?")
-                out.append((str(name), str(getattr(item, "text", item))))
-        return out
+        return [(card.name, render_card(card)) for card in cards]
 
     async def model_view(self, session_id: str, above: int) -> ModelView:
         snapshot, _ = await self._snapshot(session_id)

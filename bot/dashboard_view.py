@@ -337,7 +337,7 @@ class ModelView:
     current: Turn | None
     above: list[Turn]  # stored turns before the horizon, oldest first
     older_available: int  # turns before `above` not shown
-    participant_cards: list[tuple[str, str]] | None  # None: this build stores no cards
+    participant_cards: list[tuple[str, str]] | None  # None: the store could not be read
 
 
 def visible_seqs(view: ModelView) -> list[int]:
@@ -391,7 +391,7 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
         + "</ol></section>"
     )
     if view.participant_cards is None:
-        cards = '<p class="muted">Participant cards are not stored by this build.</p>'
+        cards = '<p class="muted">Participant cards could not be read (Redis unavailable).</p>'
     elif not view.participant_cards:
         cards = '<p class="muted">No participant cards yet.</p>'
     else:

@@ -85,7 +85,8 @@ from pipeline.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE, render_tur
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, LeaseLost, StoreUnavailable, Turn, TurnDraft, TurnKind
 from pipeline.openai_adapter import BrainError, BrainErrorCode
-from pipeline.ports import Clock, SessionOwnership, SessionStore, Summarizer
+from pipeline.participants import ParticipantMemoryConfig
+from pipeline.ports import Clock, Embedder, SessionOwnership, SessionStore, Summarizer
 from pipeline.realtime_instructions import RealtimeInstructions
 from pipeline.reply_context import ReplyContext
 from pipeline.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
@@ -976,6 +977,7 @@ class GuildSession:
         if self.realtime is not None:
             await self._reply_realtime(job, self.realtime, stages)
             return
+        await self.model_context.prepare(job.turn)  # recall's query vector, off the event loop
         context = self.model_context.reply(job.turn)
         stages.decided = self._perf()
         answer = _Answer()
@@ -1131,6 +1133,7 @@ class GuildSession:
         """The realtime model answers `job`: the session's context as its instructions, the turn
         as data, its audio straight into playback (the stream itself, so Playback's closing
         cancels it); the BOT turn holds what the listeners heard of its transcript."""
+        await self.model_context.prepare(job.turn)  # recall's query vector, off the event loop
         instructions = self.model_context.realtime(job.turn)  # the compaction trigger, then the budget
         stages.decided = self._perf()
         line = render_turn_line(job.turn, self.session.policy.turn_text_cap_chars)
@@ -1331,6 +1334,8 @@ class SessionResources:
     ownership: SessionOwnership | None = None
     owner_id: str = ""
     lease_ttl_s: float = 15.0
+    embedder: Embedder | None = None  # recall's dense side, shared by every session
+    memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
 
 
 def _monotonic_clock() -> Clock:
@@ -1505,6 +1510,8 @@ class GuildSessionRegistry:
             events=events,
             bot_name=res.config.bot_name,
             owner_token=lease.token if lease is not None else "",
+            embedder=res.embedder,
+            memory=res.memory,
         )
         session = GuildSession(
             guild_id=guild_id,

@@ -26,6 +26,7 @@ from pipeline.events import (
     COMPACTION_FAILED,
     COMPACTION_SKIPPED,
     COMPACTION_STARTED,
+    CONTEXT_RECALL,
     CONTEXT_WINDOW_PRUNED,
     REALTIME_INSTRUCTIONS_BUILT,
 )
@@ -39,6 +40,8 @@ REPLY_LATENCY_BUCKETS_MS: Final = (250, 500, 750, 1000, 1250, 1500, 2000, 2500, 
 ASR_RTF_BUCKETS_MILLI: Final = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 2000)  # RTF x 1000
 ASR_LAG_BUCKETS_MS: Final = (250, 500, 1000, 2000, 3000, 5000, 10000, 30000)
 BOT_REPLY_COMPLETED: Final = "bot_reply_completed"  # emitted by bot/guild_session.py
+RECALL_LATENCY_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 1000)
+RECALL_CHARS_BUCKETS: Final = (0, 200, 400, 800, 1200, 1600, 2400)
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 _COUNTERS: Final = {
@@ -62,6 +65,13 @@ _HISTOGRAMS: Final = {
         "ASR time divided by audio duration, per utterance.", ASR_RTF_BUCKETS_MILLI, 1000),
     "longcall_asr_lag_seconds": (
         "End of an utterance to its transcription finishing (ASR queue + work).", ASR_LAG_BUCKETS_MS, 1000),
+    "longcall_recall_latency_seconds": (
+        "Recall search time per context build (query embedding included), by builder.",
+        RECALL_LATENCY_BUCKETS_MS,
+        1000,
+    ),
+    "longcall_recall_chars": ("Chars of recalled lines injected per context build, by builder.",
+                              RECALL_CHARS_BUCKETS, 1),
 }
 _PROCESS_GAUGES: Final = {
     "longcall_redis_up": "1 when the session store answered PING at the last scrape, else 0.",
@@ -156,6 +166,7 @@ class CompactionMetrics:
             BOT_REPLY_COMPLETED: self._reply,
             ASR_TRANSCRIBED: self._asr,
             ASR_FAILED: self._asr_failed,
+            CONTEXT_RECALL: self._recall,
         }
 
     def __call__(self, event: Mapping[str, Any]) -> None:
@@ -255,6 +266,15 @@ class CompactionMetrics:
         """Set by the /metrics handler from a PING just before rendering."""
         self._process["longcall_redis_up"] = 1.0 if up else 0.0
         self._process["longcall_redis_ping_seconds"] = round(ping_s, 6) if up else 0.0
+    def _recall(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        builder = str(event["builder"])
+        latency = event["latency_ms"]
+        if isinstance(latency, bool) or not isinstance(latency, int | float):
+            raise TypeError("latency_ms is not a number")
+        chars = _count(event, "chars")
+        labels = (*base, ("builder", builder))
+        self._observe("longcall_recall_latency_seconds", labels, float(latency))
+        self._observe("longcall_recall_chars", labels, chars)
 
     # -- storage --------------------------------------------------------------------------------
 
@@ -262,7 +282,7 @@ class CompactionMetrics:
         table = self._counters[name]
         table[labels] = table.get(labels, 0) + by
 
-    def _observe(self, name: str, labels: LabelSet, value: int) -> None:
+    def _observe(self, name: str, labels: LabelSet, value: float) -> None:
         table = self._histograms[name]
         if labels not in table:
             table[labels] = _Histogram(_HISTOGRAMS[name][1])

@@ -11,6 +11,7 @@ from pipeline.models import (
     FoldCommit,
     Note,
     OwnerGrant,
+    ParticipantCard,
     SummaryRequest,
     SummaryResult,
     Turn,
@@ -142,6 +143,32 @@ class SessionStore(Protocol):
         ...
 
 
+    # -- recall and participant memory (wave 2) --
+
+    async def add_recall_notes(self, session_id: str, notes: Sequence[Note]) -> None:
+        """Keep every screen note for recall (idempotent by note id; folds never remove these)."""
+        ...
+
+    async def load_recall_notes(self, session_id: str) -> list[Note]:
+        """Every note kept for recall, ordered by time."""
+        ...
+
+    async def save_recall_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        """Store recall vectors (key -> raw float16 bytes) computed by `model`. Vectors of
+        another model are discarded first: one session holds one model's vectors."""
+        ...
+
+    async def load_recall_vectors(self, session_id: str, model: str) -> dict[str, bytes]:
+        """The stored vectors if they were computed by `model`, else {}."""
+        ...
+
+    async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
+        """Replace the session's participant cards."""
+        ...
+
+    async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]: ...
+
+
 class SessionOwnership(Protocol):
     """Which process serves a session: an owner lease with a TTL, renewed by its holder, and a
     fencing token incremented on every acquire. `append_turn(owner=...)` and
@@ -166,6 +193,21 @@ class SessionOwnership(Protocol):
     async def orphaned_sessions(self, session_ids: Sequence[str]) -> list[str]:
         """Those of `session_ids` whose meta says active and whose owner lease has run out."""
         ...
+
+
+class Embedder(Protocol):
+    """Sentence vectors for recall. `embed` never blocks the loop; `embed_now` is the
+    synchronous path for one short query (None when it cannot answer without waiting,
+    e.g. a network-backed embedder, or the model is not loaded)."""
+
+    @property
+    def model(self) -> str: ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text; raises `EmbeddingUnavailable` when the model cannot run."""
+        ...
+
+    def embed_now(self, text: str) -> list[float] | None: ...
 
 
 class TurnSink(Protocol):

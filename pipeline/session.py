@@ -38,6 +38,7 @@ from pipeline.models import (
     FoldPlan,
     LeaseLost,
     Note,
+    ParticipantCard,
     Skip,
     StoreDiverged,
     StoreUnavailable,
@@ -45,7 +46,9 @@ from pipeline.models import (
     TurnDraft,
 )
 from pipeline.notes import NoteBuffer
-from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.participants import ParticipantMemoryConfig, render_cards, update_cards
+from pipeline.ports import Clock, Embedder, SessionStore, Summarizer
+from pipeline.recall_indexer import SessionRecall
 
 log = structlog.get_logger("longcall.session")
 
@@ -76,6 +79,11 @@ class TurnWindow:
 
     def clear(self) -> None:
         self._turns.clear()
+
+    def between(self, start: int, end: int) -> list[Turn]:
+        """The turns held with start <= seq < end (participant cards read a folded batch here;
+        what gets folded is always read from the store)."""
+        return [t for t in self._turns if start <= t.seq < end] if self._turns else []
 
     def drop_before(self, seq: int) -> int:
         dropped = 0
@@ -122,6 +130,9 @@ class ConversationSession:
         epoch: str = "",
         lease_clock: Clock | None = None,
         owner_token: str = "",
+        embedder: Embedder | None = None,
+        cards: Sequence[ParticipantCard] = (),
+        memory: ParticipantMemoryConfig | None = None,
     ) -> None:
         self.session_id = session_id
         self.owner_token = owner_token  # the owner lease every append and fold commit is fenced on
@@ -153,6 +164,15 @@ class ConversationSession:
         )
         self.compactor.on_commit(self._on_commit)
         self.compactor.on_diverged(self._recover_divergence)
+        # Every turn and note, for the context builders' "From earlier in this session".
+        self.recall = SessionRecall(session_id=session_id, store=store, embedder=embedder)
+        # Participant memory: cards refreshed from each committed fold's turns.
+        self.memory_config = memory or ParticipantMemoryConfig()
+        self._cards: dict[str, ParticipantCard] = {c.speaker_id: c for c in cards}
+        self._cards_through = state.cursor  # folds before this are in the cards already
+        self._cards_dirty = asyncio.Event()
+        self._cards_saved = asyncio.Event()
+        self._cards_saved.set()
 
     @classmethod
     async def open(
@@ -168,8 +188,11 @@ class ConversationSession:
         bot_name: str,
         lease_clock: Clock | None = None,
         owner_token: str = "",
+        embedder: Embedder | None = None,
+        memory: ParticipantMemoryConfig | None = None,
     ) -> ConversationSession:
-        """Load (or resume) a session from the store: summary, cursor, window, notes.
+        """Load (or resume) a session from the store: summary, cursor, window, notes, and the
+        recall index over the whole transcript.
         `lease_clock` times the fold lock's lease renewals (real time unless a test fakes it).
         `owner_token`: this process's owner lease on the session (`OwnerGrant.token`); appends
         and fold commits carry it and raise `LeaseLost` once another process owns the session."""
@@ -178,6 +201,7 @@ class ConversationSession:
         total = await store.turn_count(session_id)
         window = await store.get_turns(session_id, state.cursor, total)
         live = await store.load_live_notes(session_id)
+        cards = await store.load_participant_cards(session_id)
         if total:
             log.info(
                 "session_resumed",
@@ -187,7 +211,7 @@ class ConversationSession:
                 summary_chars=len(state.summary),
                 live_notes=len(live),
             )
-        return cls(
+        session = cls(
             session_id=session_id,
             store=store,
             summarizer=summarizer,
@@ -203,7 +227,13 @@ class ConversationSession:
             epoch=epoch,
             lease_clock=lease_clock,
             owner_token=owner_token,
+            embedder=embedder,
+            cards=cards,
+            memory=memory,
         )
+        older = await store.get_turns(session_id, 0, state.cursor) if state.cursor > 0 else []
+        await session.recall.restore([*older, *window])
+        return session
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -234,6 +264,7 @@ class ConversationSession:
         if turn.seq >= self._total:
             self._total = turn.seq + 1
             self._window.append(turn)
+            await self.recall.add_turn(turn)
         self.trigger()
         return turn
 
@@ -258,6 +289,7 @@ class ConversationSession:
         for other in others:
             if end is None or other.seq >= end:
                 self._window.append(other)
+                await self.recall.add_turn(other)
         if len(others) != upto - start:
             log.warning("transcript_seq_gap", session_id=self.session_id, expected=start, got=upto,
                         fetched=len(others))
@@ -353,6 +385,7 @@ class ConversationSession:
     async def add_note(self, note: Note) -> None:
         """Add a screen-watch note; evicted notes queue for the next fold."""
         evicted = self._notes.add(note)
+        await self.recall.add_note(note)
         try:
             await self._persist_notes(evicted)
         except StoreUnavailable:
@@ -387,27 +420,73 @@ class ConversationSession:
             live_notes=self._notes.notes,
         )
 
+    @property
+    def participant_cards(self) -> tuple[ParticipantCard, ...]:
+        return tuple(sorted(self._cards.values(), key=lambda c: (-c.turns, c.name)))
+
+    def participant_memory_text(self, max_chars: int | None = None) -> str:
+        """The participant cards as the builders' memory text ("" while there are none)."""
+        limit = self.memory_config.max_chars if max_chars is None else max_chars
+        return render_cards(self.participant_cards, limit) if limit > 0 else ""
+
     def _on_commit(self, state: CompactionState) -> None:
+        # The folded turns are still in the window: refresh the cards from them first.
+        folded = self._window.between(self._cards_through, state.cursor) if state.cursor > self._cards_through else []
+        if folded:
+            self._cards = update_cards(self._cards, folded, bot_name=self.bot_name, config=self.memory_config)
+            self._cards_saved.clear()
+            self._cards_dirty.set()
+        self._cards_through = max(self._cards_through, state.cursor)
         self._window.drop_before(state.cursor)
+
+    async def _save_cards(self) -> None:
+        """The cards' writer: one store write per batch of changes; retried on the next one."""
+        while True:
+            await self._cards_dirty.wait()
+            self._cards_dirty.clear()
+            try:
+                await self.store.save_participant_cards(self.session_id, list(self._cards.values()))
+            except StoreUnavailable:
+                # The next fold writes every card again; settle() must not wait on an outage.
+                log.warning("participant_cards_not_persisted", session_id=self.session_id)
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from None
+            if not self._cards_dirty.is_set():
+                self._cards_saved.set()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """The session's compactor task; run it inside the owner's TaskGroup. It ends when the
-        owner lease is lost (the commit was refused: another process serves the session now)."""
-        try:
-            await self.compactor.run()
-        except LeaseLost as err:
-            self.lease_lost = True
-            log.warning("compactor_stopped", session_id=self.session_id, reason="lease_lost", holder=err.holder)
+        """The session's compactor, recall-embedding and participant-card tasks; run it in the
+        owner's TaskGroup. It ends when the owner lease is lost (a fold commit was refused:
+        another process serves the session now)."""
+        async with asyncio.TaskGroup() as tg:
+            recall = tg.create_task(self.recall.run(), name=f"recall-embedder:{self.session_id}")
+            cards = tg.create_task(self._save_cards(), name=f"participant-cards:{self.session_id}")
+            try:
+                await self.compactor.run()
+            except LeaseLost as err:
+                self.lease_lost = True
+                log.warning("compactor_stopped", session_id=self.session_id, reason="lease_lost", holder=err.holder)
+            recall.cancel()
+            cards.cancel()
 
-    async def settle(self) -> None:
-        """Wait until no fold is in flight (replay, tests and clean shutdown)."""
+    async def settle(self, *, recall: bool = True) -> None:
+        """Wait until no fold is in flight and (unless `recall=False`) every turn has its
+        recall vector (replay, tests and clean shutdown)."""
         await asyncio.sleep(0)
         await self.compactor.wait_idle()
+        if recall:
+            await self.recall.wait_idle()
+            await self._cards_saved.wait()
 
     async def close(self) -> None:
-        """Stop new folds, let the in-flight one finish, write anything still queued."""
+        """Stop new folds, let the in-flight one finish, write anything still queued.
+
+        Recall vectors still queued are not waited for (an embeddings endpoint that is down
+        would hold the shutdown): the next `open` embeds whatever has no stored vector."""
         self.compactor.end()
-        await self.settle()
+        await self.settle(recall=False)
+        await self._cards_saved.wait()
         await self.resync()

@@ -24,6 +24,10 @@ the Lua scripts can touch them together.
             past the token's fence, or the lease is someone else's): the fencing check. A lease
             that lapsed with nobody taking it (a long pause) is still the holder's to renew.
 - `ofence`  counter incremented on every owner acquire: the owner lease's fencing token.
+- `rnote`   hash note id -> note JSON: every screen note, kept for recall.
+- `rvec`    hash recall key (`t:<seq>`, `n:<note id>`) -> base64 float16 vector, plus
+            `model` (the embedder that made them).
+- `cards`   hash speaker id -> participant card JSON.
 - `events`  the session's event log (JSON per event), capped with LTRIM; the dashboard's
             timeline for sessions that are not live in this process.
 
@@ -33,6 +37,7 @@ they first saved meta -- the registry the dashboard lists.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -48,12 +53,22 @@ from pipeline.models import (
     LeaseLost,
     Note,
     OwnerGrant,
+    ParticipantCard,
     StoreDiverged,
     StoreUnavailable,
     Turn,
     TurnDraft,
 )
-from pipeline.store_codec import DEDUPE_WINDOW, decode_note, decode_state, decode_turn, encode_draft, encode_note
+from pipeline.store_codec import (
+    DEDUPE_WINDOW,
+    decode_card,
+    decode_note,
+    decode_state,
+    decode_turn,
+    encode_card,
+    encode_draft,
+    encode_note,
+)
 
 T = TypeVar("T")
 
@@ -200,6 +215,18 @@ end
 return 0
 """
 
+# KEYS[1] = rvec. ARGV: model, then (key, base64) pairs. Another model's vectors go first.
+_SAVE_VECTORS = """
+if redis.call('HGET', KEYS[1], 'model') ~= ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'model', ARGV[1])
+end
+for i = 2, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return 1
+"""
+
 _RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -223,7 +250,7 @@ def _owner_id(token: str) -> str:
 def _keys(session_id: str) -> dict[str, str]:
     base = f"lc:{{{session_id}}}"
     names = ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta", "events", "tids", "tidq", "fence",
-             "owner", "ofence")
+             "owner", "ofence", "rnote", "rvec", "cards")
     return {name: f"{base}:{name}" for name in names}
 
 
@@ -246,6 +273,7 @@ class RedisSessionStore:
         self._release = client.register_script(_RELEASE_LOCK)
         self._acquire_owner = client.register_script(_ACQUIRE_OWNER)
         self._renew_owner = client.register_script(_RENEW_OWNER)
+        self._save_vectors = client.register_script(_SAVE_VECTORS)
 
     @classmethod
     def from_url(cls, url: str, *, timeout_s: float = 2.0) -> RedisSessionStore:
@@ -480,3 +508,38 @@ class RedisSessionStore:
             return []
         raw = await self._call(self._redis.lrange, _keys(session_id)["events"], -limit, -1)
         return [json.loads(item) for item in raw]
+
+    async def add_recall_notes(self, session_id: str, notes: Sequence[Note]) -> None:
+        if notes:
+            mapping = {n.note_id: encode_note(n) for n in notes}
+            await self._call(self._redis.hset, _keys(session_id)["rnote"], mapping=mapping)
+
+    async def load_recall_notes(self, session_id: str) -> list[Note]:
+        raw = await self._call(self._redis.hvals, _keys(session_id)["rnote"])
+        return sorted((decode_note(item) for item in raw), key=lambda n: (n.at, n.note_id))
+
+    async def save_recall_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        if not vectors:
+            return
+        args: list[str] = [model]
+        for key, blob in vectors.items():
+            args += [key, base64.b64encode(blob).decode("ascii")]
+        await self._call(self._save_vectors, keys=[_keys(session_id)["rvec"]], args=args)
+
+    async def load_recall_vectors(self, session_id: str, model: str) -> dict[str, bytes]:
+        fields = _as_str_dict(await self._call(self._redis.hgetall, _keys(session_id)["rvec"]))
+        if fields.pop("model", None) != model:
+            return {}
+        return {key: base64.b64decode(value) for key, value in fields.items()}
+
+    async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
+        key = _keys(session_id)["cards"]
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            if cards:
+                pipe.hset(key, mapping={c.speaker_id: encode_card(c) for c in cards})
+            await self._call(pipe.execute)
+
+    async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
+        raw = await self._call(self._redis.hvals, _keys(session_id)["cards"])
+        return sorted((decode_card(item) for item in raw), key=lambda c: (-c.turns, c.name))
