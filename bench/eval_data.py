@@ -152,6 +152,33 @@ CHATTER_FMT = [
     "We could always do {x} next time.", "I'm so bad at {x}, it's embarrassing.", "Is {x} still on sale?",
     "The {x} thing was a disaster last week.", "I'd rather talk about {x} honestly.",
 ]
+# Chatter that says something, as real chatter does: names, places, numbers, plans and
+# likes, so that the early facts compete with the rest of the session for summary space.
+CONTENT_FMT = [
+    "I'll probably watch the {team} game on {day}, they need a win.", "We should try that {food} place on {street}.",
+    "I need to finish the report for {person} by {day}, it's due then.", "My cousin {person} just moved to {city}.",
+    "The {team} lost {n} to {m} last night, unbelievable.", "I'm going to the gym at {hour} tomorrow, remind me.",
+    "{person} from work keeps talking about {topic}.", "I bought new headphones, {n} percent off at {shop}.",
+    "I love the soundtrack in {game}, the third level especially.", "Next week I'm visiting {person} in {city}.",
+    "I never finished {game}, I got stuck on level {n}.", "Let's plan a trip to {city} in the spring, I mean it.",
+    "My favourite pizza topping is still {topping}, fight me.", "I promised {person} I'd help them move on {day}.",
+    "Remember when {person} fell asleep during {topic}? Classic.", "The bus to {street} was {n} minutes late again.",
+]
+FILL = {
+    "team": ["Lakers", "Arsenal", "Yankees", "Celtics", "Packers", "Juventus", "Canucks"],
+    "day": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
+    "food": ["ramen", "taco", "sushi", "falafel", "dumpling", "barbecue", "pho"],
+    "street": ["Fifth Street", "Elm Avenue", "Harbor Road", "King Street", "Mill Lane", "Station Road"],
+    "person": ["Dana", "Marcus", "Jenny", "Viktor", "Aisha", "Leo", "Hannah", "Pedro", "Grace", "Felix"],
+    "city": ["Denver", "Lisbon", "Seoul", "Dublin", "Austin", "Prague", "Montreal", "Melbourne"],
+    "n": [str(i) for i in range(2, 40) if i not in (18, 35)],  # never an answer of KINDS["owe"]
+    "m": [str(i) for i in range(0, 9)],
+    "hour": ["six", "seven", "eight", "noon"],
+    "topic": ["crypto", "the office party", "his fantasy league", "the quarterly review", "her sourdough"],
+    "shop": ["Best Buy", "Target", "the mall", "Costco"],
+    "game": ["Hollow Knight", "Celeste", "Hades", "Stardew Valley", "Portal 2", "Elden Ring"],
+    "topping": ["mushrooms", "olives", "jalapenos", "anchovies", "pineapple"],
+}
 TOPICS = ["the new patch", "sourdough", "the lake", "bowling", "that podcast", "the speedrun", "karaoke",
           "the museum", "chess openings", "the night market", "the concert", "board games", "the marathon",
           "pottery class", "the escape room", "the hiking trail", "the film festival", "the bike race"]
@@ -178,6 +205,9 @@ class _Builder:
         for _ in range(n):
             if self.rng.random() < 0.03:
                 self.say(BOT, self.rng.choice(["Got it.", "Sounds like a plan.", "Noted.", "Ha, good one."]))
+            elif self.rng.random() < 0.45:
+                fill = {k: self.rng.choice(v) for k, v in FILL.items()}
+                self.say(self.rng.choice(people), self.rng.choice(CONTENT_FMT).format(**fill))
             elif self.rng.random() < 0.35:
                 self.say(self.rng.choice(people), self.rng.choice(CHATTER_FMT).format(x=self.rng.choice(TOPICS)))
             else:
