@@ -87,7 +87,13 @@ def rows_from(report: dict[str, Any], split: str) -> list[dict[str, Any]]:
 
 def run() -> list[dict[str, Any]]:
     report = asyncio.run(compare(eval_paths("heldout"), OUT))
-    return rows_from(report, "heldout")
+    rows = rows_from(report, "heldout")
+    # The bundled demo session too (its probes come mostly within the window: not for tuning).
+    demo = asyncio.run(compare([ROOT / "samples" / "gaming_night.jsonl"], OUT / "gaming_night"))
+    rows.append({"name": "bundled gaming_night retention",
+                 "value": ", ".join(f"{m} {demo['hits'][m]}/{demo['probes']}" for m in demo["modes"]),
+                 "note": "samples/gaming_night.jsonl"})
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
