@@ -130,6 +130,7 @@ KINDS: dict[str, FactKind] = {
         ("I'm reading {v} at the moment, it's so good.", "Finished a chapter of {v} before we started."),
         "What is {s} reading?", "Which novel has {s} got on the nightstand?"),
 }
+ASKED = ["{q}", "{q}", "Hey {bot}, {lq}", "{bot}, remember earlier? {q}", "Wait, {lq}"]
 LIST_KIND = "packed"  # multi-turn: two items said in separate turns
 PACKED = ("sunscreen", "a tent", "hiking boots", "a compass", "binoculars", "rain ponchos", "a camp stove",
           "bug spray", "a lantern", "trail mix", "sleeping bags", "a frisbee")
@@ -227,8 +228,8 @@ def synthetic_session(seed: int, *, turns: int = 800) -> list[dict[str, Any]]:
     used: dict[str, set[str]] = {k: set() for k in KINDS}
     used_items: set[str] = set()
     n_facts = 12
-    span = int(turns * 0.55)  # facts in the first ~55%, then chatter until the end
-    gap = max(4, span // (n_facts + 2))
+    span = int(turns * 0.85)  # facts spread over the first ~85%: answers from ~60 to ~800 turns back
+    gap = max(4, (span - 4 * 14) // n_facts)
     b.chatter(people, rng.randint(3, 8))
     for i in range(n_facts):
         kind_name = kinds[i % len(kinds)]
@@ -265,7 +266,9 @@ def synthetic_session(seed: int, *, turns: int = 800) -> list[dict[str, Any]]:
     b.chatter(people, max(0, turns - len(b.turns)))
     end = b.t + 5.0
     for question, kind_name, value, evidence in planted:
-        probe: dict[str, Any] = {"type": "probe", "t": round(end, 1), "question": question}
+        # Voice-chat phrasings: plain, addressed to the bot, or reaching back explicitly.
+        asked = rng.choice(ASKED).format(q=question, lq=question[0].lower() + question[1:], bot=BOT)
+        probe: dict[str, Any] = {"type": "probe", "t": round(end, 1), "question": asked}
         if kind_name == LIST_KIND:
             probe["expect_all"] = value.split("|")
         else:
