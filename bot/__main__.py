@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.logging_setup import configure_logging
-from bot.runtime import make_summarizers, open_store
+from bot.runtime import make_embedder, make_summarizers, open_store
 from bot.settings import Settings, SettingsError, load_settings
 from pipeline.model_context import ModelContextConfig
 from pipeline.replay import AudioDriver, Replayer, ReplayOptions
@@ -49,6 +49,7 @@ def _model_context(settings: Settings) -> ModelContextConfig:
         model=settings.brain_model,
         context_limit=settings.brain_context_limit,
         realtime_budget_chars=settings.realtime_instructions_max_chars,
+        recall=settings.recall(),
     )
 
 
@@ -76,6 +77,8 @@ async def replay(
                 bot_name=settings.bot_name,
                 model_context=_model_context(settings),
                 stop_at_turn=stop_at_turn,
+                embedder=make_embedder(settings),
+                memory=settings.participant_memory(),
             ),
             out_dir=out,
             progress=None if quiet else Progress(f"replay {path.name}"),
@@ -100,6 +103,10 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
         f"  summary          max {report['summary_chars_max']} chars ({report['summarizer']})",
         f"  context tokens   p50 {tokens['p50']}, max {tokens['max']}" + ("" if tokens["exact"] else " (~)"),
     ]
+    recall = report.get("recall", {})
+    if recall.get("enabled"):
+        lines.append(f"  recall           {recall['builds']} reply builds, chars p50 {recall['chars_p50']}, "
+                     f"max {recall['chars_max']}, latency p95 {recall['latency_ms_p95']} ms")
     if probes["total"]:
         lines.append(f"  probes           {probes['hit']}/{probes['total']} hit (retention {probes['retention']:.0%})")
     if "wer" in report:
@@ -186,6 +193,17 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
           f" | pruned: {len(inspection['pruned_seqs'])}")
     print(f"== brain model {tok['model']}: {tok['display']} tokens of {tok['budget']} history budget "
           f"(context {tok['context_limit']}, {'exact' if tok['exact'] else 'estimated'})")
+    recall = inspection["recall"]
+    hits = ", ".join(
+        f"{h['seq'] if h['seq'] is not None else h['note_id']}{'~' if h['neighbour'] else ''}" for h in recall["hits"]
+    )
+    print(f"== recall: {'on' if recall['enabled'] else 'off'}, {recall['chars']} chars injected, "
+          f"{recall['latency_ms']} ms; index {recall['index_size']} lines, {recall['vectors']} vectors "
+          f"(dense {'on' if recall['dense'] else 'off'}); hits (~ = neighbour): {hits or 'none'}")
+    print(recall["section"] or "(nothing recalled: no old line matches, or nothing is older than the window)")
+    cards = inspection["participant_cards"]
+    print(f"== participant cards: {len(cards)}")
+    print(inspection["participant_memory"] or "(none yet: cards fill from folded turns)")
     for message in inspection["messages"]:
         print(f"--- {message['role']}\n{message['content']}")
     rt = inspection["realtime"]

@@ -40,7 +40,7 @@ from bot.guild_session import (
 from bot.logging_setup import configure_logging
 from bot.playback import opus_available
 from bot.realtime import RealtimeConfig, RealtimeVoice
-from bot.runtime import hearing_config, make_summarizers, open_store, whisper_config
+from bot.runtime import hearing_config, make_embedder, make_summarizers, open_store, whisper_config
 from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.events import EventEmitter
 from pipeline.hearing import HearingPipeline
@@ -83,6 +83,7 @@ def model_context_config(settings: Settings) -> ModelContextConfig:
         model=settings.brain_model,
         context_limit=settings.brain_context_limit,
         realtime_budget_chars=settings.realtime_instructions_max_chars,
+        recall=settings.recall(),
     )
 
 
@@ -272,6 +273,8 @@ async def _serve(
         realtime_factory=realtime,
         hearing_factory=hearing,
         event_sinks=(metrics, recent),
+        embedder=make_embedder(settings),
+        memory=settings.participant_memory(),
     )
     registry = GuildSessionRegistry(resources, connector=None)
     bot = LongcallBot(settings=settings, registry=registry, store=store)

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import structlog
 from aiohttp import web
 
-from pipeline.events import COMPACTION_SKIPPED
+from pipeline.events import COMPACTION_SKIPPED, CONTEXT_RECALL
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
 from pipeline.planning import recent_start
 from pipeline.session import ConversationSession
@@ -216,7 +216,10 @@ class _Dashboard:
             f"<li><b>{_e(n['by'])}</b>: {_e(n['text'])}" + (f" <i>({_e(n['why'])})</i>" if n["why"] else "") + "</li>"
             for n in s["live_notes"]
         )
-        compaction = [e for e in events if str(e.get("event", "")).startswith(COMPACTION_EVENT_PREFIX)]
+        compaction = [
+            e for e in events
+            if str(e.get("event", "")).startswith(COMPACTION_EVENT_PREFIX) or e.get("event") == CONTEXT_RECALL
+        ]
         event_rows = "".join(
             f"<tr><td>{_e(_iso(e['received_at']))}</td><td>{_e(str(e['event']).removeprefix(COMPACTION_EVENT_PREFIX))}"
             f"</td><td>{_e(_details(e))}</td></tr>"
@@ -226,7 +229,7 @@ class _Dashboard:
             f"<section><h2>{_e(title)}</h2><table>{stat_rows}</table>"
             f"<h3>Summary</h3>{summary}"
             f"<h3>Live notes</h3>{f'<ul>{notes}</ul>' if notes else '<p class=muted>None.</p>'}"
-            f"<h3>Last {EVENTS_PER_SESSION_ON_PAGE} compaction events</h3>"
+            f"<h3>Last {EVENTS_PER_SESSION_ON_PAGE} compaction and recall events</h3>"
             + (
                 f"<table><tr><th>time</th><th>event</th><th>fields</th></tr>{event_rows}</table>"
                 if event_rows
@@ -239,7 +242,13 @@ class _Dashboard:
 _IDENTITY_FIELDS = frozenset({"event", "guild_id", "session_id", "source", "received_at"})
 
 
+# A recall event's full hit list is for the JSON API; the page shows what was recalled.
+_RECALL_FIELDS = ("builder", "seqs", "chars", "latency_ms", "index_size", "dense")
+
+
 def _details(event: Mapping[str, Any]) -> str:
+    if event.get("event") == CONTEXT_RECALL:
+        return " ".join(f"{k}={event[k]}" for k in _RECALL_FIELDS if k in event)
     return " ".join(f"{k}={v}" for k, v in event.items() if k not in _IDENTITY_FIELDS)
 
 

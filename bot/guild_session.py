@@ -75,7 +75,8 @@ from pipeline.formatting import render_turn_line
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, StoreUnavailable, Turn, TurnDraft, TurnKind
 from pipeline.openai_adapter import BrainError, BrainErrorCode
-from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.participants import ParticipantMemoryConfig
+from pipeline.ports import Clock, Embedder, SessionStore, Summarizer
 from pipeline.realtime_instructions import RealtimeInstructions
 from pipeline.reply_context import ReplyContext
 from pipeline.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
@@ -846,6 +847,7 @@ class GuildSession:
         if self.realtime is not None:
             await self._reply_realtime(job, self.realtime, stages)
             return
+        await self.model_context.prepare(job.turn)  # recall's query vector, off the event loop
         context = self.model_context.reply(job.turn)
         stages.decided = self._perf()
         answer = _Answer()
@@ -971,6 +973,7 @@ class GuildSession:
         """The realtime model answers `job`: the session's context as its instructions, the turn
         as data, its audio straight into playback (the stream itself, so Playback's closing
         cancels it); the BOT turn holds what the listeners heard of its transcript."""
+        await self.model_context.prepare(job.turn)  # recall's query vector, off the event loop
         instructions = self.model_context.realtime(job.turn)  # the compaction trigger, then the budget
         stages.decided = self._perf()
         line = render_turn_line(job.turn, self.session.policy.turn_text_cap_chars)
@@ -1165,6 +1168,8 @@ class SessionResources:
     wall: Callable[[], float] = time.time
     bot_user_id: int = 0
     event_sinks: tuple[EventSink, ...] = ()  # dashboard, metrics: attached to every session's events
+    embedder: Embedder | None = None  # recall's dense side, shared by every session
+    memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
 
 
 def _monotonic_clock() -> Clock:
@@ -1280,6 +1285,8 @@ class GuildSessionRegistry:
             clock=clock,
             events=events,
             bot_name=res.config.bot_name,
+            embedder=res.embedder,
+            memory=res.memory,
         )
         session = GuildSession(
             guild_id=guild_id,

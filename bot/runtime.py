@@ -8,12 +8,13 @@ from contextlib import asynccontextmanager
 
 import structlog
 
-from bot.settings import Settings, SettingsError
+from bot.settings import RecallEmbedder, Settings, SettingsError
 from pipeline.coalescer import CoalescerConfig
+from pipeline.embeddings import MiniLMEmbedder
 from pipeline.hearing import HearingConfig
 from pipeline.models import StoreUnavailable
-from pipeline.openai_adapter import OpenAISummarizer
-from pipeline.ports import Summarizer
+from pipeline.openai_adapter import OpenAIEmbedder, OpenAISummarizer
+from pipeline.ports import Embedder, Summarizer
 from pipeline.redis_server import PrivateRedisServer, RedisServerError
 from pipeline.segmenter import SegmenterConfig
 from pipeline.store_redis import RedisSessionStore
@@ -93,3 +94,19 @@ def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]
         timeout_s=settings.summary_timeout_s,
     )
     return primary, offline
+
+
+def make_embedder(settings: Settings) -> Embedder | None:
+    """Recall's dense side: the packaged model by default, the embeddings endpoint when asked
+    (and a key is set), none when recall is off or RECALL_EMBEDDER=off."""
+    if not settings.recall_enabled or settings.recall_embedder is RecallEmbedder.OFF:
+        return None
+    if settings.recall_embedder is RecallEmbedder.OPENAI:
+        if not settings.openai_api_key:
+            raise SettingsError("RECALL_EMBEDDER=openai needs OPENAI_API_KEY; set it or use RECALL_EMBEDDER=minilm")
+        return OpenAIEmbedder(
+            api_key=settings.openai_api_key,
+            model=settings.recall_embedding_model,
+            base_url=settings.openai_base_url,
+        )
+    return MiniLMEmbedder()

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.models import CompactionPolicy
+from pipeline.participants import ParticipantMemoryConfig
+from pipeline.recall import RecallConfig
 from pipeline.vad import VadKind
 
 T = TypeVar("T")
@@ -29,6 +31,12 @@ class SettingsError(ValueError):
 class LogFormat(StrEnum):
     CONSOLE = "console"
     JSON = "json"
+
+
+class RecallEmbedder(StrEnum):
+    MINILM = "minilm"  # packaged all-MiniLM-L6-v2 int8, offline
+    OPENAI = "openai"  # the OpenAI-compatible embeddings endpoint (needs OPENAI_API_KEY)
+    OFF = "off"  # lexical recall only
 
 
 class ReplyMode(StrEnum):
@@ -67,6 +75,17 @@ class Settings:
     note_max_chars: int = 400
     turn_text_max_chars: int = 1200
     realtime_instructions_max_chars: int = 5200
+    # Recall (issue 10): old turns for the current one, and participant memory
+    recall_enabled: bool = True
+    recall_embedder: RecallEmbedder = RecallEmbedder.MINILM
+    recall_embedding_model: str = "text-embedding-3-small"
+    recall_max_hits: int = 8
+    recall_neighbours: int = 1
+    recall_reply_max_chars: int = 1600
+    recall_realtime_max_chars: int = 1000
+    recall_lexical_weight: float = 1.0
+    recall_dense_weight: float = 1.0
+    participant_memory_max_chars: int = 800
     # Hearing
     asr_model: str = "bundled-tiny.en"
     asr_device: str = "cpu"
@@ -98,6 +117,20 @@ class Settings:
             summarizer_timeout_s=self.summary_timeout_s,
             lock_ttl_s=max(120.0, self.summary_timeout_s * 3),
         )
+
+    def recall(self) -> RecallConfig:
+        return RecallConfig(
+            enabled=self.recall_enabled,
+            max_hits=self.recall_max_hits,
+            neighbours=self.recall_neighbours,
+            reply_budget_chars=self.recall_reply_max_chars,
+            realtime_budget_chars=self.recall_realtime_max_chars,
+            lexical_weight=self.recall_lexical_weight,
+            dense_weight=self.recall_dense_weight if self.recall_embedder is not RecallEmbedder.OFF else 0.0,
+        )
+
+    def participant_memory(self) -> ParticipantMemoryConfig:
+        return ParticipantMemoryConfig(max_chars=self.participant_memory_max_chars)
 
     def redacted(self) -> dict[str, Any]:
         """Settings safe to log or show on the dashboard: secrets become set/unset."""
@@ -226,6 +259,16 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "NOTE_MAX_CHARS": ("note_max_chars", _int(20, 4000)),
     "TURN_TEXT_MAX_CHARS": ("turn_text_max_chars", _int(50, 20000)),
     "REALTIME_INSTRUCTIONS_MAX_CHARS": ("realtime_instructions_max_chars", _int(500, 100000)),
+    "RECALL_ENABLED": ("recall_enabled", _bool),
+    "RECALL_EMBEDDER": ("recall_embedder", _enum(RecallEmbedder)),
+    "RECALL_EMBEDDING_MODEL": ("recall_embedding_model", _text),
+    "RECALL_MAX_HITS": ("recall_max_hits", _int(0, 50)),
+    "RECALL_NEIGHBOURS": ("recall_neighbours", _int(0, 5)),
+    "RECALL_REPLY_MAX_CHARS": ("recall_reply_max_chars", _int(0, 20000)),
+    "RECALL_REALTIME_MAX_CHARS": ("recall_realtime_max_chars", _int(0, 20000)),
+    "RECALL_LEXICAL_WEIGHT": ("recall_lexical_weight", _float()),
+    "RECALL_DENSE_WEIGHT": ("recall_dense_weight", _float()),
+    "PARTICIPANT_MEMORY_MAX_CHARS": ("participant_memory_max_chars", _int(0, 10000)),
     "ASR_MODEL": ("asr_model", _text),
     "ASR_DEVICE": ("asr_device", _text),
     "ASR_COMPUTE_TYPE": ("asr_compute_type", _text),

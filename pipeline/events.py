@@ -18,6 +18,11 @@ COMPACTION_COMPLETED = "voice_context_compaction_completed"
 COMPACTION_FAILED = "voice_context_compaction_failed"
 CONTEXT_WINDOW_PRUNED = "context_window_pruned"
 REALTIME_INSTRUCTIONS_BUILT = "realtime_instructions_built"
+# Recall (pipeline/recall.py): one per context build that searched the old transcript.
+# Fields: builder (reply|realtime), query_chars, hits [{seq|note_id, score, lexical_rank,
+# dense_rank, neighbour}], seqs, chars (injected; 0 when nothing or dropped), latency_ms,
+# embed_ms (the query's dense embedding, inside latency_ms), index_size, vectors, dense.
+CONTEXT_RECALL = "context_recall"
 
 # Hearing (pipeline/hearing.py): one event per transcription, rejection, merge or failure.
 ASR_TRANSCRIBED = "asr_transcribed"

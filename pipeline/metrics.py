@@ -24,6 +24,7 @@ from pipeline.events import (
     COMPACTION_FAILED,
     COMPACTION_SKIPPED,
     COMPACTION_STARTED,
+    CONTEXT_RECALL,
     CONTEXT_WINDOW_PRUNED,
     REALTIME_INSTRUCTIONS_BUILT,
 )
@@ -33,6 +34,8 @@ LabelSet = tuple[tuple[str, str], ...]
 BASE_LABELS: Final = ("guild_id", "session_id", "source")
 LATENCY_BUCKETS_MS: Final = (100, 250, 500, 1000, 2500, 5000, 10000, 20000, 30000, 60000)
 SUMMARY_CHARS_BUCKETS: Final = (100, 200, 400, 600, 800, 1000, 1200, 1600, 2400)
+RECALL_LATENCY_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 1000)
+RECALL_CHARS_BUCKETS: Final = (0, 200, 400, 800, 1200, 1600, 2400)
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 _COUNTERS: Final = {
@@ -49,6 +52,13 @@ _COUNTERS: Final = {
 _HISTOGRAMS: Final = {
     "longcall_compaction_latency_seconds": ("Fold latency, by outcome.", LATENCY_BUCKETS_MS, 1000),
     "longcall_compaction_summary_chars": ("Length of committed summaries.", SUMMARY_CHARS_BUCKETS, 1),
+    "longcall_recall_latency_seconds": (
+        "Recall search time per context build (query embedding included), by builder.",
+        RECALL_LATENCY_BUCKETS_MS,
+        1000,
+    ),
+    "longcall_recall_chars": ("Chars of recalled lines injected per context build, by builder.",
+                              RECALL_CHARS_BUCKETS, 1),
 }
 _GAUGES: Final = {
     "longcall_session_cursor": ("First seq not yet folded into the summary.", "cursor"),
@@ -135,6 +145,7 @@ class CompactionMetrics:
             COMPACTION_FAILED: self._failed,
             CONTEXT_WINDOW_PRUNED: self._pruned,
             REALTIME_INSTRUCTIONS_BUILT: self._instructions,
+            CONTEXT_RECALL: self._recall,
         }
 
     def __call__(self, event: Mapping[str, Any]) -> None:
@@ -208,13 +219,23 @@ class CompactionMetrics:
         self._inc("longcall_realtime_instructions_built_total", base)
         self._session(base).instructions_chars = chars
 
+    def _recall(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        builder = str(event["builder"])
+        latency = event["latency_ms"]
+        if isinstance(latency, bool) or not isinstance(latency, int | float):
+            raise TypeError("latency_ms is not a number")
+        chars = _count(event, "chars")
+        labels = (*base, ("builder", builder))
+        self._observe("longcall_recall_latency_seconds", labels, float(latency))
+        self._observe("longcall_recall_chars", labels, chars)
+
     # -- storage --------------------------------------------------------------------------------
 
     def _inc(self, name: str, labels: LabelSet, by: int = 1) -> None:
         table = self._counters[name]
         table[labels] = table.get(labels, 0) + by
 
-    def _observe(self, name: str, labels: LabelSet, value: int) -> None:
+    def _observe(self, name: str, labels: LabelSet, value: float) -> None:
         table = self._histograms[name]
         if labels not in table:
             table[labels] = _Histogram(_HISTOGRAMS[name][1])

@@ -217,5 +217,25 @@ class ContextSnapshot:
     live_notes: tuple[Note, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParticipantCard:
+    """What the bot remembers about one speaker in this session (participant memory).
+
+    Built from folded batches (never from recalled text), bounded per field and in count.
+    """
+
+    speaker_id: str
+    name: str
+    who: str = ""  # who they are in this session: role, what they are doing
+    commitments: tuple[str, ...] = ()  # what they said they will do
+    preferences: tuple[str, ...] = ()  # what they said they like, want or dislike
+    turns: int = 0  # their turns folded so far
+    last_seq: int = -1  # the newest folded turn the card has seen
+
+
 class StoreUnavailable(Exception):
     """The session store could not be reached; callers degrade, they do not crash."""
+
+
+class EmbeddingUnavailable(Exception):
+    """The embedding model could not load or run; recall goes on lexical-only."""

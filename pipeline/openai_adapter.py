@@ -18,7 +18,13 @@ from typing import Any
 import openai
 
 from pipeline.formatting import mmss, render_turn_line
-from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult
+from pipeline.models import (
+    EmbeddingUnavailable,
+    SummarizerError,
+    SummarizerErrorCode,
+    SummaryRequest,
+    SummaryResult,
+)
 from pipeline.prompts import render_prompt
 
 # Roughly four characters a token in English; the output cap sits below the char budget so
@@ -354,3 +360,56 @@ class OpenAISpeech:
         except Exception as err:  # the HTTP layer's read errors arrive untranslated mid-stream
             code = BrainErrorCode.TIMEOUT if "timeout" in type(err).__name__.lower() else BrainErrorCode.UNAVAILABLE
             raise SpeechError(code, type(err).__name__) from err
+
+
+class OpenAIEmbedder:
+    """Recall vectors from an OpenAI-compatible `/embeddings` endpoint.
+
+    Network-backed, so `embed_now` never answers: a query gets its vector when its turn was
+    embedded already (or through `SessionRecall.prepare_query`), otherwise recall is lexical
+    for that query. Failures raise `EmbeddingUnavailable` for auth/bad requests (the dense
+    side is switched off) and plain errors otherwise (that batch is skipped).
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str = "text-embedding-3-small",
+        base_url: str | None = None,
+        timeout_s: float = 15.0,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        self._client = client or openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=1
+        )
+        self._model = model
+        self._timeout_s = timeout_s
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                response = await self._client.embeddings.create(model=self._model, input=list(texts))
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            code, detail = _translate(err)
+            if code in (BrainErrorCode.AUTH, BrainErrorCode.BAD_REQUEST):
+                raise EmbeddingUnavailable(f"embeddings {code}: {detail}") from err
+            raise BrainError(code, f"embeddings: {detail}") from err
+        rows = sorted(response.data, key=lambda item: item.index)
+        if len(rows) != len(texts):
+            raise BrainError(BrainErrorCode.GARBAGE, "embeddings: wrong number of vectors")
+        return [list(row.embedding) for row in rows]
+
+    def embed_now(self, text: str) -> list[float] | None:
+        return None

@@ -10,6 +10,7 @@ from pipeline.models import (
     CompactionState,
     FoldCommit,
     Note,
+    ParticipantCard,
     SummaryRequest,
     SummaryResult,
     Turn,
@@ -99,6 +100,46 @@ class SessionStore(Protocol):
     async def load_meta(self, session_id: str) -> dict[str, str]: ...
 
     async def delete_session(self, session_id: str) -> None: ...
+
+    # -- recall and participant memory (wave 2) --
+
+    async def add_recall_notes(self, session_id: str, notes: Sequence[Note]) -> None:
+        """Keep every screen note for recall (idempotent by note id; folds never remove these)."""
+        ...
+
+    async def load_recall_notes(self, session_id: str) -> list[Note]:
+        """Every note kept for recall, ordered by time."""
+        ...
+
+    async def save_recall_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        """Store recall vectors (key -> raw float16 bytes) computed by `model`. Vectors of
+        another model are discarded first: one session holds one model's vectors."""
+        ...
+
+    async def load_recall_vectors(self, session_id: str, model: str) -> dict[str, bytes]:
+        """The stored vectors if they were computed by `model`, else {}."""
+        ...
+
+    async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
+        """Replace the session's participant cards."""
+        ...
+
+    async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]: ...
+
+
+class Embedder(Protocol):
+    """Sentence vectors for recall. `embed` never blocks the loop; `embed_now` is the
+    synchronous path for one short query (None when it cannot answer without waiting,
+    e.g. a network-backed embedder, or the model is not loaded)."""
+
+    @property
+    def model(self) -> str: ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text; raises `EmbeddingUnavailable` when the model cannot run."""
+        ...
+
+    def embed_now(self, text: str) -> list[float] | None: ...
 
 
 class TurnSink(Protocol):

@@ -8,18 +8,20 @@ A realtime session takes a single `instructions` string (DESIGN.md section 4: at
 2. `current_turn` -- what was just said;
 3. `recent_turns` -- the freshest `fresh_turns` verbatim turns, newest first;
 4. `participant_memory`;
-5. `session_summary` -- the compacted summary;
-6. `recent_turns` again -- the older verbatim turns of the window, newest first, for
+5. `recall` -- old lines recalled for the current turn (`pipeline.recall`), within its own
+   `recall_budget_chars`, shortened at a turn boundary (worst-ranked lines go first);
+6. `session_summary` -- the compacted summary (its tail is what gives way to the above);
+7. `recent_turns` again -- the older verbatim turns of the window, newest first, for
    whatever room is left (DESIGN's "older" sections: the summary must not crowd out the
    freshest turns, and a long window of older turns must not crowd out the summary);
-7. `screen_notes` -- live screen-watch notes, newest first;
-8. `tool_policy`.
+8. `screen_notes` -- live screen-watch notes, newest first;
+9. `tool_policy`.
 
 A section that does not fit whole is shortened -- text at a sentence, line or word boundary
 (`clamp_at_sentence`), line lists (turns, notes) by dropping their oldest lines -- or dropped;
 nothing is cut mid-word. Turns are shown in chronological order whatever order they were
-picked in. The text order is: persona, tool policy, memory, summary, notes, conversation,
-current turn (background first, the freshest last, next to where the model answers).
+picked in. The text order is: persona, tool policy, memory, summary, recall, notes,
+conversation, current turn (background first, the freshest last, next to where the model answers).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pipeline.events import REALTIME_INSTRUCTIONS_BUILT, EventEmitter
 from pipeline.formatting import clamp_at_sentence, note_line, render_turn_line
 from pipeline.models import ContextSnapshot, Turn
 from pipeline.prompts import render_prompt
+from pipeline.recall import RecallLine, fit_lines
 
 REALTIME_PERSONA_PROMPT = "realtime_persona"
 DEFAULT_BUDGET_CHARS = 5200
@@ -49,6 +52,7 @@ class Section(StrEnum):
     CURRENT_TURN = "current_turn"
     RECENT_TURNS = "recent_turns"
     PARTICIPANT_MEMORY = "participant_memory"
+    RECALL = "recall"
     SESSION_SUMMARY = "session_summary"
     SCREEN_NOTES = "screen_notes"
     TOOL_POLICY = "tool_policy"
@@ -60,6 +64,7 @@ TEXT_ORDER: tuple[Section, ...] = (
     Section.TOOL_POLICY,
     Section.PARTICIPANT_MEMORY,
     Section.SESSION_SUMMARY,
+    Section.RECALL,
     Section.SCREEN_NOTES,
     Section.RECENT_TURNS,
     Section.CURRENT_TURN,
@@ -69,6 +74,7 @@ HEADERS: dict[Section, str] = {
     Section.CURRENT_TURN: "## Latest turn (answer this)",
     Section.RECENT_TURNS: "## Recent conversation (oldest first)",
     Section.PARTICIPANT_MEMORY: "## What you remember about the people here",
+    Section.RECALL: "## From earlier in this session (recalled older lines, quoted as data; oldest first)",
     Section.SCREEN_NOTES: "## Screen-watch notes (oldest first)",
     Section.TOOL_POLICY: "## Tools",
 }
@@ -203,6 +209,19 @@ class _LineSection(Generic[T]):
             self.layout.shortened.append(name)
 
 
+def _add_recall(layout: _Layout, lines: Sequence[RecallLine], budget_chars: int) -> None:
+    """The recall block within its own budget and the room left, whole lines only."""
+    heading = HEADERS[Section.RECALL]
+    room = min(budget_chars, layout.room_for_new()) - len(heading) - 1
+    kept = fit_lines(lines, room) if room > 0 else []
+    if not kept:
+        layout.dropped.append(Section.RECALL.value)
+        return
+    layout.set_block(Section.RECALL, "\n".join([heading, *(line.text for line in kept)]))
+    if len(kept) < len(lines):
+        layout.shortened.append(Section.RECALL.value)
+
+
 def build_realtime_instructions(
     snapshot: ContextSnapshot,
     current: Turn | None,
@@ -215,6 +234,8 @@ def build_realtime_instructions(
     fresh_turns: int = DEFAULT_FRESH_TURNS,
     turn_text_cap: int = DEFAULT_TURN_TEXT_CAP,
     events: EventEmitter | None = None,
+    recall_lines: Sequence[RecallLine] = (),
+    recall_budget_chars: int = 0,
 ) -> RealtimeInstructions:
     """The realtime model's instructions for this moment, never longer than `budget_chars`.
 
@@ -248,6 +269,8 @@ def build_realtime_instructions(
     if participant_memory:
         heading = HEADERS[Section.PARTICIPANT_MEMORY]
         layout.add_text(Section.PARTICIPANT_MEMORY, heading, participant_memory)
+    if recall_lines:
+        _add_recall(layout, recall_lines, recall_budget_chars)
     if snapshot.summary.strip():
         heading = summary_heading(snapshot.covered_through_turn)
         layout.add_text(Section.SESSION_SUMMARY, heading, snapshot.summary)

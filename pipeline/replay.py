@@ -23,12 +23,14 @@ from pipeline.events import (
     COMPACTION_COMPLETED,
     COMPACTION_FAILED,
     COMPACTION_SKIPPED,
+    CONTEXT_RECALL,
     CONTEXT_WINDOW_PRUNED,
     EventEmitter,
 )
 from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
-from pipeline.ports import SessionStore, Summarizer, TurnSink
+from pipeline.participants import ParticipantMemoryConfig
+from pipeline.ports import Embedder, SessionStore, Summarizer, TurnSink
 from pipeline.report import render_html
 from pipeline.session import ConversationSession
 from pipeline.session_file import MembershipLine, NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
@@ -56,6 +58,8 @@ class _Recorder:
     pruned: set[int] = field(default_factory=set)
     folded: list[tuple[int, int]] = field(default_factory=list)
     latencies_ms: list[int] = field(default_factory=list)
+    recall_chars: list[int] = field(default_factory=list)  # reply builds only
+    recall_latency_ms: list[float] = field(default_factory=list)
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self.out is not None:
@@ -72,6 +76,9 @@ class _Recorder:
             self.skipped[str(event["reason"])] += 1
         elif name == CONTEXT_WINDOW_PRUNED:
             self.pruned.update(int(s) for s in event["pruned_seqs"])
+        elif name == CONTEXT_RECALL and event.get("builder") == "reply":
+            self.recall_chars.append(int(event["chars"]))
+            self.recall_latency_ms.append(float(event["latency_ms"]))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +89,8 @@ class ReplayOptions:
     session_id: str = ""
     guild_id: str = "replay"
     stop_at_turn: int | None = None  # `longcall inspect`: stop once turn N is the newest
+    embedder: Embedder | None = None  # recall's dense side (None: lexical recall only)
+    memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
 
 
 def _probe_turn(probe: ProbeLine, seq: int) -> Turn:
@@ -107,7 +116,7 @@ class _CountingSink:
         session = self._replayer._session
         assert session is not None
         turn = await session.append(draft)
-        await session.settle()
+        await session.settle(recall=False)  # vectors catch up in batches; probes wait for them
         self._replayer._tick(session, draft.started_at)
         return turn
 
@@ -162,7 +171,7 @@ class Replayer:
             session = await ConversationSession.open(
                 session_id=self._session_id, store=self._store, summarizer=self._summarizer,
                 fallback=self._fallback, policy=self._options.policy, clock=self._clock, events=emitter,
-                bot_name=self._bot_name,
+                bot_name=self._bot_name, embedder=self._options.embedder, memory=self._options.memory,
             )
             self._session = session
             self._context = ModelContext(session, self._options.model_context)
@@ -186,6 +195,7 @@ class Replayer:
             self._clock.set(line.t)
             await self._on_line(line)
             if stop is not None and session.total_turns > stop:
+                await session.settle()
                 self.inspection = self._inspect(session)
                 break
         return {}
@@ -196,9 +206,31 @@ class Replayer:
         snap = session.snapshot()
         current = snap.turns[-1]
         reply = self._context.reply(current)
+        recalled = self._context.last_recall
         realtime = self._context.realtime(current)
         counter = self._context.counter
         return {
+            "recall": {
+                "enabled": self._context.config.recall.enabled,
+                "chars": reply.recall_chars,
+                "seqs": list(recalled.seqs) if recalled is not None else [],
+                "hits": [
+                    {"seq": h.seq, "note_id": h.note_id, "score": h.score, "speaker": h.speaker,
+                     "neighbour": h.neighbour, "lexical_rank": h.lexical_rank, "dense_rank": h.dense_rank}
+                    for h in (recalled.hits if recalled is not None else ())
+                ],
+                "section": recalled.render() if recalled is not None else "",
+                "latency_ms": round(recalled.latency_ms, 3) if recalled is not None else 0.0,
+                "index_size": len(session.recall.index),
+                "vectors": session.recall.index.vector_count,
+                "dense": session.recall.dense_available,
+            },
+            "participant_cards": [
+                {"speaker_id": c.speaker_id, "name": c.name, "who": c.who, "commitments": list(c.commitments),
+                 "preferences": list(c.preferences), "turns": c.turns, "last_seq": c.last_seq}
+                for c in session.participant_cards
+            ],
+            "participant_memory": session.participant_memory_text(),
             "at_turn": current.seq,
             "t": current.started_at,
             "messages": reply.messages,
@@ -232,6 +264,7 @@ class Replayer:
         assert session is not None and self._context is not None
         if isinstance(line, TurnLine):
             if line.is_bot:
+                await session.settle()  # recall's vectors too: the sample must not depend on timing
                 self._sample_context(session)  # what the model saw when it said this
             kind = TurnKind.BOT if line.is_bot else TurnKind.SPEECH
             await self._append(
@@ -260,7 +293,7 @@ class Replayer:
                 ended_at=t + _estimate_duration(text), source="replay",
             )
         )
-        await session.settle()
+        await session.settle(recall=False)  # vectors catch up in batches; probes wait for them
 
     def _tick(self, session: ConversationSession, t: float) -> None:
         self._done += 1
@@ -294,6 +327,10 @@ class Replayer:
             found_in = "summary"
         elif probe.check("\n".join(n.text for n in snap.live_notes)):
             found_in = "screen notes"
+        elif context.recall_chars and self._context.last_recall is not None and probe.check(
+            self._context.last_recall.render()
+        ):
+            found_in = "recall"
         hit = probe.check(text)
         self._probe_rows.append(
             {
@@ -306,6 +343,7 @@ class Replayer:
                 "found_in": found_in if hit else "none",
                 "cursor": session.snapshot().cursor,
                 "context_tokens": context.tokens.tokens,
+                "recall_chars": context.recall_chars,
             }
         )
 
@@ -340,6 +378,14 @@ class Replayer:
                 "latency_ms_p50": int(statistics.median(rec.latencies_ms)) if rec.latencies_ms else 0,
             },
             "summary_chars_max": rec.summary_chars_max,
+            "recall": {
+                "enabled": self._options.model_context.recall.enabled,
+                "builds": len(rec.recall_chars),
+                "chars_p50": int(statistics.median(rec.recall_chars)) if rec.recall_chars else 0,
+                "chars_max": max(rec.recall_chars, default=0),
+                "latency_ms_p95": round(sorted(rec.recall_latency_ms)[int(0.95 * (len(rec.recall_latency_ms) - 1))], 3)
+                if rec.recall_latency_ms else 0.0,
+            },
             "summary_final": snap.summary,
             "context_tokens": {
                 "p50": int(statistics.median(tokens)) if tokens else 0,

@@ -11,10 +11,16 @@ Order:
    with the bare text (a `Clanky:` prefix there teaches the model to say its own name
    before every reply, which TTS then reads out); membership, effect and thought turns as
    `user` lines tagged `[voice]`, `[effect]`, `[bot thought]` (see `pipeline.formatting`);
-6. the current turn, rendered the same way.
+6. system: `From earlier in this session ...` -- recalled old lines (`pipeline.recall`), when
+   there are any: ephemeral, right before the current turn so the cacheable prefix above it
+   stays the same from reply to reply; the token guard drops it after the older-than-window
+   turns and before the window's own;
+7. the current turn, rendered the same way.
 
-Transcript text only ever appears inside the message of its own turn, behind its speaker
-label, never in a system message: what people say is data, and the persona says so.
+Transcript text appears inside the message of its own turn, behind its speaker label. The
+one exception is the recall section, where each old turn is one escaped line
+(`[mm:ss] Speaker: text`, rendered by `pipeline.formatting`, whitespace collapsed so no line
+can pose as a header or a new speaker) under a header that calls them quoted data.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class ReplyContext:
     pruned_seqs: tuple[int, ...]  # verbatim turns the guard hid, oldest first
     urge_compaction: bool
     history_budget: int
+    recall_chars: int = 0  # chars of the recall section sent (0: none, or the guard dropped it)
 
 
 def summary_header(covered_through_turn: int) -> str:
@@ -77,11 +84,15 @@ def build_reply_messages(
     guard: TokenGuard | None = None,
     guard_config: GuardConfig | None = None,
     events: EventEmitter | None = None,
+    recall_section: str = "",
+    window_start_seq: int | None = None,
 ) -> ReplyContext:
     """The chat messages for replying to `current`, given the session's snapshot.
 
     Pass the session's own `guard` so pruning has hysteresis across replies; without one a
-    fresh guard (built from `guard_config`) judges this call alone.
+    fresh guard (built from `guard_config`) judges this call alone. `recall_section` is the
+    rendered recall text (`RecallResult.render()`); `window_start_seq` is the first seq of the
+    verbatim window proper (the planner's `recent_start`), which sets its drop order.
     """
     cap = (policy or CompactionPolicy()).turn_text_cap_chars
     system: list[Message] = [{"role": "system", "content": system_prompt(bot_name, persona)}]
@@ -104,6 +115,7 @@ def build_reply_messages(
         for turn in snapshot.turns
         if turn.seq >= snapshot.cursor and turn.seq != current.seq
     ]
+    recall_messages: list[Message] = [{"role": "system", "content": recall_section}] if recall_section else []
     result = (guard or TokenGuard(guard_config)).apply(
         system_messages=system,
         turn_messages=verbatim,
@@ -111,6 +123,8 @@ def build_reply_messages(
         counter=counter,
         context_limit=context_limit,
         events=events,
+        optional_messages=recall_messages,
+        optional_before_seq=window_start_seq,
     )
     return ReplyContext(
         messages=result.messages,
@@ -119,4 +133,5 @@ def build_reply_messages(
         pruned_seqs=result.pruned_seqs,
         urge_compaction=result.urge_compaction,
         history_budget=result.history_budget,
+        recall_chars=len(recall_section) if recall_section and not result.optional_dropped else 0,
     )

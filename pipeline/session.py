@@ -27,13 +27,16 @@ from pipeline.models import (
     ContextSnapshot,
     FoldPlan,
     Note,
+    ParticipantCard,
     Skip,
     StoreUnavailable,
     Turn,
     TurnDraft,
 )
 from pipeline.notes import NoteBuffer
-from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.participants import ParticipantMemoryConfig, render_cards, update_cards
+from pipeline.ports import Clock, Embedder, SessionStore, Summarizer
+from pipeline.recall_indexer import SessionRecall
 
 log = structlog.get_logger("longcall.session")
 
@@ -98,6 +101,9 @@ class ConversationSession:
         total: int,
         window: Sequence[Turn],
         live_notes: Sequence[Note],
+        embedder: Embedder | None = None,
+        cards: Sequence[ParticipantCard] = (),
+        memory: ParticipantMemoryConfig | None = None,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -123,6 +129,15 @@ class ConversationSession:
             turn_source=self._window.between,
         )
         self.compactor.on_commit(self._on_commit)
+        # Every turn and note, for the context builders' "From earlier in this session".
+        self.recall = SessionRecall(session_id=session_id, store=store, embedder=embedder)
+        # Participant memory: cards refreshed from each committed fold's turns.
+        self.memory_config = memory or ParticipantMemoryConfig()
+        self._cards: dict[str, ParticipantCard] = {c.speaker_id: c for c in cards}
+        self._cards_through = state.cursor  # folds before this are in the cards already
+        self._cards_dirty = asyncio.Event()
+        self._cards_saved = asyncio.Event()
+        self._cards_saved.set()
 
     @classmethod
     async def open(
@@ -136,12 +151,16 @@ class ConversationSession:
         clock: Clock,
         events: EventEmitter,
         bot_name: str,
+        embedder: Embedder | None = None,
+        memory: ParticipantMemoryConfig | None = None,
     ) -> ConversationSession:
-        """Load (or resume) a session from the store: summary, cursor, window, notes."""
+        """Load (or resume) a session from the store: summary, cursor, window, notes, and the
+        recall index over the whole transcript."""
         state = await store.load_state(session_id)
         total = await store.turn_count(session_id)
         window = await store.get_turns(session_id, state.cursor, total)
         live = await store.load_live_notes(session_id)
+        cards = await store.load_participant_cards(session_id)
         if total:
             log.info(
                 "session_resumed",
@@ -151,7 +170,7 @@ class ConversationSession:
                 summary_chars=len(state.summary),
                 live_notes=len(live),
             )
-        return cls(
+        session = cls(
             session_id=session_id,
             store=store,
             summarizer=summarizer,
@@ -164,7 +183,13 @@ class ConversationSession:
             total=total,
             window=window,
             live_notes=live,
+            embedder=embedder,
+            cards=cards,
+            memory=memory,
         )
+        older = await store.get_turns(session_id, 0, state.cursor) if state.cursor > 0 else []
+        await session.recall.restore([*older, *window])
+        return session
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -191,6 +216,7 @@ class ConversationSession:
             log.warning("transcript_seq_gap", session_id=self.session_id, expected=self._total, got=turn.seq)
         self._total = turn.seq + 1
         self._window.append(turn)
+        await self.recall.add_turn(turn)
         self.trigger()
         return turn
 
@@ -225,6 +251,7 @@ class ConversationSession:
     async def add_note(self, note: Note) -> None:
         """Add a screen-watch note; evicted notes queue for the next fold."""
         evicted = self._notes.add(note)
+        await self.recall.add_note(note)
         try:
             await self._persist_notes(evicted)
         except StoreUnavailable:
@@ -259,19 +286,55 @@ class ConversationSession:
             live_notes=self._notes.notes,
         )
 
+    @property
+    def participant_cards(self) -> tuple[ParticipantCard, ...]:
+        return tuple(sorted(self._cards.values(), key=lambda c: (-c.turns, c.name)))
+
+    def participant_memory_text(self, max_chars: int | None = None) -> str:
+        """The participant cards as the builders' memory text ("" while there are none)."""
+        limit = self.memory_config.max_chars if max_chars is None else max_chars
+        return render_cards(self.participant_cards, limit) if limit > 0 else ""
+
     def _on_commit(self, state: CompactionState) -> None:
+        # The folded turns are still in the window: refresh the cards from them first.
+        folded = self._window.between(self._cards_through, state.cursor) if state.cursor > self._cards_through else []
+        if folded:
+            self._cards = update_cards(self._cards, folded, bot_name=self.bot_name, config=self.memory_config)
+            self._cards_saved.clear()
+            self._cards_dirty.set()
+        self._cards_through = max(self._cards_through, state.cursor)
         self._window.drop_before(state.cursor)
+
+    async def _save_cards(self) -> None:
+        """The cards' writer: one store write per batch of changes; retried on the next one."""
+        while True:
+            await self._cards_dirty.wait()
+            self._cards_dirty.clear()
+            try:
+                await self.store.save_participant_cards(self.session_id, list(self._cards.values()))
+            except StoreUnavailable:
+                # The next fold writes every card again; settle() must not wait on an outage.
+                log.warning("participant_cards_not_persisted", session_id=self.session_id)
+            if not self._cards_dirty.is_set():
+                self._cards_saved.set()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """The session's compactor task; run it inside the owner's TaskGroup."""
-        await self.compactor.run()
+        """The session's compactor and recall-embedding tasks; run it in the owner's TaskGroup."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.compactor.run(), name=f"compactor:{self.session_id}")
+            tg.create_task(self.recall.run(), name=f"recall-embedder:{self.session_id}")
+            tg.create_task(self._save_cards(), name=f"participant-cards:{self.session_id}")
 
-    async def settle(self) -> None:
-        """Wait until no fold is in flight (replay, tests and clean shutdown)."""
+    async def settle(self, *, recall: bool = True) -> None:
+        """Wait until no fold is in flight and (unless `recall=False`) every turn has its
+        recall vector (replay, tests and clean shutdown)."""
         await asyncio.sleep(0)
         await self.compactor.wait_idle()
+        if recall:
+            await self.recall.wait_idle()
+            await self._cards_saved.wait()
 
     async def close(self) -> None:
         """Stop new folds, let the in-flight one finish, write anything still queued."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from pipeline.models import CompactionState, Note, Turn, TurnDraft, TurnKind
+from pipeline.models import CompactionState, Note, ParticipantCard, Turn, TurnDraft, TurnKind
 
 
 def encode_draft(draft: TurnDraft) -> str:
@@ -65,4 +65,24 @@ def decode_state(fields: Mapping[str, str]) -> CompactionState:
         failures=int(fields.get("failures", 0)),
         next_retry_at=float(fields.get("next_retry_at", 0.0)),
         notes_dropped=int(fields.get("notes_dropped", 0)),
+    )
+
+
+def encode_card(card: ParticipantCard) -> str:
+    return json.dumps(
+        {
+            "sid": card.speaker_id, "n": card.name, "who": card.who, "c": list(card.commitments),
+            "p": list(card.preferences), "t": card.turns, "ls": card.last_seq,
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def decode_card(raw: str | bytes) -> ParticipantCard:
+    data = json.loads(raw)
+    return ParticipantCard(
+        speaker_id=data["sid"], name=data["n"], who=data.get("who", ""),
+        commitments=tuple(data.get("c", ())), preferences=tuple(data.get("p", ())),
+        turns=int(data.get("t", 0)), last_seq=int(data.get("ls", -1)),
     )

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from pipeline.models import CompactionState, FoldCommit, Note, StoreUnavailable, Turn, TurnDraft
+from pipeline.models import CompactionState, FoldCommit, Note, ParticipantCard, StoreUnavailable, Turn, TurnDraft
 
 
 @dataclass(slots=True)
@@ -17,6 +17,10 @@ class _Session:
     live: list[Note] = field(default_factory=list)
     lock: tuple[str, float] | None = None
     meta: dict[str, str] = field(default_factory=dict)
+    recall_notes: dict[str, Note] = field(default_factory=dict)
+    vectors_model: str = ""
+    vectors: dict[str, bytes] = field(default_factory=dict)
+    cards: dict[str, ParticipantCard] = field(default_factory=dict)
 
 
 class InMemorySessionStore:
@@ -118,3 +122,29 @@ class InMemorySessionStore:
         if not self.available:
             raise StoreUnavailable("in-memory store marked unavailable")
         self._sessions.pop(session_id, None)
+
+    async def add_recall_notes(self, session_id: str, notes: Sequence[Note]) -> None:
+        s = self._get(session_id)
+        for note in notes:
+            s.recall_notes[note.note_id] = note
+
+    async def load_recall_notes(self, session_id: str) -> list[Note]:
+        return sorted(self._get(session_id).recall_notes.values(), key=lambda n: (n.at, n.note_id))
+
+    async def save_recall_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        s = self._get(session_id)
+        if not vectors:
+            return
+        if s.vectors_model != model:
+            s.vectors_model, s.vectors = model, {}
+        s.vectors.update(vectors)
+
+    async def load_recall_vectors(self, session_id: str, model: str) -> dict[str, bytes]:
+        s = self._get(session_id)
+        return dict(s.vectors) if s.vectors_model == model else {}
+
+    async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
+        self._get(session_id).cards = {c.speaker_id: c for c in cards}
+
+    async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
+        return sorted(self._get(session_id).cards.values(), key=lambda c: (-c.turns, c.name))

@@ -11,10 +11,15 @@ the Lua scripts can touch them together.
 - `lnotes`  the live note buffer, one JSON list (small: at most 12 notes).
 - `lock`    the in-flight fold lock, `SET NX PX` with an owner token.
 - `meta`    hash of free-form session metadata (the bot keeps the channel to rejoin).
+- `rnote`   hash note id -> note JSON: every screen note, kept for recall.
+- `rvec`    hash recall key (`t:<seq>`, `n:<note id>`) -> base64 float16 vector, plus
+            `model` (the embedder that made them).
+- `cards`   hash speaker id -> participant card JSON.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -23,8 +28,16 @@ import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from pipeline.models import CompactionState, FoldCommit, Note, StoreUnavailable, Turn, TurnDraft
-from pipeline.store_codec import decode_note, decode_state, decode_turn, encode_draft, encode_note
+from pipeline.models import CompactionState, FoldCommit, Note, ParticipantCard, StoreUnavailable, Turn, TurnDraft
+from pipeline.store_codec import (
+    decode_card,
+    decode_note,
+    decode_state,
+    decode_turn,
+    encode_card,
+    encode_draft,
+    encode_note,
+)
 
 T = TypeVar("T")
 
@@ -69,6 +82,18 @@ end
 return dropped
 """
 
+# KEYS[1] = rvec. ARGV: model, then (key, base64) pairs. Another model's vectors go first.
+_SAVE_VECTORS = """
+if redis.call('HGET', KEYS[1], 'model') ~= ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'model', ARGV[1])
+end
+for i = 2, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return 1
+"""
+
 _RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -82,7 +107,9 @@ def _as_str_dict(fields: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
 
 def _keys(session_id: str) -> dict[str, str]:
     base = f"lc:{{{session_id}}}"
-    return {name: f"{base}:{name}" for name in ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta")}
+    return {name: f"{base}:{name}" for name in (
+        "turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta", "rnote", "rvec", "cards"
+    )}
 
 
 class RedisSessionStore:
@@ -94,6 +121,7 @@ class RedisSessionStore:
         self._failure = client.register_script(_RECORD_FAILURE)
         self._add_pending = client.register_script(_ADD_PENDING)
         self._release = client.register_script(_RELEASE_LOCK)
+        self._save_vectors = client.register_script(_SAVE_VECTORS)
 
     @classmethod
     def from_url(cls, url: str, *, timeout_s: float = 2.0) -> RedisSessionStore:
@@ -205,3 +233,38 @@ class RedisSessionStore:
 
     async def delete_session(self, session_id: str) -> None:
         await self._call(self._redis.delete, *_keys(session_id).values())
+
+    async def add_recall_notes(self, session_id: str, notes: Sequence[Note]) -> None:
+        if notes:
+            mapping = {n.note_id: encode_note(n) for n in notes}
+            await self._call(self._redis.hset, _keys(session_id)["rnote"], mapping=mapping)
+
+    async def load_recall_notes(self, session_id: str) -> list[Note]:
+        raw = await self._call(self._redis.hvals, _keys(session_id)["rnote"])
+        return sorted((decode_note(item) for item in raw), key=lambda n: (n.at, n.note_id))
+
+    async def save_recall_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
+        if not vectors:
+            return
+        args: list[str] = [model]
+        for key, blob in vectors.items():
+            args += [key, base64.b64encode(blob).decode("ascii")]
+        await self._call(self._save_vectors, keys=[_keys(session_id)["rvec"]], args=args)
+
+    async def load_recall_vectors(self, session_id: str, model: str) -> dict[str, bytes]:
+        fields = _as_str_dict(await self._call(self._redis.hgetall, _keys(session_id)["rvec"]))
+        if fields.pop("model", None) != model:
+            return {}
+        return {key: base64.b64decode(value) for key, value in fields.items()}
+
+    async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
+        key = _keys(session_id)["cards"]
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            if cards:
+                pipe.hset(key, mapping={c.speaker_id: encode_card(c) for c in cards})
+            await self._call(pipe.execute)
+
+    async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
+        raw = await self._call(self._redis.hvals, _keys(session_id)["cards"])
+        return sorted((decode_card(item) for item in raw), key=lambda c: (-c.turns, c.name))

@@ -6,7 +6,12 @@ bound; the guard is what keeps the prompt bounded meanwhile.
 
 Budget: `history budget = context limit - system - tools - response reserve - safety margin`,
 where *system* is everything the guard never drops (persona, memory, summary) and
-*history* is what it may look at: the verbatim turns, the gap marker and the current turn.
+*history* is what it may look at: the verbatim turns, the gap marker, the optional
+messages (recall's "From earlier in this session", placed right before the current turn)
+and the current turn.
+
+Drop order: verbatim turns older than the window (`optional_before_seq`) first, then the
+optional messages, then the window's own turns (never the last `min_recent`).
 
 Above `ceiling` x budget it hides the oldest verbatim turns, whole turns only, until the
 history is at most `floor` x budget, never touching the last `min_recent` turns or the
@@ -85,6 +90,7 @@ class GuardResult:
     floor_tokens: int
     urge_compaction: bool
     over_budget: bool  # still above the ceiling after pruning all it may
+    optional_dropped: bool = False  # the optional messages were left out
 
 
 class TokenGuard:
@@ -120,10 +126,14 @@ class TokenGuard:
         counter: TokenCounter,
         context_limit: int,
         events: EventEmitter | None = None,
+        optional_messages: Sequence[Mapping[str, str]] = (),
+        optional_before_seq: int | None = None,
     ) -> GuardResult:
-        """Assemble `system + [marker] + shown turns + current`, pruning if needed.
+        """Assemble `system + [marker] + shown turns + optional + current`, pruning if needed.
 
-        `turn_messages` are the verbatim turns as `(seq, message)`, oldest first.
+        `turn_messages` are the verbatim turns as `(seq, message)`, oldest first. The
+        optional messages go before any turn with `seq >= optional_before_seq` does (None:
+        after every prunable turn).
         """
         config = self._config
         empty = counter.count_messages([])
@@ -137,6 +147,8 @@ class TokenGuard:
 
         system_tokens = empty.tokens + sum(cost(m) for m in system_messages)
         current_tokens = sum(cost(m) for m in current_messages)
+        optional_tokens = sum(cost(m) for m in optional_messages)
+        keep_optional = bool(optional_messages)
         turn_costs = [cost(m) for _, m in turn_messages]
         seqs = [seq for seq, _ in turn_messages]
 
@@ -156,14 +168,24 @@ class TokenGuard:
 
         def history_tokens(first: int) -> int:
             shown = sum(turn_costs[first:])
-            return shown + current_tokens + (marker_cost if first > 0 else 0)
+            optional = optional_tokens if keep_optional else 0
+            return shown + current_tokens + optional + (marker_cost if first > 0 else 0)
 
         before = history_tokens(start)
         held_start = start
         if before > ceiling_tokens:
-            # Hide whole turns, oldest first, until at or below the floor.
+            # Hide whole turns, oldest first, until at or below the floor; the optional
+            # messages go when the next turn to hide is in the window (or none is left).
             running = before
-            while start < protected_from and running > floor_tokens:
+            while running > floor_tokens:
+                prunable = start < protected_from
+                in_window = prunable and optional_before_seq is not None and seqs[start] >= optional_before_seq
+                if keep_optional and (not prunable or in_window):
+                    keep_optional = False
+                    running -= optional_tokens
+                    continue
+                if not prunable:
+                    break
                 running -= turn_costs[start]
                 if start == 0:
                     running += marker_cost
@@ -178,11 +200,16 @@ class TokenGuard:
         if start > 0:
             messages.append(_marker_message(start))
         messages.extend(dict(m) for _, m in turn_messages[start:])
+        if keep_optional:
+            messages.extend(dict(m) for m in optional_messages)
         messages.extend(dict(m) for m in current_messages)
         # `after` priced the widest marker (conservative for the decision); the reported
         # total prices the marker actually sent.
         shown_marker = cost(messages[len(system_messages)]) if start > 0 else 0
-        total = system_tokens + shown_marker + sum(turn_costs[start:]) + current_tokens
+        total = (
+            system_tokens + shown_marker + sum(turn_costs[start:]) + current_tokens
+            + (optional_tokens if keep_optional else 0)
+        )
 
         if newly and events is not None:
             events.emit(
@@ -208,6 +235,7 @@ class TokenGuard:
             floor_tokens=floor_tokens,
             urge_compaction=bool(pruned),
             over_budget=after > ceiling_tokens,
+            optional_dropped=bool(optional_messages) and not keep_optional,
         )
 
 

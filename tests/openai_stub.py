@@ -45,6 +45,7 @@ class OpenAIStub:
     def __init__(self) -> None:
         self.chat: list[Reply] = []
         self.speech: list[Reply] = []
+        self.embeddings: list[Reply] = []  # scripted statuses; a success embeds the input (below)
         self.requests: list[Recorded] = []
         self.chat_hangups = 0  # streamed answers the client closed before the end
         self.chat_streamed_at: list[float] = []  # time.monotonic() when each streamed answer ended
@@ -64,6 +65,7 @@ class OpenAIStub:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/audio/speech", self._speech)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -151,3 +153,22 @@ class OpenAIStub:
             await response.write(audio[i : i + 4096])
         await response.write_eof()
         return response
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """A stand-in embedding model: each input becomes a bag of its lowercased words hashed
+        into 64 dimensions (deterministic; texts sharing words point the same way)."""
+        body = await self._record(request)
+        reply = self.embeddings.pop(0) if self.embeddings else Reply()
+        if reply.status != 200:
+            return web.json_response({"error": {"message": "scripted error"}}, status=reply.status)
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for i, text in enumerate(inputs):
+            vector = [0.0] * 64
+            for word in str(text).lower().split():
+                vector[sum(word.encode()) % 64] += 1.0
+            data.append({"object": "embedding", "index": i, "embedding": vector})
+        return web.json_response(
+            {"object": "list", "data": data, "model": body.get("model", "test"),
+             "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        )

@@ -12,7 +12,8 @@ from aiohttp import ClientSession, test_utils, web
 from bot.dashboard import RecentEvents, SessionView, create_dashboard_app, start_dashboard
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_SKIPPED, COMPACTION_STARTED, EventEmitter
 from pipeline.metrics import CompactionMetrics
-from pipeline.models import CompactionPolicy, Note, TurnDraft, TurnKind
+from pipeline.model_context import ModelContext
+from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
 from pipeline.session import ConversationSession
 from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock, ScriptedSummarizer
@@ -128,6 +129,15 @@ async def test_index_lists_compaction_events(rig: Rig) -> None:
     page = await (await rig.client.get("/")).text()
     assert "<td>completed</td><td>old_cursor=0 new_cursor=10 covered_through_turn=9" in page
     assert "<td>started</td><td>cursor=0 batch_size=10 recent_start=10" in page
+
+
+async def test_index_lists_recall_events(rig: Rig) -> None:
+    """A reply build that recalls old turns shows up as a `context_recall` row with its seqs."""
+    current = Turn(seq=61, kind=TurnKind.SPEECH, speaker_id="bob", speaker_name="Bob",
+                   text="what did Alice say in line 2?", started_at=61.0, ended_at=62.0)
+    ModelContext(rig.session).reply(current)
+    page = await (await rig.client.get("/")).text()
+    assert "<td>context_recall</td><td>builder=reply seqs=[" in page
 
 
 async def test_session_events_endpoint(rig: Rig) -> None:

@@ -221,3 +221,22 @@ def test_works_as_an_emitter_sink() -> None:
     assert ['longcall_compaction_started_total{guild_id="g9",session_id="s9",source="replay"} 1'] == samples(
         metrics, "longcall_compaction_started_total"
     )
+
+
+def test_recall_latency_and_chars_histograms_by_builder() -> None:
+    """`context_recall` events feed a latency histogram (seconds) and a chars histogram."""
+    from pipeline.events import CONTEXT_RECALL
+
+    metrics = CompactionMetrics()
+    for latency, chars in ((0.8, 0), (3.5, 900), (30.0, 1500)):
+        metrics(ev(CONTEXT_RECALL, builder="reply", query_chars=40, hits=[], seqs=[], chars=chars,
+                   latency_ms=latency, embed_ms=0.0, index_size=10, vectors=0, dense=False))
+    labels = f'{L},builder="reply"'
+    latency = samples(metrics, "longcall_recall_latency_seconds_bucket")
+    assert f'longcall_recall_latency_seconds_bucket{{{labels},le="0.001"}} 1' in latency
+    assert f'longcall_recall_latency_seconds_bucket{{{labels},le="0.005"}} 2' in latency
+    assert f'longcall_recall_latency_seconds_bucket{{{labels},le="0.05"}} 3' in latency
+    chars = samples(metrics, "longcall_recall_chars_bucket")
+    assert f'longcall_recall_chars_bucket{{{labels},le="0"}} 1' in chars
+    assert f'longcall_recall_chars_bucket{{{labels},le="1200"}} 2' in chars
+    assert [f"longcall_recall_chars_count{{{labels}}} 3"] == samples(metrics, "longcall_recall_chars_count")

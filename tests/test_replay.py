@@ -64,6 +64,7 @@ def test_cli_replay_and_inspect(redis_server: PrivateRedisServer, tmp_path: Path
     assert 0 == main(["replay", str(SAMPLE), "--out", str(tmp_path / "r")])
     out = capsys.readouterr()
     assert "turns            432  (lost: 0)" in out.out
+    assert "  recall           " in out.out and " reply builds, chars p50 " in out.out
     assert "replay gaming_night.jsonl" in out.err
     assert 0 == main(["inspect", str(SAMPLE), "--at-turn", "300", "--json", "--out", str(tmp_path / "i")])
     data = json.loads(capsys.readouterr().out)
@@ -73,8 +74,18 @@ def test_cli_replay_and_inspect(redis_server: PrivateRedisServer, tmp_path: Path
     assert 300 - 1 == data["verbatim_seqs"][-1]
     assert len(data["verbatim_seqs"]) >= 50
     assert "system" == data["messages"][1]["role"]
-    assert data["messages"][1]["content"].startswith("Earlier in this session (summary of turns 0–")
+    assert data["messages"][1]["content"].startswith("What you remember about the people here:")
+    assert data["messages"][2]["content"].startswith("Earlier in this session (summary of turns 0–")
     assert len(data["instructions"]) <= 5200
+    # Recall and participant memory are shown, and recall never repeats the verbatim window.
+    assert data["recall"]["index_size"] >= 300 and 0 < data["recall"]["vectors"] <= data["recall"]["index_size"]
+    assert all(seq < data["cursor"] for seq in data["recall"]["seqs"])
+    assert data["recall"]["section"] == (data["messages"][-2]["content"] if data["recall"]["chars"] else "")
+    assert {"Maya", "Bob", "Alice", "James"} <= {card["name"] for card in data["participant_cards"]}
+    assert "I owe Alice twenty dollars" in data["participant_memory"]
+    assert 0 == main(["inspect", str(SAMPLE), "--at-turn", "300", "--out", str(tmp_path / "i")])
+    text = capsys.readouterr().out
+    assert "== recall: on, " in text and "== participant cards: " in text
 
 
 def test_cli_reports_bad_session_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from pipeline.models import FoldCommit, Note, StoreUnavailable, TurnDraft, TurnKind
+from pipeline.models import FoldCommit, Note, ParticipantCard, StoreUnavailable, TurnDraft, TurnKind
 from pipeline.ports import SessionStore
 from pipeline.redis_server import PrivateRedisServer
 from pipeline.store_memory import InMemorySessionStore
@@ -121,3 +121,41 @@ async def test_redis_outage_raises_store_unavailable(session_id: str) -> None:
     assert "s3cret" not in str(info.value)
     assert "127.0.0.1" not in str(info.value)
     await store.aclose()
+
+
+async def test_recall_notes_are_kept_past_folds(store: SessionStore, session_id: str) -> None:
+    """Every note kept for recall comes back ordered by time, once per id, even after a fold
+    consumed it as a pending note."""
+    await store.add_recall_notes(session_id, [note(2, 50.0), note(1, 1.0)])
+    await store.add_recall_notes(session_id, [note(1, 1.0)])
+    await store.add_pending_notes(session_id, [note(1, 1.0)], max_pending=10)
+    commit = FoldCommit(expected_cursor=0, summary="S", new_cursor=10, covered_through_turn=9, last_at=1.0,
+                        consumed_note_ids=("n1",))
+    assert await store.commit_fold(session_id, commit)
+    assert [note(1, 1.0), note(2, 50.0)] == await store.load_recall_notes(session_id)
+
+
+async def test_recall_vectors_belong_to_one_model(store: SessionStore, session_id: str) -> None:
+    """Vectors round-trip byte for byte for their model; another model's are not returned, and
+    saving a new model's vectors discards the old ones."""
+    blob = bytes(range(256)) * 3
+    await store.save_recall_vectors(session_id, "m1", {"t:0": blob, "n:x": b"\x00\x01"})
+    await store.save_recall_vectors(session_id, "m1", {"t:1": b"\x02"})
+    assert {"t:0": blob, "n:x": b"\x00\x01", "t:1": b"\x02"} == await store.load_recall_vectors(session_id, "m1")
+    assert {} == await store.load_recall_vectors(session_id, "m2")
+    await store.save_recall_vectors(session_id, "m2", {"t:5": b"\x05"})
+    assert {"t:5": b"\x05"} == await store.load_recall_vectors(session_id, "m2")
+    assert {} == await store.load_recall_vectors(session_id, "m1")
+
+
+async def test_participant_cards_replace_and_round_trip(store: SessionStore, session_id: str) -> None:
+    """Cards are replaced as a set and come back most active speaker first."""
+    alice = ParticipantCard(speaker_id="a", name="Alice", who="plays the healer", commitments=("bring potions",),
+                            preferences=("likes tanks",), turns=12, last_seq=40)
+    bob = ParticipantCard(speaker_id="b", name="Bob — ünïcode", turns=30, last_seq=41)
+    await store.save_participant_cards(session_id, [alice, bob])
+    assert [bob, alice] == await store.load_participant_cards(session_id)
+    await store.save_participant_cards(session_id, [alice])
+    assert [alice] == await store.load_participant_cards(session_id)
+    await store.delete_session(session_id)
+    assert [] == await store.load_participant_cards(session_id)
