@@ -17,7 +17,9 @@ from typing import Any
 
 from bench.bench_compaction import quiet_logging
 
-MODULES = ["bench_compaction", "bench_context", "bench_recall", "bench_asr", "bench_receive", "bench_bot", "bench_recall_eval"]
+MODULES = [
+    "bench_compaction", "bench_context", "bench_recall", "bench_asr", "bench_receive", "bench_bot", "bench_recall_eval",
+]
 
 
 def _cell(value: Any) -> str:

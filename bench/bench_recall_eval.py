@@ -23,6 +23,7 @@ from typing import Any
 from bench import eval_data
 from bench.bench_compaction import quiet_logging
 from pipeline.compare import run_compare
+from pipeline.embeddings import MiniLMEmbedder
 from pipeline.redis_server import PrivateRedisServer
 from pipeline.replay import ReplayOptions
 from pipeline.store_redis import RedisSessionStore
@@ -44,13 +45,26 @@ def eval_paths(split: str) -> list[Path]:
     return paths
 
 
+_EMBEDDER: MiniLMEmbedder | None = None
+
+
+def embedder() -> MiniLMEmbedder:
+    """One packaged MiniLM for every run in this process (it loads once, in its worker thread)."""
+    global _EMBEDDER
+    if _EMBEDDER is None:
+        _EMBEDDER = MiniLMEmbedder()
+    return _EMBEDDER
+
+
 async def compare(paths: list[Path], out: Path, recall: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every mode over `paths`: default ModelContextConfig and RecallConfig (but for `recall`
+    overrides), the packaged dense model, the offline summarizer, a private Redis."""
     with PrivateRedisServer() as server:
         store = RedisSessionStore.from_url(server.url)
         try:
             return await run_compare(
-                paths, store=store, summarizer=None, fallback=OfflineSummarizer(), options=ReplayOptions(),
-                out=out, recall_overrides=recall,
+                paths, store=store, summarizer=None, fallback=OfflineSummarizer(),
+                options=ReplayOptions(embedder=embedder()), out=out, recall_overrides=recall,
             )
         finally:
             await store.aclose()
@@ -79,6 +93,8 @@ def rows_from(report: dict[str, Any], split: str) -> list[dict[str, Any]]:
     ctx = report["context"]
     rows.append({"name": "context chars p50 at the probes",
                  "value": ", ".join(f"{m} {ctx[m]['chars_p50']}" for m in report["modes"])})
+    rows.append({"name": "recall dense side", "value": "on" if report["recall_dense"] else "OFF (lexical only)",
+                 "note": "packaged all-MiniLM-L6-v2 int8"})
     lat = report["recall_latency_ms"]
     rows.append({"name": "recall latency ms (context_recall events)",
                  "value": f"p50 {lat['p50']}, p95 {lat['p95']}, max {lat['max']} ({lat['samples']} samples)"})

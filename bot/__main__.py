@@ -146,7 +146,8 @@ async def compare(
         return await run_compare(
             paths, store=store, summarizer=primary, fallback=fallback,
             options=ReplayOptions(policy=settings.policy(), bot_name=settings.bot_name,
-                                  model_context=_model_context(settings)),
+                                  model_context=_model_context(settings), embedder=make_embedder(settings),
+                                  memory=settings.participant_memory()),
             out=out, recall_overrides=recall, progress=None if quiet else (lambda name: Progress(f"compare {name}")),
         )
 

@@ -41,7 +41,9 @@ AGE_BUCKETS = ((0, 50), (50, 150), (150, 300), (300, 500), (500, 800), (800, 10*
 COMPARE_REPORT_KEYS: dict[str, str] = {
     "schema": "format id, 'longcall.compare/1'",
     "modes": "the modes, in order: drop-oldest, rolling, rolling+recall, ceiling",
-    "recall_available": "false when this build has no recall (rolling+recall is then null everywhere)",
+    "recall_available": "true when the rolling+recall mode ran (false only if no session had recall)",
+    "recall_dense": "true when every session's recall had its dense side (an embedder that loaded)",
+    "recall_config": "the RecallConfig fields the rolling+recall mode used",
     "sessions": "one row per session: session, turns, probes, hits {mode: n}, retention {mode: r}, wall_s",
     "probes": "number of probes over all sessions",
     "hits": "{mode: probes whose expected answer is in that mode's context}",
@@ -62,13 +64,9 @@ COMPARE_REPORT_KEYS: dict[str, str] = {
 }
 
 
-def recall_config(base: ModelContextConfig, *, enabled: bool, **overrides: Any) -> ModelContextConfig | None:
-    """`base` with recall switched on or off (and any RecallConfig fields overridden);
-    None when this build has no recall."""
-    recall = getattr(base, "recall", None)
-    if recall is None:
-        return None
-    return dataclasses.replace(base, recall=dataclasses.replace(recall, enabled=enabled, **overrides))  # type: ignore[call-arg]
+def recall_config(base: ModelContextConfig, *, enabled: bool, **overrides: Any) -> ModelContextConfig:
+    """`base` with recall switched on or off (and any RecallConfig fields overridden)."""
+    return dataclasses.replace(base, recall=dataclasses.replace(base.recall, enabled=enabled, **overrides))
 
 
 def _session_text(messages: Sequence[dict[str, str]] | Sequence[Any]) -> str:
@@ -120,8 +118,8 @@ class CompareReplayer(Replayer):
         if session_file.audio_dir is not None:
             raise ValueError("longcall compare takes transcript sessions (an audio session: use replay)")
         base = options.model_context
-        rolling = recall_config(base, enabled=False) or base
-        self._recall_config = recall_config(base, enabled=True, **(recall_overrides or {}))
+        rolling = recall_config(base, enabled=False)
+        self._recall_config: ModelContextConfig | None = recall_config(base, enabled=True, **(recall_overrides or {}))
         super().__init__(
             session_file, store=store, summarizer=summarizer, fallback=fallback,
             options=dataclasses.replace(options, model_context=rolling), out_dir=out_dir, progress=progress,
@@ -143,6 +141,14 @@ class CompareReplayer(Replayer):
     def recall_available(self) -> bool:
         return self._recall_config is not None
 
+    @property
+    def recall_dense(self) -> bool:
+        return self._session is not None and self._session.recall.dense_available
+
+    @property
+    def recall_fields(self) -> dict[str, Any]:
+        return dataclasses.asdict(self._recall_config.recall) if self._recall_config is not None else {}
+
     async def _on_line(self, line: SessionLine) -> None:
         session = self._session
         assert session is not None
@@ -161,6 +167,7 @@ class CompareReplayer(Replayer):
         await super()._append(session, kind, speaker_id=speaker_id, name=name, text=text, t=t)
         self._transcript.append((session.total_turns - 1, t, name, text))
         if session.total_turns % self._sample_every == 0:
+            await session.settle()  # recall's vectors too: a sample must not depend on timing
             self._sample_series(session)
 
     def _drop_oldest_text(self) -> str:
@@ -293,7 +300,8 @@ def _by(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def aggregate(
-    runs: Sequence[dict[str, Any]], *, recall_available: bool
+    runs: Sequence[dict[str, Any]], *, recall_available: bool, recall_dense: bool = False,
+    recall: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One comparison report over sessions. Each run: {session, turns, wall_s, rows, series,
     recall_latency_ms, build_ms}."""
@@ -328,6 +336,8 @@ def aggregate(
         "schema": SCHEMA,
         "modes": list(MODES),
         "recall_available": recall_available,
+        "recall_dense": recall_dense,
+        "recall_config": recall or {},
         "sessions": [
             {
                 "session": run["session"], "turns": run["turns"], "probes": len(run["rows"]), "wall_s": run["wall_s"],
@@ -366,8 +376,8 @@ async def compare_session(
     out_dir: Path,
     recall_overrides: dict[str, Any] | None = None,
     progress: ProgressCallback | None = None,
-) -> tuple[dict[str, Any], bool]:
-    """Replay one session under every mode; returns (run row for `aggregate`, recall available)."""
+) -> tuple[dict[str, Any], CompareReplayer]:
+    """Replay one session under every mode; returns (run row for `aggregate`, the replayer)."""
     replayer = CompareReplayer(
         session_file, store=store, summarizer=summarizer, fallback=fallback, options=options, out_dir=out_dir,
         probe_meta=read_probe_meta(path), recall_overrides=recall_overrides, progress=progress,
@@ -385,7 +395,7 @@ async def compare_session(
         "recall_latency_ms": replayer.recall_latencies(),
         "build_ms": replayer.build_ms,
     }
-    return run, replayer.recall_available
+    return run, replayer
 
 
 def session_paths(paths: Sequence[Path]) -> list[Path]:
@@ -416,16 +426,21 @@ async def run_compare(
     from pipeline.session_file import load_session_file
 
     runs = []
-    available = False
+    replayers = []
     for path in session_paths(paths):
         session_file = load_session_file(path)
-        run, available = await compare_session(
+        run, replayer = await compare_session(
             path, session_file, store=store, summarizer=summarizer, fallback=fallback, options=options,
             out_dir=out / path.stem, recall_overrides=recall_overrides,
             progress=progress(path.name) if progress is not None else None,
         )
         runs.append(run)
-    report = aggregate(runs, recall_available=available)
+        replayers.append(replayer)
+    report = aggregate(
+        runs, recall_available=any(r.recall_available for r in replayers),
+        recall_dense=bool(replayers) and all(r.recall_dense for r in replayers),
+        recall=replayers[0].recall_fields if replayers else None,
+    )
     write_report(report, out)
     return report
 
