@@ -6,7 +6,7 @@ curve (retention vs the reply budget in chars, and the other knobs) goes to
 out/bench/recall_sweep/sweep.json and sweep.md.
 
     .venv/bin/python -m bench.recall_sweep                      # the default grid
-    .venv/bin/python -m bench.recall_sweep --knob reply_budget_chars=400,800,1600
+    .venv/bin/python -m bench.recall_sweep --knob max_hits=4,8 --knob neighbours
 """
 
 from __future__ import annotations
@@ -23,29 +23,30 @@ from bench.bench_compaction import quiet_logging
 from bench.bench_recall_eval import compare, eval_paths
 
 OUT = Path("out/bench/recall_sweep")
-GRID: dict[str, list[Any]] = {
-    "reply_budget_chars": [300, 600, 900, 1200, 1800, 2400, 3600],
-    "max_hits": [2, 4, 6, 8, 12],
-    "neighbours": [0, 1, 2],
-    "weights": [[1.0, 0.0], [0.7, 0.3], [0.5, 0.5], [0.3, 0.7], [0.0, 1.0]],  # lexical_weight, dense_weight
+# knob -> points; a point is the RecallConfig overrides it runs with. The budget curve lifts
+# max_hits to 16 so that the budget, not the hit count, is what binds.
+GRID: dict[str, list[dict[str, Any]]] = {
+    "reply_budget_chars": [{"reply_budget_chars": b, "max_hits": 16} for b in (800, 1600, 2400, 3200, 4800)],
+    "max_hits": [{"max_hits": n} for n in (4, 12, 16)],
+    "neighbours": [{"neighbours": n} for n in (0, 2)],
+    "weights": [{"lexical_weight": lw, "dense_weight": dw} for lw, dw in ((1.0, 0.0), (1.0, 0.5), (0.5, 1.0),
+                                                                          (0.0, 1.0))],
 }
 
 
-def _overrides(knob: str, value: Any) -> dict[str, Any]:
-    if knob == "weights":
-        return {"lexical_weight": value[0], "dense_weight": value[1]}
-    return {knob: value}
+def _label(point: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in point.items())
 
 
-async def sweep(grid: dict[str, list[Any]], out: Path) -> list[dict[str, Any]]:
+async def sweep(grid: dict[str, list[dict[str, Any]]], out: Path) -> list[dict[str, Any]]:
     paths = eval_paths("dev")
     points = []
     for knob, values in grid.items():
-        for value in values:
+        for overrides in values:
             t0 = time.perf_counter()
-            report = await compare(paths, out / "runs" / f"{knob}={value}", _overrides(knob, value))
+            report = await compare(paths, out / "runs" / _label(overrides), overrides)
             point = {
-                "knob": knob, "value": value, "probes": report["probes"],
+                "knob": knob, "value": _label(overrides), "probes": report["probes"],
                 "retention": report["retention"],
                 "by_tag": {t: v["rolling+recall"] for t, v in report["by_tag"].items()},
                 "recall_chars_p50": report["context"]["rolling+recall"]["chars_p50"],
@@ -54,7 +55,7 @@ async def sweep(grid: dict[str, list[Any]], out: Path) -> list[dict[str, Any]]:
                 "wall_s": round(time.perf_counter() - t0, 1),
             }
             points.append(point)
-            print(f"{knob}={value}: rolling+recall {point['retention']['rolling+recall']} "
+            print(f"{point['value']}: rolling+recall {point['retention']['rolling+recall']} "
                   f"(ceiling {point['retention']['ceiling']}), tags {point['by_tag']}, "
                   f"chars p50 {point['recall_chars_p50']}", file=sys.stderr, flush=True)
     return points
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         grid = {}
         for spec in args.knob:
             name, _, raw = spec.partition("=")
-            grid[name] = [json.loads(v) for v in raw.split(",")] if raw else GRID[name]
+            grid[name] = [{name: json.loads(v)} for v in raw.split(",")] if raw else GRID[name]
     out = Path(args.out)
     points = asyncio.run(sweep(grid, out))
     out.mkdir(parents=True, exist_ok=True)
