@@ -71,7 +71,10 @@ class ModelContext:
         recall = self._session.recall
         started = time.perf_counter()
         context = [t for t in snapshot.turns[-(config.context_turns + 1) :] if t.seq != current.seq]
-        query = build_query(current, context, known_speakers=recall.index.speakers.keys(), config=config)
+        query = build_query(
+            current, context, known_speakers=recall.index.speakers.keys(), config=config,
+            bot_name=self._session.bot_name,
+        )
         embed_ms = 0.0
         vector = None
         if config.dense_weight > 0 and snapshot.cursor > 0:

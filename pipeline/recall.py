@@ -211,8 +211,13 @@ def build_query(
     *,
     known_speakers: Collection[str],
     config: RecallConfig,
+    bot_name: str = "",
 ) -> RecallQuery:
-    """Weighted query terms from the current turn and `context` (recent turns, oldest first)."""
+    """Weighted query terms from the current turn and `context` (recent turns, oldest first).
+
+    The bot's own name is left out: "Clanky, what did Bob say?" addresses the bot, it does
+    not ask about lines that mention it (nor about the bot's own lines).
+    """
     text = one_line(current.text)
     weights: dict[str, float] = {}
     for term in terms(text):
@@ -235,6 +240,11 @@ def build_query(
         for term in terms(turn.text):
             weights[term] = weights.get(term, 0.0) + config.context_weight
         chars += len(one_line(turn.text))
+    if bot_name:
+        for term in terms(bot_name):
+            weights.pop(term, None)
+        main = frozenset(t for t in main if t in weights)
+        named = frozenset(k for k in named if k != name_key(bot_name))
     self_speaker = name_key(current.speaker_name) if _FIRST_PERSON.search(text) else None
     return RecallQuery(weights=weights, main=main, speakers=named, chars=chars, self_speaker=self_speaker)
 

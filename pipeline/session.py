@@ -337,7 +337,11 @@ class ConversationSession:
             await self._cards_saved.wait()
 
     async def close(self) -> None:
-        """Stop new folds, let the in-flight one finish, write anything still queued."""
+        """Stop new folds, let the in-flight one finish, write anything still queued.
+
+        Recall vectors still queued are not waited for (an embeddings endpoint that is down
+        would hold the shutdown): the next `open` embeds whatever has no stored vector."""
         self.compactor.end()
-        await self.settle()
+        await self.settle(recall=False)
+        await self._cards_saved.wait()
         await self.resync()

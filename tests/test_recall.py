@@ -342,6 +342,7 @@ async def test_restart_mid_session_recalls_turns_from_before_it(
         await first.add_note(Note(note_id="n-key", at=20.0, by="James", text="inventory shows the golden key"))
         for i in range(12):  # push it out of the live note buffer
             await first.add_note(Note(note_id=f"n{i}", at=30.0 + i, by="James", text=f"lobby screen {i}"))
+        await first.settle()  # close() does not wait for vectors; this test wants them all stored
     second = await open_()
     assert 0 == second.recall.queued  # every vector came back from Redis
     assert len(second.recall.index) == 83
@@ -457,3 +458,45 @@ def test_near_repeats_do_not_take_the_place_of_different_facts() -> None:
                   config=RecallConfig(neighbours=0, max_hits=2))
     assert 45 in hits and len(hits) == 2
     assert len({5, 15, 25, 35} & set(hits)) == 1
+
+
+def test_addressing_the_bot_does_not_steer_the_search() -> None:
+    """'Clanky, ...' names the bot: its lines are not favoured and mentions of it do not match."""
+    facts = {10: ("Clanky", "the boss has a weak spot on its back"),
+             20: ("Alice", "Clanky please remind me about the boss"),
+             30: ("Bob", "the boss weak spot is the glowing tail")}
+    index = index_of(conversation(60, facts))
+    config = RecallConfig(neighbours=0, max_hits=3)
+    query = build_query(question(60, "Clanky, where is the boss weak spot?"), (),
+                        known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+    assert "clanky" not in query.weights and not query.speakers
+    hits = [h.seq for h in index.search(query, config, before_seq=50, budget_chars=800).hits]
+    assert hits[0] in (10, 30) and hits.index(20) > hits.index(30)
+
+
+async def test_turns_without_a_stored_vector_are_embedded_after_a_restart(
+    redis_store: RedisSessionStore, session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder
+) -> None:
+    """A session that ran without the dense model (or stopped before its queue drained) gets
+    its missing vectors computed when it is opened again, and stored for the next time."""
+    clock = FakeClock()
+
+    async def open_(with_embedder: bool) -> ConversationSession:
+        return await ConversationSession.open(
+            session_id=session_id, store=redis_store, summarizer=ScriptedSummarizer(), fallback=None,
+            policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",
+            embedder=embedder if with_embedder else None,
+        )
+
+    first = await open_(False)
+    async with running(first):
+        await fill(first, clock, conversation(30, {}))
+    assert 0 == first.recall.index.vector_count
+    second = await open_(True)
+    assert 30 == second.recall.queued
+    async with running(second):
+        await second.settle()
+    assert 30 == second.recall.index.vector_count
+    assert 30 == len(await redis_store.load_recall_vectors(session_id, embedder.model))
+    third = await open_(True)
+    assert (0, 30) == (third.recall.queued, third.recall.index.vector_count)
