@@ -53,9 +53,11 @@ COMPARE_REPORT_KEYS: dict[str, str] = {
     "by_age": "rows {bucket, min_turns, max_turns, probes, <mode>: retention}: by turns between answer and probe",
     "by_tag": "{tag: {probes, <mode>: retention}} for lexical / reworded / multi-turn (from the session file)",
     "by_category": "{category: {probes, <mode>: retention}} (the source's question types)",
-    "context": "{mode: {chars_p50, chars_max, tokens_p50, tokens_max}} over the probes",
-    "series": "context size over session time: rows {session, t, turn, drop-oldest, rolling, rolling+recall, "
-              "transcript} in chars, and rolling_tokens / recall_tokens",
+    "context": "{mode: {chars_p50, chars_max, tokens_p50, tokens_max}} over the probes: session content "
+               "only (no persona prompt, no question); tokens as the brain's counter counts them",
+    "series": "context size over session time, sampled every 50 turns with the newest turn as the current one: "
+              "rows {session, t, turn, drop-oldest, rolling, rolling+recall, transcript} in chars (the reply "
+              "modes with every message, persona prompt included), and rolling_tokens / recall_tokens",
     "recall_latency_ms": "{p50, p95, max, samples}: the context_recall events' latency_ms (recall only)",
     "build_ms": "{mode: {p50, p95}}: wall time of one reply build per mode at the probes (rolling+recall "
                 "includes the query embedding when dense recall is on)",
