@@ -39,6 +39,14 @@ MAX_QUEUED = 1024
 _EMBEDDED_KINDS = frozenset({TurnKind.SPEECH, TurnKind.BOT, TurnKind.EFFECT, TurnKind.THOUGHT})
 
 
+def _reraise_cancellation() -> None:
+    """A cancellation that arrived inside a store call can come back as a connection error
+    (redis-py translates it) and be handled as an outage; a cancelled task must still stop."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class SessionRecall:
     """One session's recall index, its embedding queue and its persistence."""
 
@@ -170,6 +178,7 @@ class SessionRecall:
                 self._in_batch = len(batch)
                 self._space.set()
                 await self._embed_batch(batch)
+                _reraise_cancellation()
         finally:
             self._running = False
             self._space.set()
@@ -213,8 +222,8 @@ class SessionRecall:
 
     async def wait_idle(self) -> None:
         """Wait until every queued turn has its vector (replay and tests; live callers don't).
-        Returns at once when the embedding task is not running."""
-        if self._running:
+        Needs `run()` to be running (or about to start) whenever something is queued."""
+        if self._running or self._pending:
             await self._idle.wait()
 
     # -- queries --------------------------------------------------------------------------------

@@ -315,6 +315,9 @@ class ConversationSession:
             except StoreUnavailable:
                 # The next fold writes every card again; settle() must not wait on an outage.
                 log.warning("participant_cards_not_persisted", session_id=self.session_id)
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from None
             if not self._cards_dirty.is_set():
                 self._cards_saved.set()
 

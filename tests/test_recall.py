@@ -500,3 +500,30 @@ async def test_turns_without_a_stored_vector_are_embedded_after_a_restart(
     assert 30 == len(await redis_store.load_recall_vectors(session_id, embedder.model))
     third = await open_(True)
     assert (0, 30) == (third.recall.queued, third.recall.index.vector_count)
+
+
+def test_reply_builder_drops_the_recall_section_before_window_turns() -> None:
+    """Through the reply builder: with room, the section sits right before the current turn;
+    squeezed, it goes before any turn of the window does."""
+    from pipeline.models import ContextSnapshot
+    from pipeline.reply_context import build_reply_messages
+
+    window = tuple(turn(100 + i, "Alice", " ".join(["word"] * 30)) for i in range(20))
+    snapshot = ContextSnapshot(summary="", cursor=100, covered_through_turn=99, turns=window, total_turns=120)
+    section = f"{REPLY_HEADER}\n" + "\n".join(f"[00:0{i}] Bob: " + "old " * 40 for i in range(5))
+    current = turn(120, "Maya", "what did Bob say?")
+    guard = GuardConfig(response_reserve_tokens=100, safety_margin_tokens=0, min_recent=4)
+
+    def build(limit: int) -> tuple[int, tuple[int, ...]]:
+        result = build_reply_messages(
+            snapshot, current, bot_name="Clanky", counter=WordCounter(), context_limit=limit, persona="P",
+            guard_config=guard, recall_section=section, window_start_seq=100,
+        )
+        if result.recall_chars:
+            assert section == result.messages[-2]["content"]
+        return result.recall_chars, result.pruned_seqs
+
+    assert (len(section), ()) == build(10_000)
+    assert (0, ()) == build(1045)  # dropping the section alone brings it under the floor
+    chars, pruned = build(700)
+    assert 0 == chars and len(pruned) > 0  # the section went first, then window turns
