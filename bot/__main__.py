@@ -140,6 +140,57 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if report["lost_turns"] == 0 else 1
 
 
+def _recall_overrides(pairs: list[str]) -> dict[str, Any]:
+    """`--recall max_hits=8 --recall dense_weight=0.5`: RecallConfig fields for the recall mode."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise SettingsError(f"--recall takes FIELD=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+async def compare(
+    settings: Settings, paths: list[Path], out: Path, *, recall: dict[str, Any], quiet: bool = False
+) -> dict[str, Any]:
+    from pipeline.compare import run_compare
+
+    primary, fallback = make_summarizers(settings)
+    async with open_store(settings) as store:
+        return await run_compare(
+            paths, store=store, summarizer=primary, fallback=fallback,
+            options=ReplayOptions(policy=settings.policy(), bot_name=settings.bot_name,
+                                  model_context=_model_context(settings), embedder=make_embedder(settings),
+                                  memory=settings.participant_memory()),
+            out=out, recall_overrides=recall, progress=None if quiet else (lambda name: Progress(f"compare {name}")),
+        )
+
+
+def print_compare(report: dict[str, Any], out: Path) -> None:
+    def pct(v: Any) -> str:
+        return "  -  " if v is None else f"{v:5.0%}"
+
+    print(f"  {report['probes']} probes in {len(report['sessions'])} sessions")
+    for mode in report["modes"]:
+        print(f"  {mode:<16} {pct(report['retention'][mode])}")
+    if report["recall_available"]:
+        print(f"  rolling+recall is {report['recall_vs_rolling']}x rolling and "
+              f"{pct(report['recall_vs_ceiling']).strip()} of the ceiling; recall latency p95 "
+              f"{report['recall_latency_ms']['p95']} ms")
+    print(f"  reports          {out / 'compare.html'}  {out / 'compare.json'}")
+
+
+def cmd_compare(settings: Settings, args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    report = asyncio.run(compare(settings, [Path(p) for p in args.paths], out, recall=_recall_overrides(args.recall)))
+    print_compare(report, out)
+    return 0
+
+
 def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     out = Path(args.out)
     _, inspection = asyncio.run(
@@ -253,6 +304,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session-id", default="",
                    help="keep the session in Redis under this id; resume it if an earlier run left it there")
     p.set_defaults(func=cmd_replay)
+    p = sub.add_parser(
+        "compare", help="replay sessions once and judge each probe under drop-oldest, rolling, rolling+recall "
+        "and the whole-transcript ceiling", parents=[common]
+    )
+    p.add_argument("paths", nargs="+", help="session files, or folders of them (e.g. samples/eval/heldout)")
+    p.add_argument("--out", default="out/compare")
+    p.add_argument("--recall", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a RecallConfig field for the rolling+recall mode (repeatable)")
+    p.set_defaults(func=cmd_compare)
     p = sub.add_parser(
         "inspect", help="show what the models would receive at a turn of a session", parents=[common]
     )

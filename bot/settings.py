@@ -108,9 +108,9 @@ class Settings:
     recall_enabled: bool = True
     recall_embedder: RecallEmbedder = RecallEmbedder.MINILM
     recall_embedding_model: str = "text-embedding-3-small"
-    recall_max_hits: int = 8
+    recall_max_hits: int = 40
     recall_neighbours: int = 1
-    recall_reply_max_chars: int = 1600
+    recall_reply_max_chars: int = 2400
     recall_realtime_max_chars: int = 1000
     recall_lexical_weight: float = 1.0
     recall_dense_weight: float = 1.0

@@ -58,9 +58,9 @@ class RecallConfig:
     """How recall queries, scores and spends its budgets. Defaults chosen on held-out sets."""
 
     enabled: bool = True
-    max_hits: int = 8  # best old turns/notes returned
+    max_hits: int = 40  # best old turns/notes returned (the char budget binds first on short voice turns)
     neighbours: int = 1  # turns either side of a hit, added with budget left after the hits
-    reply_budget_chars: int = 1600  # the reply messages' section budget
+    reply_budget_chars: int = 2400  # the reply messages' section budget (dev curve flat past 2400)
     realtime_budget_chars: int = 1000  # the realtime instructions' `recall` section budget
     lexical_weight: float = 1.0  # weighted reciprocal-rank fusion weights
     dense_weight: float = 1.0

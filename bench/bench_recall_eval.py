@@ -1,0 +1,130 @@
+"""Measured continuity: `longcall compare` over the held-out evaluation sessions, offline.
+
+Each held-out session (samples/eval/heldout, written by bench/eval_data.py; LoCoMo's held-out
+conversations too when $LONGCALL_EVAL_LOCOMO names its file) is replayed once with the offline
+summarizer and a private Redis; at every probe the question is judged against the
+drop-oldest, rolling and rolling+recall contexts and the whole-transcript ceiling. The
+full report (HTML with plots, JSON) goes to out/bench/recall_eval/.
+
+    .venv/bin/python -m bench --only bench_recall_eval
+    .venv/bin/python -m bench.bench_recall_eval [--split dev] [--recall max_hits=8 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench import eval_data
+from bench.bench_compaction import quiet_logging
+from pipeline.compare import run_compare
+from pipeline.embeddings import MiniLMEmbedder
+from pipeline.redis_server import PrivateRedisServer
+from pipeline.replay import ReplayOptions
+from pipeline.store_redis import RedisSessionStore
+from pipeline.summarizer_offline import OfflineSummarizer
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT / "samples" / "eval"
+OUT = Path("out/bench/recall_eval")
+
+
+def eval_paths(split: str) -> list[Path]:
+    """The committed synthetic sessions of `split`, plus LoCoMo's when its file is configured."""
+    paths = sorted((EVAL / split).glob("*.jsonl"))
+    locomo = eval_data.find_locomo(None)
+    if locomo is not None:
+        generated = Path(tempfile.mkdtemp(prefix="longcall-eval-"))
+        eval_data.build(generated, locomo=locomo)
+        paths += sorted((generated / split).glob("locomo-*.jsonl"))
+    return paths
+
+
+_EMBEDDER: MiniLMEmbedder | None = None
+
+
+def embedder() -> MiniLMEmbedder:
+    """One packaged MiniLM for every run in this process (it loads once, in its worker thread)."""
+    global _EMBEDDER
+    if _EMBEDDER is None:
+        _EMBEDDER = MiniLMEmbedder()
+    return _EMBEDDER
+
+
+async def compare(paths: list[Path], out: Path, recall: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every mode over `paths`: default ModelContextConfig and RecallConfig (but for `recall`
+    overrides), the packaged dense model, the offline summarizer, a private Redis."""
+    with PrivateRedisServer() as server:
+        store = RedisSessionStore.from_url(server.url)
+        try:
+            return await run_compare(
+                paths, store=store, summarizer=None, fallback=OfflineSummarizer(),
+                options=ReplayOptions(embedder=embedder()), out=out, recall_overrides=recall,
+            )
+        finally:
+            await store.aclose()
+
+
+def rows_from(report: dict[str, Any], split: str) -> list[dict[str, Any]]:
+    ret = report["retention"]
+    n = report["probes"]
+    note = f"{split}: {len(report['sessions'])} sessions, {n} probes, offline summarizer"
+
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{value * 100:.1f}%"
+
+    rows: list[dict[str, Any]] = [
+        {"name": f"retention {mode}", "value": pct(ret[mode]), "hits": report["hits"][mode], "probes": n,
+         "note": note if mode == "drop-oldest" else ("answer anywhere in the transcript" if mode == "ceiling" else "")}
+        for mode in report["modes"]
+    ]
+    rows.append({"name": "rolling+recall / rolling", "value": report["recall_vs_rolling"] or "n/a",
+                 "note": "goal >= 3"})
+    rows.append({"name": "rolling+recall / ceiling", "value": pct(report["recall_vs_ceiling"]),
+                 "note": "goal >= 80%"})
+    for tag, values in report["by_tag"].items():
+        rows.append({"name": f"{tag} probes ({values['probes']})",
+                     "value": ", ".join(f"{m} {pct(values[m])}" for m in report["modes"])})
+    ctx = report["context"]
+    rows.append({"name": "context chars p50 at the probes",
+                 "value": ", ".join(f"{m} {ctx[m]['chars_p50']}" for m in report["modes"])})
+    rows.append({"name": "recall dense side", "value": "on" if report["recall_dense"] else "OFF (lexical only)",
+                 "note": "packaged all-MiniLM-L6-v2 int8"})
+    lat = report["recall_latency_ms"]
+    rows.append({"name": "recall latency ms (context_recall events)",
+                 "value": f"p50 {lat['p50']}, p95 {lat['p95']}, max {lat['max']} ({lat['samples']} samples)"})
+    return rows
+
+
+def run() -> list[dict[str, Any]]:
+    report = asyncio.run(compare(eval_paths("heldout"), OUT))
+    rows = rows_from(report, "heldout")
+    # The bundled demo session too (its probes come mostly within the window: not for tuning).
+    demo = asyncio.run(compare([ROOT / "samples" / "gaming_night.jsonl"], OUT / "gaming_night"))
+    rows.append({"name": "bundled gaming_night retention",
+                 "value": ", ".join(f"{m} {demo['hits'][m]}/{demo['probes']}" for m in demo["modes"]),
+                 "note": "samples/gaming_night.jsonl"})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_recall_eval")
+    parser.add_argument("--split", choices=["dev", "heldout"], default="heldout")
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--recall", action="append", default=[], metavar="FIELD=VALUE")
+    args = parser.parse_args(argv)
+    quiet_logging()
+    recall = {k: json.loads(v) for k, _, v in (p.partition("=") for p in args.recall)}
+    report = asyncio.run(compare(eval_paths(args.split), Path(args.out), recall))
+    for row in rows_from(report, args.split):
+        print(f"{row['name']:<44} {row['value']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
