@@ -326,7 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default="out/demo")
     p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("dashboard", help="serve the operator dashboard over every session stored in Redis")
+    p = sub.add_parser(
+        "dashboard", help="serve the operator dashboard over every session stored in Redis", parents=[common]
+    )
     p.add_argument("--host", default=None, help="address to bind (default DASHBOARD_HOST, 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default DASHBOARD_PORT, 8088)")
     p.set_defaults(func=cmd_dashboard)
@@ -338,7 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--join", default="", help="guild ids to /join at start, comma-separated")
     p.add_argument("--feed-dir", required=True, help="folder of <guild_id>.jsonl scripted turns")
     p.set_defaults(func=cmd_serve_test)
-    p = sub.add_parser("watch", help="capture your screen every few seconds and send it to the bot as notes")
+    p = sub.add_parser(
+        "watch", help="capture your screen every few seconds and send it to the bot as notes", parents=[common]
+    )
     from bot.watch_cli import add_arguments
 
     add_arguments(p)
