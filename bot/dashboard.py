@@ -57,8 +57,8 @@ from bot.dashboard_view import _e as esc
 from pipeline.event_log import EVENT_LOG_MAX
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
-from pipeline.models import CompactionPolicy, ContextSnapshot, StoreUnavailable
-from pipeline.participants import render_card
+from pipeline.models import CompactionPolicy, ContextSnapshot, ParticipantCard, StoreUnavailable
+from pipeline.participants import ParticipantMemoryConfig, render_card, render_cards
 from pipeline.planning import recent_start
 from pipeline.ports import SessionStore
 from pipeline.reply_context import build_reply_messages
@@ -138,6 +138,7 @@ class DashboardConfig:
     context_limit: int | None = None
     bot_name: str = "Clanky"
     token: str | None = None
+    memory_max_chars: int = ParticipantMemoryConfig().max_chars
 
 
 def _cookie_value(token: str) -> str:
@@ -240,24 +241,26 @@ class Dashboard:
         )
         return snapshot, None
 
-    async def _participant_cards(self, session_id: str) -> list[tuple[str, str]] | None:
-        """The session's participant cards as (name, card line), most active speaker first."""
+    async def _cards(self, session_id: str) -> list[ParticipantCard] | None:
+        """The session's participant cards, most active speaker first (None: Redis is down)."""
         try:
-            cards = await self._store.load_participant_cards(session_id)
+            return await self._store.load_participant_cards(session_id)
         except StoreUnavailable:
             return None
-        return [(card.name, render_card(card)) for card in cards]
 
     async def model_view(self, session_id: str, above: int) -> ModelView:
         snapshot, _ = await self._snapshot(session_id)
         current = snapshot.turns[-1] if snapshot.turns else None
+        cards = await self._cards(session_id)
         reply = None
         if current is not None:
             # The reply builder itself decides what the model sees (a fresh token guard: no
-            # hysteresis from earlier replies; events=None so looking emits nothing).
+            # hysteresis from earlier replies; events=None so looking emits nothing), with the
+            # same participant memory the bot's builder gets.
             reply = build_reply_messages(
                 snapshot, current, bot_name=self._config.bot_name, counter=self._counter,
                 context_limit=self._counter.context_limit, policy=self._config.policy,
+                participant_memory=render_cards(cards or [], self._config.memory_max_chars),
             )
         horizon = current.seq if current is not None else snapshot.total_turns
         if reply is not None and reply.shown_seqs:
@@ -270,7 +273,7 @@ class Dashboard:
             above_turns.sort(key=lambda t: t.seq)
         return ModelView(
             snapshot=snapshot, reply=reply, current=current, above=above_turns, older_available=start,
-            participant_cards=await self._participant_cards(session_id),
+            participant_cards=None if cards is None else [(card.name, render_card(card)) for card in cards],
         )
 
     async def session_row(self, session_id: str) -> dict[str, Any]:

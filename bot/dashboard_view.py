@@ -448,8 +448,17 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
 _IDENTITY = frozenset({"event", "guild_id", "session_id", "source", "at", "t"})
 
 
+_FIELD_CHARS = 160  # a long list (a recall event's hits) is for the JSON API, not the table
+
+
 def _fields(event: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in event.items() if k not in _IDENTITY)
+    parts = []
+    for key, value in event.items():
+        if key in _IDENTITY or key == "hits":  # context_recall: `seqs` says what was recalled
+            continue
+        text = f"{key}={value}"
+        parts.append(text if len(text) <= _FIELD_CHARS else text[: _FIELD_CHARS - 1] + "…")
+    return " ".join(parts)
 
 
 def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None) -> str:

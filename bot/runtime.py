@@ -112,6 +112,7 @@ def dashboard_config(settings: Settings) -> DashboardConfig:
         context_limit=settings.brain_context_limit,
         bot_name=settings.bot_name,
         token=settings.dashboard_token,
+        memory_max_chars=settings.participant_memory_max_chars,
     )
 def make_embedder(settings: Settings) -> Embedder | None:
     """Recall's dense side: the packaged model by default, the embeddings endpoint when asked
