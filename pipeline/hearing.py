@@ -95,7 +95,7 @@ class HearingStats:
     rejected: Mapping[str, int]  # by Verdict
     merged: int  # backlog merges (utterances folded into an earlier queued one)
     pieces_merged: int  # pieces of long utterances folded into one turn
-    held: int  # turns waiting for the room to go quiet
+    held: int  # finished turns waiting for earlier-started turns' transcripts
     turns: int  # turns appended to the sink
     discarded_bursts: int  # too short to be speech (segmenter)
     asr_s: float  # wall seconds spent in the transcriber
@@ -240,7 +240,7 @@ class HearingPipeline:
         Called by `run()` every `tick_s`; a replay may call it after each step."""
         now = self._clock.now()
         self._sweep(now)
-        self._deliver(self._coalescer.poll(now=now, busy=self._busy()))
+        self._deliver(self._coalescer.poll(now=now, waiting=self._waiting()))
         self._max_lag = max(self._max_lag, self._lag(now))
 
     # -- tasks ----------------------------------------------------------------------------
@@ -376,12 +376,17 @@ class HearingPipeline:
             return job
         return None
 
-    def _busy(self) -> set[str]:
-        busy = {sid for sid, sp in self._speakers.items() if sp.segmenter.speaking}
-        busy.update(sid for sid, q in self._queues.items() if q)
+    def _waiting(self) -> dict[str, float]:
+        """Speaker id → speech start of their oldest ended utterance not yet transcribed (what
+        a finished turn that started later waits for). Speech still going on is not here."""
+        jobs = [j for q in self._queues.values() for j in q]
         if self._in_flight is not None:
-            busy.add(self._in_flight.speaker_id)
-        return busy
+            jobs.append(self._in_flight)
+        waiting: dict[str, float] = {}
+        for job in jobs:
+            if job.final:
+                waiting[job.speaker_id] = min(job.started_at, waiting.get(job.speaker_id, job.started_at))
+        return waiting
 
     def _has_asr_work(self) -> bool:
         return self._in_flight is not None or any(self._queues.values())
@@ -419,7 +424,7 @@ class HearingPipeline:
                 piece = await self._transcribe(job)
             finally:
                 self._in_flight = None
-            self._deliver(self._coalescer.add(piece, now=self._clock.now(), busy=self._busy()))
+            self._deliver(self._coalescer.add(piece, now=self._clock.now(), waiting=self._waiting()))
             self._notify()
 
     async def _transcribe(self, job: _Job) -> HeardPiece:
