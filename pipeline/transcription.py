@@ -112,17 +112,24 @@ class WhisperTranscriber:
     """faster-whisper with one long-lived model. `load()` (or `await start()`) at startup;
     `transcribe` loads on first use otherwise."""
 
-    __slots__ = ("_config", "_load_lock", "_model")
+    __slots__ = ("_config", "_fallbacks", "_fitted", "_load_lock", "_model")
 
     def __init__(self, config: WhisperConfig | None = None) -> None:
         self._config = config or WhisperConfig()
         self._model: WhisperModel | None = None
         # A threading lock, not an asyncio one: loading happens in worker threads.
         self._load_lock = threading.Lock()
+        self._fitted = 0  # decodes over a fitted window
+        self._fallbacks = 0  # ... of which decoded again the library's way
 
     @property
     def config(self) -> WhisperConfig:
         return self._config
+
+    @property
+    def fitted_decodes(self) -> tuple[int, int]:
+        """(fitted-window decodes, of which decoded again the library's way)."""
+        return self._fitted, self._fallbacks
 
     @property
     def loaded(self) -> bool:
@@ -176,8 +183,10 @@ class WhisperTranscriber:
                 fitted = _run_fitted(model, audio, cfg)
             except Exception as err:
                 raise AsrError(AsrErrorCode.INFERENCE, f"{type(err).__name__}: {err}") from err
-            if fitted.compression_ratio <= _FALLBACK_COMPRESSION and fitted.avg_logprob >= _FALLBACK_LOGPROB:
+            self._fitted += 1
+            if not _suspect(fitted):
                 return fitted
+            self._fallbacks += 1
             # Looks like a loop or a guess: decode it the library's way, and pay for both.
             full = self._run_library(model, audio)
             return replace(full, inference_s=time.perf_counter() - started)
@@ -225,6 +234,30 @@ FIT_MIN_FRAMES = 1000  # 10 s of 10 ms mel frames: the shortest window
 _FULL_FRAMES = 3000
 _FALLBACK_COMPRESSION = 2.4  # faster-whisper's own temperature-fallback thresholds
 _FALLBACK_LOGPROB = -1.0
+_FALLBACK_CHARS_PER_S = 22.0  # fast talkers reach ~20; more is a loop (the guard rejects above 30)
+_TOKENS_PER_S = 8.0  # a budget no speech reaches (~3 words, ~4 tokens a second): hitting it is a loop
+
+
+def _token_budget(samples: int) -> int:
+    return 16 + math.ceil(_TOKENS_PER_S * samples / TARGET_RATE)
+
+
+def _suspect(result: Transcription) -> bool:
+    """A fitted-window decode that looks like a loop or a guess (then the library's way decides)."""
+    if result.compression_ratio > _FALLBACK_COMPRESSION or result.avg_logprob < _FALLBACK_LOGPROB:
+        return True
+    if result.duration_s > 0 and len(result.text) / result.duration_s > _FALLBACK_CHARS_PER_S:
+        return True
+    return _repeats(result.text.lower().split())
+
+
+def _repeats(words: list[str], shortest: int = 3) -> bool:
+    """Some run of `shortest` or more words said twice in a row ("their tank is, their tank is")."""
+    for n in range(shortest, len(words) // 2 + 1):
+        for i in range(len(words) - 2 * n + 1):
+            if words[i : i + n] == words[i + n : i + 2 * n]:
+                return True
+    return False
 
 
 def fitted_frames(samples: int) -> int:
@@ -253,7 +286,7 @@ def _run_fitted(model: WhisperModel, audio: Any, cfg: WhisperConfig) -> Transcri
         encoded,
         [prompt],
         beam_size=cfg.beam_size,
-        max_length=model.max_length // 2,
+        max_length=min(model.max_length // 2, _token_budget(len(audio))),
         return_scores=True,
         return_no_speech_prob=True,
         suppress_blank=True,
@@ -261,12 +294,13 @@ def _run_fitted(model: WhisperModel, audio: Any, cfg: WhisperConfig) -> Transcri
     )[0]
     tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
     text = tokenizer.decode(tokens).strip()
+    looped = len(result.sequences_ids[0]) >= _token_budget(len(audio))  # ran out of budget: a loop
     return Transcription(
         text=text,
         avg_logprob=result.scores[0] * len(tokens) / (len(tokens) + 1) if tokens else 0.0,
         no_speech_prob=float(result.no_speech_prob) if text else 1.0,
         duration_s=float(len(audio)) / TARGET_RATE,
-        compression_ratio=get_compression_ratio(text) if text else 1.0,
+        compression_ratio=(_FALLBACK_COMPRESSION + 1.0) if looped else get_compression_ratio(text) if text else 1.0,
         inference_s=time.perf_counter() - started,
         segments=1 if text else 0,
     )
