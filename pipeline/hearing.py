@@ -173,6 +173,8 @@ class HearingPipeline:
         self._order: deque[str] = deque()  # round-robin: speakers with queued work, next first
         self._in_flight: _Job | None = None
         self._outbox: deque[TurnDraft] = deque()
+        # Text of a long utterance's pieces so far, per speaker: Whisper's context for the next piece.
+        self._context: dict[str, str] = {}
         self._appending = False
         self._running = False
         self._work = asyncio.Event()
@@ -435,7 +437,7 @@ class HearingPipeline:
         if job.speech_s >= self._config.min_asr_speech_s:
             started = time.perf_counter()
             try:
-                result = await self._transcriber.transcribe(pcm)
+                result = await self._transcriber.transcribe(pcm, prompt=self._context.get(job.speaker_id))
             except Exception as err:
                 verdict = Verdict.ASR_ERROR
                 self._events.emit(ASR_FAILED, speaker_id=job.speaker_id, duration_s=round(duration, 3),
@@ -464,6 +466,11 @@ class HearingPipeline:
                     confidence=round(confidence, 3),
                     **fields,
                 )
+        if job.final:
+            self._context.pop(job.speaker_id, None)
+        elif text:
+            # The last ~200 chars are plenty of context and keep the prompt short.
+            self._context[job.speaker_id] = f"{self._context.get(job.speaker_id, '')} {text}".strip()[-200:]
         if verdict is Verdict.ACCEPT:
             self._accepted += 1
         else:

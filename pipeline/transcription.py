@@ -167,20 +167,20 @@ class WhisperTranscriber:
         """Load and warm up without blocking the event loop."""
         await asyncio.to_thread(self.load)
 
-    def transcribe_sync(self, audio: PcmInt16) -> Transcription:
+    def transcribe_sync(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
         """Blocking transcription; call from a worker thread (benchmarks, tools)."""
-        return self._run(self._loaded_model(), to_float32(audio))
+        return self._run(self._loaded_model(), to_float32(audio), prompt or None)
 
-    async def transcribe(self, audio: PcmInt16) -> Transcription:
-        return await asyncio.to_thread(self.transcribe_sync, audio)
+    async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
+        return await asyncio.to_thread(self.transcribe_sync, audio, prompt=prompt)
 
-    def _run(self, model: WhisperModel, audio: Any) -> Transcription:
+    def _run(self, model: WhisperModel, audio: Any, prompt: str | None = None) -> Transcription:
         cfg = self._config
         duration = float(len(audio)) / TARGET_RATE
         if cfg.fit_window and duration <= FIT_MAX_S and (cfg.language or not model.model.is_multilingual):
             started = time.perf_counter()
             try:
-                fitted = _run_fitted(model, audio, cfg)
+                fitted = _run_fitted(model, audio, cfg, prompt)
             except Exception as err:
                 raise AsrError(AsrErrorCode.INFERENCE, f"{type(err).__name__}: {err}") from err
             self._fitted += 1
@@ -188,11 +188,11 @@ class WhisperTranscriber:
                 return fitted
             self._fallbacks += 1
             # Looks like a loop or a guess: decode it the library's way, and pay for both.
-            full = self._run_library(model, audio)
+            full = self._run_library(model, audio, prompt)
             return replace(full, inference_s=time.perf_counter() - started)
-        return self._run_library(model, audio)
+        return self._run_library(model, audio, prompt)
 
-    def _run_library(self, model: WhisperModel, audio: Any) -> Transcription:
+    def _run_library(self, model: WhisperModel, audio: Any, prompt: str | None = None) -> Transcription:
         cfg = self._config
         started = time.perf_counter()
         try:
@@ -202,6 +202,7 @@ class WhisperTranscriber:
                 language=cfg.language,
                 vad_filter=cfg.vad_filter,
                 hotwords=cfg.hotwords,
+                initial_prompt=prompt,
                 # Each utterance stands alone: carrying text across windows is what turns a
                 # single hallucination into a repetition loop.
                 condition_on_previous_text=False,
@@ -267,7 +268,7 @@ def fitted_frames(samples: int) -> int:
     return max(FIT_MIN_FRAMES, min(_FULL_FRAMES, frames))
 
 
-def _run_fitted(model: WhisperModel, audio: Any, cfg: WhisperConfig) -> Transcription:
+def _run_fitted(model: WhisperModel, audio: Any, cfg: WhisperConfig, prompt: str | None = None) -> Transcription:
     """One greedy (or beam) decode over a fitted window: faster-whisper's own steps for one
     30 s segment without timestamps (prompt, suppression, scores), with a shorter encoder input."""
     import ctranslate2
@@ -281,10 +282,11 @@ def _run_fitted(model: WhisperModel, audio: Any, cfg: WhisperConfig) -> Transcri
     features = model.feature_extractor(audio)[:, :-1]  # as faster-whisper: the last frame is padding
     window = pad_or_trim(features, fitted_frames(len(audio)))
     encoded = model.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(window[None])))
-    prompt = model.get_prompt(tokenizer, [], without_timestamps=True, hotwords=cfg.hotwords)
+    previous = tokenizer.encode(" " + prompt.strip()) if prompt else []  # as faster-whisper's initial_prompt
+    tokens_in = model.get_prompt(tokenizer, previous, without_timestamps=True, hotwords=cfg.hotwords)
     result = model.model.generate(
         encoded,
-        [prompt],
+        [tokens_in],
         beam_size=cfg.beam_size,
         max_length=min(model.max_length // 2, _token_budget(len(audio))),
         return_scores=True,

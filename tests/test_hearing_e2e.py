@@ -262,6 +262,35 @@ async def test_backlog_merges_never_loses_words_and_reports_lag() -> None:
     assert (0, 1) == (stats.queued, slow.max_concurrent)
 
 
+async def test_pieces_of_a_long_utterance_reach_whisper_with_the_words_before_them() -> None:
+    """A long utterance is decoded in pieces while it goes on; each later piece gets the text of
+    the earlier ones as Whisper's prompt (context at the cut), the next utterance starts fresh,
+    and the pieces still make one turn."""
+    speech = ToneSpeech([f"w{i}" for i in range(40)])
+    sentences = [[f"w{4 * k + j}" for j in range(4)] for k in range(4)]
+    long = np.concatenate([x for words in sentences for x in (speech.say(words), np.zeros(int(0.4 * R), np.int16))])
+    after = speech.say(["w30", "w31"])
+    clock, sink = FakeClock(), ListSink()
+    tone = ToneTranscriber(speech)
+    config = HearingConfig(vad=VadKind.ENERGY,
+                           segmenter=SegmenterConfig(partial_after_s=1.5, partial_pause_ms=300, max_utterance_s=30.0))
+    pipeline = HearingPipeline(tone, sink, events=_emitter([]), clock=clock, config=config)
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        for frame in frames(np.concatenate([long, np.zeros(R, np.int16), after, np.zeros(R, np.int16)])):
+            clock.advance(frame.size / R)
+            pipeline.feed("u1", "Alice", frame, sample_rate=R, channels=1)
+            await pipeline.wait_idle()
+        await pipeline.flush()
+        runner.cancel()
+    assert 3 <= len(tone.prompts) - 1
+    assert None is tone.prompts[0]
+    assert all(p is not None and p.split() == [w for s in sentences for w in s][: len(p.split())]
+               for p in tone.prompts[1:-1])
+    assert [None] == tone.prompts[-1:]  # the next utterance: no context carried over
+    assert [" ".join(w for s in sentences for w in s), "w30 w31"] == [t.text for t in sink.turns]
+
+
 async def test_asr_queue_is_round_robin_across_speakers() -> None:
     """While ASR is busy, a chatty speaker's queued utterances do not make another speaker wait:
     Bob's one utterance, queued after three of Alice's, is transcribed after her next one."""
