@@ -397,7 +397,8 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     from bot.settings import Settings
     from pipeline.models import CompactionPolicy
     from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
-    from pipeline.store_memory import InMemorySessionStore
+    from pipeline.redis_server import PrivateRedisServer
+    from pipeline.store_redis import RedisSessionStore
     from tests.bot_fakes import FakeConnector, RunningRegistry, make_resources, speech_draft, tone_pcm
     from tests.openai_stub import OpenAIStub, Reply
     from tests.realtime_stub import RealtimeStub, ScriptedResponse
@@ -413,94 +414,99 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     def hearing(sink: Any, emitter: Any, session_clock: Any) -> HearingPipeline:
         return HearingPipeline(transcriber, sink, events=emitter, clock=session_clock, config=config)
 
-    async with OpenAIStub() as stub, RealtimeStub() as rt:
-        brain = OpenAIBrain(api_key="bench", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=10.0)
-        speech = OpenAISpeech(api_key="bench", model="tts", voice="alloy", base_url=stub.base_url)
-        realtime_factory = None
-        if mode == "realtime":
-            rt_config = RealtimeConfig(model="gpt-realtime", voice="alloy")
+    with PrivateRedisServer() as server:
+        store = RedisSessionStore.from_url(server.url)  # the transcript append on the path is a real Redis write
+        async with OpenAIStub() as stub, RealtimeStub() as rt:
+            brain = OpenAIBrain(api_key="bench", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=10.0)
+            speech = OpenAISpeech(api_key="bench", model="tts", voice="alloy", base_url=stub.base_url)
+            realtime_factory = None
+            if mode == "realtime":
+                rt_config = RealtimeConfig(model="gpt-realtime", voice="alloy")
 
-            def realtime_factory(emitter: EventEmitter) -> RealtimeVoice:
-                return RealtimeVoice(api_key="bench", base_url=rt.base_url, events=emitter, config=rt_config)
+                def realtime_factory(emitter: EventEmitter) -> RealtimeVoice:
+                    return RealtimeVoice(api_key="bench", base_url=rt.base_url, events=emitter, config=rt_config)
 
-        resources = make_resources(
-            InMemorySessionStore(), clock=clock, events=stamped,  # type: ignore[arg-type]
-            brain=brain if mode == "brain" else None, speech=speech if mode == "brain" else None,
-            realtime_factory=realtime_factory, hearing_factory=hearing,
-            config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0), policy=CompactionPolicy(),
-        )
-        connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
-        async with RunningRegistry(resources, connector) as registry:
-            session = await registry.join(1, 10)
-            link = connector.links[0]
-            for i in range(40):  # a realistic prompt: 40 earlier turns in the window
-                await session.append(speech_draft("Bob" if i % 2 else "James", f"earlier chatter number {i}", i))
-            loop = asyncio.get_running_loop()
-            for n in range(iterations + 1):  # the first one warms up and is not counted
-                if mode == "brain":
-                    stub.chat.append(Reply(text=REPLY, stream_over_s=LLM_DELAY_S))
-                    for seconds in SENTENCE_AUDIO_S:
-                        stub.speech.append(Reply(audio=tone_pcm(seconds), delay_s=TTS_DELAY_S))
-                else:
-                    rt.responses.append(ScriptedResponse(audio=[tone_pcm(0.1)] * 10, transcript=[REPLY],
-                                                         delay_before_audio_s=0.2))
-                started: asyncio.Future[float] = loop.create_future()
-                link.on_first_frame = lambda f=started: loop.call_soon_threadsafe(
-                    lambda: f.done() or f.set_result(time.perf_counter())
-                )
-                link.played.clear()
-                for frame in [*speech_frames, *quiet]:
+            resources = make_resources(
+                store, clock=clock, events=stamped,  # type: ignore[arg-type]
+                brain=brain if mode == "brain" else None, speech=speech if mode == "brain" else None,
+                realtime_factory=realtime_factory, hearing_factory=hearing,
+                config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0), policy=CompactionPolicy(),
+            )
+            connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
+            async with RunningRegistry(resources, connector) as registry:
+                await store.delete_session("guild-1")
+                session = await registry.join(1, 10)
+                link = connector.links[0]
+                for i in range(40):  # a realistic prompt: 40 earlier turns in the window
+                    await session.append(speech_draft("Bob" if i % 2 else "James", f"earlier chatter number {i}", i))
+                loop = asyncio.get_running_loop()
+                for n in range(iterations + 1):  # the first one warms up and is not counted
+                    if mode == "brain":
+                        stub.chat.append(Reply(text=REPLY, stream_over_s=LLM_DELAY_S))
+                        for seconds in SENTENCE_AUDIO_S:
+                            stub.speech.append(Reply(audio=tone_pcm(seconds), delay_s=TTS_DELAY_S))
+                    else:
+                        rt.responses.append(ScriptedResponse(audio=[tone_pcm(0.1)] * 10, transcript=[REPLY],
+                                                             delay_before_audio_s=0.2))
+                    started: asyncio.Future[float] = loop.create_future()
+                    link.on_first_frame = lambda f=started: loop.call_soon_threadsafe(
+                        lambda: f.done() or f.set_result(time.perf_counter())
+                    )
+                    link.played.clear()
+                    for frame in [*speech_frames, *quiet]:
+                        clock.advance(0.02)
+                        link.frames.put_nowait(_voice(frame, n))
+                        await asyncio.sleep(0)
                     clock.advance(0.02)
-                    link.frames.put_nowait(_voice(frame, n))
-                    await asyncio.sleep(0)
-                clock.advance(0.02)
-                endpoint_session = clock.now()
-                mark = len(stamped.stamps)
-                endpoint_wall = time.perf_counter()  # the first silence frame: the client closed its gate
-                link.frames.put_nowait(_voice(bytes(FRAME_BYTES), n, silence=True))
-                for _ in range(4):
+                    endpoint_session = clock.now()
+                    mark = len(stamped.stamps)
+                    endpoint_wall = time.perf_counter()  # the first silence frame: the client closed its gate
                     link.frames.put_nowait(_voice(bytes(FRAME_BYTES), n, silence=True))
-                playback_at = await asyncio.wait_for(started, 60)
-                done = (await stamped.events.wait_for(BOT_REPLY_COMPLETED, count=n + 1, timeout_s=60))[-1]
-                new = stamped.stamps[mark:]
-                asr_at, asr = next((t, e) for t, e in new if e["event"] == "asr_transcribed")
-                turn = session.session.snapshot().turns[-2]  # the question (the bot's answer follows it)
-                endpoint_wait_ms = (endpoint_session - turn.ended_at) * 1000
-                processing_ms = (playback_at - endpoint_wall) * 1000
-                total = endpoint_wait_ms + processing_ms
-                asr_ms = float(asr["latency_ms"])
-                stages = {
-                    "endpoint_wait_ms": endpoint_wait_ms,
-                    "endpoint_to_asr_ms": (asr_at - endpoint_wall) * 1000 - asr_ms,
-                    "asr_ms": asr_ms,
-                    "queue_ms": float(done["queue_ms"] or 0),
-                    "decide_ms": float(done["decide_ms"] or 0),
-                    "first_frame_ms": float(done["first_frame_ms"] or 0),
-                    "playback_start_ms": float(done["playback_start_ms"] or 0),
-                }
-                if mode == "brain":
-                    model_ms = float(done["llm_first_sentence_ms"] or 0)
-                    tts_ms = float(done["tts_first_byte_ms"] or 0)
-                    stages |= {"llm_first_sentence_ms": model_ms, "tts_first_audio_ms": tts_ms}
-                    excluded = asr_ms + model_ms + tts_ms
-                else:
-                    model_ms = float(done["first_audio_ms"] or 0)
-                    stages |= {"respond_ms": float(done["respond_ms"] or 0), "first_audio_delta_ms": model_ms,
-                               "first_frame_ms": float(done["first_frame_ms"] or 0) - model_ms}
-                    excluded = asr_ms + model_ms
-                accounted = sum(stages.values()) - endpoint_wait_ms
-                stages["other_ms"] = max(0.0, processing_ms - accounted)  # guards, coalescer, append, ...
-                stages["total_ms"] = total
-                stages["overhead_ms"] = total - excluded
-                stages["overhead_after_endpoint_ms"] = total - excluded - endpoint_wait_ms
-                if n:
-                    for key, value in stages.items():
-                        rows.setdefault(key, []).append(value)
-                clock.advance(5.0)
-                await asyncio.sleep(0)
-            await registry.leave(1)
-        await brain.aclose()
-        await speech.aclose()
+                    for _ in range(4):
+                        link.frames.put_nowait(_voice(bytes(FRAME_BYTES), n, silence=True))
+                    playback_at = await asyncio.wait_for(started, 60)
+                    done = (await stamped.events.wait_for(BOT_REPLY_COMPLETED, count=n + 1, timeout_s=60))[-1]
+                    new = stamped.stamps[mark:]
+                    asr_at, asr = next((t, e) for t, e in new if e["event"] == "asr_transcribed")
+                    turn = session.session.snapshot().turns[-2]  # the question (the bot's answer follows it)
+                    endpoint_wait_ms = (endpoint_session - turn.ended_at) * 1000
+                    processing_ms = (playback_at - endpoint_wall) * 1000
+                    total = endpoint_wait_ms + processing_ms
+                    asr_ms = float(asr["latency_ms"])
+                    stages = {
+                        "endpoint_wait_ms": endpoint_wait_ms,
+                        "endpoint_to_asr_ms": (asr_at - endpoint_wall) * 1000 - asr_ms,
+                        "asr_ms": asr_ms,
+                        "queue_ms": float(done["queue_ms"] or 0),
+                        "decide_ms": float(done["decide_ms"] or 0),
+                        "first_frame_ms": float(done["first_frame_ms"] or 0),
+                        "playback_start_ms": float(done["playback_start_ms"] or 0),
+                    }
+                    if mode == "brain":
+                        model_ms = float(done["llm_first_sentence_ms"] or 0)
+                        tts_ms = float(done["tts_first_byte_ms"] or 0)
+                        stages |= {"llm_first_sentence_ms": model_ms, "tts_first_audio_ms": tts_ms}
+                        excluded = asr_ms + model_ms + tts_ms
+                    else:
+                        model_ms = float(done["first_audio_ms"] or 0)
+                        stages |= {"respond_ms": float(done["respond_ms"] or 0), "first_audio_delta_ms": model_ms,
+                                   "first_frame_ms": float(done["first_frame_ms"] or 0) - model_ms}
+                        excluded = asr_ms + model_ms
+                    accounted = sum(stages.values()) - endpoint_wait_ms
+                    stages["other_ms"] = max(0.0, processing_ms - accounted)  # guards, coalescer, append, ...
+                    stages["total_ms"] = total
+                    stages["overhead_ms"] = total - excluded
+                    stages["overhead_after_endpoint_ms"] = total - excluded - endpoint_wait_ms
+                    if n:
+                        for key, value in stages.items():
+                            rows.setdefault(key, []).append(value)
+                    clock.advance(5.0)
+                    await asyncio.sleep(0)
+                await registry.leave(1)
+                await store.delete_session("guild-1")
+            await brain.aclose()
+            await speech.aclose()
+        await store.aclose()
     return rows
 
 
@@ -531,6 +537,7 @@ def _reply(rows: list[dict[str, Any]], transcriber: WhisperTranscriber, iteratio
 
 _BREAKDOWN_NOTE = {
     "brain": "endpoint_wait: last voiced audio → the client's first silence frame (its 200 ms voice-gate hold); "
+             "transcript in a real Redis; "
              "endpoint_to_asr: utterance closed, queued, handed to the worker thread; other: guards, "
              "coalescer, transcript append (realtime: also session.update with the instructions); "
              "queue: reply worker picks it up; decide: policy + context + token guard; "
