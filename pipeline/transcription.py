@@ -247,6 +247,8 @@ def _suspect(result: Transcription) -> bool:
     """A fitted-window decode that looks like a loop or a guess (then the library's way decides)."""
     if result.compression_ratio > _FALLBACK_COMPRESSION or result.avg_logprob < _FALLBACK_LOGPROB:
         return True
+    if not result.text:  # the segmenter heard speech: let the library's way confirm there is none
+        return True
     if result.duration_s > 0 and len(result.text) / result.duration_s > _FALLBACK_CHARS_PER_S:
         return True
     return _repeats(result.text.lower().split())
@@ -288,7 +290,8 @@ def _run_fitted(model: WhisperModel, audio: Any, cfg: WhisperConfig, prompt: str
         encoded,
         [tokens_in],
         beam_size=cfg.beam_size,
-        max_length=min(model.max_length // 2, _token_budget(len(audio))),
+        # CTranslate2 counts the prompt in max_length.
+        max_length=min(model.max_length, len(tokens_in) + _token_budget(len(audio))),
         return_scores=True,
         return_no_speech_prob=True,
         suppress_blank=True,
