@@ -291,6 +291,36 @@ async def test_pieces_of_a_long_utterance_reach_whisper_with_the_words_before_th
     assert [" ".join(w for s in sentences for w in s), "w30 w31"] == [t.text for t in sink.turns]
 
 
+async def test_a_turn_is_appended_while_someone_else_is_still_talking() -> None:
+    """Bob's short line ends while Alice is mid-monologue: his turn reaches the transcript right
+    after his end-of-utterance silence, not when Alice stops (it used to wait for the room)."""
+    speech = ToneSpeech([f"a{i}" for i in range(20)] + ["b0", "b1", "b2"])
+    alice = np.concatenate([speech.say([f"a{i}" for i in range(4 * k, 4 * k + 4)]) for k in range(5)])
+    bob = np.concatenate([np.zeros(R, np.int16), speech.say(["b0", "b1", "b2"])])
+    bob = np.concatenate([bob, np.zeros(alice.size + R - bob.size, np.int16)])
+    alice = np.concatenate([alice, np.zeros(R, np.int16)])
+    clock, sink = FakeClock(), ListSink()
+    config = HearingConfig(vad=VadKind.ENERGY, segmenter=SegmenterConfig(partial_after_s=0.0))
+    pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock, config=config)
+    appended_at: dict[str, float] = {}
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        for a, b in zip(frames(alice), frames(bob), strict=True):
+            clock.advance(0.02)
+            pipeline.feed("u1", "Alice", a, sample_rate=R, channels=1)
+            pipeline.feed("u2", "Bob", b, sample_rate=R, channels=1)
+            await pipeline.wait_idle()
+            for turn in sink.turns:
+                appended_at.setdefault(turn.speaker_name, clock.now())
+        await pipeline.flush()
+        runner.cancel()
+    bob_turn = next(t for t in sink.turns if t.speaker_name == "Bob")
+    alice_turn = next(t for t in sink.turns if t.speaker_name == "Alice")
+    assert (["Bob", "Alice"], "b0 b1 b2") == ([t.speaker_name for t in sink.turns], bob_turn.text)
+    assert appended_at["Bob"] - bob_turn.ended_at < 1.0  # the 700 ms end-of-utterance silence, no hold
+    assert appended_at["Bob"] < alice_turn.ended_at - 1.0  # while Alice was still talking
+
+
 async def test_asr_queue_is_round_robin_across_speakers() -> None:
     """While ASR is busy, a chatty speaker's queued utterances do not make another speaker wait:
     Bob's one utterance, queued after three of Alice's, is transcribed after her next one."""
