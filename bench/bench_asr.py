@@ -224,7 +224,7 @@ def run() -> list[dict[str, Any]]:
             "name": f"live, {speakers} speaker{'s' if speakers > 1 else ''}: end of speech → turn p50 / p95",
             "value": f"{live['turn_latency_p50_s']} / {live['turn_latency_p95_s']} s",
             "note": "includes the 700 ms end-of-utterance silence"
-                    + (" and room-aware holds while others talk" if speakers > 1 else ""),
+                    + (" and any wait for earlier-started turns still in Whisper" if speakers > 1 else ""),
         })
         rows.append({
             "name": f"live, {speakers} speaker{'s' if speakers > 1 else ''}: end of speech → transcribed p50 / p95",
