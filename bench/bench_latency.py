@@ -287,7 +287,9 @@ def _mix_lines(seconds: float | None = None) -> list[dict[str, Any]]:
     return sorted(lines, key=lambda line: line["t"])
 
 
-async def _live_mix(transcriber: WhisperTranscriber, seconds: float, *, end_of_transmission: bool) -> dict[str, Any]:
+async def _live_mix(
+    transcriber: WhisperTranscriber, seconds: float, *, end_of_transmission: bool, workers: int
+) -> dict[str, Any]:
     """`end_of_transmission`: after each clip the speaker's client sends 200 ms of quiet, then an
     Opus silence frame (speaking off), as Discord clients do; otherwise packets just stop."""
     lines = _mix_lines(seconds)
@@ -312,7 +314,7 @@ async def _live_mix(transcriber: WhisperTranscriber, seconds: float, *, end_of_t
     events = EventEmitter(guild_id="bench", session_id="crosstalk", source="bench")
     sink = ListSink()
     pipeline = HearingPipeline(transcriber, sink, events=events, clock=clock,
-                               config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky")))
+                               config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky"), asr_workers=workers))
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run(), name="bench:crosstalk")
         start = time.perf_counter()
@@ -360,23 +362,27 @@ _WER_BEFORE = {"bundled session": "0.8% (3 words)", "4-way overlapping mix": "0.
 
 
 def _crosstalk(rows: list[dict[str, Any]], transcriber: WhisperTranscriber) -> None:
-    live = asyncio.run(_live_mix(transcriber, 30.0, end_of_transmission=False))
+    workers = _workers()
+    live = asyncio.run(_live_mix(transcriber, 30.0, end_of_transmission=False, workers=workers))
     p95 = live["p95"]
     rows.append(_row(
         "crosstalk, 4 people talking at once: end of speech → turn p50 / p95",
         f"{live['p50']} / {p95} s", goal=f"p95 <= {GOAL_CROSSTALK_P95_S} s",
         met=p95 is not None and p95 <= GOAL_CROSSTALK_P95_S, p50_s=live["p50"], p95_s=p95,
-        note=f"live, real clock, 30 s: {live['clips']} clips, {live['turns']} turns, {live['merged']} backlog "
-             f"merges, in-pipeline RTF {live['rtf']}; includes the 700 ms end-of-utterance silence (no speaking "
-             f"flags); before this change, same mix and bench: p50 5.15 / p95 11.52 s (load 4.5); {_load()}",
+        note=f"live, real clock, 30 s, ASR_WORKERS={workers}: {live['clips']} clips, {live['turns']} turns, "
+             f"{live['merged']} backlog merges, in-pipeline RTF {live['rtf']}; includes the 700 ms "
+             f"end-of-utterance silence (no speaking flags); before this change, same mix and bench: "
+             f"p50 5.15 / p95 11.52 s (load 4.5); {_load()}",
     ))
-    eot = asyncio.run(_live_mix(transcriber, 30.0, end_of_transmission=True))
+    eot = asyncio.run(_live_mix(transcriber, 30.0, end_of_transmission=True, workers=workers))
+    one = asyncio.run(_live_mix(transcriber, 30.0, end_of_transmission=True, workers=1))
     rows.append(_row(
         "crosstalk, 4 at once, clients ending transmissions: end of speech → turn p50 / p95",
         f"{eot['p50']} / {eot['p95']} s", goal=f"p95 <= {GOAL_CROSSTALK_P95_S} s",
         met=eot["p95"] is not None and eot["p95"] <= GOAL_CROSSTALK_P95_S, p50_s=eot["p50"], p95_s=eot["p95"],
         note=f"the same mix, each clip followed by 200 ms of quiet and a silence frame as Discord clients send "
-             f"(the utterance ends there, not after 700 ms): {eot['turns']} turns; {_load()}",
+             f"(the utterance ends there, not after 700 ms): {eot['turns']} turns, ASR_WORKERS={workers}; with one "
+             f"worker in the same run {one['p50']} / {one['p95']} s; {_load()}",
     ))
     with tempfile.TemporaryDirectory() as tmp:
         mix_dir = Path(tmp)
@@ -580,9 +586,15 @@ _BREAKDOWN_NOTE = {
 }
 
 
+def _workers() -> int:
+    from bot.settings import Settings
+
+    return Settings().asr_workers
+
+
 def run() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = [_row("machine load at start", _load())]
-    transcriber = WhisperTranscriber(WhisperConfig(hotwords="Clanky"))
+    transcriber = WhisperTranscriber(WhisperConfig(hotwords="Clanky", workers=_workers()))
     transcriber.load()
     _asr(rows, transcriber)
     _partial(rows, transcriber)

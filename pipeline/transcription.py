@@ -55,12 +55,15 @@ class WhisperConfig:
     hotwords: str | None = None  # e.g. the bot's name: tiny.en hears "Clanky" as "Klinki" without it
     warm_up: bool = True
     fit_window: bool = True  # encode max(10 s, 2x the audio) instead of Whisper's fixed 30 s (module doc)
+    workers: int = 1  # transcriptions the model runs at once (the hearing pipeline's asr_workers)
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
             raise ValueError("beam_size must be at least 1")
         if self.cpu_threads < 0:
             raise ValueError("cpu_threads must be >= 0 (0 = library default)")
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,7 +155,7 @@ class WhisperTranscriber:
                     device=cfg.device,
                     compute_type=cfg.compute_type,
                     cpu_threads=cfg.cpu_threads,
-                    num_workers=1,
+                    num_workers=cfg.workers,
                 )
             except Exception as err:
                 raise AsrError(AsrErrorCode.MODEL_LOAD, f"{type(err).__name__}: {err}") from err

@@ -321,6 +321,47 @@ async def test_a_turn_is_appended_while_someone_else_is_still_talking() -> None:
     assert appended_at["Bob"] < alice_turn.ended_at - 1.0  # while Alice was still talking
 
 
+TWO_VOICES = ToneSpeech([f"{s}{i}" for s in ("a", "b") for i in range(12)])
+
+
+async def _run_slow(speakers: dict[str, PcmInt16], workers: int) -> tuple[ToneTranscriber, ListSink]:
+    """Feed each speaker's stream at once into a pipeline whose ASR takes 2 s per second of audio."""
+    speech = TWO_VOICES
+    clock, sink = FakeClock(), ListSink()
+    slow = ToneTranscriber(speech, clock=clock, seconds_per_audio_s=2.0)
+    config = HearingConfig(vad=VadKind.ENERGY, asr_workers=workers)
+    pipeline = HearingPipeline(slow, sink, events=_emitter([]), clock=clock, config=config)
+    streams = {s: frames(pcm) for s, pcm in speakers.items()}
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        for i in range(max(len(f) for f in streams.values())):
+            clock.advance(0.02)
+            for s, f in streams.items():
+                if i < len(f):
+                    pipeline.feed(s, s.upper(), f[i], sample_rate=R, channels=1)
+            await asyncio.sleep(0)
+        flushing = tg.create_task(pipeline.flush())
+        while not flushing.done():
+            clock.advance(0.1)
+            await asyncio.sleep(0)
+        runner.cancel()
+    return slow, sink
+
+
+async def test_two_asr_workers_transcribe_two_speakers_at_once_never_one_speaker_twice() -> None:
+    """With two workers, Alice and Bob talking at once are transcribed side by side; Alice alone,
+    with three utterances queued, still goes one piece at a time and in order."""
+    def stream(speaker: str) -> PcmInt16:
+        lines = [TWO_VOICES.say([f"{speaker}{2 * k}", f"{speaker}{2 * k + 1}"]) for k in range(3)]
+        return np.concatenate([x for line in lines for x in (line, np.zeros(R, np.int16))])
+    both, both_sink = await _run_slow({"a": stream("a"), "b": stream("b")}, workers=2)
+    alone, alone_sink = await _run_slow({"a": stream("a")}, workers=2)
+    assert (2, 1) == (both.max_concurrent, alone.max_concurrent)
+    assert ["a0 a1", "a2 a3", "a4 a5"] == [t.text for t in alone_sink.turns]
+    assert ["a0 a1", "a2 a3", "a4 a5"] == [t.text for t in both_sink.turns if t.speaker_id == "a"]
+    assert ["b0 b1", "b2 b3", "b4 b5"] == [t.text for t in both_sink.turns if t.speaker_id == "b"]
+
+
 async def test_asr_queue_is_round_robin_across_speakers() -> None:
     """While ASR is busy, a chatty speaker's queued utterances do not make another speaker wait:
     Bob's one utterance, queued after three of Alice's, is transcribed after her next one."""
