@@ -19,7 +19,7 @@ from bench.bench_compaction import quiet_logging
 
 MODULES = [
     "bench_compaction", "bench_context", "bench_recall", "bench_asr", "bench_receive", "bench_bot", "bench_notes",
-    "bench_recall_eval",
+    "bench_latency", "bench_recall_eval",
 ]
 
 
@@ -28,7 +28,7 @@ def _cell(value: Any) -> str:
 
 
 def to_markdown(results: dict[str, list[dict[str, Any]]]) -> str:
-    lines = ["| benchmark | measure | value | note |", "|---|---|---|---|"]
+    lines = ["| benchmark | measure | value | goal | note |", "|---|---|---|---|---|"]
     for module, rows in results.items():
         for row in rows:
             name = row.get("name", "?")
@@ -40,14 +40,17 @@ def to_markdown(results: dict[str, list[dict[str, Any]]]) -> str:
                 value = _cell(row["value"])
             else:
                 value = ", ".join(f"{k}: {_cell(v)}" for k, v in row.items() if k not in ("name", "note"))
-            lines.append(f"| {module.removeprefix('bench_')} | {name} | {value} | {row.get('note', '')} |")
+            goal = row.get("goal", "")
+            if goal:
+                goal += " — met" if row.get("met") else " — **not met**"
+            lines.append(f"| {module.removeprefix('bench_')} | {name} | {value} | {goal} | {row.get('note', '')} |")
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--out", default="out/bench")
-    parser.add_argument("--only", nargs="*", help="module names, e.g. bench_compaction")
+    parser.add_argument("--only", nargs="*", help="module names, e.g. bench_compaction or bench_latency")
     args = parser.parse_args()
     quiet_logging()
     results: dict[str, list[dict[str, Any]]] = {}

@@ -37,6 +37,8 @@ def whisper_config(settings: Settings) -> WhisperConfig:
         beam_size=settings.asr_beam_size,
         cpu_threads=settings.asr_threads,
         vad_filter=settings.asr_vad_filter,
+        fit_window=settings.asr_fit_window,
+        workers=settings.asr_workers,
         hotwords=" ".join([settings.bot_name, *settings.wake_words]),
     )
 
@@ -45,8 +47,10 @@ def hearing_config(settings: Settings) -> HearingConfig:
     return HearingConfig(
         vad=settings.hearing_vad,
         max_queued_per_speaker=settings.asr_max_queued_per_speaker,
+        asr_workers=settings.asr_workers,
         segmenter=SegmenterConfig(
-            end_of_utterance_ms=settings.end_of_utterance_ms, max_utterance_s=settings.max_utterance_s
+            end_of_utterance_ms=settings.end_of_utterance_ms, max_utterance_s=settings.max_utterance_s,
+            partial_after_s=settings.asr_partial_after_s,
         ),
         coalescer=CoalescerConfig(
             bot_name=settings.bot_name, wake_words=settings.wake_words, failsafe_s=settings.coalesce_failsafe_s

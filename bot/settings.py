@@ -123,6 +123,9 @@ class Settings:
     asr_threads: int = 1
     asr_vad_filter: bool = False
     asr_max_queued_per_speaker: int = 3
+    asr_fit_window: bool = True  # encode max(10 s, 2x the utterance) instead of Whisper's 30 s (~3x faster)
+    asr_workers: int = 2  # transcriptions at once, of different speakers (crosstalk: no queue behind one)
+    asr_partial_after_s: float = 6.0  # longer utterances are decoded in pieces while they go on (0: off)
     hearing_vad: VadKind = VadKind.SILERO
     end_of_utterance_ms: int = 700
     max_utterance_s: float = 15.0
@@ -373,6 +376,9 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "ASR_THREADS": ("asr_threads", _int(1, 64)),
     "ASR_VAD_FILTER": ("asr_vad_filter", _bool),
     "ASR_MAX_QUEUED_PER_SPEAKER": ("asr_max_queued_per_speaker", _int(1, 50)),
+    "ASR_FIT_WINDOW": ("asr_fit_window", _bool),
+    "ASR_PARTIAL_AFTER_S": ("asr_partial_after_s", _float(0.0)),
+    "ASR_WORKERS": ("asr_workers", _int(1, 16)),
     "HEARING_VAD": ("hearing_vad", _enum(VadKind)),
     "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", _int(100, 10000)),
     "MAX_UTTERANCE_S": ("max_utterance_s", _float(1.0, 600.0)),

@@ -1,25 +1,32 @@
 """Room-aware coalescing of transcribed speech into turns (pure; time is a parameter).
 
-Three rules, all about not answering too early and never mixing people up:
+Rules, all about answering while the moment is still there without mixing people up:
 
 1. A speaker's utterance cut at the maximum length arrives in pieces (`final=False` until
    the last one). Pieces are banked and merged into one turn when the last piece arrives:
    the bot must not answer half a sentence.
-2. When a speaker finishes while someone else is still talking (or still being
-   transcribed), the turn is held and the held turns are flushed together when the room
-   goes quiet, or after a failsafe delay. A flush emits one TurnDraft per speaker turn,
-   in order of when each ended — never a turn that mixes two people's words under one name.
-3. A turn that names the bot (or a wake word) bypasses the hold: it is emitted at once,
-   after the held turns that ended before it, so the reply sees them.
+2. A finished turn is emitted as soon as it is final. It never waits for speech that is
+   still going on (someone else's monologue used to hold every turn until the room went
+   quiet: 6-11 s with four people talking). It waits only for other speakers' turns that
+   *started before it and have already ended* but are still being transcribed, so turns
+   that become ready together come out in order of speech start. Waiting on Whisper is
+   bounded by the queue; `failsafe_s` bounds it anyway.
+3. While a turn waits, the same speaker's next turn (continuing after a pause of at most
+   `join_gap_s`) is merged into it: one thought, one turn. Other people's turns are never
+   merged: an interjection ("yeah", "nice") is its own turn, emitted when it is final, and
+   it does not split the turn it interrupts (each speaker has their own stream).
+4. A turn that names the bot (or a wake word) is emitted at once, after the waiting turns,
+   so the reply sees them.
 
-"Busy" (who is talking or awaiting transcription) is passed in by the caller on every call;
-this module keeps no clock and does no I/O.
+Who is still being transcribed is passed in by the caller on every call (`waiting`: speaker
+id → speech start of that speaker's oldest ended, untranscribed utterance); this module
+keeps no clock and does no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Set
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from pipeline.models import TurnDraft, TurnKind
 from pipeline.wer import normalize
@@ -31,11 +38,14 @@ VOICE_SOURCE = "voice"
 class CoalescerConfig:
     bot_name: str = ""
     wake_words: tuple[str, ...] = ()
-    failsafe_s: float = 10.0  # a held turn waits at most this long for the room to go quiet
+    failsafe_s: float = 10.0  # a held turn waits at most this long for earlier turns' transcripts
+    join_gap_s: float = 1.5  # a waiting turn absorbs the same speaker's next one within this pause
 
     def __post_init__(self) -> None:
         if self.failsafe_s <= 0:
             raise ValueError("failsafe_s must be positive")
+        if self.join_gap_s < 0:
+            raise ValueError("join_gap_s must be >= 0")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,19 +77,20 @@ class _Bank:
 
 
 class Coalescer:
-    __slots__ = ("_banks", "_config", "_held", "_merged_pieces", "_wake")
+    __slots__ = ("_banks", "_config", "_held", "_merged_pieces", "_merged_turns", "_wake")
 
     def __init__(self, config: CoalescerConfig | None = None) -> None:
         self._config = config or CoalescerConfig()
         self._banks: dict[str, _Bank] = {}
         self._held: list[_Held] = []
         self._merged_pieces = 0
+        self._merged_turns = 0
         phrases = [self._config.bot_name, *self._config.wake_words]
         self._wake = [tuple(normalize(p)) for p in phrases if normalize(p)]
 
     @property
     def held(self) -> int:
-        """Complete turns waiting for the room to go quiet."""
+        """Complete turns waiting for earlier-started turns to be transcribed."""
         return len(self._held)
 
     @property
@@ -92,36 +103,55 @@ class Coalescer:
         """Pieces folded into a turn together with the rest of their utterance."""
         return self._merged_pieces
 
+    @property
+    def merged_turns(self) -> int:
+        """Waiting turns that absorbed the same speaker's next turn (rule 3)."""
+        return self._merged_turns
+
     def next_deadline(self) -> float | None:
         """When the failsafe flushes the held turns, if any are held."""
         if not self._held:
             return None
         return min(h.since for h in self._held) + self._config.failsafe_s
 
-    def add(self, piece: HeardPiece, *, now: float, busy: Set[str]) -> list[TurnDraft]:
+    def add(self, piece: HeardPiece, *, now: float, waiting: Mapping[str, float]) -> list[TurnDraft]:
         """Take one transcribed piece; return the turns that are ready, in order."""
         if not piece.final:
             self._banks.setdefault(piece.speaker_id, _Bank()).pieces.append(piece)
-            return self.poll(now=now, busy=busy)
+            return self.poll(now=now, waiting=waiting)
         bank = self._banks.pop(piece.speaker_id, None)
         draft = self._merge([*(bank.pieces if bank else []), piece])
         if draft is None:
-            return self.poll(now=now, busy=busy)
+            return self.poll(now=now, waiting=waiting)
         if self.addresses_bot(draft.text):
             return self._flush(extra=draft)
-        if self._held or (busy - {piece.speaker_id}):
-            self._held.append(_Held(draft=draft, since=now))
-            return self.poll(now=now, busy=busy)
-        return [draft]
+        for held in reversed(self._held):
+            if held.draft.speaker_id == draft.speaker_id:
+                if 0.0 <= draft.started_at - held.draft.ended_at <= self._config.join_gap_s:
+                    held.draft = _join(held.draft, draft)
+                    self._merged_turns += 1
+                    return self.poll(now=now, waiting=waiting)
+                break
+        self._held.append(_Held(draft=draft, since=now))
+        return self.poll(now=now, waiting=waiting)
 
-    def poll(self, *, now: float, busy: Set[str]) -> list[TurnDraft]:
-        """Flush the held turns if the room went quiet or the failsafe expired."""
+    def poll(self, *, now: float, waiting: Mapping[str, float]) -> list[TurnDraft]:
+        """Release the held turns no earlier-started turn is still being transcribed for
+        (in order of speech start), or all of them once the failsafe expired."""
         if not self._held:
             return []
         deadline = self.next_deadline()
-        if not busy or (deadline is not None and now >= deadline):
+        if deadline is not None and now >= deadline:
             return self._flush()
-        return []
+        starts = self._waiting_starts(waiting)
+        self._held.sort(key=lambda h: (h.draft.started_at, h.draft.ended_at))
+        ready: list[TurnDraft] = []
+        while self._held:
+            draft = self._held[0].draft
+            if any(start < draft.started_at for sid, start in starts.items() if sid != draft.speaker_id):
+                break  # later-started turns stay behind this one: order by speech start
+            ready.append(self._held.pop(0).draft)
+        return ready
 
     def drain(self) -> list[TurnDraft]:
         """End of stream: everything out, banked pieces included (as the turns they make)."""
@@ -145,12 +175,21 @@ class Coalescer:
     def _flush(self, extra: TurnDraft | None = None) -> list[TurnDraft]:
         drafts = [h.draft for h in self._held]
         self._held.clear()
-        # Ordered by when each turn ended: the order turns are appended when nothing is
-        # held, and it leaves a bot-addressed turn (which just ended) last, as the current turn.
-        drafts.sort(key=lambda d: (d.ended_at, d.started_at))
+        # In order of speech start; a bot-addressed turn (which just ended) goes last, as the
+        # current turn.
+        drafts.sort(key=lambda d: (d.started_at, d.ended_at))
         if extra is not None:
             drafts.append(extra)
         return drafts
+
+    def _waiting_starts(self, waiting: Mapping[str, float]) -> dict[str, float]:
+        """Each waiting speaker's utterance start: a long utterance's final piece started at
+        its first banked piece."""
+        starts: dict[str, float] = {}
+        for speaker_id, start in waiting.items():
+            bank = self._banks.get(speaker_id)
+            starts[speaker_id] = min(start, bank.pieces[0].started_at) if bank and bank.pieces else start
+        return starts
 
     def _merge(self, pieces: list[HeardPiece]) -> TurnDraft | None:
         spoken = [p for p in pieces if p.text.strip()]
@@ -172,3 +211,16 @@ class Coalescer:
             source=VOICE_SOURCE,
             confidence=confidence,
         )
+
+
+def _join(first: TurnDraft, then: TurnDraft) -> TurnDraft:
+    """One speaker's two turns, the second continuing the first after a short pause."""
+    spans = [max(1e-3, first.ended_at - first.started_at), max(1e-3, then.ended_at - then.started_at)]
+    scored = [(c, w) for c, w in zip((first.confidence, then.confidence), spans, strict=True) if c is not None]
+    return replace(
+        first,
+        speaker_name=then.speaker_name,
+        text=f"{first.text} {then.text}",
+        ended_at=max(first.ended_at, then.ended_at),
+        confidence=sum(c * w for c, w in scored) / sum(w for _, w in scored) if scored else None,
+    )

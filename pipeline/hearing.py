@@ -5,6 +5,8 @@
                                                         ▼
               sink.append() ◄─ outbox ◄─ coalescer ◄─ guards ◄─ transcriber
 
+`asr_workers` (default 1) transcriptions run at once, each of a different speaker.
+
 `feed`, `speaking_state` and `tick` are synchronous and run on the event loop (frames from
 another thread are handed over by the caller with `loop.call_soon_threadsafe`). The
 resample and the speech detector cost ~0.1 ms per 20 ms frame per speaker; everything heavy
@@ -71,6 +73,7 @@ class HearingConfig:
     gap_tolerance_s: float = 0.2  # jitter allowed before missing packets count as silence
     tick_s: float = 0.1  # how often silent speakers are checked and held turns polled
     min_asr_speech_s: float = 0.2  # pieces with less speech than this skip Whisper
+    asr_workers: int = 1  # transcriptions at once (different speakers; one speaker's pieces stay in order)
     append_retry_cap_s: float = 30.0
 
     def __post_init__(self) -> None:
@@ -78,6 +81,8 @@ class HearingConfig:
             raise ValueError("max_queued_per_speaker must be at least 1")
         if self.tick_s <= 0:
             raise ValueError("tick_s must be positive")
+        if self.asr_workers < 1:
+            raise ValueError("asr_workers must be at least 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,7 +100,7 @@ class HearingStats:
     rejected: Mapping[str, int]  # by Verdict
     merged: int  # backlog merges (utterances folded into an earlier queued one)
     pieces_merged: int  # pieces of long utterances folded into one turn
-    held: int  # turns waiting for the room to go quiet
+    held: int  # finished turns waiting for earlier-started turns' transcripts
     turns: int  # turns appended to the sink
     discarded_bursts: int  # too short to be speech (segmenter)
     asr_s: float  # wall seconds spent in the transcriber
@@ -171,8 +176,10 @@ class HearingPipeline:
         self._speakers: dict[str, _Speaker] = {}
         self._queues: dict[str, deque[_Job]] = {}
         self._order: deque[str] = deque()  # round-robin: speakers with queued work, next first
-        self._in_flight: _Job | None = None
+        self._in_flight: dict[str, _Job] = {}  # speaker id → the job being transcribed
         self._outbox: deque[TurnDraft] = deque()
+        # Text of a long utterance's pieces so far, per speaker: Whisper's context for the next piece.
+        self._context: dict[str, str] = {}
         self._appending = False
         self._running = False
         self._work = asyncio.Event()
@@ -240,7 +247,7 @@ class HearingPipeline:
         Called by `run()` every `tick_s`; a replay may call it after each step."""
         now = self._clock.now()
         self._sweep(now)
-        self._deliver(self._coalescer.poll(now=now, busy=self._busy()))
+        self._deliver(self._coalescer.poll(now=now, waiting=self._waiting()))
         self._max_lag = max(self._max_lag, self._lag(now))
 
     # -- tasks ----------------------------------------------------------------------------
@@ -250,7 +257,8 @@ class HearingPipeline:
         self._running = True
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._asr_loop(), name="hearing:asr")
+                for worker in range(self._config.asr_workers):
+                    tg.create_task(self._asr_loop(), name=f"hearing:asr:{worker}")
                 tg.create_task(self._append_loop(), name="hearing:append")
                 tg.create_task(self._tick_loop(), name="hearing:tick")
         finally:
@@ -293,7 +301,7 @@ class HearingPipeline:
             speaking=tuple(sorted(s for s, sp in self._speakers.items() if sp.segmenter.speaking)),
             queued=len(queued),
             queued_audio_s=round(sum(j.audio_s for j in queued), 3),
-            in_flight=self._in_flight is not None,
+            in_flight=bool(self._in_flight),
             lag_s=round(self._lag(now), 3),
             max_lag_s=round(max(self._max_lag, self._lag(now)), 3),
             utterances=self._utterances,
@@ -365,10 +373,13 @@ class HearingPipeline:
         self._notify()
 
     def _next_job(self) -> _Job | None:
-        while self._order:
+        for _ in range(len(self._order)):
             speaker_id = self._order.popleft()
             queue = self._queues.get(speaker_id)
             if not queue:
+                continue
+            if speaker_id in self._in_flight:
+                self._order.append(speaker_id)  # one piece of a speaker at a time: theirs stay in order
                 continue
             job = queue.popleft()
             if queue:
@@ -376,20 +387,23 @@ class HearingPipeline:
             return job
         return None
 
-    def _busy(self) -> set[str]:
-        busy = {sid for sid, sp in self._speakers.items() if sp.segmenter.speaking}
-        busy.update(sid for sid, q in self._queues.items() if q)
-        if self._in_flight is not None:
-            busy.add(self._in_flight.speaker_id)
-        return busy
+    def _waiting(self) -> dict[str, float]:
+        """Speaker id → speech start of their oldest ended utterance not yet transcribed (what
+        a finished turn that started later waits for). Speech still going on is not here."""
+        jobs = [j for q in self._queues.values() for j in q]
+        jobs.extend(self._in_flight.values())
+        waiting: dict[str, float] = {}
+        for job in jobs:
+            if job.final:
+                waiting[job.speaker_id] = min(job.started_at, waiting.get(job.speaker_id, job.started_at))
+        return waiting
 
     def _has_asr_work(self) -> bool:
-        return self._in_flight is not None or any(self._queues.values())
+        return bool(self._in_flight) or any(self._queues.values())
 
     def _lag(self, now: float) -> float:
         pending = [j.ended_at for q in self._queues.values() for j in q]
-        if self._in_flight is not None:
-            pending.append(self._in_flight.ended_at)
+        pending.extend(j.ended_at for j in self._in_flight.values())
         return max(0.0, now - min(pending)) if pending else 0.0
 
     def _deliver(self, drafts: list[TurnDraft]) -> None:
@@ -413,13 +427,14 @@ class HearingPipeline:
                 self._work.clear()
                 await self._work.wait()
                 continue
-            self._in_flight = job
+            self._in_flight[job.speaker_id] = job
             self._max_lag = max(self._max_lag, self._lag(self._clock.now()))
             try:
                 piece = await self._transcribe(job)
             finally:
-                self._in_flight = None
-            self._deliver(self._coalescer.add(piece, now=self._clock.now(), busy=self._busy()))
+                del self._in_flight[job.speaker_id]
+                self._work.set()  # that speaker's next piece may go to any worker now
+            self._deliver(self._coalescer.add(piece, now=self._clock.now(), waiting=self._waiting()))
             self._notify()
 
     async def _transcribe(self, job: _Job) -> HeardPiece:
@@ -430,7 +445,7 @@ class HearingPipeline:
         if job.speech_s >= self._config.min_asr_speech_s:
             started = time.perf_counter()
             try:
-                result = await self._transcriber.transcribe(pcm)
+                result = await self._transcriber.transcribe(pcm, prompt=self._context.get(job.speaker_id))
             except Exception as err:
                 verdict = Verdict.ASR_ERROR
                 self._events.emit(ASR_FAILED, speaker_id=job.speaker_id, duration_s=round(duration, 3),
@@ -459,6 +474,11 @@ class HearingPipeline:
                     confidence=round(confidence, 3),
                     **fields,
                 )
+        if job.final:
+            self._context.pop(job.speaker_id, None)
+        elif text:
+            # The last ~200 chars are plenty of context and keep the prompt short.
+            self._context[job.speaker_id] = f"{self._context.get(job.speaker_id, '')} {text}".strip()[-200:]
         if verdict is Verdict.ACCEPT:
             self._accepted += 1
         else:

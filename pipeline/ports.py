@@ -33,9 +33,12 @@ class Clock(Protocol):
 
 
 class Transcriber(Protocol):
-    """Speech to text for one utterance of 16 kHz mono int16 PCM. Never blocks the loop."""
+    """Speech to text for one utterance of 16 kHz mono int16 PCM. Never blocks the loop.
 
-    async def transcribe(self, audio: PcmInt16) -> Transcription: ...
+    `prompt`: what the same speaker said just before, in the same utterance (the earlier
+    pieces of a long one), as context for the words at the cut."""
+
+    async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription: ...
 
 
 class Summarizer(Protocol):

@@ -9,6 +9,12 @@ An utterance ends after `end_of_utterance_ms` of silence. One that runs past
 `max_utterance_s` is cut — at the most recent pause if there is one, so no word is split —
 and the piece is emitted with `final=False`: the text is banked and merged with the rest of
 the utterance by the coalescer instead of being answered mid-sentence.
+
+Partial decoding: an utterance that has run `partial_after_s` is also cut (`final=False`) at
+its next pause of `partial_pause_ms`, so Whisper works on its first part while the speaker
+goes on, and at the end of speech only the rest is left to transcribe. When that pause is
+the end of the utterance, the last piece is cut `partial_pause_ms` into the silence instead
+of after `end_of_utterance_ms`, and its transcription overlaps the wait.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ class SegmenterConfig:
     cut_search_s: float = 4.0  # how far back a too-long utterance looks for a pause to cut at
     min_cut_pause_ms: int = 120  # a pause at least this long is a safe place to cut
     reset_after_gap_s: float = 1.0  # a gap in the stream this long resets the detector's state
+    partial_after_s: float = 6.0  # a longer utterance is cut at its next pause for early decoding (0: off)
+    partial_pause_ms: int = 300  # ... a pause at least this long (no effect at or above end_of_utterance_ms)
 
     def __post_init__(self) -> None:
         if self.end_of_utterance_ms <= 0:
@@ -46,6 +54,10 @@ class SegmenterConfig:
             raise ValueError("thresholds must satisfy 0 < continue_threshold <= start_threshold < 1")
         if self.tail_ms > self.end_of_utterance_ms:
             raise ValueError("tail_ms cannot exceed end_of_utterance_ms")
+        if self.partial_after_s < 0:
+            raise ValueError("partial_after_s must be >= 0 (0 = off)")
+        if self.partial_pause_ms <= 0:
+            raise ValueError("partial_pause_ms must be positive")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -258,8 +270,16 @@ class Segmenter:
                 self._pause_cut = middle - (middle - self._chunks[0].start) % self._window
         if self._silence_run >= cfg.end_of_utterance_ms * self._rate // 1000:
             return self._close(end)
-        if end - self._chunks[0].start >= cfg.max_utterance_s * self._rate:
+        length = end - self._chunks[0].start
+        if length >= cfg.max_utterance_s * self._rate:
             return [self._cut(end)]
+        if (
+            cfg.partial_after_s
+            and length >= cfg.partial_after_s * self._rate
+            and self._pause_cut is not None
+            and self._silence_run >= cfg.partial_pause_ms * self._rate // 1000 > self._silence_run - window.pcm.size
+        ):
+            return [self._cut(end)]  # at the middle of this pause: the first part goes to Whisper now
         return []
 
     def _close(self, end: int) -> list[Utterance]:

@@ -100,11 +100,13 @@ class ToneTranscriber:
         self._no_speech_prob = no_speech_prob
         self._avg_logprob = avg_logprob
         self.calls: list[PcmInt16] = []
+        self.prompts: list[str | None] = []
         self.max_concurrent = 0
         self._concurrent = 0
 
-    async def transcribe(self, audio: PcmInt16) -> Transcription:
+    async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
         self.calls.append(audio)
+        self.prompts.append(prompt)
         self._concurrent += 1
         self.max_concurrent = max(self.max_concurrent, self._concurrent)
         duration = audio.size / TARGET_RATE

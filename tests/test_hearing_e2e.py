@@ -262,6 +262,106 @@ async def test_backlog_merges_never_loses_words_and_reports_lag() -> None:
     assert (0, 1) == (stats.queued, slow.max_concurrent)
 
 
+async def test_pieces_of_a_long_utterance_reach_whisper_with_the_words_before_them() -> None:
+    """A long utterance is decoded in pieces while it goes on; each later piece gets the text of
+    the earlier ones as Whisper's prompt (context at the cut), the next utterance starts fresh,
+    and the pieces still make one turn."""
+    speech = ToneSpeech([f"w{i}" for i in range(40)])
+    sentences = [[f"w{4 * k + j}" for j in range(4)] for k in range(4)]
+    long = np.concatenate([x for words in sentences for x in (speech.say(words), np.zeros(int(0.4 * R), np.int16))])
+    after = speech.say(["w30", "w31"])
+    clock, sink = FakeClock(), ListSink()
+    tone = ToneTranscriber(speech)
+    config = HearingConfig(vad=VadKind.ENERGY,
+                           segmenter=SegmenterConfig(partial_after_s=1.5, partial_pause_ms=300, max_utterance_s=30.0))
+    pipeline = HearingPipeline(tone, sink, events=_emitter([]), clock=clock, config=config)
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        for frame in frames(np.concatenate([long, np.zeros(R, np.int16), after, np.zeros(R, np.int16)])):
+            clock.advance(frame.size / R)
+            pipeline.feed("u1", "Alice", frame, sample_rate=R, channels=1)
+            await pipeline.wait_idle()
+        await pipeline.flush()
+        runner.cancel()
+    assert 3 <= len(tone.prompts) - 1
+    assert None is tone.prompts[0]
+    assert all(p is not None and p.split() == [w for s in sentences for w in s][: len(p.split())]
+               for p in tone.prompts[1:-1])
+    assert [None] == tone.prompts[-1:]  # the next utterance: no context carried over
+    assert [" ".join(w for s in sentences for w in s), "w30 w31"] == [t.text for t in sink.turns]
+
+
+async def test_a_turn_is_appended_while_someone_else_is_still_talking() -> None:
+    """Bob's short line ends while Alice is mid-monologue: his turn reaches the transcript right
+    after his end-of-utterance silence, not when Alice stops (it used to wait for the room)."""
+    speech = ToneSpeech([f"a{i}" for i in range(20)] + ["b0", "b1", "b2"])
+    alice = np.concatenate([speech.say([f"a{i}" for i in range(4 * k, 4 * k + 4)]) for k in range(5)])
+    bob = np.concatenate([np.zeros(R, np.int16), speech.say(["b0", "b1", "b2"])])
+    bob = np.concatenate([bob, np.zeros(alice.size + R - bob.size, np.int16)])
+    alice = np.concatenate([alice, np.zeros(R, np.int16)])
+    clock, sink = FakeClock(), ListSink()
+    config = HearingConfig(vad=VadKind.ENERGY, segmenter=SegmenterConfig(partial_after_s=0.0))
+    pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock, config=config)
+    appended_at: dict[str, float] = {}
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        for a, b in zip(frames(alice), frames(bob), strict=True):
+            clock.advance(0.02)
+            pipeline.feed("u1", "Alice", a, sample_rate=R, channels=1)
+            pipeline.feed("u2", "Bob", b, sample_rate=R, channels=1)
+            await pipeline.wait_idle()
+            for turn in sink.turns:
+                appended_at.setdefault(turn.speaker_name, clock.now())
+        await pipeline.flush()
+        runner.cancel()
+    bob_turn = next(t for t in sink.turns if t.speaker_name == "Bob")
+    alice_turn = next(t for t in sink.turns if t.speaker_name == "Alice")
+    assert (["Bob", "Alice"], "b0 b1 b2") == ([t.speaker_name for t in sink.turns], bob_turn.text)
+    assert appended_at["Bob"] - bob_turn.ended_at < 1.0  # the 700 ms end-of-utterance silence, no hold
+    assert appended_at["Bob"] < alice_turn.ended_at - 1.0  # while Alice was still talking
+
+
+TWO_VOICES = ToneSpeech([f"{s}{i}" for s in ("a", "b") for i in range(12)])
+
+
+async def _run_slow(speakers: dict[str, PcmInt16], workers: int) -> tuple[ToneTranscriber, ListSink]:
+    """Feed each speaker's stream at once into a pipeline whose ASR takes 2 s per second of audio."""
+    speech = TWO_VOICES
+    clock, sink = FakeClock(), ListSink()
+    slow = ToneTranscriber(speech, clock=clock, seconds_per_audio_s=2.0)
+    config = HearingConfig(vad=VadKind.ENERGY, asr_workers=workers)
+    pipeline = HearingPipeline(slow, sink, events=_emitter([]), clock=clock, config=config)
+    streams = {s: frames(pcm) for s, pcm in speakers.items()}
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        for i in range(max(len(f) for f in streams.values())):
+            clock.advance(0.02)
+            for s, f in streams.items():
+                if i < len(f):
+                    pipeline.feed(s, s.upper(), f[i], sample_rate=R, channels=1)
+            await asyncio.sleep(0)
+        flushing = tg.create_task(pipeline.flush())
+        while not flushing.done():
+            clock.advance(0.1)
+            await asyncio.sleep(0)
+        runner.cancel()
+    return slow, sink
+
+
+async def test_two_asr_workers_transcribe_two_speakers_at_once_never_one_speaker_twice() -> None:
+    """With two workers, Alice and Bob talking at once are transcribed side by side; Alice alone,
+    with three utterances queued, still goes one piece at a time and in order."""
+    def stream(speaker: str) -> PcmInt16:
+        lines = [TWO_VOICES.say([f"{speaker}{2 * k}", f"{speaker}{2 * k + 1}"]) for k in range(3)]
+        return np.concatenate([x for line in lines for x in (line, np.zeros(R, np.int16))])
+    both, both_sink = await _run_slow({"a": stream("a"), "b": stream("b")}, workers=2)
+    alone, alone_sink = await _run_slow({"a": stream("a")}, workers=2)
+    assert (2, 1) == (both.max_concurrent, alone.max_concurrent)
+    assert ["a0 a1", "a2 a3", "a4 a5"] == [t.text for t in alone_sink.turns]
+    assert ["a0 a1", "a2 a3", "a4 a5"] == [t.text for t in both_sink.turns if t.speaker_id == "a"]
+    assert ["b0 b1", "b2 b3", "b4 b5"] == [t.text for t in both_sink.turns if t.speaker_id == "b"]
+
+
 async def test_asr_queue_is_round_robin_across_speakers() -> None:
     """While ASR is busy, a chatty speaker's queued utterances do not make another speaker wait:
     Bob's one utterance, queued after three of Alice's, is transcribed after her next one."""

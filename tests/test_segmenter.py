@@ -120,6 +120,28 @@ def test_long_speech_is_cut_at_a_pause_into_banked_pieces() -> None:
     assert all(u.duration_s <= 6.0 + 1e-9 for u in out[:-1])
 
 
+def test_long_utterance_is_cut_at_a_pause_for_partial_decoding() -> None:
+    """Past partial_after_s, the next pause of partial_pause_ms cuts a non-final piece while the
+    speaker goes on (Whisper starts on it at once); every word lands in exactly one piece, and
+    with partial decoding off the same speech is one utterance."""
+    sentence_words = [words(6 * k, 6) for k in range(4)]
+    pcm = np.concatenate([np.concatenate([SPEECH.say(w), silence(0.4)]) for w in sentence_words])
+    seg = segmenter(partial_after_s=2.0, partial_pause_ms=300, max_utterance_s=30.0)
+    emitted_at: list[float] = []
+    out: list[Utterance] = []
+    for frame in frames(np.concatenate([pcm, silence(1.0)]), frame_samples=320):
+        new = seg.feed(frame)
+        out.extend(new)
+        emitted_at.extend([seg.position_s] * len(new))
+    assert [False] * (len(out) - 1) + [True] == [u.final for u in out]
+    assert 3 <= len(out)
+    assert [w for s in sentence_words for w in s] == [w for u in out for w in SPEECH.hear(u.pcm16k)]
+    assert emitted_at[0] < pcm.size / R - 1.0  # the first part left while the speaker talked on
+    assert emitted_at[0] - out[0].ended_at == pytest.approx(0.3, abs=0.07)  # 300 ms into the pause
+    whole = run(segmenter(partial_after_s=0.0, max_utterance_s=30.0), np.concatenate([pcm, silence(1.0)]))
+    assert [True] == [u.final for u in whole]
+
+
 class LoudIsSpeech:
     """A detector that calls any audible window speech: isolates the segmenter's own logic."""
 
