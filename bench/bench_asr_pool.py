@@ -110,11 +110,12 @@ async def _run_async(workers: int, rounds: int) -> list[dict[str, Any]]:
 def rows_for_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
-            "name": f"ASR live speakers per process, {r['mode']} ({r['workers']} model{'s' if r['workers'] > 1 else ''})",
+            "name": f"ASR live speakers per process, {r['mode']} ({r['workers']} model(s))",
             "value": (f"{r['speakers_nonstop']} non-stop / {r['speakers_conversational']} conversational "
                       f"({r['speakers_conversational_per_core']} per core)"),
             "note": (f"{r['speech_s_per_s']} s of speech per s, {IN_FLIGHT} utterances in flight; bot process CPU "
-                     f"{r['bot_process_cpu_share']}, loop lag p99 {r['loop_lag_p99_ms']} / max {r['loop_lag_max_ms']} ms; "
+                     f"{r['bot_process_cpu_share']}, loop lag p99 {r['loop_lag_p99_ms']} / max "
+                     f"{r['loop_lag_max_ms']} ms; "
                      f"load {r['load_avg_1m']}"),
         }
         for r in rows

@@ -49,6 +49,7 @@ SPEAKERS = ((101, "Alice"), (102, "Bob"), (103, "James"), (104, "Mara"))
 TURNS_PER_MINUTE = 7.0
 ADDRESSED_SHARE = 0.1  # turns that name the bot
 TICK_S = 0.01
+SHUTDOWN_WAIT_S = 40.0  # a registry that has not closed by then is reported (shutdown_hung), not awaited
 OUT = Path("out/bench")
 
 _WORDS = (
@@ -356,21 +357,27 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
             gc.callbacks.remove(on_gc)
             load = os.getloadavg()
             registry.close()
-            done, _ = await asyncio.wait({registry_task}, timeout=90)
+            closing_at = time.perf_counter()
+            shutdown_hung: list[str] = []
+            done, _ = await asyncio.wait({registry_task}, timeout=SHUTDOWN_WAIT_S)
             if not done:  # a session that does not close: show where each kind of task waits
                 stuck = [t for t in asyncio.all_tasks() if not t.done() and t is not asyncio.current_task()]
                 kinds = Counter(t.get_name().split(":")[0] for t in stuck)
-                _say(f"registry did not close in 90 s: {dict(kinds)}")
+                _say(f"registry did not close in {SHUTDOWN_WAIT_S:.0f} s: {dict(kinds)}")
                 seen: set[str] = set()
                 for task in stuck:
                     kind = task.get_name().split(":")[0]
                     if kind not in seen:
                         seen.add(kind)
                         task.print_stack(file=sys.stderr)
-                raise SystemExit(3)
+                shutdown_hung = sorted(kinds)
+                for task in stuck:
+                    task.cancel()
+            closed_s = time.perf_counter() - closing_at
             _say("sessions closed")
-            event_log.stop()
-            await log_task
+            if not shutdown_hung:
+                event_log.stop()
+                await log_task
         # What the store holds vs what was produced (seeded + heard + the bot's own turns).
         lost = 0
         unsynced = 0
@@ -427,6 +434,8 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
         "lost_turns": lost + unsynced,
         "cursor_within_transcript": cursors_ok,
         "cpu_share": round(cpu / elapsed, 2),
+        "shutdown_s": round(closed_s, 1),
+        "shutdown_hung": shutdown_hung,
         "join_s": round(join_s, 1),
         "load_avg_1m": round(load[0], 2),
         "events_per_s": round(sum(events.values()) / elapsed),
@@ -442,6 +451,8 @@ def _child(sessions: int, seconds: float, *, baseline: bool, pool_max: int) -> d
     print(f"  scale: {sessions} sessions, {seconds:.0f} s{' (baseline)' if baseline else ''}; load "
           f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 600, check=False)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"scale-{sessions}{'-baseline' if baseline else ''}.log").write_text(done.stderr)
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-5:]
         return {"sessions": sessions, "time_compression": 1, "error": " | ".join(tail)}
