@@ -146,10 +146,11 @@ def make_realtime_factory(settings: Settings) -> RealtimeFactory | None:
     return factory
 
 
-async def make_hearing(settings: Settings, closers: list[Any] | None = None) -> HearingFactory:
+async def make_hearing(settings: Settings) -> HearingFactory:
     """Load and warm up the ASR model once (off the loop), and return the per-session factory:
     one long-lived transcriber shared by every guild's hearing pipeline (ASR_MODE: threads of
-    this process, worker processes, or a remote endpoint). Its `aclose` goes into `closers`."""
+    this process, worker processes, or a remote endpoint). The factory's `aclose` (when the
+    transcriber has one) stops the worker processes or closes the HTTP client."""
     transcriber = make_transcriber(settings)
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -162,13 +163,12 @@ async def make_hearing(settings: Settings, closers: list[Any] | None = None) -> 
         ) from err
     log.info("asr_ready", model=settings.asr_model, mode=str(settings.asr_mode),
              load_ms=round((loop.time() - started) * 1000))
-    if closers is not None and hasattr(transcriber, "aclose"):
-        closers.append(transcriber)
     config = hearing_config(settings)
 
     def factory(sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
         return HearingPipeline(transcriber, sink, events=events, clock=clock, config=config)
 
+    factory.aclose = getattr(transcriber, "aclose", None)  # type: ignore[attr-defined]
     return factory
 
 
@@ -281,16 +281,17 @@ async def _serve(
     speech: OpenAISpeech | None,
     realtime: RealtimeFactory | None = None,
 ) -> None:
-    closers: list[Any] = []
+    hearing = await make_hearing(settings)
     try:
         await _serve_with_hearing(
-            settings, token, store, stop, await make_hearing(settings, closers), summarizer=summarizer,
-            fallback=fallback, brain=brain, speech=speech, realtime=realtime,
+            settings, token, store, stop, hearing, summarizer=summarizer, fallback=fallback, brain=brain,
+            speech=speech, realtime=realtime,
         )
-    finally:  # the ASR worker processes or the remote ASR client
-        for closable in closers:
+    finally:  # the ASR worker processes, or the remote ASR client
+        aclose: Any = getattr(hearing, "aclose", None)
+        if aclose is not None:
             with contextlib.suppress(Exception):
-                await closable.aclose()
+                await aclose()
 
 
 async def _serve_with_hearing(
