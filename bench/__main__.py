@@ -19,7 +19,7 @@ from bench.bench_compaction import quiet_logging
 
 MODULES = [
     "bench_compaction", "bench_context", "bench_recall", "bench_asr", "bench_receive", "bench_bot", "bench_notes",
-    "bench_latency", "bench_recall_eval",
+    "bench_latency", "bench_recall_eval", "bench_scale", "bench_asr_pool",
 ]
 
 
@@ -48,6 +48,14 @@ def to_markdown(results: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["scale"]:  # `python -m bench scale [...]`: the load harness alone
+        from bench.bench_scale import main as scale_main
+
+        return scale_main(sys.argv[2:])
+    if sys.argv[1:2] == ["scale-asr"]:  # `python -m bench scale-asr`: ASR speakers per process by mode
+        from bench.bench_asr_pool import main as asr_pool_main
+
+        return asr_pool_main(sys.argv[2:])
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--out", default="out/bench")
     parser.add_argument("--only", nargs="*", help="module names, e.g. bench_compaction or bench_latency")

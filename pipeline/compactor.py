@@ -287,12 +287,16 @@ class RollingCompactor:
             return False
         finally:
             renewal.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewal
             try:
-                await self._store.release_lock(self._session_id, self._owner)
-            except StoreUnavailable:
-                pass  # the TTL releases it
+                # Wait for the renewal to stop without swallowing a cancellation of *this* task
+                # (suppressing CancelledError here once ate the owner's cancel, and the session
+                # never finished shutting down).
+                await asyncio.wait({renewal})
+            finally:
+                try:
+                    await self._store.release_lock(self._session_id, self._owner)
+                except StoreUnavailable:
+                    pass  # the lease's TTL (seconds) releases it
 
     async def _renew_lease(self) -> None:
         """Keep the lock while the fold runs. If the lease is lost anyway (a frozen store),

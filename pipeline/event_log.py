@@ -3,7 +3,7 @@
 `StoreEventLog` is an event sink (`emitter.add_sink(log)`) for one or many sessions. The sink
 call is synchronous (it runs inside `EventEmitter.emit` on the loop), so it only stamps and
 buffers the event; `run()` -- a task owned by whoever owns the sessions -- writes what is
-buffered, one batch per session per wake-up (RPUSH + LTRIM in one round trip), until
+buffered, every session's batch per wake-up (RPUSH + LTRIM each, one pipelined round trip), until
 `stop()`. A store outage never reaches the session: the buffer is bounded (oldest
 dropped, counted) and retried on the next event.
 
@@ -75,8 +75,12 @@ class StoreEventLog:
             for record in batch:
                 by_session.setdefault(str(record.get("session_id", "")), []).append(record)
             try:
-                for session_id, records in by_session.items():
-                    await self._store.append_events(session_id, records, self._max_len)
+                many = getattr(self._store, "append_events_many", None)
+                if many is not None:  # the Redis store: every session's batch in one round trip
+                    await many(by_session, self._max_len)
+                else:
+                    for session_id, records in by_session.items():
+                        await self._store.append_events(session_id, records, self._max_len)
             except StoreUnavailable:
                 return False
             for _ in batch:

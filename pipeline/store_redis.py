@@ -256,6 +256,9 @@ def _keys(session_id: str) -> dict[str, str]:
 
 SESSIONS_KEY = "lc:sessions"
 
+POOL_MAX = 64  # connections per process (REDIS_POOL_MAX); one Redis serves many processes
+POOL_TIMEOUT_S = 5.0  # how long a command waits for a free connection (REDIS_POOL_TIMEOUT_S)
+
 
 class RedisSessionStore:
     """SessionStore over a real Redis server. Connection errors become `StoreUnavailable`."""
@@ -276,15 +279,23 @@ class RedisSessionStore:
         self._save_vectors = client.register_script(_SAVE_VECTORS)
 
     @classmethod
-    def from_url(cls, url: str, *, timeout_s: float = 2.0) -> RedisSessionStore:
-        client = aioredis.Redis.from_url(
+    def from_url(
+        cls, url: str, *, timeout_s: float = 2.0, pool_max: int = POOL_MAX, pool_timeout_s: float = POOL_TIMEOUT_S
+    ) -> RedisSessionStore:
+        """A client over a *blocking* pool of at most `pool_max` connections: when all are busy
+        a command waits up to `pool_timeout_s` for one (then `StoreUnavailable`), instead of
+        redis-py's default pool, which fails at once with `MaxConnectionsError` beyond its cap
+        (100): under a burst of a thousand sessions that turned into failed appends and folds."""
+        pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            max_connections=max(1, pool_max),
+            timeout=pool_timeout_s,
             decode_responses=True,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
             health_check_interval=30,
         )
-        return cls(client)
+        return cls(aioredis.Redis.from_pool(pool))
 
     async def aclose(self) -> None:
         await self._redis.aclose()
@@ -496,11 +507,21 @@ class RedisSessionStore:
     async def append_events(self, session_id: str, events: Sequence[Mapping[str, Any]], max_len: int) -> None:
         if not events:
             return
-        key = _keys(session_id)["events"]
-        payload = [json.dumps(e, default=str, separators=(",", ":"), ensure_ascii=False) for e in events]
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.rpush(key, *payload)
-            pipe.ltrim(key, -max(1, max_len), -1)
+        await self.append_events_many({session_id: events}, max_len)
+
+    async def append_events_many(self, batches: Mapping[str, Sequence[Mapping[str, Any]]], max_len: int) -> None:
+        """Every session's new events in one round trip: RPUSH + LTRIM per session in one
+        pipeline, without MULTI/EXEC (a log a moment longer than `max_len` harms nobody)."""
+        if not any(batches.values()):
+            return
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for session_id, events in batches.items():
+                if not events:
+                    continue
+                key = _keys(session_id)["events"]
+                pipe.rpush(key, *(json.dumps(e, default=str, separators=(",", ":"), ensure_ascii=False)
+                                  for e in events))
+                pipe.ltrim(key, -max(1, max_len), -1)
             await self._call(pipe.execute)
 
     async def load_events(self, session_id: str, limit: int) -> list[dict[str, Any]]:

@@ -57,6 +57,10 @@ class OpenAIStub:
         self.default_chat_text = "ok"
         self.default_responder: Callable[[dict[str, Any]], str] | None = None
         self.default_speech_audio = b""
+        # POST /v1/audio/transcriptions: (wav bytes, form fields) -> the JSON answered; set by a
+        # test, e.g. a real Whisper model behind the endpoint. Uploads are kept in `uploads`.
+        self.transcriber: Callable[[bytes, dict[str, str]], Any] | None = None
+        self.uploads: list[tuple[bytes, dict[str, str]]] = []
         # GET /v1/models: the entries served (a local server may report its context size here).
         self.models: list[dict[str, Any]] = [{"id": "test", "object": "model", "owned_by": "stub"}]
         self._runner: web.AppRunner | None = None
@@ -73,6 +77,7 @@ class OpenAIStub:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/audio/speech", self._speech)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner = web.AppRunner(app, access_log=None)
@@ -157,6 +162,21 @@ class OpenAIStub:
         await response.write_eof()
         self.chat_streamed_at.append(time.monotonic())
         return response
+
+    async def _transcriptions(self, request: web.Request) -> web.Response:
+        """A multipart upload (`file` + form fields), as the `openai` client sends it."""
+        form = await request.post()
+        upload = form.get("file")
+        audio = upload.file.read() if hasattr(upload, "file") else b""
+        fields = {k: str(v) for k, v in form.items() if k != "file"}
+        self.uploads.append((audio, fields))
+        self.requests.append(Recorded(path=request.path, body=fields, headers=dict(request.headers)))
+        if self.transcriber is None:
+            return web.json_response({"error": {"message": "no transcriber"}}, status=503)
+        answer = self.transcriber(audio, fields)
+        if asyncio.iscoroutine(answer):
+            answer = await answer
+        return web.json_response(answer)
 
     async def _speech(self, request: web.Request) -> web.StreamResponse:
         await self._record(request)
