@@ -24,28 +24,32 @@ import asyncio
 import multiprocessing
 import os
 import signal
-import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 from pipeline.audio import PcmInt16
 from pipeline.transcription import AsrError, AsrErrorCode, Transcription, WhisperConfig, WhisperTranscriber
 
 _worker: WhisperTranscriber | None = None  # the model of this worker process
+_started: Any = None  # a barrier every worker passes once at start-up (see `_ready`)
 
 
-def _init_worker(config: WhisperConfig) -> None:
-    global _worker
+def _init_worker(config: WhisperConfig, started: Any) -> None:
+    global _worker, _started
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     transcriber = WhisperTranscriber(config)
     transcriber.load()
     _worker = transcriber
+    _started = started
 
 
 def _ready() -> int:
-    """Runs in a worker once its model is loaded; the short sleep spreads the start-up calls
-    over every worker instead of one answering them all."""
-    time.sleep(0.2)
+    """Runs once per worker at start-up, after its model is loaded. The barrier holds each call
+    until every worker has one, so the start-up calls land on distinct workers and `start()`
+    returns only when all of them have loaded their model."""
+    if _started is not None:
+        _started.wait(timeout=120)
     return os.getpid()
 
 
@@ -84,11 +88,12 @@ class ProcessPoolTranscriber:
         return self._pids
 
     def _new_executor(self) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context("spawn")
         return ProcessPoolExecutor(
             max_workers=self._workers,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=_init_worker,
-            initargs=(self._config,),
+            initargs=(self._config, context.Barrier(self._workers)),
         )
 
     async def start(self) -> None:

@@ -116,4 +116,8 @@ async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tm
     assert texts == [t.text for t in stored]  # every turn stored once, in order: 0 lost
     assert [(k, k + BATCH) for k in range(0, expected_cursor, BATCH)] == folds  # each seq folded once
     assert (expected_cursor, 0, TURNS) == (state.cursor, report["lost_turns"], report["turns"])
-    assert takeover_s < 10.0
+    # The successor folds once the dead holder's 6 s lease runs out, not after the old 120 s lock
+    # TTL. The time includes starting a second Python process, ~6 s on a quiet machine (printed
+    # here); the bound leaves room for a loaded CI machine, far below the old 120 s.
+    print(f"first fold {takeover_s:.2f} s after the kill")
+    assert takeover_s < 20.0
