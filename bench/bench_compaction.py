@@ -4,7 +4,11 @@
   stay near 1 (nothing scans the whole history);
 - Redis round trips per appended turn (commands the client sends during `append`: the
   append script -- epoch check, dedupe, RPUSH -- runs server-side as one);
-- RSS growth over a 10,000-turn replay-like run (memory stays bounded by the window).
+- RSS growth over a 10,000-turn replay-like run (memory stays bounded by the window);
+- turns lost over a 20,000-turn session folded by the offline summarizer, with poison text
+  (a zero-width-joiner emoji, U+202E, NUL, numbers-only turns) in turns and speaker names: a
+  turn is lost if it leaves the verbatim window without having been folded, and the folds
+  must tile [0, cursor) exactly.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pipeline.redis_server import PrivateRedisServer
 from pipeline.session import ConversationSession
 from pipeline.store_codec import encode_draft
 from pipeline.store_redis import RedisSessionStore
+from pipeline.summarizer_offline import OfflineSummarizer
 from pipeline.testing import FakeClock, ScriptedSummarizer
 
 NAMES = ["Alice", "Bob", "James", "Maya"]
@@ -159,6 +164,54 @@ async def _memory(url: str, turns: int) -> dict[str, float]:
             "window_at_end": len(session.snapshot().turns)}
 
 
+_POISON = ("Pride night 🏳️‍🌈 in the lobby", "reversed \u202etext here", "nul\x00byte in speech",
+           " ".join(str(n) for n in range(400)))
+
+
+def _poison_draft(i: int) -> TurnDraft:
+    draft = _draft(i)
+    if i % 37 == 0:
+        poison = _POISON[(i // 37) % len(_POISON)]
+        return TurnDraft(kind=TurnKind.SPEECH, speaker_id=draft.speaker_id, speaker_name=f"{draft.speaker_name} 🏳️‍🌈",
+                         text=poison, started_at=draft.started_at, ended_at=draft.ended_at)
+    return draft
+
+
+async def _continuity(url: str, turns: int) -> dict[str, int]:
+    """Append `turns` turns, folding as a live session does; count turns lost and fold gaps."""
+    store = RedisSessionStore.from_url(url)
+    session_id = f"bench-lost-{uuid.uuid4().hex[:8]}"
+    clock = FakeClock()
+    folds: list[tuple[int, int]] = []
+    emitter = EventEmitter(guild_id="b", session_id=session_id, source="bench")
+    emitter.add_sink(lambda e: folds.append((int(e["old_cursor"]), int(e["new_cursor"])))
+                     if e["event"] == "voice_context_compaction_completed" else None)
+    session = await ConversationSession.open(
+        session_id=session_id, store=store, summarizer=None, fallback=OfflineSummarizer(),
+        policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",
+    )
+    lost = 0
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(session.run(), name=f"compactor:{session_id}")
+        for i in range(turns):
+            clock.set(float(i))
+            await session.append(_poison_draft(i))
+            await session.settle()
+            snap = session.snapshot()
+            first_visible = snap.turns[0].seq if snap.turns else snap.total_turns
+            lost = max(lost, first_visible - (snap.covered_through_turn + 1))
+        await session.close()
+        task.cancel()
+    expected, gaps = 0, 0
+    for old, new in sorted(folds):
+        gaps += abs(old - expected)
+        expected = new
+    cursor = session.snapshot().cursor
+    await store.delete_session(session_id)
+    await store.aclose()
+    return {"lost": max(lost, gaps, abs(expected - cursor)), "folds": len(folds), "cursor": cursor}
+
+
 async def _run() -> list[dict[str, Any]]:
     with PrivateRedisServer() as server:
         await _measure(server.url, 100, 500)  # warm-up (imports, script loading, allocator), discarded
@@ -168,6 +221,9 @@ async def _run() -> list[dict[str, Any]]:
         small = min(runs[0], runs[3], key=lambda r: r["append_us_p50"])
         large = min(runs[1], runs[2], key=lambda r: r["append_us_p50"])
         mem = await _memory(server.url, 10_000)
+        t0 = time.perf_counter()
+        continuity = await _continuity(server.url, 20_000)
+        continuity_s = time.perf_counter() - t0
     return [
         {"name": "append_turn_us_p50", "at_100": round(small["append_us_p50"], 1),
          "at_100000": round(large["append_us_p50"], 1),
@@ -181,6 +237,10 @@ async def _run() -> list[dict[str, Any]]:
                  f"{large['commands_per_append_incl_folds']:.2f} per turn in all"},
         {"name": "rss_growth_mb_10k_turns", "value": round(mem["rss_mb_at_end"] - mem["rss_mb_at_1000"], 2),
          "note": f"from turn 1,000 to 10,000; window at end {mem['window_at_end']} turns"},
+        {"name": "lost_turns_20k_poison", "value": continuity["lost"], "goal": "0",
+         "met": continuity["lost"] == 0,
+         "note": f"{continuity['folds']} folds by the offline summarizer, cursor {continuity['cursor']}, "
+                 f"poison in every 37th turn and its speaker name; {continuity_s:.0f} s"},
     ]
 
 
