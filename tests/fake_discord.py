@@ -104,6 +104,7 @@ class Connection:
     index: int
     ws: web.WebSocketResponse
     seq: int = 0
+    shard: list[int] | None = None  # [shard_id, shard_count] from IDENTIFY, when the client shards
     identified: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -279,6 +280,7 @@ class FakeDiscord:
         if op == OP_HEARTBEAT:
             await conn.ws.send_str(json.dumps({"op": OP_HEARTBEAT_ACK, "d": None, "s": None, "t": None}))
         elif op == OP_IDENTIFY:
+            conn.shard = data.get("shard")
             await conn.dispatch("READY", {
                 "v": 10, "user": _user(BOT_USER_ID, "longcall", bot=True), "session_id": f"main-{conn.index}",
                 "resume_gateway_url": f"ws://127.0.0.1:{self.port}/gateway",

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TTL_S = 3.0
 SCAN_S = 0.5
 WINDOW, BATCH = 10, 5
-FIRST, SECOND = 20, 35  # turns per guild before and after the kill
+FIRST, DURING, SECOND = 20, 25, 35  # turns per guild before the kill, until the takeover, in all
 
 
 def settled_cursor(total: int) -> int:
@@ -69,10 +69,10 @@ class Processes:
                      "DISCORD_GUILD_IDS", "REPLY_MODE"):
             self.env.pop(name, None)
 
-    async def start(self, name: str) -> None:
+    async def start(self, name: str, **env: str) -> None:
         with (self.tmp / f"{name}.log").open("w") as out:
             self.procs[name] = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot", "run", cwd=self.tmp, env=self.env, stdout=out, stderr=out,
+                sys.executable, "-m", "bot", "run", cwd=self.tmp, env={**self.env, **env}, stdout=out, stderr=out,
             )
 
     def log(self, name: str) -> list[dict[str, Any]]:
@@ -115,9 +115,9 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
     async def owners() -> list[str | None]:
         return [await store.session_owner(f"guild-{g}") for g in guilds]
 
-    async def say(upto: dict[int, int], frm: int, to: int) -> None:
+    async def say(where: list[int], frm: int, to: int) -> None:
         for i in range(frm, to):
-            for g in upto:
+            for g in where:
                 await discord.say(g, i, line(g, i))
 
     async def settled(total: int) -> bool:
@@ -128,9 +128,11 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         return True
 
     try:
-        for name, mine in (("a", a_guilds), ("b", b_guilds)):
+        # A runs the plain client; B discord.py's AutoShardedBot (SHARD_COUNT=1, shard 0, the
+        # gateway URL from /gateway/bot): both see every guild.
+        for name, mine, env in (("a", a_guilds, {}), ("b", b_guilds, {"SHARD_COUNT": "1"})):
             before = len(discord.connections)
-            await procs.start(name)
+            await procs.start(name, **env)
             await discord.until(f"{name} connected", lambda n=before: len(discord.connections) > n
                                 and discord.connections[-1].identified.is_set(), 90)
             conn = discord.connections[-1]
@@ -145,12 +147,13 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         await poll("/join placing two sessions on each process", placed, 30)
         await discord.until("four voice connections", lambda: sum(v.transitions_executed != [] for v in discord.voice)
                             >= 4, 30)
-        await say(dict.fromkeys(guilds, 0), 0, FIRST)
+        await say(guilds, 0, FIRST)
         await poll(f"{FIRST} turns folded in every guild", lambda: settled(FIRST), 30)
 
         procs.procs["a"].kill()
         await procs.procs["a"].wait()
         killed_at = time.monotonic()
+        await say(b_guilds, FIRST, DURING)  # B's own rooms talk on while A's sessions are orphaned
 
         async def b_owns_all() -> bool:
             return await owners() == [owner_b] * 4
@@ -159,7 +162,8 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         takeover_s = time.monotonic() - killed_at
         await discord.until("B in A's voice channels", lambda: sum(v.transitions_executed != [] for v in discord.voice)
                             >= 6, 20)
-        await say(dict.fromkeys(guilds, 0), FIRST, SECOND)
+        await say(a_guilds, FIRST, SECOND)  # A's rooms: what is typed once B serves them
+        await say(b_guilds, DURING, SECOND)
         await poll(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 30)
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
         events = procs.log("a") + procs.log("b")
@@ -184,6 +188,7 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
     joined = [f for f in discord.followups if "Joined" in f.get("content", "")]
     assert 4 == len(joined), discord.followups  # /join answered through the interaction webhook
     assert [] == discord.errors
+    assert [None, [0, 1]] == [c.shard for c in discord.connections]  # B identified as shard 0 of 1
     assert all(v.errors == [] for v in discord.voice)
     print(f"takeover after SIGKILL through the gateway: {takeover_s:.2f} s (lease TTL {TTL_S} s, scan {SCAN_S} s)")
     assert takeover_s < TTL_S + SCAN_S + 3.0, takeover_s
