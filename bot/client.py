@@ -166,7 +166,7 @@ def point_discord_at_test_server(api_base: str) -> None:
     when LONGCALL_DISCORD_API_BASE is set; refuses anything but plain HTTP on loopback, so it
     cannot point a real token anywhere else."""
     url = yarl.URL(api_base)
-    if url.scheme != "http" or url.host not in _LOOPBACK_HOSTS or url.port is None:
+    if url.scheme != "http" or url.host not in _LOOPBACK_HOSTS or url.explicit_port is None:
         raise SettingsError(f"{TEST_DISCORD_API_BASE_ENV} must be http://127.0.0.1:PORT/... (a local test server)")
     discord.http.Route.BASE = str(url).rstrip("/")
     DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(f"ws://{url.host}:{url.port}/gateway")
