@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import signal
 from collections.abc import Mapping
 from typing import Any
@@ -28,7 +29,13 @@ from typing import Any
 import discord
 import structlog
 
-from bot.client import DiscordVoiceConnector, LongcallBot, make_bot
+from bot.client import (
+    TEST_DISCORD_API_BASE_ENV,
+    DiscordVoiceConnector,
+    LongcallBot,
+    make_bot,
+    point_discord_at_test_server,
+)
 from bot.dashboard import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
 from bot.guild_session import (
     GuildSession,
@@ -247,6 +254,9 @@ async def run_bot(settings: Settings) -> None:
         raise SettingsError(f"DASHBOARD_HOST: {err}") from None
     check_reply_mode(settings)
     check_opus()
+    test_api_base = os.environ.get(TEST_DISCORD_API_BASE_ENV)  # TEST ONLY: tests/fake_discord.py
+    if test_api_base:
+        point_discord_at_test_server(test_api_base)
     log.info("longcall_starting", settings=settings.redacted())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -18,12 +18,14 @@ from typing import Any
 
 import discord
 import structlog
+import yarl
 from discord.ext import commands
+from discord.gateway import DiscordWebSocket
 
 from bot.cogs.notes import NotesCog
 from bot.cogs.voice import VoiceCog
 from bot.guild_session import GuildSessionRegistry, VoiceLink
-from bot.settings import Settings
+from bot.settings import Settings, SettingsError
 from bot.voice_receive import ReceivingVoiceClient, VoiceFrame, VoiceReceiver
 from pipeline.ports import SessionStore
 
@@ -151,6 +153,33 @@ class DiscordVoiceConnector:
         voice_client = await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
         log.info("voice_connected", guild_id=guild_id, channel_id=channel_id)
         return DiscordVoiceLink(voice_client, channel)
+
+
+TEST_DISCORD_API_BASE_ENV = "LONGCALL_DISCORD_API_BASE"
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def point_discord_at_test_server(api_base: str) -> None:
+    """TEST ONLY (tests/fake_discord.py): send discord.py's REST calls to `api_base`
+    (`http://127.0.0.1:PORT/api/v10`), its gateway to `ws://` on the same host and port, and
+    open voice websockets at loopback endpoints without TLS. Called by `bot.app.run_bot` only
+    when LONGCALL_DISCORD_API_BASE is set; refuses anything but plain HTTP on loopback, so it
+    cannot point a real token anywhere else."""
+    url = yarl.URL(api_base)
+    if url.scheme != "http" or url.host not in _LOOPBACK_HOSTS or url.explicit_port is None:
+        raise SettingsError(f"{TEST_DISCORD_API_BASE_ENV} must be http://127.0.0.1:PORT/... (a local test server)")
+    discord.http.Route.BASE = str(url).rstrip("/")
+    DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(f"ws://{url.host}:{url.port}/gateway")
+    plain_ws_connect = discord.http.HTTPClient.ws_connect
+    loopback = tuple(f"wss://{host}:" for host in _LOOPBACK_HOSTS)
+
+    async def ws_connect(self: discord.http.HTTPClient, url: str, *, compress: int = 0) -> Any:
+        if url.startswith(loopback):  # the fake voice servers speak ws:// on loopback
+            url = "ws://" + url[len("wss://"):]
+        return await plain_ws_connect(self, url, compress=compress)
+
+    discord.http.HTTPClient.ws_connect = ws_connect  # type: ignore[method-assign]
+    log.warning("discord_test_server", api_base=str(url))
 
 
 def make_intents(read_text_chat: bool = False) -> discord.Intents:

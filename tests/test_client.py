@@ -12,7 +12,8 @@ from unittest.mock import create_autospec
 import discord
 import pytest
 
-from bot.client import CONNECT_TIMEOUT_S, DiscordVoiceLink
+from bot.client import CONNECT_TIMEOUT_S, DiscordVoiceLink, point_discord_at_test_server
+from bot.settings import SettingsError
 from bot.voice_receive import ReceivingVoiceClient, SsrcMap
 
 GUILD = 3
@@ -145,3 +146,13 @@ async def test_disconnect_is_forced_even_when_the_client_is_not_connected() -> N
     link = DiscordVoiceLink(vc, vc.channel)  # type: ignore[arg-type]
     await link.disconnect()
     assert [True] == vc.disconnects
+
+
+@pytest.mark.parametrize("base", ["https://discord.com/api/v10", "http://10.0.0.7:8080/api/v10",
+                                  "http://127.0.0.1/api/v10"])
+def test_the_test_discord_hook_refuses_anything_but_a_loopback_http_server(base: str) -> None:
+    """LONGCALL_DISCORD_API_BASE (tests only) never sends the token or the gateway elsewhere."""
+    before = discord.http.Route.BASE
+    with pytest.raises(SettingsError, match="LONGCALL_DISCORD_API_BASE"):
+        point_discord_at_test_server(base)
+    assert before == discord.http.Route.BASE

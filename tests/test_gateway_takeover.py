@@ -1,0 +1,198 @@
+"""Two real `longcall run` processes (`python -m bot run`) on one real Redis, with Discord
+played by tests/fake_discord.py: the REST API and main gateway discord.py logs in to, and a
+voice server (websocket + UDP + DAVE) for every voice join. Sessions start with a real `/join`
+interaction, the room talks in the voice channel's chat (typed chat turns, READ_TEXT_CHAT=true;
+spoken turns would need ASR), and both processes receive every guild's events, as two
+processes running the same shards do.
+
+A serves two guilds and B two; A is SIGKILLed; B's orphan scan takes A's sessions over (it
+joins their voice channels through discord.py) within the lease TTL + the scan interval, and
+the transcripts carry on at the next seq, every turn folded exactly once across both
+processes. tests/test_ownership_takeover.py covers the same with Discord replaced in-process
+(`serve-test`) and adds the frozen-owner case."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.events import COMPACTION_COMPLETED, SESSION_OWNED, SESSION_TAKEN_OVER
+from pipeline.redis_server import PrivateRedisServer
+from pipeline.store_redis import RedisSessionStore
+from tests.fake_discord import FakeDiscord
+from tests.test_ownership_takeover import read_log
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+TTL_S = 3.0
+SCAN_S = 0.5
+WINDOW, BATCH = 10, 5
+FIRST, DURING, SECOND = 20, 25, 35  # turns per guild before the kill, until the takeover, in all
+
+
+def settled_cursor(total: int) -> int:
+    recent_start = total - 1 - WINDOW
+    return recent_start // BATCH * BATCH if recent_start >= BATCH else 0
+
+
+def line(guild: int, i: int) -> str:
+    return f"{'Bob' if i % 2 else 'Alice'} in guild {guild} types: enemy {i} is at the river gate."
+
+
+async def poll(what: str, check: Any, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+class Processes:
+    def __init__(self, redis_url: str, api_base: str, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: dict[str, asyncio.subprocess.Process] = {}
+        self.env = {
+            **os.environ, "PYTHONPATH": str(ROOT), "DISCORD_TOKEN": "fake-token", "REDIS_URL": redis_url,
+            "LONGCALL_DISCORD_API_BASE": api_base, "LOG_FORMAT": "json", "LOG_LEVEL": "INFO",
+            "READ_TEXT_CHAT": "true", "DASHBOARD_PORT": "0",
+            "OWNER_LEASE_TTL_S": str(TTL_S), "OWNER_SCAN_INTERVAL_S": str(SCAN_S),
+            "CONTEXT_WINDOW_TURNS": str(WINDOW), "COMPACTION_BATCH_TURNS": str(BATCH),
+        }
+        for name in ("REDIS_DATA_DIR", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SHARD_COUNT", "SHARD_IDS",
+                     "DISCORD_GUILD_IDS", "REPLY_MODE"):
+            self.env.pop(name, None)
+
+    async def start(self, name: str, **env: str) -> None:
+        with (self.tmp / f"{name}.log").open("w") as out:
+            self.procs[name] = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bot", "run", cwd=self.tmp, env={**self.env, **env}, stdout=out, stderr=out,
+            )
+
+    def log(self, name: str) -> list[dict[str, Any]]:
+        return read_log(self.tmp / f"{name}.log")
+
+    def owner_id(self, name: str) -> str:
+        found = [e for e in self.log(name) if e.get("event") == "session_owner_id"]
+        return str(found[0]["owner"]) if found else ""
+
+    def tail(self, name: str) -> str:
+        path = self.tmp / f"{name}.log"
+        return path.read_text(encoding="utf-8")[-3000:] if path.exists() else "(not started)"
+
+    async def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.returncode is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def test_sigkilled_process_sessions_move_to_the_other_process_through_discord(
+    redis_server: PrivateRedisServer, tmp_path: Path
+) -> None:
+    base = random.randrange(10**15, 10**16)
+    guilds = [base + i for i in range(4)]
+    a_guilds, b_guilds = guilds[:2], guilds[2:]
+    discord = FakeDiscord(guilds)
+    await discord.start()
+    procs = Processes(redis_server.url, discord.api_base, tmp_path)
+    store = RedisSessionStore.from_url(redis_server.url)
+
+    def ready(name: str) -> bool:
+        return any(e.get("event") == "discord_ready" for e in procs.log(name))
+
+    async def owners() -> list[str | None]:
+        return [await store.session_owner(f"guild-{g}") for g in guilds]
+
+    async def say(where: list[int], frm: int, to: int) -> None:
+        for i in range(frm, to):
+            for g in where:
+                await discord.say(g, i, line(g, i))
+
+    async def settled(total: int) -> bool:
+        for g in guilds:
+            sid = f"guild-{g}"
+            if await store.turn_count(sid) != total or (await store.load_state(sid)).cursor != settled_cursor(total):
+                return False
+        return True
+
+    try:
+        # A runs the plain client; B discord.py's AutoShardedBot (SHARD_COUNT=1, shard 0, the
+        # gateway URL from /gateway/bot): both see every guild.
+        for name, mine, env in (("a", a_guilds, {}), ("b", b_guilds, {"SHARD_COUNT": "1"})):
+            before = len(discord.connections)
+            await procs.start(name, **env)
+            await discord.until(f"{name} connected", lambda n=before: len(discord.connections) > n
+                                and discord.connections[-1].identified.is_set(), 90)
+            conn = discord.connections[-1]
+            await poll(f"{name} ready", lambda n=name: _true(ready(n)), 30)
+            for g in mine:
+                await discord.join(conn, g)
+        owner_a, owner_b = procs.owner_id("a"), procs.owner_id("b")
+
+        async def placed() -> bool:
+            return await owners() == [owner_a] * 2 + [owner_b] * 2
+
+        await poll("/join placing two sessions on each process", placed, 30)
+        await discord.until("four voice connections", lambda: sum(v.transitions_executed != [] for v in discord.voice)
+                            >= 4, 30)
+        await say(guilds, 0, FIRST)
+        await poll(f"{FIRST} turns folded in every guild", lambda: settled(FIRST), 30)
+
+        procs.procs["a"].kill()
+        await procs.procs["a"].wait()
+        killed_at = time.monotonic()
+        await say(b_guilds, FIRST, DURING)  # B's own rooms talk on while A's sessions are orphaned
+
+        async def b_owns_all() -> bool:
+            return await owners() == [owner_b] * 4
+
+        await poll("B owning A's sessions", b_owns_all, TTL_S + 10)
+        takeover_s = time.monotonic() - killed_at
+        await discord.until("B in A's voice channels", lambda: sum(v.transitions_executed != [] for v in discord.voice)
+                            >= 6, 20)
+        await say(a_guilds, FIRST, SECOND)  # A's rooms: what is typed once B serves them
+        await say(b_guilds, DURING, SECOND)
+        await poll(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 30)
+        turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
+        events = procs.log("a") + procs.log("b")
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n--- a ---\n{procs.tail('a')}\n--- b ---\n{procs.tail('b')}") from None
+    finally:
+        await procs.stop_all()
+        await store.aclose()
+        await discord.close()
+
+    for g in guilds:  # every turn stored once, in the order typed, at the next seq after the takeover
+        assert [line(g, i) for i in range(SECOND)] == [t.text for t in turns[g]]
+        assert list(range(SECOND)) == [t.seq for t in turns[g]]
+        folds = sorted((e["old_cursor"], e["new_cursor"]) for e in events
+                       if e.get("event") == COMPACTION_COMPLETED and e.get("guild_id") == str(g))
+        assert [(k, k + BATCH) for k in range(0, settled_cursor(SECOND), BATCH)] == folds
+    taken = {e["guild_id"]: e for e in procs.log("b") if e.get("event") == SESSION_TAKEN_OVER}
+    assert {str(g) for g in a_guilds} == set(taken)
+    assert all(e["previous_owner"] == owner_a and e["owner"] == owner_b for e in taken.values())
+    assert all(e["total_turns"] == FIRST and e["cursor"] == settled_cursor(FIRST) for e in taken.values())
+    assert {str(g) for g in guilds} == {e["guild_id"] for e in events if e.get("event") == SESSION_OWNED}
+    joined = [f for f in discord.followups if "Joined" in f.get("content", "")]
+    assert 4 == len(joined), discord.followups  # /join answered through the interaction webhook
+    assert [] == discord.errors
+    assert [None, [0, 1]] == [c.shard for c in discord.connections]  # B identified as shard 0 of 1
+    assert all(v.errors == [] for v in discord.voice)
+    print(f"takeover after SIGKILL through the gateway: {takeover_s:.2f} s (lease TTL {TTL_S} s, scan {SCAN_S} s)")
+    assert takeover_s < TTL_S + SCAN_S + 3.0, takeover_s
+
+
+async def _true(value: bool) -> bool:
+    return value
