@@ -63,11 +63,12 @@ _QUESTION_START = re.compile(
     r"could|would|will)\b", re.IGNORECASE)
 _YOU = re.compile(r"\b(you|your|you're|youre|u|ya|yourself)\b", re.IGNORECASE)
 # Not a topic to ask "about" (common verbs and adverbs of questions).
-_VERBS = frozenset("""
+_VERBS_TEXT = """
     done doing take taking took less happen happened speak mean meant seen heard hear watch watched play
     played playing come came live lived work worked working find found feel felt start started try tried
     usually often exist exists showing show called call use used need needs wanted plan planning learn
-    learned long much many more most else true real hard easy""".split())
+    learned long much many more most else true real hard easy"""
+_VERBS = frozenset(_VERBS_TEXT.split())
 # Second person -> the answerer, first person -> the asker (order matters: longest first).
 _PERSON = [
     (r"\bare you\b", "is {b}"), (r"\bwere you\b", "was {b}"), (r"\bhave you\b", "has {b}"),
@@ -78,13 +79,14 @@ _PERSON = [
     (r"\bmy\b", "{a}'s"), (r"\bme\b", "{a}"), (r"\bi\b", "{a}"),
 ]
 # Words too common in chat to make a question specific or an answer distinctive.
-_CHAT = frozenset("""
+_CHAT_TEXT = """
     lol haha hahaha yes yeah yea yep nope ok okay cool nice good great fun pretty think thought
     lot lots kind sort much many bit actually probably definitely maybe sure totally honestly guess
     time day today going go gonna want wanna make made see way stuff something anything
     people person sounds sound awesome interesting favorite favourite best love right dont doesnt didnt
     im ive youre thats whats hey hi hello hmm um uh huh haven hasn isn wasn aren weren couldn wouldn
-    shouldn won already ever far never always still else""".split())
+    shouldn won already ever far never always still else"""
+_CHAT = frozenset(_CHAT_TEXT.split())
 
 
 @dataclass(frozen=True, slots=True)
