@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from bench import eval_chitchat as cc
 from pipeline.session_file import ProbeLine, TurnLine, load_session_file
 
@@ -118,3 +120,22 @@ def test_third_person_rewrites() -> None:
     assert cc.last_question("cool. so where do you work?") == "where do you work?"
     assert cc.last_question("I like it?") is None  # not a question that asks
     assert cc.last_question("where do you work? I work at a bank") is None
+
+
+COMMITTED = Path(__file__).resolve().parent.parent / "samples" / "eval"
+
+
+def test_committed_public_sessions_match_the_converter(tmp_path: Path) -> None:
+    """samples/eval/*/chitchat-* is what `python -m bench.eval_chitchat --out samples/eval`
+    writes from the wheel (downloaded into out/chitchat by the converter or `make bench`)."""
+    wheel = cc.find_wheel(COMMITTED.parent.parent / cc.DOWNLOAD_DIR, download=False)
+    if wheel is None:
+        pytest.skip("chitchat-dataset wheel not in out/chitchat (python -m bench.eval_chitchat fetches it)")
+    split = cc.build(tmp_path, cc.load_dataset(wheel))
+    record = json.loads((COMMITTED / "split.json").read_text())
+    assert record["sources"]["chitchat"] == split["source"]
+    for part in ("dev", "heldout"):
+        assert [n for n in record[part] if n.startswith("chitchat-")] == split[part]
+        for name in split[part]:
+            assert (COMMITTED / part / name).read_text() == (tmp_path / part / name).read_text(), name
+    assert not set(split["dev"]) & set(split["heldout"])
