@@ -644,8 +644,8 @@ class RecallIndex:
             if entry.doc in chosen or not take(entry.doc, entry, rank):
                 continue
             rank += 1
-            for near in self._answers(entry.doc, config, before_seq):
-                if near not in chosen and take(near, None, rank):
+            for answer in self._answers(entry.doc, config, before_seq):
+                if answer not in chosen and take(answer, None, rank):
                     rank += 1
         # Then neighbours of the hits that made it, best hit first, with what is left.
         for entry in ranked:
