@@ -1,13 +1,16 @@
 """Measured continuity: `longcall compare` over the held-out evaluation sessions, offline.
 
-Each held-out session (samples/eval/heldout, written by bench/eval_data.py; LoCoMo's held-out
-conversations too when $LONGCALL_EVAL_LOCOMO names its file) is replayed once with the offline
+Two held-out sets, reported apart: the **public** one (samples/eval/heldout/chitchat-*, real
+long conversations from the Chit-Chat dataset on PyPI, converted by bench/eval_chitchat.py)
+and the **synthetic** one (samples/eval/heldout/synthetic-*, bench/eval_data.py; LoCoMo's
+held-out conversations join it when $LONGCALL_EVAL_LOCOMO names its file). Each session is
+replayed once with the offline
 summarizer and a private Redis; at every probe the question is judged against the
 drop-oldest, rolling and rolling+recall contexts and the whole-transcript ceiling. The
 full report (HTML with plots, JSON) goes to out/bench/recall_eval/.
 
     .venv/bin/python -m bench --only bench_recall_eval
-    .venv/bin/python -m bench.bench_recall_eval [--split dev] [--recall max_hits=8 ...]
+    .venv/bin/python -m bench.bench_recall_eval [--split dev] [--source chitchat] [--recall max_hits=8 ...]
 """
 
 from __future__ import annotations
@@ -34,9 +37,15 @@ EVAL = ROOT / "samples" / "eval"
 OUT = Path("out/bench/recall_eval")
 
 
-def eval_paths(split: str) -> list[Path]:
-    """The committed synthetic sessions of `split`, plus LoCoMo's when its file is configured."""
-    paths = sorted((EVAL / split).glob("*.jsonl"))
+SOURCES = ("chitchat", "synthetic")
+
+
+def eval_paths(split: str, source: str | None = None) -> list[Path]:
+    """The committed sessions of `split` (of one `source`, or all), plus LoCoMo's with the
+    synthetic ones when its file is configured."""
+    paths = sorted((EVAL / split).glob(f"{source or '*'}-*.jsonl"))
+    if source == "chitchat":
+        return paths
     locomo = eval_data.find_locomo(None)
     if locomo is not None:
         generated = Path(tempfile.mkdtemp(prefix="longcall-eval-"))
@@ -70,40 +79,45 @@ async def compare(paths: list[Path], out: Path, recall: dict[str, Any] | None = 
             await store.aclose()
 
 
-def rows_from(report: dict[str, Any], split: str) -> list[dict[str, Any]]:
+def rows_from(report: dict[str, Any], split: str, label: str = "") -> list[dict[str, Any]]:
     ret = report["retention"]
     n = report["probes"]
     note = f"{split}: {len(report['sessions'])} sessions, {n} probes, offline summarizer"
+    prefix = f"{label} " if label else ""
 
     def pct(value: float | None) -> str:
         return "n/a" if value is None else f"{value * 100:.1f}%"
 
     rows: list[dict[str, Any]] = [
-        {"name": f"retention {mode}", "value": pct(ret[mode]), "hits": report["hits"][mode], "probes": n,
+        {"name": f"{prefix}retention {mode}", "value": pct(ret[mode]), "hits": report["hits"][mode], "probes": n,
          "note": note if mode == "drop-oldest" else ("answer anywhere in the transcript" if mode == "ceiling" else "")}
         for mode in report["modes"]
     ]
-    rows.append({"name": "rolling+recall / rolling", "value": report["recall_vs_rolling"] or "n/a",
+    rows.append({"name": f"{prefix}rolling+recall / rolling", "value": report["recall_vs_rolling"] or "n/a",
                  "note": "goal >= 3"})
-    rows.append({"name": "rolling+recall / ceiling", "value": pct(report["recall_vs_ceiling"]),
+    rows.append({"name": f"{prefix}rolling+recall / ceiling", "value": pct(report["recall_vs_ceiling"]),
                  "note": "goal >= 80%"})
     for tag, values in report["by_tag"].items():
-        rows.append({"name": f"{tag} probes ({values['probes']})",
+        rows.append({"name": f"{prefix}{tag} probes ({values['probes']})",
                      "value": ", ".join(f"{m} {pct(values[m])}" for m in report["modes"])})
     ctx = report["context"]
-    rows.append({"name": "context chars p50 at the probes",
+    rows.append({"name": f"{prefix}context chars p50 at the probes",
                  "value": ", ".join(f"{m} {ctx[m]['chars_p50']}" for m in report["modes"])})
-    rows.append({"name": "recall dense side", "value": "on" if report["recall_dense"] else "OFF (lexical only)",
+    dense = "on" if report["recall_dense"] else "OFF (lexical only)"
+    rows.append({"name": f"{prefix}recall dense side", "value": dense,
                  "note": "packaged all-MiniLM-L6-v2 int8"})
     lat = report["recall_latency_ms"]
-    rows.append({"name": "recall latency ms (context_recall events)",
+    rows.append({"name": f"{prefix}recall latency ms (context_recall events)",
                  "value": f"p50 {lat['p50']}, p95 {lat['p95']}, max {lat['max']} ({lat['samples']} samples)"})
     return rows
 
 
 def run() -> list[dict[str, Any]]:
-    report = asyncio.run(compare(eval_paths("heldout"), OUT))
-    rows = rows_from(report, "heldout")
+    rows: list[dict[str, Any]] = []
+    for source in SOURCES:  # public first: the issue's goal is measured on it
+        report = asyncio.run(compare(eval_paths("heldout", source), OUT / source))
+        label = "public (Chit-Chat)" if source == "chitchat" else "synthetic"
+        rows += rows_from(report, "heldout", label)
     # The bundled demo session too (its probes come mostly within the window: not for tuning).
     demo = asyncio.run(compare([ROOT / "samples" / "gaming_night.jsonl"], OUT / "gaming_night"))
     rows.append({"name": "bundled gaming_night retention",
@@ -115,13 +129,14 @@ def run() -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_recall_eval")
     parser.add_argument("--split", choices=["dev", "heldout"], default="heldout")
+    parser.add_argument("--source", choices=SOURCES, help="one source only (default: all)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--recall", action="append", default=[], metavar="FIELD=VALUE")
     args = parser.parse_args(argv)
     quiet_logging()
     recall = {k: json.loads(v) for k, _, v in (p.partition("=") for p in args.recall)}
-    report = asyncio.run(compare(eval_paths(args.split), Path(args.out), recall))
-    for row in rows_from(report, args.split):
+    report = asyncio.run(compare(eval_paths(args.split, args.source), Path(args.out), recall))
+    for row in rows_from(report, args.split, args.source or ""):
         print(f"{row['name']:<44} {row['value']}")
     return 0
 

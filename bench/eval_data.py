@@ -385,7 +385,14 @@ def build(out: Path, *, locomo: Path | None = None, turns: int = 800) -> dict[st
             split[part].append(name)
         split["sources"]["locomo"] = {"file": locomo.name, "licence": LOCOMO_LICENCE,
                                       "split": "sha256(sample_id)[0] odd -> heldout"}
-    (out / "split.json").write_text(json.dumps(split, indent=2) + "\n", encoding="utf-8")
+    path = out / "split.json"
+    if path.is_file():  # the public Chit-Chat sessions (bench/eval_chitchat.py) stay recorded
+        before = json.loads(path.read_text(encoding="utf-8"))
+        for part in ("dev", "heldout"):
+            split[part] += [n for n in before.get(part, []) if n.startswith("chitchat-")]
+        if "chitchat" in before.get("sources", {}):
+            split["sources"]["chitchat"] = before["sources"]["chitchat"]
+    path.write_text(json.dumps(split, indent=2) + "\n", encoding="utf-8")
     return split
 
 

@@ -130,6 +130,27 @@ def test_budget_goes_to_distinct_hits_before_neighbours() -> None:
     assert [line.order for line in roomy.lines] == sorted(line.order for line in roomy.lines)
 
 
+def test_a_recalled_question_brings_its_answer_along() -> None:
+    """The question turn matches the words; the answer after it shares none ("Inception")
+    and comes right after its question, before the next hit takes the budget."""
+    facts = {
+        20: ("Alice", "so what's your favourite movie, Bob?"),
+        21: ("Bob", "probably Inception, the one with the spinning top"),
+        60: ("Maya", "my favourite movie night snack is popcorn"),
+        61: ("James", "the tower defence map is the worst"),
+    }
+    index = index_of(conversation(150, facts))
+    current = question(150, "What's Bob's favourite movie?", speaker="Maya")
+    hits = search(index, current, before=120, config=RecallConfig(neighbours=0, max_hits=4))
+    assert hits[:2] == [20, 21]
+    assert 61 not in hits  # a statement brings no "answer"
+    assert 21 not in search(index, current, before=120, config=RecallConfig(neighbours=0, answer_turns=0))
+    # Only turns by someone else answer, and never one inside the window.
+    assert search(index, current, before=21, config=RecallConfig(neighbours=0, max_hits=1)) == [20]
+    own = index_of(conversation(150, {**facts, 21: ("Alice", "mine is probably Inception")}))
+    assert search(own, current, before=120, config=RecallConfig(neighbours=0, max_hits=1)) == [20]
+
+
 def test_notes_are_recalled_unless_still_live() -> None:
     """Screen notes are indexed too; a note still in the live buffer is not repeated."""
     index = index_of(conversation(50, {}))
