@@ -105,7 +105,36 @@ def reported_context_limit(entry: Mapping[str, Any]) -> int | None:
     return None
 
 
-class OpenAISummarizer:
+class _OpenAIAdapter:
+    """One `openai.AsyncOpenAI` client and the model it calls: what every adapter here holds.
+
+    Retries are the caller's policy (the compactor's backoff, a reply's deadline), so most
+    adapters make one attempt (`max_retries=0`)."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None,
+        timeout_s: float,
+        max_retries: int = 0,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        self._client = client or openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
+        )
+        self._model = model
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+class OpenAISummarizer(_OpenAIAdapter):
     """The summarizer over any OpenAI-compatible chat endpoint.
 
     `context_limit` is the model's context size in tokens (None: assume plenty); with
@@ -130,10 +159,9 @@ class OpenAISummarizer:
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         # Retries are the compactor's job (backoff, fallback); the client makes one attempt.
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        super().__init__(
+            api_key=api_key, model=model, base_url=base_url, timeout_s=timeout_s, max_retries=0, client=client
         )
-        self._model = model
         self._temperature = temperature
         self._max_tokens = max_tokens
         self._context_limit = context_limit
@@ -141,15 +169,8 @@ class OpenAISummarizer:
         self._default_context_limit = default_context_limit
 
     @property
-    def model(self) -> str:
-        return self._model
-
-    @property
     def context_limit(self) -> int | None:
         return self._context_limit
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def discover_context_limit(self) -> int | None:
         """Ask `/v1/models` once for this model's context size; else keep the setting."""
@@ -280,7 +301,7 @@ def _translate(err: Exception) -> tuple[BrainErrorCode, str]:
     return BrainErrorCode.GARBAGE, type(err).__name__
 
 
-class OpenAIBrain:
+class OpenAIBrain(_OpenAIAdapter):
     """Chat completion for one spoken reply, under a deadline.
 
     `reply(messages)` returns the text or raises `BrainError`; the deadline covers the whole
@@ -301,24 +322,16 @@ class OpenAIBrain:
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         # One attempt: a retried reply would arrive too late to be worth saying.
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=deadline_s, max_retries=0
+        super().__init__(
+            api_key=api_key, model=model, base_url=base_url, timeout_s=deadline_s, max_retries=0, client=client
         )
-        self._model = model
         self._deadline_s = deadline_s
         self._temperature = temperature
         self._max_tokens = max_tokens
 
     @property
-    def model(self) -> str:
-        return self._model
-
-    @property
     def deadline_s(self) -> float:
         return self._deadline_s
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def reply(self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None) -> str:
         deadline = self._deadline_s if deadline_s is None else deadline_s
@@ -404,7 +417,7 @@ async def _next_delta(chunks: AsyncIterator[Any], deadline_at: float) -> Any | N
 TTS_SAMPLE_RATE = 24_000  # OpenAI's `pcm` format: 24 kHz, signed 16-bit little-endian, mono
 
 
-class OpenAISpeech:
+class OpenAISpeech(_OpenAIAdapter):
     """Text to speech as streamed raw PCM (24 kHz s16le mono), chunk by chunk.
 
         async for chunk in speech.stream("Hello there"):
@@ -428,20 +441,12 @@ class OpenAISpeech:
         chunk_bytes: int = 4800,  # 100 ms of audio
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        super().__init__(
+            api_key=api_key, model=model, base_url=base_url, timeout_s=timeout_s, max_retries=0, client=client
         )
-        self._model = model
         self._voice = voice
         self._first_byte_timeout_s = first_byte_timeout_s
         self._chunk_bytes = chunk_bytes
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def stream(self, text: str) -> AsyncIterator[bytes]:
         async with contextlib.AsyncExitStack() as stack:
@@ -486,7 +491,7 @@ class OpenAISpeech:
 # -- vision (screen-watch notes) --------------------------------------------------------------------
 
 
-class OpenAIVision:
+class OpenAIVision(_OpenAIAdapter):
     """One image in, a short description out, through any OpenAI-compatible vision model.
 
     The image goes as an `image_url` data URL (JPEG, already downscaled by the caller) beside
@@ -505,19 +510,11 @@ class OpenAIVision:
         max_tokens: int = 160,  # ~400 chars of note
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        super().__init__(
+            api_key=api_key, model=model, base_url=base_url, timeout_s=timeout_s, max_retries=0, client=client
         )
-        self._model = model
         self._timeout_s = timeout_s
         self._max_tokens = max_tokens
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def describe(self, *, system: str, context: str, jpeg: bytes) -> str:
         url = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
@@ -547,7 +544,7 @@ class OpenAIVision:
         return text
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(_OpenAIAdapter):
     """Recall vectors from an OpenAI-compatible `/embeddings` endpoint.
 
     Network-backed, so `embed_now` never answers: a query gets its vector when its turn was
@@ -565,18 +562,10 @@ class OpenAIEmbedder:
         timeout_s: float = 15.0,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=1
+        super().__init__(
+            api_key=api_key, model=model, base_url=base_url, timeout_s=timeout_s, max_retries=1, client=client
         )
-        self._model = model
         self._timeout_s = timeout_s
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -617,7 +606,7 @@ def wav_bytes(audio: PcmInt16, sample_rate: int = 16_000) -> bytes:
     return buffer.getvalue()
 
 
-class OpenAITranscriber:
+class OpenAITranscriber(_OpenAIAdapter):
     """A `Transcriber` over any OpenAI-compatible `/v1/audio/transcriptions` endpoint (OpenAI,
     or a faster-whisper / whisper.cpp server on another machine): one utterance per request,
     as a 16 kHz WAV. With `verbose_json` (Whisper-style servers) the segments' log-probability,
@@ -637,20 +626,12 @@ class OpenAITranscriber:
         response_format: str | None = None,  # None: verbose_json, except for gpt-4o-* models (json)
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=1
+        super().__init__(
+            api_key=api_key, model=model, base_url=base_url, timeout_s=timeout_s, max_retries=1, client=client
         )
-        self._model = model
         self._language = language
         self._prompt = prompt
         self._format = response_format or ("json" if model.startswith("gpt-4o") else "verbose_json")
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def start(self) -> None:
         """Nothing to load; the first request opens the connection."""
