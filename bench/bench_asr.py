@@ -26,16 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.audio import TARGET_RATE, PcmInt16, read_audio_file
-from pipeline.audio_replay import load_clips
+from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, read_audio_file
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
-from pipeline.coalescer import CoalescerConfig
+from pipeline.evaluation.audio_replay import load_clips
 from pipeline.events import EventEmitter
-from pipeline.hearing import HearingConfig, HearingPipeline
-from pipeline.segmenter import Segmenter
-from pipeline.testing_audio import ListSink
-from pipeline.transcription import WhisperConfig, WhisperTranscriber
-from pipeline.vad import VadKind, make_detector
+from pipeline.hearing.coalescer import CoalescerConfig
+from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
+from pipeline.hearing.segmenter import Segmenter
+from pipeline.hearing.vad import VadKind, make_detector
+from pipeline.testing.audio import ListSink
 
 SESSION = Path(__file__).resolve().parents[1] / "samples" / "audio_night"
 FRAME_S = 0.02

@@ -33,7 +33,7 @@ CONVERSATIONAL = 0.3
 
 
 def _clips() -> list[Any]:
-    from pipeline.audio import read_audio_file
+    from pipeline.adapters.av_audio import read_audio_file
 
     lines = [json.loads(x) for x in (SAMPLES / "session.jsonl").read_text().splitlines() if x.strip()]
     return [read_audio_file(SAMPLES / line["audio"]) for line in lines if "audio" in line]
@@ -88,8 +88,8 @@ async def _measure(transcriber: Any, clips: list[Any], rounds: int) -> dict[str,
 
 
 async def _run_async(workers: int, rounds: int) -> list[dict[str, Any]]:
-    from pipeline.asr_pool import ProcessPoolTranscriber
-    from pipeline.transcription import WhisperConfig, WhisperTranscriber
+    from pipeline.adapters.asr_pool import ProcessPoolTranscriber
+    from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 
     clips = _clips()
     config = WhisperConfig(hotwords="Clanky", cpu_threads=1)

@@ -35,14 +35,14 @@ from bot.app import hearing_config
 from bot.guild_session import BOT_REPLY_COMPLETED, GuildSessionConfig
 from bot.playback import encode_pcm
 from bot.settings import Settings
-from pipeline.audio import read_audio_file
-from pipeline.hearing import HearingPipeline
+from pipeline.adapters.av_audio import read_audio_file
+from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.hearing.pipeline import HearingPipeline
 from pipeline.models import CompactionPolicy
-from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock
-from pipeline.transcription import WhisperConfig, WhisperTranscriber
 from tests.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft, tone_pcm
 from tests.openai_stub import OpenAIStub, Reply
 

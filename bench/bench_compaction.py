@@ -21,14 +21,14 @@ import time
 import uuid
 from typing import Any
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, TurnDraft, TurnKind
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.session import ConversationSession
-from pipeline.store_codec import encode_draft
-from pipeline.store_redis import RedisSessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
 from pipeline.testing import FakeClock, ScriptedSummarizer
+from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.store_codec import encode_draft
 
 NAMES = ["Alice", "Bob", "James", "Maya"]
 

@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.context.realtime_instructions import build_realtime_instructions
+from pipeline.context.reply_context import build_reply_messages
+from pipeline.context.token_guard import TokenGuard
+from pipeline.context.tokens import make_token_counter
 from pipeline.models import ContextSnapshot, Note, Turn, TurnKind
-from pipeline.realtime_instructions import build_realtime_instructions
-from pipeline.reply_context import build_reply_messages
-from pipeline.token_guard import TokenGuard
-from pipeline.tokens import make_token_counter
 
 BOT = "Clanky"
 SPEAKERS = ["Alice", "Bob", "James", "Maya"]

@@ -48,19 +48,19 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.audio import TARGET_RATE, PcmInt16, PcmResampler, read_audio_file
-from pipeline.audio_replay import load_clips, replay_audio_session
+from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, PcmResampler, read_audio_file
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
-from pipeline.coalescer import CoalescerConfig
+from pipeline.evaluation.audio_replay import load_clips, replay_audio_session
+from pipeline.evaluation.wer import word_errors
 from pipeline.events import EventEmitter
-from pipeline.hearing import HearingConfig, HearingPipeline
+from pipeline.hearing.coalescer import CoalescerConfig
+from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
+from pipeline.hearing.segmenter import Segmenter, SegmenterConfig
+from pipeline.hearing.vad import VadKind, make_detector
 from pipeline.models import Turn
-from pipeline.segmenter import Segmenter, SegmenterConfig
 from pipeline.testing import FakeClock
-from pipeline.testing_audio import ListSink
-from pipeline.transcription import WhisperConfig, WhisperTranscriber
-from pipeline.vad import VadKind, make_detector
-from pipeline.wer import word_errors
+from pipeline.testing.audio import ListSink
 
 SESSION = Path(__file__).resolve().parents[1] / "samples" / "audio_night"
 FRAME_S = 0.02
@@ -432,10 +432,10 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     from bot.guild_session import BOT_REPLY_COMPLETED, GuildSessionConfig
     from bot.realtime import RealtimeConfig, RealtimeVoice
     from bot.settings import Settings
+    from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+    from pipeline.adapters.redis_server import PrivateRedisServer
+    from pipeline.adapters.redis_store import RedisSessionStore
     from pipeline.models import CompactionPolicy
-    from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
-    from pipeline.redis_server import PrivateRedisServer
-    from pipeline.store_redis import RedisSessionStore
     from tests.bot_fakes import FakeConnector, RunningRegistry, make_resources, speech_draft, tone_pcm
     from tests.openai_stub import OpenAIStub, Reply
     from tests.realtime_stub import RealtimeStub, ScriptedResponse

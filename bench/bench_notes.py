@@ -17,12 +17,12 @@ import statistics
 import time
 from typing import Any
 
+from pipeline.adapters.images import ImageLimits, decode_image
+from pipeline.adapters.ocr import RapidOcrReader
 from pipeline.events import EventEmitter
-from pipeline.images import ImageLimits, decode_image
 from pipeline.models import Note, NoteSource
-from pipeline.ocr import RapidOcrReader
-from pipeline.screen_notes import NotesConfig, NoteWriter, ScreenNotes, Share, SubmitStatus
 from pipeline.testing import FakeClock
+from pipeline.transcript.screen_notes import NotesConfig, NoteWriter, ScreenNotes, Share, SubmitStatus
 from tests.note_images import hud_png
 
 DISTINCT = [

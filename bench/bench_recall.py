@@ -30,14 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.context.model_context import ModelContext, ModelContextConfig
+from pipeline.context.recall import RecallConfig, RecallIndex, turn_key
+from pipeline.context.recall_indexer import SessionRecall
 from pipeline.events import EventEmitter
-from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, FoldCommit, Turn, TurnDraft, TurnKind
-from pipeline.recall import RecallConfig, RecallIndex, turn_key
-from pipeline.recall_indexer import SessionRecall
-from pipeline.session import ConversationSession
-from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.store_memory import InMemorySessionStore
 
 TOTAL = 10_000
 DIM = 384
@@ -166,7 +166,7 @@ def _reply_build() -> list[dict[str, Any]]:
 
 
 def _dense_query() -> dict[str, Any]:
-    from pipeline.embeddings import MiniLMEmbedder
+    from pipeline.adapters.embeddings import MiniLMEmbedder
 
     model = MiniLMEmbedder()
     t0 = time.perf_counter()

@@ -25,12 +25,12 @@ from typing import Any
 
 from bench import eval_data
 from bench.bench_compaction import quiet_logging
-from pipeline.compare import run_compare
-from pipeline.embeddings import MiniLMEmbedder
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.replay import ReplayOptions
-from pipeline.store_redis import RedisSessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
+from pipeline.adapters.embeddings import MiniLMEmbedder
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.evaluation.compare import run_compare
+from pipeline.evaluation.replay import ReplayOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT / "samples" / "eval"

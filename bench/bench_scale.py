@@ -140,7 +140,7 @@ async def _seed(url: str, sessions: int, rng: random.Random) -> dict[int, int]:
     import redis.asyncio as aioredis
 
     from pipeline.models import TurnDraft, TurnKind
-    from pipeline.store_codec import encode_draft
+    from pipeline.transcript.store_codec import encode_draft
 
     client = aioredis.Redis.from_url(url, decode_responses=True)
     seeded: dict[int, int] = {}
@@ -172,14 +172,14 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
     import bot.guild_session as gs
     from bot.guild_session import GuildSessionConfig, GuildSessionRegistry, SessionResources
     from bot.logging_setup import configure_logging
-    from pipeline.event_log import StoreEventLog
+    from pipeline.adapters.openai_api import OpenAISummarizer
+    from pipeline.adapters.redis_server import PrivateRedisServer
+    from pipeline.adapters.redis_store import RedisSessionStore
+    from pipeline.compaction.summarizer_offline import OfflineSummarizer
+    from pipeline.context.model_context import ModelContext, ModelContextConfig
     from pipeline.metrics import CompactionMetrics
-    from pipeline.model_context import ModelContext, ModelContextConfig
     from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
-    from pipeline.openai_adapter import OpenAISummarizer
-    from pipeline.redis_server import PrivateRedisServer
-    from pipeline.store_redis import RedisSessionStore
-    from pipeline.summarizer_offline import OfflineSummarizer
+    from pipeline.transcript.event_log import StoreEventLog
     from tests.bot_fakes import FakeConnector
 
     configure_logging(fmt="json", level="INFO")

@@ -19,10 +19,10 @@ import structlog
 from bot.logging_setup import Redactor, configure_logging
 from bot.runtime import make_embedder, make_summarizers, open_store
 from bot.settings import Settings, SettingsError, load_settings
-from pipeline.model_context import ModelContextConfig
+from pipeline.context.model_context import ModelContextConfig
+from pipeline.evaluation.replay import AudioDriver, Replayer, ReplayOptions
+from pipeline.evaluation.session_file import SessionFileError, load_session_file
 from pipeline.models import StoreUnavailable
-from pipeline.replay import AudioDriver, Replayer, ReplayOptions
-from pipeline.session_file import SessionFileError, load_session_file
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -157,7 +157,7 @@ def _recall_overrides(pairs: list[str]) -> dict[str, Any]:
 async def compare(
     settings: Settings, paths: list[Path], out: Path, *, recall: dict[str, Any], quiet: bool = False
 ) -> dict[str, Any]:
-    from pipeline.compare import run_compare
+    from pipeline.evaluation.compare import run_compare
 
     primary, fallback = make_summarizers(settings)
     async with open_store(settings) as store:

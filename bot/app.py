@@ -62,17 +62,17 @@ from bot.runtime import (
     open_store,
 )
 from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
-from pipeline.event_log import StoreEventLog
+from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.adapters.whisper import AsrError
+from pipeline.context.model_context import ModelContextConfig
 from pipeline.events import EventEmitter, EventSink
-from pipeline.hearing import HearingPipeline
+from pipeline.hearing.pipeline import HearingPipeline
 from pipeline.metrics import CompactionMetrics
-from pipeline.model_context import ModelContextConfig
-from pipeline.openai_adapter import OpenAIBrain, OpenAISpeech
 from pipeline.ports import Clock, SessionStore, Summarizer
-from pipeline.screen_notes import NoteWriter
-from pipeline.session import ConversationSession
-from pipeline.store_redis import RedisSessionStore
-from pipeline.transcription import AsrError
+from pipeline.transcript.event_log import StoreEventLog
+from pipeline.transcript.screen_notes import NoteWriter
+from pipeline.transcript.session import ConversationSession
 
 log = structlog.get_logger("longcall.app")
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from bot.runtime import hearing_config, whisper_config
 from bot.settings import Settings
-from pipeline.audio_replay import replay_audio_session
+from pipeline.adapters.whisper import WhisperTranscriber
+from pipeline.clock import FakeClock
+from pipeline.evaluation.audio_replay import replay_audio_session
+from pipeline.evaluation.replay import AudioDriver
+from pipeline.evaluation.session_file import SessionFile, SessionLine, parse_line
 from pipeline.ports import TurnSink
-from pipeline.replay import AudioDriver
-from pipeline.session import ConversationSession
-from pipeline.session_file import SessionFile, SessionLine, parse_line
-from pipeline.testing import FakeClock
-from pipeline.transcription import WhisperTranscriber
+from pipeline.transcript.session import ConversationSession
 
 
 def make_audio_driver(settings: Settings) -> AudioDriver:

@@ -19,7 +19,7 @@ open: they hold no transcript text. Every response carries a strict CSP (scripts
 only from /static, no inline code).
 
 The horizon is never re-derived here: the page calls the reply builder
-(`pipeline.reply_context.build_reply_messages`) on the session's snapshot and draws the line
+(`pipeline.context.reply_context.build_reply_messages`) on the session's snapshot and draws the line
 before the first turn it sends verbatim.
 """
 
@@ -54,16 +54,16 @@ from bot.dashboard_view import (
     visible_seqs,
 )
 from bot.dashboard_view import _e as esc
-from pipeline.event_log import EVENT_LOG_MAX
+from pipeline.compaction.planning import recent_start
+from pipeline.context.participants import ParticipantMemoryConfig, render_card, render_cards
+from pipeline.context.reply_context import build_reply_messages
+from pipeline.context.tokens import make_token_counter
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
 from pipeline.models import CompactionPolicy, ContextSnapshot, ParticipantCard, StoreUnavailable
-from pipeline.participants import ParticipantMemoryConfig, render_card, render_cards
-from pipeline.planning import recent_start
 from pipeline.ports import SessionStore
-from pipeline.reply_context import build_reply_messages
-from pipeline.session import ConversationSession
-from pipeline.tokens import make_token_counter
+from pipeline.transcript.event_log import EVENT_LOG_MAX
+from pipeline.transcript.session import ConversationSession
 
 log = structlog.get_logger("longcall.dashboard")
 

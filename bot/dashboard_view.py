@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pipeline.context.formatting import mmss
+from pipeline.context.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 from pipeline.events import (
     ASR_BACKLOG_MERGED,
     ASR_FAILED,
@@ -30,9 +32,7 @@ from pipeline.events import (
     COMPACTION_SKIPPED,
     COMPACTION_STARTED,
 )
-from pipeline.formatting import mmss
 from pipeline.models import ContextSnapshot, Turn, TurnKind
-from pipeline.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 
 HORIZON_TEXT = "The model can't see above this line"
 ROUTINE_SKIPS = frozenset({"below_threshold", "no_eligible_batch"})

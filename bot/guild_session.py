@@ -71,7 +71,13 @@ from bot.realtime import (
 )
 from bot.settings import ReplyMode
 from bot.voice_receive import FrameSource, VoiceFrame
-from pipeline.chat import ChatEntry, ChatLedger, CorrectionVerdict
+from pipeline.adapters.openai_api import BrainError, BrainErrorCode
+from pipeline.context.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE, render_turn_line
+from pipeline.context.model_context import ModelContext, ModelContextConfig
+from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.context.realtime_instructions import RealtimeInstructions
+from pipeline.context.reply_context import ReplyContext
+from pipeline.context.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
 from pipeline.events import (
     CHAT_TURN_CORRECTED,
     SESSION_LEASE_LOST,
@@ -81,18 +87,12 @@ from pipeline.events import (
     EventEmitter,
     EventSink,
 )
-from pipeline.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE, render_turn_line
-from pipeline.model_context import ModelContext, ModelContextConfig
+from pipeline.hearing.sentences import SentenceSplitter, SentenceSplitterConfig
 from pipeline.models import CompactionPolicy, LeaseLost, StoreUnavailable, Turn, TurnDraft, TurnKind
-from pipeline.openai_adapter import BrainError, BrainErrorCode
-from pipeline.participants import ParticipantMemoryConfig
 from pipeline.ports import Clock, Embedder, SessionOwnership, SessionStore, Summarizer
-from pipeline.realtime_instructions import RealtimeInstructions
-from pipeline.reply_context import ReplyContext
-from pipeline.reply_policy import ReplyDecision, ReplyPolicy, ReplyPolicyConfig
-from pipeline.screen_notes import NotesConfig, NoteWriter, ScreenNotes
-from pipeline.sentences import SentenceSplitter, SentenceSplitterConfig
-from pipeline.session import ConversationSession
+from pipeline.transcript.chat import ChatEntry, ChatLedger, CorrectionVerdict
+from pipeline.transcript.screen_notes import NotesConfig, NoteWriter, ScreenNotes
+from pipeline.transcript.session import ConversationSession
 
 log = structlog.get_logger("longcall.guild_session")
 
@@ -134,7 +134,7 @@ class StopReason(StrEnum):
 
 
 class Brain(Protocol):
-    """The reply model (`pipeline.openai_adapter.OpenAIBrain`): the answer as text deltas, as
+    """The reply model (`pipeline.adapters.openai_api.OpenAIBrain`): the answer as text deltas, as
     it is generated; the deadline covers the whole generation (`BrainError` codes on failure)."""
 
     def stream_reply(
@@ -147,7 +147,7 @@ class Speech(Protocol):
 
 
 class Hearing(Protocol):
-    """The hearing pipeline as the session drives it (`pipeline.hearing.HearingPipeline`)."""
+    """The hearing pipeline as the session drives it (`pipeline.hearing.pipeline.HearingPipeline`)."""
 
     def feed(self, speaker_id: str, speaker_name: str, pcm: bytes, *, sample_rate: int, channels: int) -> None: ...
 
@@ -161,7 +161,7 @@ class Hearing(Protocol):
 
 
 class TurnSink(Protocol):
-    """Where the hearing pipeline delivers finished speech turns (`pipeline.hearing.TurnSink`)."""
+    """Where the hearing pipeline delivers finished speech turns (`pipeline.hearing.pipeline.TurnSink`)."""
 
     async def append(self, draft: TurnDraft) -> Turn: ...
 
@@ -706,7 +706,7 @@ class GuildSession:
 
     async def on_chat_edit(self, message_id: int, text: str | None, *, deleted: bool = False) -> Turn | None:
         """An edit (new `text`) or deletion of a typed message: a correction turn while the grace
-        period lasts and the original is unfolded; otherwise only an event (see pipeline.chat)."""
+        period lasts and the original is unfolded; otherwise only an event (see pipeline.transcript.chat)."""
         if self._stop.is_set():
             return None
         correction = self._chat.correction(

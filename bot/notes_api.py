@@ -35,9 +35,9 @@ from typing import Any, Protocol
 import structlog
 from aiohttp import web
 
-from pipeline.images import ImageError, ImageErrorCode
+from pipeline.adapters.images import ImageError, ImageErrorCode
 from pipeline.models import Note, NoteSource
-from pipeline.screen_notes import ScreenNotes, SubmitStatus, Submitted
+from pipeline.transcript.screen_notes import ScreenNotes, SubmitStatus, Submitted
 
 log = structlog.get_logger("longcall.notes_api")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import structlog
 
 from bot.settings import Settings, SettingsError
-from pipeline.images import ImageLimits
-from pipeline.ocr import RapidOcrReader
-from pipeline.openai_adapter import OpenAIVision
-from pipeline.screen_notes import NotesConfig, NoteWriter
+from pipeline.adapters.images import ImageLimits
+from pipeline.adapters.ocr import RapidOcrReader
+from pipeline.adapters.openai_api import OpenAIVision
+from pipeline.transcript.screen_notes import NotesConfig, NoteWriter
 
 log = structlog.get_logger("longcall.notes")
 

@@ -10,18 +10,18 @@ import structlog
 
 from bot.dashboard import DashboardConfig
 from bot.settings import LOCAL_SUMMARY_CONTEXT_LIMIT, AsrMode, RecallEmbedder, Settings, SettingsError, SummaryProfile
-from pipeline.asr_pool import ProcessPoolTranscriber
-from pipeline.coalescer import CoalescerConfig
-from pipeline.embeddings import MiniLMEmbedder
-from pipeline.hearing import HearingConfig
+from pipeline.adapters.asr_pool import ProcessPoolTranscriber
+from pipeline.adapters.embeddings import MiniLMEmbedder
+from pipeline.adapters.openai_api import OpenAIEmbedder, OpenAISummarizer, OpenAITranscriber
+from pipeline.adapters.redis_server import PrivateRedisServer, RedisServerError
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.hearing.coalescer import CoalescerConfig
+from pipeline.hearing.pipeline import HearingConfig
+from pipeline.hearing.segmenter import SegmenterConfig
 from pipeline.models import StoreUnavailable
-from pipeline.openai_adapter import OpenAIEmbedder, OpenAISummarizer, OpenAITranscriber
 from pipeline.ports import Embedder, Summarizer
-from pipeline.redis_server import PrivateRedisServer, RedisServerError
-from pipeline.segmenter import SegmenterConfig
-from pipeline.store_redis import RedisSessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
-from pipeline.transcription import WhisperConfig, WhisperTranscriber
 
 log = structlog.get_logger("longcall.runtime")
 

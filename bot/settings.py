@@ -15,10 +15,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.context.recall import RecallConfig
+from pipeline.hearing.vad import VadKind
 from pipeline.models import CompactionPolicy
-from pipeline.participants import ParticipantMemoryConfig
-from pipeline.recall import RecallConfig
-from pipeline.vad import VadKind
 
 T = TypeVar("T")
 
@@ -48,7 +48,7 @@ class ReplyMode(StrEnum):
 
 
 class AsrMode(StrEnum):
-    """Where speech recognition runs (pipeline/asr_pool.py, pipeline/openai_adapter.py)."""
+    """Where speech recognition runs (pipeline/adapters/asr_pool.py, pipeline/adapters/openai_api.py)."""
 
     THREADS = "threads"  # faster-whisper in worker threads of the bot's process
     PROCESSES = "processes"  # ASR_WORKERS worker processes, one model each

@@ -26,11 +26,11 @@ from typing import Any
 
 import aiohttp
 
-from pipeline.formatting import note_line
-from pipeline.images import ImageError, ImageLimits, decode_image, hamming
+from pipeline.adapters.images import ImageError, ImageLimits, decode_image, hamming
+from pipeline.adapters.ocr import RapidOcrReader
+from pipeline.context.formatting import note_line
 from pipeline.models import NoteSource
-from pipeline.ocr import RapidOcrReader
-from pipeline.screen_notes import NoteWriter, Share
+from pipeline.transcript.screen_notes import NoteWriter, Share
 
 POST_TIMEOUT_S = 90.0
 

@@ -16,33 +16,33 @@ COMPACTION_SKIPPED = "voice_context_compaction_skipped"
 COMPACTION_STARTED = "voice_context_compaction_started"
 COMPACTION_COMPLETED = "voice_context_compaction_completed"
 COMPACTION_FAILED = "voice_context_compaction_failed"
-# Fold outcome fields (pipeline/compactor.py):
+# Fold outcome fields (pipeline/compaction/compactor.py):
 # - completed: `outcome` (model | fallback | degraded, `pipeline.models.FoldOutcome`) and, when
 #   not model, `reason` (a rejection reason or error code of the model's last try, or
 #   no_model / model_backoff);
-# - failed: `reason` (a `pipeline.summary_validation.RejectReason` value with error_class
+# - failed: `reason` (a `pipeline.compaction.summary_validation.RejectReason` value with error_class
 #   "rejected", else the error code) and `next_step` (retry | backoff | fallback | degraded).
 CONTEXT_WINDOW_PRUNED = "context_window_pruned"
 REALTIME_INSTRUCTIONS_BUILT = "realtime_instructions_built"
-# Recall (pipeline/recall.py): one per context build that searched the old transcript.
+# Recall (pipeline/context/recall.py): one per context build that searched the old transcript.
 # Fields: builder (reply|realtime), query_chars, hits [{seq|note_id, score, lexical_rank,
 # dense_rank, neighbour}], seqs, chars (injected; 0 when nothing or dropped), latency_ms,
 # embed_ms (the query's dense embedding, inside latency_ms), index_size, vectors, dense.
 CONTEXT_RECALL = "context_recall"
 
-# Hearing (pipeline/hearing.py): one event per transcription, rejection, merge or failure.
+# Hearing (pipeline/hearing/pipeline.py): one event per transcription, rejection, merge or failure.
 ASR_TRANSCRIBED = "asr_transcribed"
 ASR_REJECTED = "asr_rejected"
 ASR_FAILED = "asr_failed"
 ASR_BACKLOG_MERGED = "asr_backlog_merged"
 HEARING_APPEND_FAILED = "hearing_append_failed"
 
-# Screen-watch notes (pipeline/screen_notes.py) and typed chat (bot/): each carries its source.
+# Screen-watch notes (pipeline/transcript/screen_notes.py) and typed chat (bot/): each carries its source.
 SCREEN_NOTE_ADDED = "screen_note_added"
 SCREEN_NOTE_SKIPPED = "screen_note_skipped"
 SCREEN_NOTE_FAILED = "screen_note_failed"
 CHAT_TURN_CORRECTED = "chat_turn_corrected"
-# Store integrity (pipeline/session.py): the store lost this session (Redis restarted empty)
+# Store integrity (pipeline/transcript/session.py): the store lost this session (Redis restarted empty)
 # and was re-seeded from what the process held, or holds another generation that was adopted.
 SESSION_STORE_RESEEDED = "session_store_reseeded"
 SESSION_STORE_DIVERGED = "session_store_diverged"

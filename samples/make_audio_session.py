@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.audio import resample, to_int16, write_opus_ogg
+from pipeline.adapters.av_audio import resample, to_int16, write_opus_ogg
 
 BOT_NAME = "Clanky"
 CLIP_RATE = 24_000  # hibari's native rate; libopus takes it directly

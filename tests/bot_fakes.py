@@ -153,7 +153,7 @@ class FakeConnector:
 
 
 class ScriptedHearing:
-    """Stands in for pipeline.hearing: records fed audio; `flush()` turns each speaker's fed
+    """Stands in for pipeline.hearing.pipeline: records fed audio; `flush()` turns each speaker's fed
     audio into one speech turn (text `heard N frames`), through the sink, like the real one."""
 
     def __init__(self, sink: TurnSink, events: EventEmitter, clock: Clock) -> None:
@@ -287,9 +287,9 @@ def make_resources(
     policy: Any = None,
 ) -> Any:
     from bot.guild_session import GuildSessionConfig, SessionResources
-    from pipeline.model_context import ModelContextConfig
+    from pipeline.compaction.summarizer_offline import OfflineSummarizer
+    from pipeline.context.model_context import ModelContextConfig
     from pipeline.models import CompactionPolicy
-    from pipeline.summarizer_offline import OfflineSummarizer
 
     return SessionResources(
         store=store,

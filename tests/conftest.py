@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import structlog
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import EventEmitter
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.store_redis import RedisSessionStore
 
 
 @pytest.fixture(scope="session")

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.model_context import ModelContextConfig
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.context.model_context import ModelContextConfig
+from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.session_file import load_session_file
 from pipeline.ports import SessionStore
-from pipeline.replay import Replayer, ReplayOptions
-from pipeline.session_file import load_session_file
-from pipeline.summarizer_offline import OfflineSummarizer
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 GAMING_NIGHT = SAMPLES / "gaming_night.jsonl"

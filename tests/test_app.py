@@ -11,8 +11,8 @@ import structlog
 from bot import app
 from bot.app import StartupError, check_opus, run_bot
 from bot.settings import Settings, SettingsError
-from pipeline.redis_server import free_port
-from pipeline.store_memory import InMemorySessionStore
+from pipeline.adapters.redis_server import free_port
+from pipeline.transcript.store_memory import InMemorySessionStore
 
 
 @pytest.fixture(autouse=True)

@@ -21,16 +21,16 @@ import pytest
 
 from bot.runtime import make_transcriber
 from bot.settings import AsrMode, SettingsError, load_settings
-from pipeline.asr_pool import ProcessPoolTranscriber
-from pipeline.audio import TARGET_RATE, read_audio_file
+from pipeline.adapters.asr_pool import ProcessPoolTranscriber
+from pipeline.adapters.av_audio import TARGET_RATE, read_audio_file
+from pipeline.adapters.openai_api import OpenAITranscriber, wav_bytes
+from pipeline.adapters.whisper import AsrError, WhisperConfig, WhisperTranscriber
+from pipeline.evaluation.wer import wer
 from pipeline.events import EventEmitter
-from pipeline.hearing import HearingConfig, HearingPipeline
-from pipeline.openai_adapter import OpenAITranscriber, wav_bytes
+from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.ports import Transcriber
 from pipeline.testing import FakeClock
-from pipeline.testing_audio import ListSink, frames, to_discord
-from pipeline.transcription import AsrError, WhisperConfig, WhisperTranscriber
-from pipeline.wer import wer
+from pipeline.testing.audio import ListSink, frames, to_discord
 from tests.openai_stub import OpenAIStub
 
 SESSION = Path(__file__).resolve().parents[1] / "samples" / "audio_night"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.session_file import load_session_file
 from pipeline.models import CompactionPolicy, TurnKind
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.replay import Replayer, ReplayOptions
-from pipeline.session_file import load_session_file
-from pipeline.store_redis import RedisSessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
 
 
 async def test_a_typed_line_replays_as_a_chat_turn_and_is_folded(redis_server: PrivateRedisServer,

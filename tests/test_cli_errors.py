@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.__main__ import main
-from pipeline.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_server import PrivateRedisServer
 
 
 @pytest.fixture

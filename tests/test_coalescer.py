@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pipeline.coalescer import Coalescer, CoalescerConfig, HeardPiece
+from pipeline.hearing.coalescer import Coalescer, CoalescerConfig, HeardPiece
 from pipeline.models import TurnDraft, TurnKind
 
 NAMES = {"u1": "Alice", "u2": "Bob", "u3": "James"}

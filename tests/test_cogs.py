@@ -15,8 +15,8 @@ import pytest
 from bot.cogs.voice import VoiceCog
 from bot.guild_session import GuildSessionRegistry, session_id_for
 from pipeline.models import FoldCommit, TurnKind
-from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft
 
 GUILD = 11

@@ -9,6 +9,9 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.events import (
     COMPACTION_COMPLETED,
     COMPACTION_FAILED,
@@ -18,12 +21,9 @@ from pipeline.events import (
 )
 from pipeline.models import CompactionPolicy, Note, SummaryRequest, TurnDraft, TurnKind
 from pipeline.ports import SessionStore, Summarizer
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.session import ConversationSession
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.store_redis import RedisSessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
 from pipeline.testing import FakeClock, ScriptedSummarizer, summarizer_error
+from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 
 SPEAKERS = ["Alice", "Bob", "James", "Maya"]

@@ -12,9 +12,9 @@ import asyncio
 
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, TurnDraft, TurnKind
-from pipeline.session import ConversationSession
-from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock, ScriptedSummarizer
+from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.store_memory import InMemorySessionStore
 
 
 class SlowToCancelLease:

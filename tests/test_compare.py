@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from bot.__main__ import main
-from pipeline.compare import COMPARE_REPORT_KEYS, MODES, SCHEMA, run_compare
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.replay import ReplayOptions
-from pipeline.store_redis import RedisSessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.evaluation.compare import COMPARE_REPORT_KEYS, MODES, SCHEMA, run_compare
+from pipeline.evaluation.replay import ReplayOptions
 
 SPEAKERS = ["Alice", "Bob", "James", "Maya"]
 FILLER = [
@@ -96,7 +96,7 @@ async def test_report_keys_are_the_documented_ones(redis_server: PrivateRedisSer
 
 async def test_recall_brings_back_the_old_fact(redis_server: PrivateRedisServer, tmp_path: Path) -> None:
     """With recall on, the fact older than the window (and not in drop-oldest) is in the context."""
-    pytest.importorskip("pipeline.recall")
+    pytest.importorskip("pipeline.context.recall")
     report = await _compare(redis_server, tmp_path)
     assert report["recall_available"]
     old = report["by_probe"][0]

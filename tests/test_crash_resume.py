@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_STARTED
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.store_redis import RedisSessionStore
 from tests.openai_stub import OpenAIStub, Reply
 
 ROOT = Path(__file__).resolve().parent.parent

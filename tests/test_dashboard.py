@@ -30,17 +30,17 @@ from bot.dashboard import (
     start_dashboard,
 )
 from bot.settings import Settings, SettingsError, load_settings
-from pipeline.event_log import StoreEventLog
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.context.reply_context import build_reply_messages
+from pipeline.context.tokens import make_token_counter
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_SKIPPED, EventEmitter
 from pipeline.metrics import CompactionMetrics
 from pipeline.models import CompactionPolicy, ContextSnapshot, TurnDraft, TurnKind
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.reply_context import build_reply_messages
-from pipeline.session import ConversationSession
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock, ScriptedSummarizer
-from pipeline.tokens import make_token_counter
+from pipeline.transcript.event_log import StoreEventLog
+from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.dashboard_rig import GAMING_NIGHT, HOSTILE_NAME, STOP_AT, replay_into, write_hostile_session
 
 TOKEN = "correct-horse-battery-staple-42"

@@ -24,13 +24,13 @@ from typing import Any, TypeVar
 import pytest
 
 from bot.dashboard import DashboardConfig, bound_port, create_dashboard_app, start_dashboard
-from pipeline.event_log import StoreEventLog
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import COMPACTION_COMPLETED, EventEmitter
 from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.session import ConversationSession
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock, ScriptedSummarizer
+from pipeline.transcript.event_log import StoreEventLog
+from pipeline.transcript.session import ConversationSession
 from tests.dashboard_rig import GAMING_NIGHT, STOP_AT, replay_into
 
 T = TypeVar("T")

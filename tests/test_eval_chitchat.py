@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import eval_chitchat as cc
-from pipeline.session_file import ProbeLine, TurnLine, load_session_file
+from pipeline.evaluation.session_file import ProbeLine, TurnLine, load_session_file
 
 FIXTURE = Path(__file__).parent / "fixtures" / "chitchat_tiny.json"
 LONG = "3f2a9c1e-0000-4000-8000-00000000000a"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import eval_data
-from pipeline.session_file import ProbeLine, TurnLine, load_session_file
+from pipeline.evaluation.session_file import ProbeLine, TurnLine, load_session_file
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "eval" / "locomo_tiny.json"
 COMMITTED = Path(__file__).resolve().parent.parent / "samples" / "eval"

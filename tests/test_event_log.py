@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from pipeline.event_log import StoreEventLog
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import EventEmitter
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.event_log import StoreEventLog
+from pipeline.transcript.store_memory import InMemorySessionStore
 
 
 async def test_events_reach_the_store_stamped_with_wall_and_session_time(

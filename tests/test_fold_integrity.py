@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED, EventEmitter
 from pipeline.models import CompactionPolicy, SummaryResult, TurnDraft, TurnKind
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
 from pipeline.testing import FakeClock, ScriptedSummarizer, summarizer_error
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 from tests.test_compactor import feed, open_session, running
 

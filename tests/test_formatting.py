@@ -7,7 +7,7 @@ import string
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.formatting import cap_text, clamp_at_sentence, mmss, render_turn_line, speaker_label
+from pipeline.context.formatting import cap_text, clamp_at_sentence, mmss, render_turn_line, speaker_label
 from pipeline.models import Turn, TurnKind
 
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import COMPACTION_COMPLETED, SESSION_OWNED, SESSION_TAKEN_OVER
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.store_redis import RedisSessionStore
 from tests.fake_discord import FakeDiscord
 from tests.test_ownership_takeover import read_log
 

@@ -10,8 +10,8 @@ import pytest
 
 from bot.guild_session import ChannelInfo, GuildSessionConfig, StopReason, session_id_for
 from pipeline.models import TurnKind
-from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.bot_fakes import (
     Events,
     FakeConnector,

@@ -15,19 +15,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.asr_guards import Verdict, judge
-from pipeline.audio import TARGET_RATE, PcmInt16, read_audio_file, to_int16
-from pipeline.audio_replay import AudioReplayReport, replay_audio_session
-from pipeline.coalescer import CoalescerConfig
+from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, read_audio_file, to_int16
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.evaluation.audio_replay import AudioReplayReport, replay_audio_session
+from pipeline.evaluation.wer import wer
 from pipeline.events import ASR_BACKLOG_MERGED, ASR_REJECTED, EventEmitter
-from pipeline.hearing import HearingConfig, HearingPipeline
+from pipeline.hearing.asr_guards import Verdict, judge
+from pipeline.hearing.coalescer import CoalescerConfig
+from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
+from pipeline.hearing.segmenter import SegmenterConfig
+from pipeline.hearing.vad import VadKind
 from pipeline.models import TurnKind
-from pipeline.segmenter import SegmenterConfig
 from pipeline.testing import FakeClock
-from pipeline.testing_audio import ListSink, ToneSpeech, ToneTranscriber, frames, to_discord
-from pipeline.transcription import WhisperConfig, WhisperTranscriber
-from pipeline.vad import VadKind
-from pipeline.wer import wer
+from pipeline.testing.audio import ListSink, ToneSpeech, ToneTranscriber, frames, to_discord
 
 SESSION = Path(__file__).resolve().parents[1] / "samples" / "audio_night"
 BOT = "Clanky"
@@ -484,7 +484,7 @@ async def test_a_speaker_leaving_mid_sentence_keeps_their_words() -> None:
     assert (["wait for me"], 0) == ([t.text for t in sink.turns], pipeline.stats().speakers)
 
 
-# -- how the transcripts are scored (pipeline.wer) -------------------------------------------
+# -- how the transcripts are scored (pipeline.evaluation.wer) -------------------------------------------
 
 
 def test_wer_ignores_style_and_counts_real_errors() -> None:
@@ -495,7 +495,7 @@ def test_wer_ignores_style_and_counts_real_errors() -> None:
 
 def test_wer_counts_substitutions_deletions_insertions() -> None:
     """Edit distance on words: one of each kind of error over four reference words is 75%."""
-    from pipeline.wer import word_errors
+    from pipeline.evaluation.wer import word_errors
 
     errors = word_errors("push the payload together", "push a payload now together please")
     assert (1, 0, 2, 0.75) == (errors.substitutions, errors.deletions, errors.insertions, errors.wer)

@@ -20,10 +20,10 @@ import pytest
 
 from bot.runtime import make_summarizers
 from bot.settings import load_settings
-from pipeline.openai_adapter import OpenAISummarizer
-from pipeline.replay import Replayer, ReplayOptions
-from pipeline.session_file import NoteLine, SessionFile, SessionLine, TurnLine, load_session_file
-from pipeline.store_memory import InMemorySessionStore
+from pipeline.adapters.openai_api import OpenAISummarizer
+from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.session_file import NoteLine, SessionFile, SessionLine, TurnLine, load_session_file
+from pipeline.transcript.store_memory import InMemorySessionStore
 
 pytestmark = pytest.mark.local_llm
 

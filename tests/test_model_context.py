@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from pipeline.context.model_context import ModelContext
 from pipeline.events import COMPACTION_STARTED, EventEmitter
-from pipeline.model_context import ModelContext
 from pipeline.models import Note, Turn, TurnKind
-from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock, ScriptedSummarizer
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 from tests.test_compactor import feed, open_session, running
 

@@ -15,11 +15,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bot.notes_api import register_notes_api
+from pipeline.adapters.images import ImageLimits
 from pipeline.events import EventEmitter
-from pipeline.images import ImageLimits
 from pipeline.models import Note
-from pipeline.screen_notes import NotesConfig, NoteWriter, ScreenNotes
 from pipeline.testing import FakeClock
+from pipeline.transcript.screen_notes import NotesConfig, NoteWriter, ScreenNotes
 from tests.note_images import hud_png, photo_like_png
 
 TOKEN = "s3cret-ingest-token-0123456789"
@@ -180,7 +180,7 @@ async def test_ingest_passes_the_dashboard_token_wall_with_its_own_token() -> No
     own token (a capture tool never holds the dashboard's), so it answers on NOTES_INGEST_TOKEN
     behind the wall, and a wrong token still gets 401 -- from the ingest, not the wall."""
     from bot.dashboard import DashboardConfig, create_dashboard_app
-    from pipeline.store_memory import InMemorySessionStore
+    from pipeline.transcript.store_memory import InMemorySessionStore
 
     added: list[Note] = []
 

@@ -29,12 +29,12 @@ from bot.cogs.notes import NotesCog
 from bot.guild_session import GuildSession, GuildSessionConfig, GuildSessionRegistry, session_id_for
 from bot.notes_api import register_notes_api
 from bot.watch_cli import run_watch
+from pipeline.adapters.openai_api import OpenAIBrain, OpenAIVision
 from pipeline.events import CHAT_TURN_CORRECTED, SCREEN_NOTE_ADDED
 from pipeline.models import CompactionPolicy, TurnKind
-from pipeline.openai_adapter import OpenAIBrain, OpenAIVision
-from pipeline.screen_notes import NotesConfig, NoteWriter
-from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.screen_notes import NotesConfig, NoteWriter
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft
 from tests.note_images import hud_png, photo_like_png
 from tests.openai_stub import OpenAIStub, Reply

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pipeline.compaction.summarizer_offline import summarize_extractive
 from pipeline.models import Note, SummaryRequest, Turn, TurnKind
-from pipeline.summarizer_offline import summarize_extractive
 
 
 def turns(*lines: tuple[str, str]) -> tuple[Turn, ...]:

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from pipeline.adapters.openai_api import OpenAISummarizer
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.session_file import load_session_file
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, Turn, TurnKind
-from pipeline.openai_adapter import OpenAISummarizer
-from pipeline.replay import Replayer, ReplayOptions
-from pipeline.session_file import load_session_file
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.openai_stub import OpenAIStub, Reply
 
 KEY = "sk-test-abcdefghijklmnopqrstuvwx"

@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from pipeline.adapters.openai_api import OpenAISummarizer
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED, EventEmitter
 from pipeline.models import (
     CompactionPolicy,
@@ -16,10 +18,8 @@ from pipeline.models import (
     Turn,
     TurnKind,
 )
-from pipeline.openai_adapter import OpenAISummarizer
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
 from pipeline.testing import FakeClock
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 from tests.openai_stub import OpenAIStub, Reply
 from tests.test_compactor import feed, open_session, running

@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.guild_session import SessionOwnedElsewhere, StopReason, session_id_for
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import SESSION_LEASE_LOST, SESSION_OWNED, SESSION_TAKEN_OVER
 from pipeline.models import FoldCommit, LeaseLost, TurnDraft, TurnKind
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources
 
 TTL = 15.0
@@ -193,10 +193,10 @@ async def test_shard_settings_make_an_auto_sharded_bot() -> None:
 async def test_a_refused_fold_commit_stops_the_compactor(redis_store: RedisSessionStore, session_id: str) -> None:
     """A fold that finishes after the session changed owner is not committed (the fence), and
     the compactor stops, marking the session's lease lost; the new owner's view is untouched."""
+    from pipeline.compaction.summarizer_offline import OfflineSummarizer
     from pipeline.events import EventEmitter
     from pipeline.models import CompactionPolicy
-    from pipeline.session import ConversationSession
-    from pipeline.summarizer_offline import OfflineSummarizer
+    from pipeline.transcript.session import ConversationSession
 
     grant = await redis_store.acquire_owner(session_id, "proc-a", TTL)
     assert grant is not None

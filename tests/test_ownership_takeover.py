@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import COMPACTION_COMPLETED, SESSION_LEASE_LOST, SESSION_OWNED, SESSION_TAKEN_OVER
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.store_redis import RedisSessionStore
 
 ROOT = Path(__file__).resolve().parent.parent
 TTL_S = 3.0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.context.model_context import ModelContext
+from pipeline.context.participants import ParticipantMemoryConfig, extract, render_cards, update_cards
+from pipeline.context.reply_context import MEMORY_HEADER
 from pipeline.events import EventEmitter
-from pipeline.model_context import ModelContext
 from pipeline.models import ParticipantCard, Turn, TurnKind
-from pipeline.participants import ParticipantMemoryConfig, extract, render_cards, update_cards
-from pipeline.reply_context import MEMORY_HEADER
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from tests.test_compactor import open_session, running
 from tests.test_recall import conversation, fill

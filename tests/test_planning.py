@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pipeline.compaction.planning import backoff_delay, plan_compaction
 from pipeline.models import CompactionPolicy, CompactionState, FoldPlan, Skip, SkipReason
-from pipeline.planning import backoff_delay, plan_compaction
 
 POLICY = CompactionPolicy()
 

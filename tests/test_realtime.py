@@ -20,10 +20,10 @@ from bot.realtime import (
     ResponseStatus,
     heard_transcript,
 )
+from pipeline.context.formatting import render_turn_line
+from pipeline.context.realtime_instructions import build_realtime_instructions
 from pipeline.events import EventEmitter
-from pipeline.formatting import render_turn_line
 from pipeline.models import ContextSnapshot, Turn, TurnKind
-from pipeline.realtime_instructions import build_realtime_instructions
 from tests.bot_fakes import FakeVoiceLink
 from tests.conftest import EventLog
 from tests.realtime_stub import RealtimeStub, ScriptedResponse, ServerError

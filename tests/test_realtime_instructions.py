@@ -8,9 +8,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.context.realtime_instructions import RealtimeInstructions, build_realtime_instructions
 from pipeline.events import REALTIME_INSTRUCTIONS_BUILT, EventEmitter
 from pipeline.models import ContextSnapshot, Note, Turn, TurnKind
-from pipeline.realtime_instructions import RealtimeInstructions, build_realtime_instructions
 from tests.conftest import EventLog
 
 BOT = "Clanky"

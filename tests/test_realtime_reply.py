@@ -20,8 +20,8 @@ from bot.realtime import REALTIME_RATE, RealtimeConfig, RealtimeVoice
 from bot.settings import ReplyMode, Settings
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, TurnKind
-from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.bot_fakes import (
     Events,
     FakeConnector,

@@ -7,17 +7,17 @@ from collections.abc import Iterator, Sequence
 import pytest
 from structlog.testing import capture_logs
 
-from pipeline.embeddings import MiniLMEmbedder
+from pipeline.adapters.embeddings import MiniLMEmbedder
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.context.model_context import ModelContext, ModelContextConfig
+from pipeline.context.realtime_instructions import HEADERS, Section, build_realtime_instructions
+from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallIndex, RecallLine, build_query
+from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.events import CONTEXT_RECALL, REALTIME_INSTRUCTIONS_BUILT, EventEmitter
-from pipeline.model_context import ModelContext, ModelContextConfig
 from pipeline.models import CompactionPolicy, EmbeddingUnavailable, Note, Turn, TurnDraft, TurnKind
-from pipeline.realtime_instructions import HEADERS, Section, build_realtime_instructions
-from pipeline.recall import REPLY_HEADER, RecallConfig, RecallIndex, RecallLine, build_query
-from pipeline.session import ConversationSession
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock, ScriptedSummarizer
-from pipeline.token_guard import GuardConfig, TokenGuard
+from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 from tests.test_compactor import open_session, running, until
 from tests.test_token_guard import CURRENT, LIMIT, SYSTEM, WordCounter, turn_msg
@@ -407,7 +407,7 @@ async def test_openai_embeddings_endpoint_feeds_the_dense_side(
 ) -> None:
     """With the embeddings endpoint configured, every turn's vector comes from it in batches;
     an auth failure switches the dense side off instead of failing the session."""
-    from pipeline.openai_adapter import OpenAIEmbedder
+    from pipeline.adapters.openai_api import OpenAIEmbedder
     from tests.openai_stub import OpenAIStub, Reply
 
     async with OpenAIStub() as stub:
@@ -526,8 +526,8 @@ async def test_turns_without_a_stored_vector_are_embedded_after_a_restart(
 def test_reply_builder_drops_the_recall_section_before_window_turns() -> None:
     """Through the reply builder: with room, the section sits right before the current turn;
     squeezed, it goes before any turn of the window does."""
+    from pipeline.context.reply_context import build_reply_messages
     from pipeline.models import ContextSnapshot
-    from pipeline.reply_context import build_reply_messages
 
     window = tuple(turn(100 + i, "Alice", " ".join(["word"] * 30)) for i in range(20))
     snapshot = ContextSnapshot(summary="", cursor=100, covered_through_turn=99, turns=window, total_turns=120)

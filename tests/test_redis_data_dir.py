@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from pipeline.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_server import PrivateRedisServer
 
 
 def _ping(port: int) -> bool:

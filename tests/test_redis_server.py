@@ -10,11 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.redis_server import OWNER_FILE, PrivateRedisServer, _alive, find_redis_server, free_port
+from pipeline.adapters.redis_server import OWNER_FILE, PrivateRedisServer, _alive, find_redis_server, free_port
 
 CHILD = """
 import asyncio
-from pipeline.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_server import PrivateRedisServer
 
 async def main():
     server = PrivateRedisServer()

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from bot.__main__ import main
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.replay import Replayer, ReplayOptions
-from pipeline.session_file import load_session_file
-from pipeline.store_redis import RedisSessionStore
-from pipeline.summarizer_offline import OfflineSummarizer
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.session_file import load_session_file
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "gaming_night.jsonl"
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from pipeline import prompts
+from pipeline.context.reply_context import ReplyContext, build_reply_messages
+from pipeline.context.token_guard import GuardConfig, TokenGuard
+from pipeline.context.tokens import make_token_counter
 from pipeline.events import CONTEXT_WINDOW_PRUNED, EventEmitter
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 from pipeline.prompts import PromptNotFoundError, load_prompt
-from pipeline.reply_context import ReplyContext, build_reply_messages
-from pipeline.token_guard import GuardConfig, TokenGuard
-from pipeline.tokens import make_token_counter
 from tests.conftest import EventLog
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -20,10 +20,10 @@ from bot.guild_session import (
     GuildSessionConfig,
     heard_sentences,
 )
+from pipeline.adapters.openai_api import BrainError, BrainErrorCode, OpenAIBrain, OpenAISpeech
 from pipeline.models import TurnKind
-from pipeline.openai_adapter import BrainError, BrainErrorCode, OpenAIBrain, OpenAISpeech
-from pipeline.store_memory import InMemorySessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.bot_fakes import (
     Events,
     FakeConnector,

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline.context.reply_policy import ReplyPolicy, ReplyPolicyConfig, ReplyReason, is_question
 from pipeline.models import Turn, TurnKind
-from pipeline.reply_policy import ReplyPolicy, ReplyPolicyConfig, ReplyReason, is_question
 
 BOT_ID = "999"
 

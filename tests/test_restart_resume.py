@@ -7,9 +7,9 @@ import asyncio
 import contextlib
 
 from bot.guild_session import SESSION_RESUMED_AFTER_RESTART, GuildSessionConfig, session_id_for
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.models import CompactionPolicy, TurnKind
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from tests.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft
 

@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from pipeline.adapters.images import ImageError, ImageErrorCode, ImageLimits, decode_image, hamming
+from pipeline.adapters.ocr import RapidOcrReader
+from pipeline.adapters.openai_api import OpenAIVision
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import SCREEN_NOTE_ADDED, SCREEN_NOTE_SKIPPED, EventEmitter
-from pipeline.images import ImageError, ImageErrorCode, ImageLimits, decode_image, hamming
 from pipeline.models import Note, NoteSource
-from pipeline.ocr import RapidOcrReader
-from pipeline.openai_adapter import OpenAIVision
-from pipeline.screen_notes import (
+from pipeline.testing import FakeClock
+from pipeline.transcript.screen_notes import (
     NotesConfig,
     NoteWriter,
     ScreenNotes,
@@ -28,8 +30,6 @@ from pipeline.screen_notes import (
     TokenBucket,
     parse_vision_text,
 )
-from pipeline.store_redis import RedisSessionStore
-from pipeline.testing import FakeClock
 from tests.conftest import EventLog
 from tests.note_images import hud_png, photo_like_png, png_bytes
 from tests.openai_stub import OpenAIStub, Reply

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.audio import (
+from pipeline.adapters.av_audio import (
     TARGET_RATE,
     PcmFloat32,
     PcmInt16,
@@ -17,9 +17,9 @@ from pipeline.audio import (
     write_opus_ogg,
     write_wav,
 )
-from pipeline.segmenter import Segmenter, SegmenterConfig, Utterance
-from pipeline.testing_audio import ToneSpeech, frames
-from pipeline.vad import EnergyVad
+from pipeline.hearing.segmenter import Segmenter, SegmenterConfig, Utterance
+from pipeline.hearing.vad import EnergyVad
+from pipeline.testing.audio import ToneSpeech, frames
 
 SPEECH = ToneSpeech([f"w{i}" for i in range(60)])
 R = TARGET_RATE
@@ -214,7 +214,7 @@ def test_config_rejects_inconsistent_values() -> None:
         SegmenterConfig(end_of_utterance_ms=2000, max_utterance_s=1.0)
 
 
-# -- the audio that feeds the segmenter (pipeline.audio) ------------------------------------
+# -- the audio that feeds the segmenter (pipeline.adapters.av_audio) ------------------------------------
 
 
 def _tone(freq: float, seconds: float, rate: int) -> PcmInt16:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.session_file import (
+from pipeline.evaluation.session_file import (
     MembershipLine,
     NoteLine,
     ProbeLine,

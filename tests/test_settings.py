@@ -51,7 +51,7 @@ def test_secret_values_are_never_echoed() -> None:
 def test_hearing_settings_reach_the_pipeline_config() -> None:
     """HEARING_VAD and ASR_MAX_QUEUED_PER_SPEAKER end up in the hearing pipeline's config."""
     from bot.runtime import hearing_config
-    from pipeline.vad import VadKind
+    from pipeline.hearing.vad import VadKind
 
     config = hearing_config(load_settings({"HEARING_VAD": "energy", "ASR_MAX_QUEUED_PER_SPEAKER": "5"}))
     assert (VadKind.ENERGY, 5) == (config.vad, config.max_queued_per_speaker)
@@ -124,7 +124,7 @@ def test_local_summary_profile() -> None:
     model's context size asked from the server."""
     from bot.runtime import make_summarizers
     from bot.settings import LOCAL_SUMMARY_MAX_TOKENS, LOCAL_SUMMARY_TIMEOUT_S, SummaryProfile
-    from pipeline.openai_adapter import OpenAISummarizer
+    from pipeline.adapters.openai_api import OpenAISummarizer
 
     with pytest.raises(SettingsError) as info:
         load_settings({"SUMMARY_PROFILE": "local"})

@@ -7,6 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.models import (
     CompactionState,
     FoldCommit,
@@ -18,9 +20,7 @@ from pipeline.models import (
     TurnKind,
 )
 from pipeline.ports import SessionStore
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.store_redis import RedisSessionStore
+from pipeline.transcript.store_memory import InMemorySessionStore
 
 
 def draft(i: int, speaker: str = "Alice") -> TurnDraft:

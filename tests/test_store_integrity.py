@@ -13,14 +13,14 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import SESSION_STORE_DIVERGED, SESSION_STORE_RESEEDED, EventEmitter
 from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, TurnDraft, TurnKind
 from pipeline.ports import SessionStore
-from pipeline.redis_server import PrivateRedisServer
-from pipeline.session import ConversationSession
-from pipeline.store_memory import InMemorySessionStore
-from pipeline.store_redis import RedisSessionStore
 from pipeline.testing import FakeClock
+from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 
 SPEAKERS = ["Alice", "Bob", "James", "Maya"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.compaction.summarizer_offline import last_resort_fold, summarize_extractive
+from pipeline.compaction.summary_validation import RejectReason, validate_summary
 from pipeline.models import Note, SummaryRequest, Turn, TurnKind
-from pipeline.summarizer_offline import last_resort_fold, summarize_extractive
-from pipeline.summary_validation import RejectReason, validate_summary
 
 PREVIOUS = "- Alice: we play the Tokyo map tonight at nine."
 RAINBOW = "\U0001f3f3\ufe0f\u200d\U0001f308"

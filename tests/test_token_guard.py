@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from pipeline.context.token_guard import GuardConfig, GuardResult, TokenGuard, gap_marker, history_budget
 from pipeline.events import CONTEXT_WINDOW_PRUNED, EventEmitter
 from pipeline.ports import TokenCount
-from pipeline.token_guard import GuardConfig, GuardResult, TokenGuard, gap_marker, history_budget
 from tests.conftest import EventLog
 
 SYSTEM = [{"role": "system", "content": "sys"}]

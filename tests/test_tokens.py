@@ -9,9 +9,8 @@ import pytest
 import tiktoken
 import tiktoken.load
 
-from pipeline import tokens
-from pipeline.ports import TokenCount
-from pipeline.tokens import (
+from pipeline.context import tokens
+from pipeline.context.tokens import (
     DEFAULT_CONTEXT_LIMIT,
     Encoding,
     EstimatingCounter,
@@ -20,6 +19,7 @@ from pipeline.tokens import (
     make_token_counter,
     model_info,
 )
+from pipeline.ports import TokenCount
 
 MESSAGES = [
     {"role": "system", "content": "You are Clanky."},

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.audio import read_audio_file
-from pipeline.transcription import WhisperConfig, WhisperTranscriber, _repeats, fitted_frames
-from pipeline.wer import normalize
+from pipeline.adapters.av_audio import read_audio_file
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber, _repeats, fitted_frames
+from pipeline.evaluation.wer import normalize
 
 CLIP = Path(__file__).resolve().parents[1] / "samples" / "audio_night" / "03_james.ogg"
 

@@ -28,12 +28,12 @@ import pytest
 from bot.voice.opus import FRAME_BYTES, FRAME_SAMPLES, OPUS_SILENCE, SAMPLE_RATE
 from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
 from bot.voice.rtp import DropReason, FrameSource, VoiceFrame
-from pipeline.audio import read_audio_file
+from pipeline.adapters.av_audio import read_audio_file
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.events import EventEmitter
-from pipeline.hearing import HearingPipeline
+from pipeline.hearing.pipeline import HearingPipeline
 from pipeline.testing import FakeClock
-from pipeline.testing_audio import ListSink
-from pipeline.transcription import WhisperConfig, WhisperTranscriber
+from pipeline.testing.audio import ListSink
 from tests.fake_voice_gateway import FakeVoiceGateway
 from tests.fake_voice_server import FakeSpeaker, encode_discord_opus, one_byte_extension
 from tests.voice_join_rig import DatagramCounter, SsrcMapped, discord_client

@@ -16,8 +16,8 @@ from bot.notes_api import register_notes_api
 from bot.watch_cli import WatchError, run_watch
 from pipeline.events import EventEmitter
 from pipeline.models import Note
-from pipeline.screen_notes import NotesConfig, NoteWriter, ScreenNotes
 from pipeline.testing import FakeClock
+from pipeline.transcript.screen_notes import NotesConfig, NoteWriter, ScreenNotes
 from tests.note_images import hud_png
 
 TOKEN = "watch-token-0123456789abcdef"

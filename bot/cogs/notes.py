@@ -23,10 +23,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.guild_session import GuildSession, GuildSessionRegistry
-from pipeline.formatting import cap_text
-from pipeline.images import ImageError, ImageErrorCode
+from pipeline.adapters.images import ImageError, ImageErrorCode
+from pipeline.context.formatting import cap_text
 from pipeline.models import Note, NoteSource
-from pipeline.screen_notes import SubmitStatus, Submitted
+from pipeline.transcript.screen_notes import SubmitStatus, Submitted
 
 log = structlog.get_logger("longcall.cogs.notes")
 

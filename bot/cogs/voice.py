@@ -14,10 +14,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.guild_session import ChannelInfo, GuildSessionRegistry, SessionOwnedElsewhere, session_id_for
-from pipeline.formatting import cap_text
+from pipeline.context.formatting import cap_text
+from pipeline.context.reply_context import ReplyContext
 from pipeline.models import CompactionState, ContextSnapshot, StoreUnavailable, Turn, TurnKind
 from pipeline.ports import SessionStore
-from pipeline.reply_context import ReplyContext
 
 log = structlog.get_logger("longcall.cogs.voice")
 

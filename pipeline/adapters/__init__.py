@@ -1,0 +1,1 @@
+"""Adapters: each outside library's one importer (OpenAI, Whisper, Redis, embeddings, audio, images, OCR)."""

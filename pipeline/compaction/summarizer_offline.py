@@ -1,0 +1,225 @@
+"""The offline extractive summarizer: no network, speaker-attributed, bounded.
+
+Used when no API key is configured and as the compactor's fallback when the model keeps
+failing. The summary is a list of facts, one a line, each attributed to who said it:
+
+    - Bob: I keep dying as Hulk on this map
+    - [screen] James: Marvel Rivals, Tokyo map
+
+Each fold scores the sentences of the new batch (names, numbers, commitments, questions
+and preferences score high; filler scores nothing), keeps the best sentence of each turn
+that says something, merges them with the facts already in the summary, and, when the
+result is over budget, drops the lowest-scoring facts first (the oldest among equals). The
+previous summary's facts are re-scored with the same function, so an early, salient fact
+("Bob keeps dying as Hulk") outlives later chatter.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.context.formatting import (
+    CHAT_DELETE_SOURCE,
+    TYPED_TAG,
+    cap_text,
+    corrected_seq,
+    data_field,
+    mmss,
+    one_line,
+    speaker_label,
+)
+from pipeline.models import Note, SummaryRequest, SummaryResult, Turn, TurnKind
+
+MODEL_NAME = "offline-extractive"
+FACT_CAP_CHARS = 120
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[A-Za-z0-9']+")
+_FILLER = re.compile(
+    r"\b(um+|uh+|erm|hmm+|you know|i mean|like,|okay so|ok so|so yeah|yeah|yep|lol|lmao|haha+)\b[,.]?\s*",
+    re.IGNORECASE,
+)
+_KEYWORDS = (
+    "decide", "agree", "let's", "lets ", "we'll", "i'll", "promise", "plan", "going to", "gonna",
+    "bet", "remember", "tomorrow", "tonight", "next", "deadline", "main", "favorite", "favourite",
+    "always", "keep", "never", "hate", "love", "need", "should", "must", "because", "birthday",
+    "named", "called", "owe", "buy", "bought", "rank", "won", "lost", "record", "exam", "due",
+)
+_STOP_CAPS = frozenset({"I", "I'm", "I'll", "I've", "I'd", "OK", "Okay", "Yeah", "Oh", "So", "And", "But"})
+
+
+def salience(text: str) -> float:
+    """How worth keeping a sentence is. Pure and deterministic: old facts re-score the same."""
+    words = _WORD.findall(text)
+    if len(words) < 3:
+        return 0.0
+    score = 1.0
+    caps = [w for w in words[1:] if w[0].isupper() and w not in _STOP_CAPS]
+    score += min(3, len(caps)) * 1.0
+    if any(ch.isdigit() for ch in text):
+        score += 1.0
+    lowered = text.lower()
+    score += 2.0 * min(2, sum(1 for k in _KEYWORDS if k in lowered))
+    if text.rstrip().endswith("?"):
+        score += 1.0
+    if 6 <= len(words) <= 25:
+        score += 0.5
+    if len(words) < 5:
+        score -= 1.0
+    return max(score, 0.0)
+
+
+_WORD_LOOP = re.compile(r"\b(\w+)(?:[\s,]+\1\b){2,}", re.IGNORECASE)
+_PHRASE_LOOP = re.compile(r"\b(\w+(?:\s+\w+){1,5})(?:[\s,.!?]+\1\b){2,}", re.IGNORECASE)
+
+
+def _condense(text: str) -> str:
+    """One sentence made fit for the summary: sanitised (`one_line`), filler out, loops cut
+    ("the the the" -> "the …"), delimiter look-alikes quoted (`data_field`), a run of mostly
+    numbers described instead of copied."""
+    flat = _FILLER.sub("", data_field(text)).strip(" ,")
+    flat = _PHRASE_LOOP.sub(r"\1 …", _WORD_LOOP.sub(r"\1 …", flat))
+    visible = flat.replace(" ", "")
+    if visible and sum(ch.isalpha() for ch in visible) < 0.3 * len(visible):
+        numbers = len(re.findall(r"\d+", flat))
+        flat = f"read out a list of {numbers} numbers" if numbers >= 3 else ""
+    return cap_text(flat, FACT_CAP_CHARS)
+
+
+def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
+    if turn.kind is TurnKind.MEMBERSHIP:
+        return (0.5, f"- {speaker_label(turn.speaker_name)} {_condense(turn.text)}")
+    if turn.kind not in (TurnKind.SPEECH, TurnKind.BOT, TurnKind.CHAT):
+        return None
+    if turn.kind is TurnKind.CHAT and turn.source.startswith(CHAT_DELETE_SOURCE):
+        return None  # a deleted message leaves nothing to keep
+    penalty = 1.5 if turn.kind is TurnKind.BOT or turn.speaker_name == bot_name else 0.0
+    scored = [
+        (salience(c) - penalty, i, c)
+        for i, c in enumerate(_condense(s) for s in _SENTENCE_SPLIT.split(one_line(turn.text)))
+        if c
+    ]
+    # The bot's own words matter less than the people's (penalty). Keep the best sentence,
+    # and a second one from the same turn when it also says something and both fit.
+    top = sorted(scored, reverse=True)[:2]
+    if not top or top[0][0] < 2.0:
+        return None
+    chosen = [top[0]]
+    if len(top) == 2 and top[1][0] >= 3.0 and len(top[0][2]) + len(top[1][2]) < FACT_CAP_CHARS:
+        chosen.append(top[1])
+    text = " ".join(c for _, _, c in sorted(chosen, key=lambda x: x[1]))
+    typed = f" ({TYPED_TAG})" if turn.kind is TurnKind.CHAT else ""
+    return (top[0][0], f"- {speaker_label(turn.speaker_name)}{typed}: {text}")
+
+
+def _provenance(note: Note) -> str:
+    """How and when a live note arrived (`(look, 12:03)`); replayed notes (`screen`) say nothing."""
+    if not note.source or note.source == "screen":
+        return ""
+    return f" ({one_line(note.source)}, {mmss(note.at)})"
+
+
+def _fact_score(line: str) -> float:
+    body = line.split(":", 1)[1] if ":" in line else line
+    bonus = 1.0 if line.startswith("- [screen]") else 0.0
+    return salience(body) + bonus
+
+
+def _key(line: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(line) if len(w) > 3)
+
+
+class OfflineSummarizer:
+    """Extractive, deterministic, instant. Never raises for well-formed input."""
+
+    @property
+    def model(self) -> str:
+        return MODEL_NAME
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return SummaryResult(text=summarize_extractive(request), model=MODEL_NAME)
+
+
+def summarize_extractive(request: SummaryRequest) -> str:
+    """The previous summary's facts plus the batch's, bounded. Every batch leaves a trace:
+    at least one line of it survives (a dated "small talk" line when nothing was salient or
+    new), and when the summary is full the least important older facts make room."""
+    facts: list[tuple[float, int, str]] = []  # (score, order, line)
+    order = 0
+    for raw_line in request.previous_summary.splitlines():
+        line = one_line(raw_line)
+        if not line:
+            continue
+        if not line.startswith("- "):
+            line = f"- {line}"  # a summary written by another summarizer: keep it as facts
+        facts.append((_fact_score(line), order, cap_text(line, FACT_CAP_CHARS + 24)))
+        order += 1
+    seen = [_key(f[2]) for f in facts]
+    new_items: list[tuple[float, float, str]] = [
+        (n.at, 3.0 + salience(n.text), f"- [screen] {speaker_label(n.by)}{_provenance(n)}: {_condense(n.text)}")
+        for n in request.notes
+        if _condense(n.text)
+    ]
+    # A chat message edited or deleted within the same batch is folded as corrected: the
+    # original gives way to its correction (an edit's new text, or nothing for a deletion).
+    superseded = {seq for t in request.turns if (seq := corrected_seq(t)) is not None}
+    for turn in request.turns:
+        if turn.seq in superseded:
+            continue
+        fact = _turn_fact(turn, request.bot_name)
+        if fact is not None:
+            new_items.append((turn.started_at, fact[0], fact[1]))
+    fresh: list[tuple[float, int, str]] = []
+    for _, score, line in sorted(new_items, key=lambda item: item[0]):
+        key = _key(line)
+        # Near-duplicates (same content words mostly) add nothing; keep the first telling.
+        if key and any(len(key & other) >= 0.7 * len(key) for other in seen if other):
+            continue
+        seen.append(key)
+        fresh.append((score, order, line))
+        order += 1
+    if not fresh and request.turns:
+        # Nothing salient or new (filler, repeats): still leave a dated trace of the batch.
+        fresh.append((0.0, order, _small_talk(request.turns, request.bot_name)))
+    kept = sorted(facts + fresh, key=lambda f: f[1])
+    budget = request.max_chars
+    fresh_orders = {f[1] for f in fresh}
+    while len(kept) > 1 and len("\n".join(f[2] for f in kept)) > budget:
+        # Older facts make room first (least important, then oldest); the batch keeps at least one line.
+        pool = [f for f in kept if f[1] not in fresh_orders] or kept
+        kept.remove(min(pool, key=lambda f: (f[0], f[1])))
+    text = "\n".join(f[2] for f in kept)
+    return text if len(text) <= budget else cap_text(text, budget)
+
+
+def _small_talk(turns: tuple[Turn, ...], bot_name: str) -> str:
+    people = [speaker_label(t.speaker_name) for t in turns if t.kind in (TurnKind.SPEECH, TurnKind.BOT)]
+    names = list(dict.fromkeys(people)) or [bot_name]
+    span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
+    return f"- {span} Small talk between {', '.join(names[:6])}."
+
+
+def last_resort_fold(request: SummaryRequest) -> str:
+    """The fold that cannot fail: the previous summary plus one deterministic line naming the
+    batch's speakers and seq range, e.g.
+
+        [02:00–02:31] Alice, Bob: 10 turns, not summarised; see transcript seq 120–129
+
+    Bounded by `max_chars`: the oldest lines of the previous summary make room. Used when
+    neither the model nor the offline summarizer produced a valid summary; it always
+    validates, so the cursor always advances.
+    """
+    turns = request.turns
+    people = [speaker_label(t.speaker_name) for t in turns if t.kind in (TurnKind.SPEECH, TurnKind.BOT)]
+    names = list(dict.fromkeys(people))
+    who = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    if not turns:
+        return request.previous_summary.strip()
+    span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
+    seqs = f"{turns[0].seq}–{turns[-1].seq}"
+    line = f"{span} {who or 'voice channel'}: {len(turns)} turns, not summarised; see transcript seq {seqs}"
+    line = cap_text(line, request.max_chars)
+    lines = [one_line(x) for x in request.previous_summary.splitlines() if x.strip()]
+    while lines and len("\n".join([*lines, line])) > request.max_chars:
+        lines.pop(0)
+    return "\n".join([*lines, line])

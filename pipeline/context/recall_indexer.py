@@ -1,0 +1,273 @@
+"""The session's recall index, kept current at append time and rebuilt from the store.
+
+`ConversationSession` owns one `SessionRecall`: every appended turn and every screen note
+goes into its `RecallIndex` at once (lexical indexing is a tokenisation and a few dict
+updates on the loop), and into a queue for the embedder, which a task owned by the session
+(`run()`, beside the compactor) drains in batches off the event loop. Nothing is ever
+dropped from that queue: when it is full, `add_turn` waits (back-pressure on the append
+path) instead of losing a turn's vector. Vectors are written to the store as float16, so a
+restart reloads them instead of re-embedding the session.
+
+If the embedder cannot load or run, recall logs `recall_dense_unavailable` once and goes
+on lexical-only; it never takes the session down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+import structlog
+
+from pipeline.context.recall import (
+    RecallIndex,
+    Vector,
+    embed_text,
+    note_embed_text,
+    note_key,
+    turn_key,
+)
+from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn, TurnKind
+from pipeline.ports import Embedder, SessionStore
+
+log = structlog.get_logger("longcall.recall")
+
+EMBED_BATCH = 16
+MAX_QUEUED = 1024
+_EMBEDDED_KINDS = frozenset({TurnKind.SPEECH, TurnKind.BOT, TurnKind.EFFECT, TurnKind.THOUGHT})
+
+
+def _reraise_cancellation() -> None:
+    """A cancellation that arrived inside a store call can come back as a connection error
+    (redis-py translates it) and be handled as an outage; a cancelled task must still stop."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+class SessionRecall:
+    """One session's recall index, its embedding queue and its persistence."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        store: SessionStore,
+        embedder: Embedder | None = None,
+        max_queued: int = MAX_QUEUED,
+    ) -> None:
+        self.session_id = session_id
+        self.index = RecallIndex()
+        self._store = store
+        self._embedder = embedder
+        self._dense_ok = embedder is not None
+        self._pending: deque[tuple[str, str]] = deque()
+        self._max_queued = max(1, max_queued)
+        self._wake = asyncio.Event()
+        self._space = asyncio.Event()
+        self._space.set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._running = False
+        self._in_batch = 0
+        self._query_cache: tuple[str, Vector | None] | None = None
+        self.embedded = 0
+        self.embed_failures = 0
+
+    @property
+    def dense_available(self) -> bool:
+        return self._dense_ok
+
+    @property
+    def embedder_model(self) -> str | None:
+        return self._embedder.model if self._embedder is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @property
+    def queued(self) -> int:
+        return len(self._pending) + self._in_batch
+
+    # -- feeding ------------------------------------------------------------------------------
+
+    async def restore(self, turns: Sequence[Turn]) -> None:
+        """Rebuild from the store: every turn, every kept note, and the stored vectors; what
+        has no vector yet is queued for the embedder (unbounded here: `run()` is not running)."""
+        for turn in turns:
+            self.index.add_turn(turn)
+        try:
+            notes = await self._store.load_recall_notes(self.session_id)
+        except StoreUnavailable:
+            notes = []
+            log.warning("recall_restore_degraded", session_id=self.session_id, part="notes")
+        for note in notes:
+            self.index.add_note(note)
+        restored = 0
+        if self._embedder is not None:
+            try:
+                stored = await self._store.load_recall_vectors(self.session_id, self._embedder.model)
+            except StoreUnavailable:
+                stored = {}
+                log.warning("recall_restore_degraded", session_id=self.session_id, part="vectors")
+            for key, blob in stored.items():
+                if self.index.set_vector(key, np.frombuffer(blob, dtype=np.float16)):
+                    restored += 1
+            for turn in turns:
+                key = turn_key(turn.seq)
+                if turn.kind in _EMBEDDED_KINDS and self.index.vector(key) is None:
+                    self._enqueue(key, embed_text(turn))
+            for note in notes:
+                key = note_key(note.note_id)
+                if self.index.vector(key) is None:
+                    self._enqueue(key, note_embed_text(note))
+        if turns or notes:
+            log.info(
+                "recall_index_restored",
+                session_id=self.session_id,
+                docs=len(self.index),
+                vectors_restored=restored,
+                to_embed=len(self._pending),
+            )
+
+    async def add_turn(self, turn: Turn) -> None:
+        if not self.index.add_turn(turn):
+            return
+        if self._dense_ok and turn.kind in _EMBEDDED_KINDS:
+            await self._put(turn_key(turn.seq), embed_text(turn))
+
+    async def add_note(self, note: Note) -> None:
+        if not self.index.add_note(note):
+            return
+        try:
+            await self._store.add_recall_notes(self.session_id, [note])
+        except StoreUnavailable:
+            log.warning("recall_note_not_persisted", session_id=self.session_id, note_id=note.note_id)
+        if self._dense_ok:
+            await self._put(note_key(note.note_id), note_embed_text(note))
+
+    async def _put(self, key: str, text: str) -> None:
+        while self._running and len(self._pending) >= self._max_queued:
+            self._space.clear()
+            await self._space.wait()
+        self._enqueue(key, text)
+
+    def _enqueue(self, key: str, text: str) -> None:
+        self._pending.append((key, text))
+        self._idle.clear()
+        self._wake.set()
+
+    # -- the embedding task -------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Drain the queue in batches through the embedder. Cancel to stop."""
+        self._running = True
+        try:
+            while True:
+                if not self._pending:
+                    self._in_batch = 0
+                    self._idle.set()
+                    self._space.set()
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                batch = [self._pending.popleft() for _ in range(min(EMBED_BATCH, len(self._pending)))]
+                self._in_batch = len(batch)
+                self._space.set()
+                await self._embed_batch(batch)
+                _reraise_cancellation()
+        finally:
+            self._running = False
+            self._space.set()
+
+    async def _embed_batch(self, batch: list[tuple[str, str]]) -> None:
+        if not self._dense_ok or self._embedder is None:
+            return
+        try:
+            vectors = await self._embedder.embed([text for _, text in batch])
+        except EmbeddingUnavailable as err:
+            self._disable_dense(str(err))
+            return
+        except Exception as err:  # one failed batch must not stop indexing the rest
+            self.embed_failures += 1
+            log.warning("recall_embed_failed", session_id=self.session_id, error_class=type(err).__name__,
+                        batch=len(batch))
+            return
+        blobs: dict[str, bytes] = {}
+        for (key, _), vector in zip(batch, vectors, strict=False):
+            if self.index.set_vector(key, vector):
+                stored = self.index.vector(key)
+                if stored is not None:
+                    blobs[key] = stored.astype(np.float16).tobytes()
+        self.embedded += len(blobs)
+        if blobs:
+            try:
+                await self._store.save_recall_vectors(self.session_id, self._embedder.model, blobs)
+            except StoreUnavailable:
+                log.warning("recall_vectors_not_persisted", session_id=self.session_id, count=len(blobs))
+
+    def _disable_dense(self, reason: str) -> None:
+        if self._dense_ok:
+            log.warning(
+                "recall_dense_unavailable",
+                session_id=self.session_id,
+                model=self.embedder_model,
+                reason=reason[:200],
+            )
+        self._dense_ok = False
+        self._pending.clear()
+
+    async def wait_idle(self) -> None:
+        """Wait until every queued turn has its vector (replay and tests; live callers don't).
+        Needs `run()` to be running (or about to start) whenever something is queued."""
+        if self._running or self._pending:
+            await self._idle.wait()
+
+    # -- queries --------------------------------------------------------------------------------
+
+    async def prepare_query(self, current: Turn) -> None:
+        """Embed `current` off the loop ahead of a synchronous build (the live reply path), so
+        `query_vector` finds it cached; a failure only means a lexical-only query."""
+        if not self._dense_ok or self._embedder is None:
+            return
+        indexed = self.index.turn(current.seq)
+        has_vector = self.index.vector(turn_key(current.seq)) is not None
+        if indexed is not None and indexed.text == current.text and has_vector:
+            return
+        text = embed_text(current)
+        if self._query_cache is not None and self._query_cache[0] == text:
+            return
+        try:
+            rows = await self._embedder.embed([text])
+        except EmbeddingUnavailable as err:
+            self._disable_dense(str(err))
+            return
+        except Exception as err:
+            log.warning("recall_query_embed_failed", session_id=self.session_id, error_class=type(err).__name__)
+            return
+        if rows:
+            self._query_cache = (text, np.asarray(rows[0], dtype=np.float32))
+
+    def query_vector(self, current: Turn) -> Vector | None:
+        """The current turn's vector: its own when it is indexed already, else a synchronous
+        embedding of it (one short text; None from a network-backed embedder)."""
+        if not self._dense_ok or self._embedder is None:
+            return None
+        vector = self.index.vector(turn_key(current.seq))
+        indexed = self.index.turn(current.seq)
+        if vector is not None and indexed is not None and indexed.text == current.text:
+            return vector
+        text = embed_text(current)
+        if self._query_cache is not None and self._query_cache[0] == text:
+            return self._query_cache[1]
+        try:
+            raw = self._embedder.embed_now(text)
+        except EmbeddingUnavailable as err:
+            self._disable_dense(str(err))
+            return None
+        result = np.asarray(raw, dtype=np.float32) if raw is not None else None
+        self._query_cache = (text, result)
+        return result

@@ -1,0 +1,137 @@
+"""The brain's prompt: OpenAI chat messages for one reply (DESIGN.md section 4). Pure.
+
+Order:
+
+1. system: the persona and rules (`prompts/persona.txt`, `{bot_name}` filled in);
+2. system: participant memory, when there is any;
+3. system: `Earlier in this session (summary of turns 0–N): ...`, when a summary exists;
+4. system: `[N earlier turns not shown]`, only if the token guard hid turns;
+5. every verbatim turn of the snapshot (it starts at the compaction cursor), one message
+   each: people as `user` with `Speaker: text`; the bot's own spoken turns as `assistant`
+   with the bare text (a `Clanky:` prefix there teaches the model to say its own name
+   before every reply, which TTS then reads out); membership, effect and thought turns as
+   `user` lines tagged `[voice]`, `[effect]`, `[bot thought]` (see `pipeline.context.formatting`);
+6. system: `From earlier in this session ...` -- recalled old lines (`pipeline.context.recall`), when
+   there are any: ephemeral, right before the current turn so the cacheable prefix above it
+   stays the same from reply to reply; the token guard drops it after the older-than-window
+   turns and before the window's own;
+7. the current turn, rendered the same way.
+
+Transcript text appears inside the message of its own turn, behind its speaker label. The
+one exception is the recall section, where each old turn is one escaped line
+(`[mm:ss] Speaker: text`, rendered by `pipeline.context.formatting`, whitespace collapsed so no line
+can pose as a header or a new speaker) under a header that calls them quoted data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.context.formatting import cap_text, note_line, render_turn_line
+from pipeline.context.token_guard import GuardConfig, Message, TokenGuard
+from pipeline.events import EventEmitter
+from pipeline.models import CompactionPolicy, ContextSnapshot, Turn, TurnKind
+from pipeline.ports import TokenCount, TokenCounter
+from pipeline.prompts import render_prompt
+
+PERSONA_PROMPT = "persona"
+MEMORY_HEADER = "What you remember about the people here:"
+SCREEN_HEADER = "On screen now (screen-watch notes, newest last):"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyContext:
+    """The messages for one reply, and what the token guard did to get them."""
+
+    messages: list[Message]
+    tokens: TokenCount
+    shown_seqs: tuple[int, ...]  # verbatim turns shown (the current turn not included)
+    pruned_seqs: tuple[int, ...]  # verbatim turns the guard hid, oldest first
+    urge_compaction: bool
+    history_budget: int
+    recall_chars: int = 0  # chars of the recall section sent (0: none, or the guard dropped it)
+
+
+def summary_header(covered_through_turn: int) -> str:
+    return f"Earlier in this session (summary of turns 0–{covered_through_turn}):"
+
+
+def turn_message(turn: Turn, *, cap: int) -> Message:
+    """One transcript turn as one chat message."""
+    if turn.kind is TurnKind.BOT:
+        # The bot's own words, as it said them: no name label (see the module docstring).
+        return {"role": "assistant", "content": cap_text(turn.text, cap)}
+    return {"role": "user", "content": render_turn_line(turn, cap)}
+
+
+def system_prompt(bot_name: str, persona: str | None = None) -> str:
+    """The persona text (the `persona` prompt unless given) with `{bot_name}` filled in."""
+    if persona is None:
+        return render_prompt(PERSONA_PROMPT, bot_name=bot_name)
+    return persona.replace("{bot_name}", bot_name)
+
+
+def build_reply_messages(
+    snapshot: ContextSnapshot,
+    current: Turn,
+    *,
+    bot_name: str,
+    counter: TokenCounter,
+    context_limit: int,
+    persona: str | None = None,
+    participant_memory: str | None = None,
+    policy: CompactionPolicy | None = None,
+    guard: TokenGuard | None = None,
+    guard_config: GuardConfig | None = None,
+    events: EventEmitter | None = None,
+    recall_section: str = "",
+    window_start_seq: int | None = None,
+) -> ReplyContext:
+    """The chat messages for replying to `current`, given the session's snapshot.
+
+    Pass the session's own `guard` so pruning has hysteresis across replies; without one a
+    fresh guard (built from `guard_config`) judges this call alone. `recall_section` is the
+    rendered recall text (`RecallResult.render()`); `window_start_seq` is the first seq of the
+    verbatim window proper (the planner's `recent_start`), which sets its drop order.
+    """
+    cap = (policy or CompactionPolicy()).turn_text_cap_chars
+    system: list[Message] = [{"role": "system", "content": system_prompt(bot_name, persona)}]
+    memory = (participant_memory or "").strip()
+    if memory:
+        system.append({"role": "system", "content": f"{MEMORY_HEADER}\n{memory}"})
+    summary = snapshot.summary.strip()
+    if summary:
+        header = summary_header(snapshot.covered_through_turn)
+        system.append({"role": "system", "content": f"{header}\n{summary}"})
+    if snapshot.live_notes:
+        # What is on people's screens now (newest notes; older ones are folded into the summary).
+        lines = "\n".join(note_line(n) for n in snapshot.live_notes)
+        system.append({"role": "system", "content": f"{SCREEN_HEADER}\n{lines}"})
+
+    # The snapshot starts at the cursor; anything older is already in the summary. The
+    # current turn may already be the snapshot's newest turn: show it once, last.
+    verbatim = [
+        (turn.seq, turn_message(turn, cap=cap))
+        for turn in snapshot.turns
+        if turn.seq >= snapshot.cursor and turn.seq != current.seq
+    ]
+    recall_messages: list[Message] = [{"role": "system", "content": recall_section}] if recall_section else []
+    result = (guard or TokenGuard(guard_config)).apply(
+        system_messages=system,
+        turn_messages=verbatim,
+        current_messages=[turn_message(current, cap=cap)],
+        counter=counter,
+        context_limit=context_limit,
+        events=events,
+        optional_messages=recall_messages,
+        optional_before_seq=window_start_seq,
+    )
+    return ReplyContext(
+        messages=result.messages,
+        tokens=result.tokens,
+        shown_seqs=result.shown_seqs,
+        pruned_seqs=result.pruned_seqs,
+        urge_compaction=result.urge_compaction,
+        history_budget=result.history_budget,
+        recall_chars=len(recall_section) if recall_section and not result.optional_dropped else 0,
+    )

@@ -1,0 +1,1 @@
+"""Evaluation: session files, replay, WER and comparison reports for measuring the pipeline."""

@@ -1,0 +1,455 @@
+"""`longcall compare`: one replay, every memory mode judged at the same moment.
+
+At each probe of a session the same question is put to four contexts built from the same
+session state (same transcript, same summary, same cursor):
+
+- `drop-oldest`: only the last W turns verbatim, no summary (what a bot without memory has);
+- `rolling`: the reply builder as it is without recall (summary + verbatim window);
+- `rolling+recall`: the same builder with the recall section ("From earlier in this session");
+- `ceiling`: the whole transcript so far (turns and screen notes). A probe whose answer never
+  appears verbatim there is a miss for the ceiling too: it counts against the ceiling, not
+  against a mode.
+
+One replay for all modes (rather than `replay --mode` three times) keeps the conditions
+identical and costs a third of the CPU. The report's keys are documented in
+`COMPARE_REPORT_KEYS`; the HTML page is pipeline/evaluation/compare_report.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.context.model_context import ModelContext, ModelContextConfig
+from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplayOptions
+from pipeline.evaluation.session_file import NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
+from pipeline.models import Turn, TurnKind
+from pipeline.ports import SessionStore, Summarizer
+from pipeline.transcript.session import ConversationSession
+
+SCHEMA = "longcall.compare/1"
+MODES = ("drop-oldest", "rolling", "rolling+recall", "ceiling")
+CONTEXT_RECALL_EVENT = "context_recall"
+# Buckets of "how far back the answer was said", in turns before the probe (upper bound exclusive).
+AGE_BUCKETS = ((0, 50), (50, 150), (150, 300), (300, 500), (500, 800), (800, 10**9))
+
+COMPARE_REPORT_KEYS: dict[str, str] = {
+    "schema": "format id, 'longcall.compare/1'",
+    "modes": "the modes, in order: drop-oldest, rolling, rolling+recall, ceiling",
+    "recall_available": "true when the rolling+recall mode ran (false only if no session had recall)",
+    "recall_dense": "true when every session's recall had its dense side (an embedder that loaded)",
+    "recall_config": "the RecallConfig fields the rolling+recall mode used",
+    "sessions": "one row per session: session, turns, probes, hits {mode: n}, retention {mode: r}, wall_s",
+    "probes": "number of probes over all sessions",
+    "hits": "{mode: probes whose expected answer is in that mode's context}",
+    "retention": "{mode: hits / probes} (null for an unavailable mode)",
+    "recall_vs_rolling": "retention[rolling+recall] / retention[rolling] (null if rolling is 0 or recall absent)",
+    "recall_vs_ceiling": "retention[rolling+recall] / retention[ceiling]",
+    "by_age": "rows {bucket, min_turns, max_turns, probes, <mode>: retention}: by turns between answer and probe",
+    "by_tag": "{tag: {probes, <mode>: retention}} for lexical / reworded / multi-turn (from the session file)",
+    "by_category": "{category: {probes, <mode>: retention}} (the source's question types)",
+    "context": "{mode: {chars_p50, chars_max, tokens_p50, tokens_max}} over the probes: session content "
+               "only (no persona prompt, no question); tokens as the brain's counter counts them",
+    "series": "context size over session time, sampled every 50 turns with the newest turn as the current one: "
+              "rows {session, t, turn, drop-oldest, rolling, rolling+recall, transcript} in chars (the reply "
+              "modes with every message, persona prompt included), and rolling_tokens / recall_tokens",
+    "recall_latency_ms": "{p50, p95, max, samples}: the context_recall events' latency_ms (recall only)",
+    "build_ms": "{mode: {p50, p95}}: wall time of one reply build per mode at the probes (rolling+recall "
+                "includes the query embedding when dense recall is on)",
+    "by_probe": "rows {session, question, expect_any, expect_all, tags, category, age_turns, age_s, "
+                "<mode>: hit, chars {mode: n}}",
+}
+
+
+def recall_config(base: ModelContextConfig, *, enabled: bool, **overrides: Any) -> ModelContextConfig:
+    """`base` with recall switched on or off (and any RecallConfig fields overridden)."""
+    return dataclasses.replace(base, recall=dataclasses.replace(base.recall, enabled=enabled, **overrides))
+
+
+def _session_text(messages: Sequence[dict[str, str]] | Sequence[Any]) -> str:
+    """The session content of a reply: not the persona prompt (first) nor the question (last)."""
+    return "\n".join(str(m["content"]) for m in list(messages)[1:-1])
+
+
+def _all_chars(messages: Sequence[Any]) -> int:
+    return sum(len(str(m["content"])) for m in messages)
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
+
+
+def read_probe_meta(path: Path) -> list[dict[str, Any]]:
+    """The probe lines' extra fields (evidence, tags, category), in file order."""
+    file = path / "session.jsonl" if path.is_dir() else path
+    rows = []
+    for raw in file.read_text(encoding="utf-8").splitlines():
+        if raw.strip():
+            data = json.loads(raw)
+            if isinstance(data, dict) and data.get("type") == "probe":
+                rows.append(data)
+    return rows
+
+
+class CompareReplayer(Replayer):
+    """A replay whose probes are judged under every mode. `await run()` returns the replay
+    report with `compare` rows added; `probe_rows` and `series` hold the comparison."""
+
+    def __init__(
+        self,
+        session_file: SessionFile,
+        *,
+        store: SessionStore,
+        summarizer: Summarizer | None,
+        fallback: Summarizer | None,
+        options: ReplayOptions,
+        out_dir: Path,
+        probe_meta: Sequence[dict[str, Any]] = (),
+        recall_overrides: dict[str, Any] | None = None,
+        sample_every: int = 50,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        if session_file.audio_dir is not None:
+            raise ValueError("longcall compare takes transcript sessions (an audio session: use replay)")
+        base = options.model_context
+        rolling = recall_config(base, enabled=False)
+        self._recall_config: ModelContextConfig | None = recall_config(base, enabled=True, **(recall_overrides or {}))
+        super().__init__(
+            session_file, store=store, summarizer=summarizer, fallback=fallback,
+            options=dataclasses.replace(options, model_context=rolling), out_dir=out_dir, progress=progress,
+        )
+        self._meta = list(probe_meta)
+        self._probe_index = 0
+        self._sample_every = max(1, sample_every)
+        self._window = options.policy.window
+        self._recall: ModelContext | None = None
+        self._transcript: list[tuple[int, float, str, str]] = []  # (seq, t, speaker, text)
+        self._notes: list[str] = []
+        self._line_seq: dict[int, int] = {}  # index among the file's turn lines -> seq
+        self._turn_lines = 0
+        self.compare_rows: list[dict[str, Any]] = []
+        self.compare_series: list[dict[str, Any]] = []
+        self.build_ms: dict[str, list[float]] = {m: [] for m in MODES[:3]}
+
+    @property
+    def recall_available(self) -> bool:
+        return self._recall_config is not None
+
+    @property
+    def recall_dense(self) -> bool:
+        return self._session is not None and self._session.recall.dense_available
+
+    @property
+    def recall_fields(self) -> dict[str, Any]:
+        return dataclasses.asdict(self._recall_config.recall) if self._recall_config is not None else {}
+
+    async def _on_line(self, line: SessionLine) -> None:
+        session = self._session
+        assert session is not None
+        if self._recall is None and self._recall_config is not None:
+            self._recall = ModelContext(session, self._recall_config)
+        if isinstance(line, NoteLine):
+            self._notes.append(line.text)
+        await super()._on_line(line)
+        if isinstance(line, TurnLine):
+            self._line_seq[self._turn_lines] = session.total_turns - 1
+            self._turn_lines += 1
+
+    async def _append(
+        self, session: ConversationSession, kind: TurnKind, *, speaker_id: str, name: str, text: str, t: float
+    ) -> None:
+        await super()._append(session, kind, speaker_id=speaker_id, name=name, text=text, t=t)
+        self._transcript.append((session.total_turns - 1, t, name, text))
+        if session.total_turns % self._sample_every == 0:
+            await session.settle()  # recall's vectors too: a sample must not depend on timing
+            self._sample_series(session)
+
+    def _drop_oldest_text(self) -> str:
+        return "\n".join(f"{speaker}: {text}" for _, _, speaker, text in self._transcript[-self._window:])
+
+    def _ceiling_text(self) -> str:
+        return "\n".join([*(f"{speaker}: {text}" for _, _, speaker, text in self._transcript), *self._notes])
+
+    def _sample_series(self, session: ConversationSession) -> None:
+        assert self._context is not None
+        current = session.recent(1)
+        if not current:
+            return
+        rolling = self._context.reply(current[-1])
+        row: dict[str, Any] = {
+            "session": self._file.header.title or self._file.path.stem,
+            "t": current[-1].started_at,
+            "turn": current[-1].seq,
+            "drop-oldest": len(self._drop_oldest_text()),
+            "rolling": _all_chars(rolling.messages),
+            "rolling+recall": None,
+            "transcript": sum(len(speaker) + len(text) + 3 for _, _, speaker, text in self._transcript),
+            "rolling_tokens": rolling.tokens.tokens,
+            "recall_tokens": None,
+        }
+        if self._recall is not None:
+            recalled = self._recall.reply(current[-1])
+            row["rolling+recall"] = _all_chars(recalled.messages)
+            row["recall_tokens"] = recalled.tokens.tokens
+        self.compare_series.append(row)
+
+    def _probe(self, session: ConversationSession, probe: ProbeLine) -> None:
+        assert self._context is not None
+        meta = self._meta[self._probe_index] if self._probe_index < len(self._meta) else {}
+        self._probe_index += 1
+        super()._probe(session, probe)  # the replay report's own probe row (rolling)
+        total = session.total_turns
+        question = Turn(
+            seq=total, kind=TurnKind.SPEECH, speaker_id="probe", speaker_name="Someone", text=probe.question,
+            started_at=probe.t, ended_at=probe.t,
+        )
+        t0 = time.perf_counter()
+        rolling = self._context.reply(question)
+        self.build_ms["rolling"].append((time.perf_counter() - t0) * 1000)
+        rolling_text = _session_text(rolling.messages)
+        drop_text = self._drop_oldest_text()
+        ceiling_text = self._ceiling_text()
+        hits: dict[str, bool | None] = {
+            "drop-oldest": probe.check(drop_text),
+            "rolling": probe.check(rolling_text),
+            "rolling+recall": None,
+            "ceiling": probe.check(ceiling_text),
+        }
+        chars: dict[str, int | None] = {
+            "drop-oldest": len(drop_text),
+            "rolling": len(rolling_text),
+            "rolling+recall": None,
+            "ceiling": len(ceiling_text),
+        }
+        counter = self._context.counter
+        tokens: dict[str, int | None] = {
+            "drop-oldest": counter.count_text(drop_text).tokens,
+            "rolling": rolling.tokens.tokens,
+            "rolling+recall": None,
+            "ceiling": counter.count_text(ceiling_text).tokens,
+        }
+        self.build_ms["drop-oldest"].append(0.0)
+        if self._recall is not None:
+            t1 = time.perf_counter()
+            recalled = self._recall.reply(question)
+            self.build_ms["rolling+recall"].append((time.perf_counter() - t1) * 1000)
+            text = _session_text(recalled.messages)
+            hits["rolling+recall"] = probe.check(text)
+            chars["rolling+recall"] = len(text)
+            tokens["rolling+recall"] = recalled.tokens.tokens
+        age_turns, age_s = self._age(meta, probe, total)
+        self.compare_rows.append({
+            "session": self._file.header.title or self._file.path.stem,
+            "t": probe.t,
+            "at_turn": total,
+            "question": probe.question,
+            "expect_any": list(probe.expect_any),
+            "expect_all": list(probe.expect_all),
+            "tags": list(meta.get("tags", [])),
+            "category": meta.get("category"),
+            "age_turns": age_turns,
+            "age_s": age_s,
+            **hits,
+            "chars": chars,
+            "tokens": tokens,
+        })
+
+    def _age(self, meta: dict[str, Any], probe: ProbeLine, total: int) -> tuple[int | None, float | None]:
+        """Turns and seconds between the (latest) answer turn and the probe: from the probe's
+        `evidence` when the file names it, else the latest turn that holds an expected answer."""
+        seqs = [self._line_seq[i] for i in meta.get("evidence", []) if i in self._line_seq]
+        if not seqs:
+            for seq, _, _, text in reversed(self._transcript):
+                if any(ProbeLine(t=0, question="", expect_any=(e,)).check(text)
+                       for e in (*probe.expect_any, *probe.expect_all)):
+                    seqs = [seq]
+                    break
+        if not seqs:
+            return None, None
+        latest = max(seqs)
+        said_at = next((t for seq, t, _, _ in self._transcript if seq == latest), probe.t)
+        return total - latest, round(probe.t - said_at, 1)
+
+    def recall_latencies(self) -> list[float]:
+        """latency_ms of the context_recall events this run wrote."""
+        path = self._out_dir / "events.jsonl"
+        out: list[float] = []
+        if path.is_file():
+            for raw in path.read_text(encoding="utf-8").splitlines():
+                event = json.loads(raw)
+                if event.get("event") == CONTEXT_RECALL_EVENT and "latency_ms" in event:
+                    out.append(float(event["latency_ms"]))
+        return out
+
+
+def _retention(rows: Sequence[dict[str, Any]], mode: str) -> float | None:
+    values = [r[mode] for r in rows if r[mode] is not None]
+    if not rows or len(values) < len(rows):
+        return None
+    return round(sum(1 for v in values if v) / len(rows), 3)
+
+
+def _by(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {"probes": len(rows), **{m: _retention(rows, m) for m in MODES}}
+
+
+def aggregate(
+    runs: Sequence[dict[str, Any]], *, recall_available: bool, recall_dense: bool = False,
+    recall: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One comparison report over sessions. Each run: {session, turns, wall_s, rows, series,
+    recall_latency_ms, build_ms}."""
+    rows = [r for run in runs for r in run["rows"]]
+    hits = {m: (sum(1 for r in rows if r[m]) if all(r[m] is not None for r in rows) else None) for m in MODES}
+    retention = {m: _retention(rows, m) for m in MODES}
+    rr, ro, ce = retention["rolling+recall"], retention["rolling"], retention["ceiling"]
+    by_age = []
+    for low, high in AGE_BUCKETS:
+        bucket = [r for r in rows if r["age_turns"] is not None and low <= r["age_turns"] < high]
+        if bucket:
+            label = f"{low}-{high}" if high < 10**9 else f"{low}+"
+            by_age.append({"bucket": label, "min_turns": low, "max_turns": high, **_by(bucket)})
+    unknown = [r for r in rows if r["age_turns"] is None]
+    if unknown:
+        by_age.append({"bucket": "never verbatim", "min_turns": None, "max_turns": None, **_by(unknown)})
+    tags = sorted({t for r in rows for t in r["tags"]})
+    categories = sorted({str(r["category"]) for r in rows if r["category"] is not None})
+    context: dict[str, Any] = {}
+    for mode in MODES:
+        chars = [r["chars"][mode] for r in rows if r["chars"].get(mode) is not None]
+        toks = [r["tokens"][mode] for r in rows if r["tokens"].get(mode) is not None]
+        context[mode] = {
+            "chars_p50": int(statistics.median(chars)) if chars else None,
+            "chars_max": max(chars) if chars else None,
+            "tokens_p50": int(statistics.median(toks)) if toks else None,
+            "tokens_max": max(toks) if toks else None,
+        }
+    latencies = [x for run in runs for x in run["recall_latency_ms"]]
+    build = {m: [x for run in runs for x in run["build_ms"].get(m, [])] for m in MODES[:3]}
+    return {
+        "schema": SCHEMA,
+        "modes": list(MODES),
+        "recall_available": recall_available,
+        "recall_dense": recall_dense,
+        "recall_config": recall or {},
+        "sessions": [
+            {
+                "session": run["session"], "turns": run["turns"], "probes": len(run["rows"]), "wall_s": run["wall_s"],
+                "hits": {m: sum(1 for r in run["rows"] if r[m]) for m in MODES},
+                "retention": {m: _retention(run["rows"], m) for m in MODES},
+            }
+            for run in runs
+        ],
+        "probes": len(rows),
+        "hits": hits,
+        "retention": retention,
+        "recall_vs_rolling": round(rr / ro, 2) if rr is not None and ro else None,
+        "recall_vs_ceiling": round(rr / ce, 3) if rr is not None and ce else None,
+        "by_age": by_age,
+        "by_tag": {t: _by([r for r in rows if t in r["tags"]]) for t in tags},
+        "by_category": {c: _by([r for r in rows if str(r["category"]) == c]) for c in categories},
+        "context": context,
+        "series": [row for run in runs for row in run["series"]],
+        "recall_latency_ms": {
+            "p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2),
+            "max": round(max(latencies), 2) if latencies else 0.0, "samples": len(latencies),
+        },
+        "build_ms": {m: {"p50": round(_pct(v, 0.5), 2), "p95": round(_pct(v, 0.95), 2)} for m, v in build.items()},
+        "by_probe": rows,
+    }
+
+
+async def compare_session(
+    path: Path,
+    session_file: SessionFile,
+    *,
+    store: SessionStore,
+    summarizer: Summarizer | None,
+    fallback: Summarizer | None,
+    options: ReplayOptions,
+    out_dir: Path,
+    recall_overrides: dict[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
+) -> tuple[dict[str, Any], CompareReplayer]:
+    """Replay one session under every mode; returns (run row for `aggregate`, the replayer)."""
+    replayer = CompareReplayer(
+        session_file, store=store, summarizer=summarizer, fallback=fallback, options=options, out_dir=out_dir,
+        probe_meta=read_probe_meta(path), recall_overrides=recall_overrides, progress=progress,
+    )
+    try:
+        report = await replayer.run()
+    finally:
+        await store.delete_session(replayer.session_id)
+    run = {
+        "session": report["session"],
+        "turns": report["turns"],
+        "wall_s": report["wall_s"],
+        "rows": replayer.compare_rows,
+        "series": replayer.compare_series,
+        "recall_latency_ms": replayer.recall_latencies(),
+        "build_ms": replayer.build_ms,
+    }
+    return run, replayer
+
+
+def session_paths(paths: Sequence[Path]) -> list[Path]:
+    """Files as given; a folder holding session.jsonl is one session; any other folder means
+    every *.jsonl in it (sorted), e.g. samples/eval/heldout."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir() and not (path / "session.jsonl").is_file():
+            out.extend(sorted(p for p in path.glob("*.jsonl") if p.is_file()))
+        else:
+            out.append(path)
+    return out
+
+
+async def run_compare(
+    paths: Sequence[Path],
+    *,
+    store: SessionStore,
+    summarizer: Summarizer | None,
+    fallback: Summarizer | None,
+    options: ReplayOptions,
+    out: Path,
+    recall_overrides: dict[str, Any] | None = None,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Compare every session in `paths`; write out/compare.json and out/compare.html.
+    `progress(label)` may return a per-session progress callback."""
+    from pipeline.evaluation.session_file import load_session_file
+
+    runs = []
+    replayers = []
+    for path in session_paths(paths):
+        session_file = load_session_file(path)
+        run, replayer = await compare_session(
+            path, session_file, store=store, summarizer=summarizer, fallback=fallback, options=options,
+            out_dir=out / path.stem, recall_overrides=recall_overrides,
+            progress=progress(path.name) if progress is not None else None,
+        )
+        runs.append(run)
+        replayers.append(replayer)
+    report = aggregate(
+        runs, recall_available=any(r.recall_available for r in replayers),
+        recall_dense=bool(replayers) and all(r.recall_dense for r in replayers),
+        recall=replayers[0].recall_fields if replayers else None,
+    )
+    write_report(report, out)
+    return report
+
+
+def write_report(report: dict[str, Any], out: Path) -> None:
+    from pipeline.evaluation.compare_report import render_compare_html
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    (out / "compare.html").write_text(render_compare_html(report), encoding="utf-8")

@@ -1,0 +1,107 @@
+"""The human replay report: one self-contained HTML page with an inline SVG plot. Pure."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.context.formatting import mmss
+
+Series = Sequence[tuple[float, int, int, int]]  # (t, total turns, cursor, summary chars)
+
+_W, _H, _PAD = 760, 260, 40
+
+
+def _polyline(points: list[tuple[float, float]], color: str) -> str:
+    coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    return f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{coords}"/>'
+
+
+def render_plot(series: Series) -> str:
+    """Turns appended vs compaction cursor over session time, and summary length."""
+    if not series:
+        return "<p>No data.</p>"
+    t_max = max(s[0] for s in series) or 1.0
+    n_max = max(s[1] for s in series) or 1
+    c_max = max(1200, *(s[3] for s in series))
+
+    def xy(t: float, v: float, vmax: float) -> tuple[float, float]:
+        return (_PAD + (_W - 2 * _PAD) * t / t_max, _H - _PAD - (_H - 2 * _PAD) * v / vmax)
+
+    total = _polyline([xy(s[0], s[1], n_max) for s in series], "#1f77b4")
+    cursor = _polyline([xy(s[0], s[2], n_max) for s in series], "#2ca02c")
+    chars = _polyline([xy(s[0], s[3], c_max) for s in series], "#ff7f0e")
+    axes = (
+        f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#444"/>'
+        f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_H - _PAD}" stroke="#444"/>'
+        f'<text x="{_PAD}" y="{_H - 10}" font-size="11">0:00</text>'
+        f'<text x="{_W - _PAD - 40}" y="{_H - 10}" font-size="11">{mmss(t_max)}</text>'
+        f'<text x="4" y="{_PAD - 8}" font-size="11">{n_max} turns / {c_max} chars</text>'
+    )
+    legend = (
+        f'<text x="{_W - 260}" y="20" font-size="12" fill="#1f77b4">turns appended</text>'
+        f'<text x="{_W - 160}" y="20" font-size="12" fill="#2ca02c">cursor (folded)</text>'
+        f'<text x="{_W - 260}" y="36" font-size="12" fill="#ff7f0e">summary chars (right scale)</text>'
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" role="img" '
+        f'aria-label="turns and cursor over time">{axes}{total}{cursor}{chars}{legend}</svg>'
+    )
+
+
+def render_html(report: dict[str, Any], series: Series) -> str:
+    esc = html.escape
+    probes = "".join(
+        f"<tr><td>{mmss(float(r['t']))}</td><td>{r['at_turn']}</td><td>{esc(r['question'])}</td>"
+        f"<td>{esc(', '.join(r['expect_any'] + r['expect_all']))}</td>"
+        f"<td class={'hit' if r['hit'] else 'miss'}>{'hit' if r['hit'] else 'miss'}</td>"
+        f"<td>{esc(r['found_in'])}</td><td>{r['context_tokens']}</td></tr>"
+        for r in report.get("by_probe", [])
+    )
+    comp = report["compactions"]
+    skipped = ", ".join(f"{esc(k)}: {v}" for k, v in comp["skipped"].items()) or "none"
+    tokens = report["context_tokens"]
+    tok = f"{tokens['p50']} / {tokens['max']}" + ("" if tokens["exact"] else " (~ estimated)")
+    probes_total = report["probes"]["total"]
+    retention = report["probes"]["retention"]
+    wer = ""
+    if "wer" in report:
+        wer = f"<tr><th>Word error rate</th><td>{float(report['wer']) * 100:.1f}%</td></tr>"
+        if "speaker_attribution" in report:
+            wer += f"<tr><th>Speaker attribution</th><td>{float(report['speaker_attribution']) * 100:.1f}%</td></tr>"
+    rows = [
+        ("Turns", report["turns"]),
+        ("Lost turns", report["lost_turns"]),
+        ("Session length", mmss(float(report["duration_s"]))),
+        ("Summarizer", esc(str(report["summarizer"]))),
+        ("Compactions", f"{comp['completed']} completed, {comp['failed']} failed; skipped: {skipped}"),
+        ("Folded by", ", ".join(f"{esc(k)}: {v}" for k, v in comp.get("by_outcome", {}).items()) or "none"),
+        ("Failed by reason", ", ".join(f"{esc(k)}: {v}" for k, v in comp.get("failed_by_reason", {}).items())
+         or "none"),
+        ("Cursor / covered through", f"{report['cursor']} / {report['covered_through_turn']}"),
+        ("Summary chars (max)", report["summary_chars_max"]),
+        ("Context tokens p50 / max", tok),
+        ("Probes", f"{report['probes']['hit']} of {probes_total} hit"
+         + (f" ({retention * 100:.0f}% retention)" if retention is not None else "")),
+    ]
+    table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + wer
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>longcall replay: {esc(str(report['session']))}</title>
+<style>
+body{{font-family:system-ui,sans-serif;margin:2rem;max-width:60rem;color:#222}}
+table{{border-collapse:collapse;margin:1rem 0}} th,td{{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}}
+.hit{{color:#1a7f37;font-weight:600}} .miss{{color:#b42318;font-weight:600}}
+pre{{white-space:pre-wrap;background:#f6f8fa;padding:1rem;border-radius:6px}}
+</style></head><body>
+<h1>Replay: {esc(str(report['session']))}</h1>
+<table>{table}</table>
+<h2>Turns and compaction over time</h2>
+{render_plot(series)}
+<h2>Probes</h2>
+<table><tr><th>at</th><th>turn</th><th>question</th><th>expected</th><th>result</th><th>found in</th>
+<th>tokens</th></tr>{probes}</table>
+<h2>Final running summary</h2>
+<pre>{esc(str(report.get('summary_final', '')))}</pre>
+</body></html>
+"""

@@ -1,0 +1,1 @@
+"""Hearing: voice activity, segmentation, ASR guards and coalescing audio into heard sentences."""

@@ -1,0 +1,1 @@
+"""Transcript: the session's notes, chat and events, cleaned and stored."""
