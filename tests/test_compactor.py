@@ -274,7 +274,7 @@ def _compactor_thread(url: str, session_id: str, total: int, results: list[int],
 
         class Slow(ScriptedSummarizer):
             async def summarize(self, request: SummaryRequest):  # type: ignore[no-untyped-def]
-                await asyncio.sleep(0.002)
+                await asyncio.sleep(0)  # yield: the other worker's thread runs while this fold is open
                 return await super().summarize(request)
 
         session = await open_session(store, session_id, emitter, clock, Slow())
@@ -283,7 +283,7 @@ def _compactor_thread(url: str, session_id: str, total: int, results: list[int],
             for _ in range(400):
                 session.trigger()
                 await session.settle()
-                await asyncio.sleep(0.001)
+                await asyncio.sleep(0)
                 session.compactor._state = await store.load_state(session_id)  # see the other's progress
         await store.aclose()
 
@@ -318,7 +318,9 @@ async def test_restart_resumes_from_redis(
     clock = FakeClock()
     store_a = RedisSessionStore.from_url(redis_server.url)
     first = ScriptedSummarizer()
-    session_a = await open_session(store_a, session_id, emitter, clock, first)
+    # A short lock lease: the dead worker's lock runs out while the successor's compactor
+    # polls the busy lock (its own lease clock), so the test waits on the compactor, not a sleep.
+    session_a = await open_session(store_a, session_id, emitter, clock, first, policy=CompactionPolicy(lock_ttl_s=0.2))
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(session_a.run(), name="compactor:a")
         for i in range(13):
@@ -345,8 +347,7 @@ async def test_restart_resumes_from_redis(
     assert list(range(80, 141)) == [t.seq for t in snap.turns]
     assert 8 == len(snap.live_notes)
     assert 5 == len(await store_b.pending_notes(session_id))
-    await asyncio.sleep(0.25)  # the dead worker's lock expires (a real Redis TTL)
-    async with running(session_b):
+    async with running(session_b):  # its first fold waits until the dead worker's lock expires
         await feed(session_b, clock, 141, 200)
     folded = [t.seq for r in first.requests[:-1] + second.requests for t in r.turns]
     assert list(range(140)) == folded
