@@ -24,7 +24,6 @@ import gc
 import os
 import signal
 from collections.abc import Mapping
-from typing import Any
 
 import discord
 import structlog
@@ -322,11 +321,7 @@ async def _run_with_store(settings: Settings, token: str, store: RedisSessionSto
             realtime=realtime,
         )
     finally:  # also when startup fails after the HTTP clients exist (e.g. the ASR model is missing)
-        for closable in (brain, speech, summarizer):
-            aclose = getattr(closable, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
+        await aclose_quietly(brain, speech, summarizer)
 
 
 async def _serve(
@@ -348,10 +343,7 @@ async def _serve(
             speech=speech, realtime=realtime,
         )
     finally:  # the ASR worker processes, or the remote ASR client
-        aclose: Any = getattr(hearing, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(Exception):
-                await aclose()
+        await aclose_quietly(hearing)
 
 
 async def _serve_with_hearing(
@@ -402,8 +394,7 @@ async def _serve_with_hearing(
         for task in (dashboard, stopper, client, registry_task, orphans):
             task.cancel()
         event_log.stop()  # the last events (sessions stopping) are written, then the task ends
-    with contextlib.suppress(Exception):  # the vision model's HTTP client, when there is one
-        await getattr(note_writer.vision, "aclose", _nothing)()
+    await aclose_quietly(note_writer.vision)  # the vision model's HTTP client, when there is one
     if client_error:
         err = client_error[0]
         if isinstance(err, discord.PrivilegedIntentsRequired):
@@ -420,8 +411,14 @@ async def _serve_with_hearing(
     log.info("longcall_stopped")
 
 
-async def _nothing() -> None:
-    return None
+async def aclose_quietly(*resources: object) -> None:
+    """Close what has an `aclose` (HTTP clients, worker pools) at shutdown; a failing close
+    must not keep the rest from closing."""
+    for resource in resources:
+        aclose = getattr(resource, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()
 
 
 async def _run_client(bot: LongcallBot, token: str, errors: list[Exception]) -> None:

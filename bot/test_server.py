@@ -25,7 +25,7 @@ from typing import Any
 
 import structlog
 
-from bot.app import session_resources
+from bot.app import aclose_quietly, session_resources
 from bot.guild_session import GuildSessionRegistry, Hearing, HearingFactory, SessionOwnedElsewhere, TurnSink
 from bot.logging_setup import configure_logging
 from bot.runtime import make_summarizers, open_store
@@ -195,10 +195,5 @@ async def run_test_server(settings: Settings, *, guilds: Sequence[int], join: Se
                         await asyncio.shield(registry_task)
                 registry_task.cancel()
         finally:
-            with contextlib.suppress(Exception):
-                await getattr(summarizer, "aclose", _nothing)()
+            await aclose_quietly(summarizer)
     log.info("longcall_stopped")
-
-
-async def _nothing() -> None:
-    return None
