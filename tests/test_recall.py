@@ -548,3 +548,14 @@ def test_reply_builder_drops_the_recall_section_before_window_turns() -> None:
     assert (0, ()) == build(1045)  # dropping the section alone brings it under the floor
     chars, pruned = build(700)
     assert 0 == chars and len(pruned) > 0  # the section went first, then window turns
+
+
+def test_typed_chat_is_recalled_like_speech() -> None:
+    """A line typed in the voice channel's chat is part of the transcript: recall finds it
+    (it was left out of the index when chat turns and recall were built side by side)."""
+    index = index_of(conversation(200, {}))
+    index.add_turn(turn(200, "Bob", "the raid password is bluefalcon", kind=TurnKind.CHAT))
+    for seq in range(201, 260):
+        speaker, text = filler(seq)
+        index.add_turn(turn(seq, speaker, text))
+    assert 200 in search(index, question(260, "what was the raid password Bob typed?"), before=209)

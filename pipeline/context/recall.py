@@ -270,7 +270,8 @@ def note_key(note_id: str) -> str:
     return f"n:{note_id}"
 
 
-_INDEXED_KINDS = frozenset({TurnKind.SPEECH, TurnKind.BOT, TurnKind.EFFECT, TurnKind.THOUGHT})
+# What people said or typed, and the bot's own turns: recalled and embedded (membership lines are not).
+INDEXED_KINDS = frozenset({TurnKind.SPEECH, TurnKind.CHAT, TurnKind.BOT, TurnKind.EFFECT, TurnKind.THOUGHT})
 
 
 @dataclass(slots=True)
@@ -338,7 +339,7 @@ class RecallIndex:
         speaker = name_key(turn.speaker_name)
         if speaker and turn.kind in (TurnKind.SPEECH, TurnKind.BOT):
             self._speakers.setdefault(speaker, one_line(turn.speaker_name))
-        words = terms(turn.text) if turn.kind in _INDEXED_KINDS else []
+        words = terms(turn.text) if turn.kind in INDEXED_KINDS else []
         doc = self._add_doc(key, _Doc(turn.seq, None, turn, speaker, len(words), turn.started_at), words)
         self._turn_doc[turn.seq] = doc
         return True
@@ -411,7 +412,7 @@ class RecallIndex:
 
     def _eligible(self, doc: _Doc, before_seq: int, live_note_ids: Collection[str]) -> bool:
         if doc.seq is not None:
-            return doc.seq < before_seq and doc.turn is not None and doc.turn.kind in _INDEXED_KINDS
+            return doc.seq < before_seq and doc.turn is not None and doc.turn.kind in INDEXED_KINDS
         return doc.note is not None and doc.note.note_id not in live_note_ids
 
     def _lexical(
@@ -440,7 +441,7 @@ class RecallIndex:
             if known is None:
                 doc = docs[index]
                 if doc.seq is not None:
-                    known = doc.seq < before_seq and doc.turn is not None and doc.turn.kind in _INDEXED_KINDS
+                    known = doc.seq < before_seq and doc.turn is not None and doc.turn.kind in INDEXED_KINDS
                 else:
                     known = doc.note is not None and doc.note.note_id not in live_note_ids
                 eligible[index] = known
@@ -604,7 +605,7 @@ class RecallIndex:
             if near is None or seq >= before_seq:
                 break
             turn = self._docs[near].turn
-            if turn is None or turn.kind not in _INDEXED_KINDS:
+            if turn is None or turn.kind not in INDEXED_KINDS:
                 continue
             if self._docs[near].speaker_key == doc.speaker_key:
                 break
@@ -658,7 +659,7 @@ class RecallIndex:
                 if near is None or near in chosen or seq >= before_seq or seq < 0:
                     continue
                 near_doc = self._docs[near]
-                if near_doc.turn is None or near_doc.turn.kind not in _INDEXED_KINDS:
+                if near_doc.turn is None or near_doc.turn.kind not in INDEXED_KINDS:
                     continue
                 if take(near, None, rank):
                     rank += 1

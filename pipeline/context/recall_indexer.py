@@ -22,6 +22,7 @@ import numpy as np
 import structlog
 
 from pipeline.context.recall import (
+    INDEXED_KINDS,
     RecallIndex,
     Vector,
     embed_text,
@@ -29,14 +30,13 @@ from pipeline.context.recall import (
     note_key,
     turn_key,
 )
-from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn, TurnKind
+from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn
 from pipeline.ports import Embedder, SessionStore
 
 log = structlog.get_logger("longcall.recall")
 
 EMBED_BATCH = 16
 MAX_QUEUED = 1024
-_EMBEDDED_KINDS = frozenset({TurnKind.SPEECH, TurnKind.BOT, TurnKind.EFFECT, TurnKind.THOUGHT})
 
 
 def _reraise_cancellation() -> None:
@@ -118,7 +118,7 @@ class SessionRecall:
                     restored += 1
             for turn in turns:
                 key = turn_key(turn.seq)
-                if turn.kind in _EMBEDDED_KINDS and self.index.vector(key) is None:
+                if turn.kind in INDEXED_KINDS and self.index.vector(key) is None:
                     self._enqueue(key, embed_text(turn))
             for note in notes:
                 key = note_key(note.note_id)
@@ -136,7 +136,7 @@ class SessionRecall:
     async def add_turn(self, turn: Turn) -> None:
         if not self.index.add_turn(turn):
             return
-        if self._dense_ok and turn.kind in _EMBEDDED_KINDS:
+        if self._dense_ok and turn.kind in INDEXED_KINDS:
             await self._put(turn_key(turn.seq), embed_text(turn))
 
     async def add_note(self, note: Note) -> None:
