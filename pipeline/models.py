@@ -20,6 +20,11 @@ class TurnKind(StrEnum):
     CHAT = "chat"  # typed in the voice channel's text chat (or the session's text channel)
 
 
+# Turns people made, spoken or typed in the call's text chat: what speaker attribution and
+# participant memory are about.
+PEOPLE_KINDS = frozenset({TurnKind.SPEECH, TurnKind.CHAT})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnDraft:
     """A turn before the transcript gives it a sequence number."""

@@ -52,6 +52,13 @@ def test_cards_are_attributed_bounded_and_skip_the_bot() -> None:
     assert len(render_cards(list(cards.values()), 60)) <= 60
 
 
+def test_typed_chat_counts_like_speech() -> None:
+    """A promise typed in the call's chat lands on the typist's card like a spoken one."""
+    cards = update_cards({}, [turn(0, "Maya", "I'll bring the healing potions.", TurnKind.CHAT)],
+                         bot_name="Clanky", config=CONFIG)
+    assert ("I'll bring the healing potions",) == cards["maya"].commitments
+
+
 def test_rendered_memory_stays_within_its_total_budget() -> None:
     cards = [ParticipantCard(speaker_id=f"u{i}", name=f"Player{i}", who=f"I'm the player number {i}", turns=i)
              for i in range(30)]

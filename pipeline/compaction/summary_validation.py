@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from pipeline.context.formatting import speaker_label
-from pipeline.models import SummaryRequest, TurnKind
+from pipeline.models import PEOPLE_KINDS, SummaryRequest
 from pipeline.transcript.text_clean import ZWJ, is_emoji
 
 TOO_LONG_FACTOR = 2.0
@@ -165,7 +165,7 @@ def _speakers(request: SummaryRequest) -> set[str]:
     """Casefolded display labels of the people who spoke in the batch (not the bot)."""
     names: set[str] = set()
     for turn in request.turns:
-        if turn.kind is not TurnKind.SPEECH:
+        if turn.kind not in PEOPLE_KINDS:
             continue
         label = speaker_label(turn.speaker_name)
         if label != "Unknown" and label.casefold() != request.bot_name.casefold():

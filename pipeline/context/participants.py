@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pipeline.context.formatting import cap_text, one_line, speaker_label
-from pipeline.models import ParticipantCard, Turn, TurnKind
+from pipeline.models import PEOPLE_KINDS, ParticipantCard, Turn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,11 +85,11 @@ def update_cards(
     bot_name: str,
     config: ParticipantMemoryConfig,
 ) -> dict[str, ParticipantCard]:
-    """The cards after a fold of `turns` (people's speech only; the bot has no card)."""
+    """The cards after a fold of `turns` (what people said or typed; the bot has no card)."""
     out = dict(cards)
     bot = bot_name.casefold()
     for turn in turns:
-        if turn.kind is not TurnKind.SPEECH or turn.speaker_name.casefold() == bot:
+        if turn.kind not in PEOPLE_KINDS or turn.speaker_name.casefold() == bot:
             continue
         card = out.get(turn.speaker_id) or ParticipantCard(speaker_id=turn.speaker_id, name=turn.speaker_name)
         who, commitments, preferences = extract(turn.text, config)
