@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.voice.jitter import ReorderWindow
 from bot.voice.opus import FRAME_BYTES, FRAME_SAMPLES
-from bot.voice.rtp import DropReason, FrameSource, ReceiveCounters, VoiceFrame
+from bot.voice.rtp import DropReason, FrameSource, ReceiveCounters, ReceiveTuning, VoiceFrame
 from tests.voice_doubles import SSRC, USER, D, TagDecoder, feed, packet, processor, seqs
 
 
@@ -65,7 +65,7 @@ def test_packet_arriving_after_its_slot_was_concealed_is_late() -> None:
 
 def test_long_outage_is_skipped_not_concealed() -> None:
     """A run of losses longer than concealment covers is skipped rather than invented."""
-    proc = processor(max_conceal_frames=5)
+    proc = processor(tuning=ReceiveTuning(max_conceal_frames=5))
 
     frames = feed(proc, [packet(b"1", 1), packet(b"50", 50), packet(b"51", 51)])
     frames += proc.flush()
@@ -76,7 +76,7 @@ def test_long_outage_is_skipped_not_concealed() -> None:
 
 def test_stalled_window_is_released_by_poll() -> None:
     """When a stream goes quiet behind a hole, poll() conceals it once the window time passed."""
-    proc = processor(fec=False, stall_seconds=0.06)
+    proc = processor(fec=False, tuning=ReceiveTuning(stall_seconds=0.06))
     feed(proc, [packet(b"1", 1), packet(b"3", 3)], now=10.0)
 
     assert [] == proc.poll(10.05)
@@ -107,7 +107,7 @@ def test_sequence_restart_on_the_same_ssrc_is_followed_not_dropped_as_late() -> 
 def test_reorder_window_alone_waits_for_three_newer_then_fills_the_hole_with_fec() -> None:
     """The window without the packet path: slot 2 missing, released only once 5 has arrived."""
     counters = ReceiveCounters()
-    window = ReorderWindow(SSRC, USER, TagDecoder(), 50, reorder=3, max_conceal=5, counters=counters)
+    window = ReorderWindow(SSRC, USER, TagDecoder(), tuning=ReceiveTuning(), counters=counters)
     played: list[VoiceFrame] = []
     for seq in (1, 3, 4):
         window.buffer[window.extend(seq)] = (seq * FRAME_SAMPLES, b"op%d" % seq)

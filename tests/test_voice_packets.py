@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.voice.opus import OPUS_SILENCE
-from bot.voice.rtp import DropReason, FrameSource
+from bot.voice.rtp import DropReason, FrameSource, ReceiveTuning
 from tests.fake_voice_server import FakeVoiceServer
 from tests.voice_doubles import (
     SSRC,
@@ -124,7 +124,7 @@ def test_failure_run_requests_reconnect_once_per_run() -> None:
     """N consecutive DAVE failures from one user signal a reconnect; a success resets the run."""
     dave = FakeDave()
     requests: list[int] = []
-    proc = processor(dave, failure_run_limit=5, on_reconnect_needed=requests.append)
+    proc = processor(dave, tuning=ReceiveTuning(failure_run_limit=5), on_reconnect_needed=requests.append)
 
     dave.broken = True
     feed(proc, [sealed(s) for s in range(1, 5)])

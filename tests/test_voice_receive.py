@@ -14,7 +14,7 @@ import discord
 import pytest
 
 from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
-from bot.voice.rtp import DropReason, FrameSource, SsrcMap, VoiceReceiveError
+from bot.voice.rtp import DropReason, FrameSource, ReceiveTuning, SsrcMap, VoiceReceiveError
 from tests.voice_doubles import KEY, SSRC, USER, D, FakeDave, TagDecoder, packet, sealed, seqs
 
 
@@ -113,7 +113,7 @@ async def test_reconnect_request_is_called_on_the_event_loop() -> None:
         called.append((user_id, threading.get_ident() == loop_thread))
         done.set()
 
-    receiver = _receiver(on_reconnect_needed=on_reconnect, failure_run_limit=3)
+    receiver = _receiver(on_reconnect_needed=on_reconnect, tuning=ReceiveTuning(failure_run_limit=3))
     receiver.attach_connection(conn, ssrc_map)
     thread = threading.Thread(target=lambda: [conn.listeners[0](sealed(s)) for s in range(1, 4)])
     thread.start()

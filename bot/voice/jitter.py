@@ -12,7 +12,7 @@ from collections import deque
 from typing import Final
 
 from bot.voice.opus import CHANNELS, FRAME_SAMPLES, OPUS_SILENCE, OpusDecodeError, OpusDecoder
-from bot.voice.rtp import DropReason, FrameSource, ReceiveCounters, VoiceFrame
+from bot.voice.rtp import DropReason, FrameSource, ReceiveCounters, ReceiveTuning, VoiceFrame
 
 __all__ = ["ReorderWindow"]
 
@@ -46,14 +46,12 @@ class ReorderWindow:
         ssrc: int,
         user_id: int | None,
         decoder: OpusDecoder,
-        held: int,
         *,
-        reorder: int,
-        max_conceal: int,
+        tuning: ReceiveTuning,
         counters: ReceiveCounters,
     ) -> None:
-        self.reorder = reorder
-        self.max_conceal = max_conceal
+        self.reorder = tuning.reorder_frames
+        self.max_conceal = tuning.max_conceal_frames
         self.counters = counters
         self.ssrc = ssrc
         self.user_id = user_id
@@ -63,7 +61,7 @@ class ReorderWindow:
         self.buffer: dict[int, tuple[int, bytes]] = {}  # extended seq -> (rtp ts, opus)
         self.seen: set[int] = set()
         self.seen_order: deque[int] = deque()
-        self.held: deque[tuple[int, int, bytes]] = deque(maxlen=held)
+        self.held: deque[tuple[int, int, bytes]] = deque(maxlen=tuning.held_per_ssrc)
         self.last_ts = 0
         self.last_samples = FRAME_SAMPLES
         self.last_arrival = 0.0

@@ -14,10 +14,12 @@ import davey
 from bot.voice.jitter import ReorderWindow
 from bot.voice.opus import OPUS_SILENCE, OpusDecoder, make_opus_decoder
 from bot.voice.rtp import (
+    DEFAULT_TUNING,
     OPUS_PAYLOAD_TYPE,
     DropReason,
     ReceiveCounters,
     ReceiveStats,
+    ReceiveTuning,
     VoiceFrame,
     open_rtpsize,
 )
@@ -75,23 +77,15 @@ class PacketProcessor:
         dave: Callable[[], DaveSessionLike | None],
         secret_key: bytes | None = None,
         decoder_factory: Callable[[], OpusDecoder] = make_opus_decoder,
-        reorder_frames: int = 3,
-        max_conceal_frames: int = 5,
-        failure_run_limit: int = 50,
-        held_per_ssrc: int = 50,
-        stall_seconds: float = 0.06,
+        tuning: ReceiveTuning = DEFAULT_TUNING,
         on_reconnect_needed: Callable[[int], None] | None = None,
     ) -> None:
-        if reorder_frames < 1:
-            raise ValueError("reorder_frames must be at least 1")
         self._dave = dave
         self._key = secret_key
         self._decoder_factory = decoder_factory
-        self._reorder = reorder_frames
-        self._max_conceal = max_conceal_frames
-        self._failure_limit = failure_run_limit
-        self._held_max = held_per_ssrc
-        self._stall = stall_seconds
+        self._tuning = tuning
+        self._failure_limit = tuning.failure_run_limit
+        self._stall = tuning.stall_seconds
         self._on_reconnect = on_reconnect_needed
         self._streams: dict[int, ReorderWindow] = {}
         self._ssrc_users: dict[int, int] = {}
@@ -163,9 +157,7 @@ class PacketProcessor:
                 ssrc,
                 self._ssrc_users.get(ssrc),
                 self._decoder_factory(),
-                self._held_max,
-                reorder=self._reorder,
-                max_conceal=self._max_conceal,
+                tuning=self._tuning,
                 counters=self._c,
             )
             self._streams[ssrc] = stream

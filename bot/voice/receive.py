@@ -42,9 +42,11 @@ from discord.voice_state import VoiceConnectionState
 from bot.voice.opus import OpusDecoder, make_opus_decoder
 from bot.voice.packets import NOT_READY_DAVE, DaveSessionLike, PacketProcessor
 from bot.voice.rtp import (
+    DEFAULT_TUNING,
     TRANSPORT_MODE,
     DropReason,
     ReceiveStats,
+    ReceiveTuning,
     SsrcMap,
     VoiceFrame,
     VoiceReceiveError,
@@ -132,17 +134,14 @@ class VoiceReceiver:
         queue_size: int = 1000,
         on_reconnect_needed: Callable[[int], Any] | None = None,
         decoder_factory: Callable[[], OpusDecoder] = make_opus_decoder,
-        reorder_frames: int = 3,
-        failure_run_limit: int = 50,
-        tick_seconds: float = 0.05,
-        keepalive_seconds: float = 5.0,
+        tuning: ReceiveTuning = DEFAULT_TUNING,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._loop = loop
         self.queue: asyncio.Queue[VoiceFrame] = asyncio.Queue(maxsize=queue_size)
         self._on_reconnect_needed = on_reconnect_needed
-        self._tick = tick_seconds
-        self._keepalive_every = max(1, round(keepalive_seconds / tick_seconds))
+        self._tick = tuning.tick_seconds
+        self._keepalive_every = max(1, round(tuning.keepalive_seconds / tuning.tick_seconds))
         self._clock = clock
         self._lock = threading.Lock()
         self._conn: VoiceConnectionLike | None = None
@@ -154,8 +153,7 @@ class VoiceReceiver:
         self._processor = PacketProcessor(
             dave=self._dave_session,
             decoder_factory=decoder_factory,
-            reorder_frames=reorder_frames,
-            failure_run_limit=failure_run_limit,
+            tuning=tuning,
             on_reconnect_needed=self._reconnect_from_thread,
         )
 

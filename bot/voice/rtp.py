@@ -24,7 +24,9 @@ __all__ = [
     "DropReason",
     "FrameSource",
     "ReceiveCounters",
+    "DEFAULT_TUNING",
     "ReceiveStats",
+    "ReceiveTuning",
     "SsrcListener",
     "SsrcMap",
     "VoiceFrame",
@@ -114,6 +116,34 @@ class ReceiveStats:
 
     def dropped_for(self, reason: DropReason) -> int:
         return self.dropped.get(reason, 0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReceiveTuning:
+    """Receive-path knobs, one frozen object from the receiver down to each reorder window.
+
+    `reorder_frames`: how many newer packets a hole waits for (60 ms at 3); `max_conceal_frames`:
+    the longest hole filled by concealment, longer runs are skipped; `failure_run_limit`: DAVE
+    failures in a row from one user before a voice reconnect is asked for; `held_per_ssrc`:
+    packets kept for an SSRC not yet mapped to a user; `stall_seconds`: a stream silent this long
+    plays out its holes; `tick_seconds` / `keepalive_seconds`: the receiver's stall check and UDP
+    keepalive period.
+    """
+
+    reorder_frames: int = 3
+    max_conceal_frames: int = 5
+    failure_run_limit: int = 50
+    held_per_ssrc: int = 50
+    stall_seconds: float = 0.06
+    tick_seconds: float = 0.05
+    keepalive_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.reorder_frames < 1:
+            raise ValueError("reorder_frames must be at least 1")
+
+
+DEFAULT_TUNING: Final = ReceiveTuning()
 
 
 class ReceiveCounters:
