@@ -173,57 +173,9 @@ class GuildSessionRegistry:
         await self._ready.wait()
         if self._closing.is_set() or self._tg is None:
             raise RuntimeError("shutting down")
-        deps = self.deps
-        sid = session_id_for(guild_id)
-        wall_now = deps.wall()
-        started_at = wall_now
-        elapsed = 0.0
-        if meta is not None:
-            started_at = _float(meta.get("started_at"), wall_now)
-            elapsed = max(0.0, wall_now - started_at)
-        events = EventEmitter(guild_id=str(guild_id), session_id=sid, source="bot")
-        for sink in deps.event_sinks:
-            events.add_sink(sink)
-        clock = OffsetClock(deps.clock_factory(), elapsed)
-        conversation = await ConversationSession.open(
-            session_id=sid,
-            store=deps.store,
-            summarizer=deps.summarizer,
-            fallback=deps.fallback,
-            policy=deps.policy,
-            clock=clock,
-            events=events,
-            bot_name=deps.config.bot_name,
-            owner_token=lease.token if lease is not None else "",
-            embedder=deps.embedder,
-            memory=deps.memory,
+        session = await open_session(
+            self.deps, link, guild_id=guild_id, meta=meta, lease=lease, bot_user_id=self.connector.bot_user_id
         )
-        start = SessionStart(
-            guild_id=guild_id,
-            link=link,
-            conversation=conversation,
-            started_at_wall=started_at,
-            bot_user_id=self.connector.bot_user_id,
-            resumed=meta is not None,
-            lease=lease,
-            realtime=deps.realtime_factory(events) if deps.realtime_factory is not None else None,
-            screen_notes=(
-                ScreenNotes(writer=deps.note_writer, sink=conversation.add_note, clock=clock, events=events,
-                            config=deps.notes_config)
-                if deps.note_writer is not None else None
-            ),
-        )
-        session = GuildSession(deps, start)
-        if lease is not None:
-            snap = conversation.snapshot()
-            if lease.taken_over:
-                events.emit(SESSION_TAKEN_OVER, owner=lease.owner_id, fence=lease.fence,
-                            previous_owner=lease.previous_owner, total_turns=snap.total_turns, cursor=snap.cursor)
-            else:
-                events.emit(SESSION_OWNED, owner=lease.owner_id, fence=lease.fence,
-                            previous_owner=lease.previous_owner)
-        if meta is not None:
-            session.set_max_duration_elapsed(elapsed)
         self._sessions[guild_id] = session
         self._tg.create_task(self._own(session), name=f"guild-session:{guild_id}")
         return session
@@ -337,6 +289,70 @@ class GuildSessionRegistry:
     async def _mark_inactive(self, sid: str, reason: str) -> None:
         with contextlib.suppress(StoreUnavailable):
             await self.store.save_meta(sid, {META_ACTIVE: "0", "last_stop_reason": reason})
+
+
+async def open_session(
+    deps: SessionDeps,
+    link: VoiceLink,
+    *,
+    guild_id: int,
+    meta: Mapping[str, str] | None,  # the stored meta of a session resumed; None: a new session
+    lease: SessionLease | None,
+    bot_user_id: int,
+) -> GuildSession:
+    """Open the guild's conversation (transcript, summary, notes from the store) and build its
+    session around `link`. A resumed session's clock and limits carry on from its start."""
+    sid = session_id_for(guild_id)
+    wall_now = deps.wall()
+    started_at = wall_now
+    elapsed = 0.0
+    if meta is not None:
+        started_at = _float(meta.get("started_at"), wall_now)
+        elapsed = max(0.0, wall_now - started_at)
+    events = EventEmitter(guild_id=str(guild_id), session_id=sid, source="bot")
+    for sink in deps.event_sinks:
+        events.add_sink(sink)
+    clock = OffsetClock(deps.clock_factory(), elapsed)
+    conversation = await ConversationSession.open(
+        session_id=sid,
+        store=deps.store,
+        summarizer=deps.summarizer,
+        fallback=deps.fallback,
+        policy=deps.policy,
+        clock=clock,
+        events=events,
+        bot_name=deps.config.bot_name,
+        owner_token=lease.token if lease is not None else "",
+        embedder=deps.embedder,
+        memory=deps.memory,
+    )
+    start = SessionStart(
+        guild_id=guild_id,
+        link=link,
+        conversation=conversation,
+        started_at_wall=started_at,
+        bot_user_id=bot_user_id,
+        resumed=meta is not None,
+        lease=lease,
+        realtime=deps.realtime_factory(events) if deps.realtime_factory is not None else None,
+        screen_notes=(
+            ScreenNotes(writer=deps.note_writer, sink=conversation.add_note, clock=clock, events=events,
+                        config=deps.notes_config)
+            if deps.note_writer is not None else None
+        ),
+    )
+    session = GuildSession(deps, start)
+    if lease is not None:
+        snap = conversation.snapshot()
+        if lease.taken_over:
+            events.emit(SESSION_TAKEN_OVER, owner=lease.owner_id, fence=lease.fence,
+                        previous_owner=lease.previous_owner, total_turns=snap.total_turns, cursor=snap.cursor)
+        else:
+            events.emit(SESSION_OWNED, owner=lease.owner_id, fence=lease.fence,
+                        previous_owner=lease.previous_owner)
+    if meta is not None:
+        session.set_max_duration_elapsed(elapsed)
+    return session
 
 
 def _float(raw: str | None, default: float) -> float:
