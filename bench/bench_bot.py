@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from bot.app import hearing_config
-from bot.guild_session import BOT_REPLY_COMPLETED, GuildSessionConfig
 from bot.playback import encode_pcm
+from bot.session.config import GuildSessionConfig
+from bot.session.reply_jobs import BOT_REPLY_COMPLETED
 from bot.settings import Settings
 from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech

@@ -429,8 +429,9 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
         _voice,
     )
     from bot.app import hearing_config
-    from bot.guild_session import BOT_REPLY_COMPLETED, GuildSessionConfig
     from bot.realtime import RealtimeConfig, RealtimeVoice
+    from bot.session.config import GuildSessionConfig
+    from bot.session.reply_jobs import BOT_REPLY_COMPLETED
     from bot.settings import Settings
     from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
     from pipeline.adapters.redis_server import PrivateRedisServer

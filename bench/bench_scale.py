@@ -169,9 +169,10 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
     """One run of `args.sessions` sessions for `args.seconds` (in this process)."""
     import redis.asyncio as aioredis
 
-    import bot.guild_session as gs
-    from bot.guild_session import GuildSessionConfig, GuildSessionRegistry, SessionResources
+    import bot.session.guild_session as gs
     from bot.logging_setup import configure_logging
+    from bot.session.config import GuildSessionConfig, SessionDeps
+    from bot.session.registry import GuildSessionRegistry
     from pipeline.adapters.openai_api import OpenAISummarizer
     from pipeline.adapters.redis_server import PrivateRedisServer
     from pipeline.adapters.redis_store import RedisSessionStore
@@ -239,7 +240,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
                 fold_ms.append(float(event.get("latency_ms") or 0))
                 outcomes[str(event.get("outcome"))] += 1
 
-        resources = SessionResources(
+        deps = SessionDeps(
             store=store,  # type: ignore[arg-type]
             summarizer=summarizer,
             fallback=OfflineSummarizer(),
@@ -249,11 +250,10 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
             brain=StubBrain(random.Random(args.seed + 1)),
             speech=None,
             hearing_factory=None,
-            bot_user_id=999,
             event_sinks=(metrics, event_log, watch),
         )
         connector = FakeConnector(humans=list(SPEAKERS))
-        registry = GuildSessionRegistry(resources, connector)
+        registry = GuildSessionRegistry(deps, connector)
         lags: list[float] = []
         append_ms: list[float] = []
         produced: Counter[int] = Counter()

@@ -24,28 +24,13 @@ import gc
 import os
 import signal
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import discord
 import structlog
 
-from bot.client import (
-    TEST_DISCORD_API_BASE_ENV,
-    DiscordVoiceConnector,
-    LongcallBot,
-    make_bot,
-    point_discord_at_test_server,
-)
+from bot.client import TEST_DISCORD_API_BASE_ENV, LongcallBot, make_bot, point_discord_at_test_server
 from bot.dashboard import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
-from bot.guild_session import (
-    GuildSession,
-    GuildSessionConfig,
-    GuildSessionRegistry,
-    Hearing,
-    HearingFactory,
-    RealtimeFactory,
-    SessionResources,
-    TurnSink,
-)
 from bot.logging_setup import configure_logging
 from bot.notes_api import register_notes_api
 from bot.notes_setup import make_note_writer, notes_config
@@ -60,6 +45,10 @@ from bot.runtime import (
     make_transcriber,
     open_store,
 )
+from bot.session.config import GuildSessionConfig, SessionDeps
+from bot.session.guild_session import GuildSession
+from bot.session.ports import Hearing, HearingFactory, RealtimeFactory, TurnSink
+from bot.session.registry import GuildSessionRegistry
 from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
 from pipeline.adapters.redis_store import RedisSessionStore
@@ -272,33 +261,40 @@ async def run_bot(settings: Settings) -> None:
             loop.remove_signal_handler(sig)
 
 
-def session_resources(
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Models:
+    """The models this process talks to, made once from the settings (each closed at the end)."""
+
+    summarizer: Summarizer | None = None
+    fallback: Summarizer | None = None
+    brain: OpenAIBrain | None = None  # REPLY_MODE=brain, with a key
+    speech: OpenAISpeech | None = None
+    realtime: RealtimeFactory | None = None  # REPLY_MODE=realtime: one connection per guild session
+
+
+def session_deps(
     settings: Settings,
     store: RedisSessionStore,
+    models: Models,
     *,
-    summarizer: Summarizer | None,
-    fallback: Summarizer | None,
     hearing: HearingFactory | None,
     event_sinks: tuple[EventSink, ...],
-    brain: OpenAIBrain | None = None,
-    speech: OpenAISpeech | None = None,
-    realtime: RealtimeFactory | None = None,
     note_writer: NoteWriter | None = None,
-) -> SessionResources:
+) -> SessionDeps:
     """What every guild session of this process shares; session ownership is always on (one
     process or many, the owner lease on Redis decides who serves a guild)."""
-    return SessionResources(
+    return SessionDeps(
         store=store,
-        summarizer=summarizer,
-        fallback=fallback,
+        summarizer=models.summarizer,
+        fallback=models.fallback,
         policy=settings.policy(),
         config=session_config(settings),
         model_context=model_context_config(settings),
         wake_words=settings.wake_words,
         reply_cooldown_s=settings.reply_cooldown_s,
-        brain=brain,
-        speech=speech,
-        realtime_factory=realtime,
+        brain=models.brain,
+        speech=models.speech,
+        realtime_factory=models.realtime,
         hearing_factory=hearing,
         event_sinks=event_sinks,
         note_writer=note_writer,
@@ -314,67 +310,51 @@ def session_resources(
 async def _run_with_store(settings: Settings, token: str, store: RedisSessionStore, stop: asyncio.Event) -> None:
     summarizer, fallback = make_summarizers(settings)
     brain, speech = make_voice(settings)
-    realtime = make_realtime_factory(settings)
+    models = Models(summarizer=summarizer, fallback=fallback, brain=brain, speech=speech,
+                    realtime=make_realtime_factory(settings))
     try:
-        await _serve(
-            settings, token, store, stop, summarizer=summarizer, fallback=fallback, brain=brain, speech=speech,
-            realtime=realtime,
-        )
+        await _serve(settings, token, store, stop, models)
     finally:  # also when startup fails after the HTTP clients exist (e.g. the ASR model is missing)
         await aclose_quietly(brain, speech, summarizer)
 
 
 async def _serve(
-    settings: Settings,
-    token: str,
-    store: RedisSessionStore,
-    stop: asyncio.Event,
-    *,
-    summarizer: Summarizer | None,
-    fallback: Summarizer | None,
-    brain: OpenAIBrain | None,
-    speech: OpenAISpeech | None,
-    realtime: RealtimeFactory | None = None,
+    settings: Settings, token: str, store: RedisSessionStore, stop: asyncio.Event, models: Models
 ) -> None:
     hearing = await make_hearing(settings)
     try:
-        await _serve_with_hearing(
-            settings, token, store, stop, hearing, summarizer=summarizer, fallback=fallback, brain=brain,
-            speech=speech, realtime=realtime,
-        )
+        freeze_startup_heap()
+        note_writer = make_note_writer(settings)
+        metrics = CompactionMetrics()
+        event_log = StoreEventLog(store)  # every session's events, for the dashboard's timeline
+        deps = session_deps(settings, store, models, hearing=hearing, event_sinks=(metrics, event_log),
+                            note_writer=note_writer)
+        log.info("session_owner_id", owner=deps.owner_id, lease_ttl_s=deps.lease_ttl_s)
+        bot = make_bot(settings=settings, deps=deps, store=store)
+        try:
+            await _serve_bot(settings, token, bot, stop, _Services(metrics=metrics, event_log=event_log))
+        finally:
+            await aclose_quietly(note_writer.vision)  # the vision model's HTTP client, when there is one
     finally:  # the ASR worker processes, or the remote ASR client
         await aclose_quietly(hearing)
 
 
-async def _serve_with_hearing(
-    settings: Settings,
-    token: str,
-    store: SessionStore,
-    stop: asyncio.Event,
-    hearing: HearingFactory,
-    *,
-    summarizer: Summarizer | None,
-    fallback: Summarizer | None,
-    brain: OpenAIBrain | None,
-    speech: OpenAISpeech | None,
-    realtime: RealtimeFactory | None = None,
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Services:
+    """The process-wide sinks every session's events reach."""
+
+    metrics: CompactionMetrics
+    event_log: StoreEventLog
+
+
+async def _serve_bot(
+    settings: Settings, token: str, bot: LongcallBot, stop: asyncio.Event, services: _Services
 ) -> None:
-    freeze_startup_heap()
-    note_writer = make_note_writer(settings)
-    metrics = CompactionMetrics()
-    event_log = StoreEventLog(store)  # every session's events, for the dashboard's timeline
-    resources = session_resources(
-        settings, store, summarizer=summarizer, fallback=fallback, hearing=hearing, event_sinks=(metrics, event_log),
-        brain=brain, speech=speech, realtime=realtime, note_writer=note_writer,
-    )
-    log.info("session_owner_id", owner=resources.owner_id, lease_ttl_s=resources.lease_ttl_s)
-    registry = GuildSessionRegistry(resources, connector=None)
-    bot = make_bot(settings=settings, registry=registry, store=store)
-    registry.connector = DiscordVoiceConnector(bot)
+    registry, store, event_log = bot.registry, bot.store, services.event_log
     client_error: list[Exception] = []
     async with asyncio.TaskGroup() as tg, bot:
         registry_task = tg.create_task(registry.run(), name="guild-sessions")
-        dashboard = tg.create_task(_serve_dashboard(settings, store, registry, metrics), name="dashboard")
+        dashboard = tg.create_task(_serve_dashboard(settings, store, registry, services.metrics), name="dashboard")
         tg.create_task(event_log.run(), name="event-log")
         # Sessions whose owner process died, among the guilds this process's shards see.
         orphans = tg.create_task(
@@ -394,7 +374,6 @@ async def _serve_with_hearing(
         for task in (dashboard, stopper, client, registry_task, orphans):
             task.cancel()
         event_log.stop()  # the last events (sessions stopping) are written, then the task ends
-    await aclose_quietly(note_writer.vision)  # the vision model's HTTP client, when there is one
     if client_error:
         err = client_error[0]
         if isinstance(err, discord.PrivilegedIntentsRequired):

@@ -5,7 +5,7 @@ which is instant, else globally, which Discord propagates within the hour). On t
 `on_ready` the registry rejoins the sessions that were active when the process last stopped.
 
 `DiscordVoiceLink` / `DiscordVoiceConnector` adapt a joined voice channel to what a
-`GuildSession` needs (`bot.guild_session.VoiceLink`): receive through `bot.voice_receive`
+`GuildSession` needs (`bot.session.ports.VoiceLink`): receive through `bot.voice_receive`
 (DAVE-aware), play through the voice client, names from the member cache.
 """
 
@@ -24,7 +24,9 @@ from discord.gateway import DiscordWebSocket
 
 from bot.cogs.notes import NotesCog
 from bot.cogs.voice import VoiceCog
-from bot.guild_session import GuildSessionRegistry, VoiceLink
+from bot.session.config import SessionDeps
+from bot.session.ports import VoiceConnector, VoiceLink
+from bot.session.registry import GuildSessionRegistry
 from bot.settings import Settings, SettingsError
 from bot.voice_receive import ReceivingVoiceClient, VoiceFrame, VoiceReceiver
 from pipeline.ports import SessionStore
@@ -141,6 +143,11 @@ class DiscordVoiceConnector:
     def __init__(self, client: discord.Client) -> None:
         self._client = client
 
+    @property
+    def bot_user_id(self) -> int:
+        """The bot's own user id (known once it logged in, before any join or resume)."""
+        return self._client.user.id if self._client.user is not None else 0
+
     async def connect(self, guild_id: int, channel_id: int) -> VoiceLink:
         channel = self._client.get_channel(channel_id)
         if not isinstance(channel, discord.VoiceChannel | discord.StageChannel) or channel.guild.id != guild_id:
@@ -196,23 +203,29 @@ def make_intents(read_text_chat: bool = False) -> discord.Intents:
 
 
 class LongcallBot(commands.Bot):
-    """Resources come in from `bot.app.run_bot`; nothing is built at import time."""
+    """Resources come in from `bot.app.run_bot`; nothing is built at import time. The bot serves
+    its guild sessions (`self.registry`) through its own voice connector (`connector` stands in
+    for it in tests)."""
 
     def __init__(
-        self, *, settings: Settings, registry: GuildSessionRegistry, store: SessionStore, **client_options: Any
+        self,
+        *,
+        settings: Settings,
+        deps: SessionDeps,
+        store: SessionStore,
+        connector: VoiceConnector | None = None,
+        **client_options: Any,
     ) -> None:
         super().__init__(command_prefix=commands.when_mentioned, intents=make_intents(settings.read_text_chat),
                          help_command=None, **client_options)
         self.settings = settings
-        self.registry = registry
+        self.registry = GuildSessionRegistry(deps, connector or DiscordVoiceConnector(self))
         self.store = store
         self.brain_model = settings.brain_model
         self.sync_guild_ids = settings.discord_guild_ids
         self._resumed = False
 
     async def setup_hook(self) -> None:
-        if self.user is not None:
-            self.registry.resources.bot_user_id = self.user.id
         await self.add_cog(VoiceCog(self.registry, self.store, brain_model=self.brain_model))
         await self.add_cog(NotesCog(self.registry, read_text_chat=self.settings.read_text_chat))
         if self.sync_guild_ids:
@@ -242,12 +255,12 @@ class ShardedLongcallBot(LongcallBot, commands.AutoShardedBot):
     SHARD_IDS see disjoint guilds."""
 
 
-def make_bot(*, settings: Settings, registry: GuildSessionRegistry, store: SessionStore) -> LongcallBot:
+def make_bot(*, settings: Settings, deps: SessionDeps, store: SessionStore) -> LongcallBot:
     """A plain `commands.Bot` (one shard) unless SHARD_COUNT is set: then `AutoShardedBot`
     running SHARD_IDS (all shards when empty)."""
     if settings.shard_count is None:
-        return LongcallBot(settings=settings, registry=registry, store=store)
+        return LongcallBot(settings=settings, deps=deps, store=store)
     shard_ids = list(settings.shard_ids) or None
     log.info("discord_sharding", shard_count=settings.shard_count, shard_ids=shard_ids or "all")
-    return ShardedLongcallBot(settings=settings, registry=registry, store=store,
+    return ShardedLongcallBot(settings=settings, deps=deps, store=store,
                               shard_count=settings.shard_count, shard_ids=shard_ids)

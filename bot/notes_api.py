@@ -52,7 +52,7 @@ _IMAGE_STATUS = {ImageErrorCode.TOO_LARGE: 413, ImageErrorCode.NOT_IMAGE: 415, I
 
 
 class NoteTarget(Protocol):
-    """A live session as the ingest sees it (`bot.guild_session.GuildSession`)."""
+    """A live session as the ingest sees it (`bot.session.guild_session.GuildSession`)."""
 
     @property
     def notes(self) -> ScreenNotes | None: ...

@@ -25,10 +25,11 @@ from typing import Any
 
 import structlog
 
-from bot.app import aclose_quietly, session_resources
-from bot.guild_session import GuildSessionRegistry, Hearing, HearingFactory, SessionOwnedElsewhere, TurnSink
+from bot.app import Models, aclose_quietly, session_deps
 from bot.logging_setup import configure_logging
 from bot.runtime import make_summarizers, open_store
+from bot.session.ports import Hearing, HearingFactory, TurnSink
+from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
 from bot.settings import Settings
 from bot.voice_receive import VoiceFrame
 from pipeline.events import EventEmitter
@@ -98,6 +99,8 @@ class SilentVoiceLink:
 
 
 class SilentConnector:
+    bot_user_id = 0  # no Discord login: no audio or turn is the bot's own
+
     async def connect(self, guild_id: int, channel_id: int) -> SilentVoiceLink:
         return SilentVoiceLink(channel_id)
 
@@ -172,9 +175,9 @@ async def run_test_server(settings: Settings, *, guilds: Sequence[int], join: Se
         loop.add_signal_handler(sig, stop.set)
     async with open_store(settings) as store:
         summarizer, fallback = make_summarizers(settings)
-        resources = session_resources(settings, store, summarizer=summarizer, fallback=fallback,
-                                      hearing=feed_hearing(store, feed_dir), event_sinks=())
-        registry = GuildSessionRegistry(resources, connector=SilentConnector())
+        deps = session_deps(settings, store, Models(summarizer=summarizer, fallback=fallback),
+                            hearing=feed_hearing(store, feed_dir), event_sinks=())
+        registry = GuildSessionRegistry(deps, connector=SilentConnector())
         try:
             async with asyncio.TaskGroup() as tg:
                 registry_task = tg.create_task(registry.run(), name="guild-sessions")
@@ -185,7 +188,7 @@ async def run_test_server(settings: Settings, *, guilds: Sequence[int], join: Se
                 for guild_id in join:  # what /join does
                     with contextlib.suppress(SessionOwnedElsewhere):
                         await registry.join(guild_id, channel_for(guild_id))
-                log.info("test_server_ready", owner=resources.owner_id, guilds=list(guilds),
+                log.info("test_server_ready", owner=deps.owner_id, guilds=list(guilds),
                          serving=[s.guild_id for s in registry.sessions()])
                 await stop.wait()
                 orphans.cancel()

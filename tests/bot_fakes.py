@@ -18,8 +18,8 @@ import numpy as np
 from av.audio.codeccontext import AudioCodecContext
 from av.codec import CodecContext
 
-from bot.guild_session import TurnSink
 from bot.playback import OPUS_SILENCE
+from bot.session.ports import TurnSink
 from bot.voice_receive import FrameSource, VoiceFrame
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
@@ -137,6 +137,7 @@ class FakeConnector:
     """Records (guild_id, channel_id) for every join; hands out FakeVoiceLinks."""
 
     humans: list[tuple[int, str]] = field(default_factory=list)
+    bot_user_id: int = 999  # the bot's own user id (its frames and turns are not a person's)
     calls: list[tuple[int, int]] = field(default_factory=list)
     links: list[FakeVoiceLink] = field(default_factory=list)
     fail: Exception | None = None
@@ -286,12 +287,12 @@ def make_resources(
     summarizer: Any = None,
     policy: Any = None,
 ) -> Any:
-    from bot.guild_session import GuildSessionConfig, SessionResources
+    from bot.session.config import GuildSessionConfig, SessionDeps
     from pipeline.compaction.summarizer_offline import OfflineSummarizer
     from pipeline.context.model_context import ModelContextConfig
     from pipeline.models import CompactionPolicy
 
-    return SessionResources(
+    return SessionDeps(
         store=store,
         summarizer=summarizer,
         fallback=OfflineSummarizer(),
@@ -304,7 +305,6 @@ def make_resources(
         hearing_factory=hearing_factory,
         clock_factory=lambda: clock,
         wall=wall,
-        bot_user_id=999,
         event_sinks=(events.append,),
     )
 
@@ -314,7 +314,7 @@ class RunningRegistry:
     in a TaskGroup and closes it (a process shutdown) on exit."""
 
     def __init__(self, resources: Any, connector: Any) -> None:
-        from bot.guild_session import GuildSessionRegistry
+        from bot.session.registry import GuildSessionRegistry
 
         self.registry = GuildSessionRegistry(resources, connector)
         self._tg: asyncio.TaskGroup | None = None

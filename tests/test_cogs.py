@@ -13,7 +13,8 @@ import discord
 import pytest
 
 from bot.cogs.voice import VoiceCog
-from bot.guild_session import GuildSessionRegistry, session_id_for
+from bot.session.config import session_id_for
+from bot.session.registry import GuildSessionRegistry
 from pipeline.models import FoldCommit, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -308,7 +309,8 @@ async def test_setup_hook_loads_the_cog_and_syncs_to_the_configured_guilds(monke
         return []
 
     async with rig() as r:
-        bot = LongcallBot(settings=Settings(discord_guild_ids=(11, 12)), registry=r.registry, store=r.store)
+        bot = LongcallBot(settings=Settings(discord_guild_ids=(11, 12)), deps=r.registry.deps, store=r.store,
+                          connector=r.registry.connector)
         monkeypatch.setattr(bot.tree, "sync", fake_sync)
         await bot.setup_hook()
         names = sorted(c.name for c in bot.tree.get_commands())

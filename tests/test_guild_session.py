@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.guild_session import ChannelInfo, GuildSessionConfig, StopReason, session_id_for
+from bot.session.config import GuildSessionConfig, StopReason, session_id_for
+from bot.session.ports import ChannelInfo
 from pipeline.models import TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -214,7 +215,7 @@ async def test_a_move_is_remembered_for_a_restart() -> None:
         session = await registry.join(GUILD, CHANNEL)
         await session.on_heard(speech_draft("Alice", "let's move to the lounge", 1.0, user_id=1))
         await session.on_bot_voice_state(ChannelInfo(channel_id=71, name="Lounge", humans=((1, "Alice"),)))
-        assert ([1], ["2"]) == (list(session.humans), session._hearing.ended)  # type: ignore[union-attr]
+        assert ([1], ["2"]) == (list(session.humans), session.hearing.ended)  # type: ignore[union-attr]
     resources = make_resources(store, clock=clock, events=Events(), hearing_factory=ScriptedHearing, wall=lambda: WALL)
     second = FakeConnector(humans=[(1, "Alice")])
     async with RunningRegistry(resources, second) as registry:
@@ -332,6 +333,6 @@ async def test_end_of_transmission_silence_tells_hearing_the_speaker_stopped() -
             link.frames.put_nowait(frame)
         await until(link.frames.empty)
         await spin()
-        hearing = session._hearing
+        hearing = session.hearing
         assert isinstance(hearing, ScriptedHearing)
         assert ([("1", False), ("1", False), ("1", True)], 5) == (hearing.speaking, len(hearing.fed["1"]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,8 +26,10 @@ from aiohttp.test_utils import TestServer
 
 from bot.__main__ import build_parser
 from bot.cogs.notes import NotesCog
-from bot.guild_session import GuildSession, GuildSessionConfig, GuildSessionRegistry, session_id_for
 from bot.notes_api import register_notes_api
+from bot.session.config import GuildSessionConfig, session_id_for
+from bot.session.guild_session import GuildSession
+from bot.session.registry import GuildSessionRegistry
 from bot.watch_cli import run_watch
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAIVision
 from pipeline.events import CHAT_TURN_CORRECTED, SCREEN_NOTE_ADDED
@@ -128,8 +130,8 @@ async def live(*, chat_reply_text: bool = False, policy: CompactionPolicy | None
             config=GuildSessionConfig(bot_name="Clanky", chat_reply_text=chat_reply_text, chat_edit_grace_s=60.0),
             policy=policy,
         )
-        resources.note_writer = NoteWriter(vision=vision, reader=NoText())
-        resources.notes_config = NotesConfig(burst=10)
+        resources = replace(resources, note_writer=NoteWriter(vision=vision, reader=NoText()),
+                            notes_config=NotesConfig(burst=10))
         connector = FakeConnector(humans=[(1, "Alice"), (2, "James"), (3, "Maya")])
         try:
             async with RunningRegistry(resources, connector) as registry:

@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.guild_session import SessionOwnedElsewhere, StopReason, session_id_for
+from bot.session.config import StopReason, session_id_for
+from bot.session.registry import SessionOwnedElsewhere
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import SESSION_LEASE_LOST, SESSION_OWNED, SESSION_TAKEN_OVER
@@ -99,9 +100,9 @@ async def spin(rounds: int = 10) -> None:
 
 def running(store: InMemorySessionStore, owner_id: str) -> tuple[FakeClock, Events, FakeConnector, RunningRegistry]:
     clock, events, connector = FakeClock(), Events(), FakeConnector(humans=[(1, "Alice")])
-    resources = make_resources(store, clock=clock, events=events)
-    resources.ownership, resources.owner_id, resources.lease_ttl_s = store, owner_id, TTL
-    return clock, events, connector, RunningRegistry(resources, connector)
+    deps = dataclasses.replace(make_resources(store, clock=clock, events=events), ownership=store,
+                               owner_id=owner_id, lease_ttl_s=TTL)
+    return clock, events, connector, RunningRegistry(deps, connector)
 
 
 async def test_join_refused_while_another_process_owns_the_guild() -> None:
@@ -173,14 +174,12 @@ async def test_shard_settings_make_an_auto_sharded_bot() -> None:
     import discord
 
     from bot.client import LongcallBot, ShardedLongcallBot, make_bot
-    from bot.guild_session import GuildSessionRegistry
     from bot.settings import load_settings
 
     store = InMemorySessionStore()
-    registry = GuildSessionRegistry(make_resources(store, clock=FakeClock(), events=Events()), connector=None)
-    sharded = make_bot(settings=load_settings({"SHARD_COUNT": "4", "SHARD_IDS": "2-3"}), registry=registry,
-                       store=store)
-    plain = make_bot(settings=load_settings({}), registry=registry, store=store)
+    deps = make_resources(store, clock=FakeClock(), events=Events())
+    sharded = make_bot(settings=load_settings({"SHARD_COUNT": "4", "SHARD_IDS": "2-3"}), deps=deps, store=store)
+    plain = make_bot(settings=load_settings({}), deps=deps, store=store)
     try:
         assert isinstance(sharded, ShardedLongcallBot) and isinstance(sharded, discord.AutoShardedClient)
         assert (4, [2, 3]) == (sharded.shard_count, sharded.shard_ids)

@@ -14,9 +14,10 @@ import pytest
 import structlog
 
 from bot.app import StartupError, make_realtime_factory, make_voice, run_bot
-from bot.guild_session import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED, GuildSession
 from bot.playback import encode_pcm
 from bot.realtime import REALTIME_RATE, RealtimeConfig, RealtimeVoice
+from bot.session.guild_session import GuildSession
+from bot.session.reply_jobs import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED
 from bot.settings import ReplyMode, Settings
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, TurnKind
@@ -166,7 +167,7 @@ async def test_barge_in_cancels_the_response_and_keeps_only_the_heard_words() ->
             await started.wait_for("first_frame")
 
             def sentence_read() -> bool:
-                stream = r.session._realtime_stream
+                stream = r.session.on_air.realtime_stream
                 return stream is not None and bool(stream.transcript)
 
             await until(sentence_read)  # the reader has the first 50 ms and its words, and waits

@@ -13,13 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.guild_session import (
-    BOT_REPLY_COMPLETED,
-    BOT_REPLY_DROPPED,
-    GuildSession,
-    GuildSessionConfig,
-    heard_sentences,
-)
+from bot.session.config import GuildSessionConfig
+from bot.session.guild_session import GuildSession
+from bot.session.reply_jobs import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED, heard_sentences
 from pipeline.adapters.openai_api import BrainError, BrainErrorCode, OpenAIBrain, OpenAISpeech
 from pipeline.models import TurnKind
 from pipeline.testing import FakeClock

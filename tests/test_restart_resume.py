@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from bot.guild_session import SESSION_RESUMED_AFTER_RESTART, GuildSessionConfig, session_id_for
+from bot.session.config import GuildSessionConfig, session_id_for
+from bot.session.registry import SESSION_RESUMED_AFTER_RESTART
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.models import CompactionPolicy, TurnKind

@@ -22,7 +22,8 @@ import structlog
 from discord import app_commands
 from discord.ext import commands
 
-from bot.guild_session import GuildSession, GuildSessionRegistry
+from bot.session.guild_session import GuildSession
+from bot.session.registry import GuildSessionRegistry
 from pipeline.adapters.images import ImageError, ImageErrorCode
 from pipeline.context.formatting import cap_text
 from pipeline.models import Note, NoteSource

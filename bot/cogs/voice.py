@@ -13,7 +13,9 @@ import structlog
 from discord import app_commands
 from discord.ext import commands
 
-from bot.guild_session import ChannelInfo, GuildSessionRegistry, SessionOwnedElsewhere, session_id_for
+from bot.session.config import session_id_for
+from bot.session.ports import ChannelInfo
+from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
 from pipeline.context.formatting import cap_text
 from pipeline.context.reply_context import ReplyContext
 from pipeline.models import CompactionState, ContextSnapshot, StoreUnavailable, Turn, TurnKind

@@ -148,6 +148,7 @@ class ConversationSession:
         self._unsynced: deque[tuple[TurnDraft, Turn]] = deque()  # written in order once the store is back
         self._unsynced_notes: list[Note] = []
         self._recovering = asyncio.Lock()
+        self._append_lock = asyncio.Lock()  # seqs are assigned in the order things happened
         self.compactor = RollingCompactor(
             session_id=session_id,
             store=store,
@@ -246,7 +247,13 @@ class ConversationSession:
         return len(self._unsynced)
 
     async def append(self, draft: TurnDraft) -> Turn:
-        """Append a turn durably (or queue it if the store is down), then trigger compaction."""
+        """Append a turn durably (or queue it if the store is down), then trigger compaction.
+        One append at a time (every producer -- speech, chat, membership, the bot's replies --
+        comes through here), so seqs are assigned in the order things happened."""
+        async with self._append_lock:
+            return await self._append(draft)
+
+    async def _append(self, draft: TurnDraft) -> Turn:
         if not draft.turn_id:  # the dedupe key: a retry of this draft is stored once
             draft = replace(draft, turn_id=uuid.uuid4().hex[:16])
         await self.resync()

@@ -1,0 +1,120 @@
+"""What every guild session is given: its settings (`GuildSessionConfig`), the shared
+dependencies built once in `bot.app` (`SessionDeps`, frozen), how a session is named in the
+store (`session_id_for`) and why it stops (`StopReason`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from bot.session.ports import Brain, HearingFactory, RealtimeFactory, Speech
+from pipeline.context.model_context import ModelContextConfig
+from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.events import EventSink
+from pipeline.hearing.sentences import SentenceSplitterConfig
+from pipeline.models import CompactionPolicy
+from pipeline.ports import Clock, Embedder, SessionOwnership, SessionStore, Summarizer
+from pipeline.transcript.screen_notes import NotesConfig, NoteWriter
+
+META_ACTIVE = "active"
+
+
+def session_id_for(guild_id: int) -> str:
+    """The guild's session id: stable across restarts, so the transcript and summary carry on."""
+    return f"guild-{guild_id}"
+
+
+class StopReason(StrEnum):
+    LEAVE = "leave"  # /leave
+    IDLE = "idle"  # nobody spoke for the idle limit
+    ALONE = "alone"  # no person left in the channel
+    MAX_DURATION = "max_duration"
+    DISCONNECTED = "disconnected"  # kicked or the channel went away
+    FORGET = "forget"  # /forget deletes the data
+    SHUTDOWN = "shutdown"  # the process is stopping: resume on the next start
+    LEASE_LOST = "lease_lost"  # another process owns the session now: stop without writing
+
+    @property
+    def ends_session(self) -> bool:
+        return self is not StopReason.SHUTDOWN
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuildSessionConfig:
+    bot_name: str = "Clanky"
+    idle_timeout_s: float = 1800.0
+    alone_timeout_s: float = 120.0
+    max_duration_s: float = 6 * 3600.0
+    check_interval_s: float = 5.0
+    brain_deadline_s: float = 20.0
+    stale_allowance: int = 1  # new human turns tolerated while a reply is being made
+    reply_queue_max: int = 4
+    barge_in_ms: int = 240  # voiced audio from the addressed speaker that stops playback
+    barge_in_rms: float = 600.0  # int16 RMS that counts as voiced
+    flush_timeout_s: float = 10.0  # hearing flush at shutdown
+    close_timeout_s: float = 30.0  # settling the compactor at shutdown
+    stream_sentences: bool = True  # speak each sentence as it arrives (False: wait for the whole answer)
+    sentences: SentenceSplitterConfig = field(default_factory=SentenceSplitterConfig)
+    voice_reconnect_interval_s: float = 60.0  # at most one DAVE-recovery reconnect per this long
+    voice_reconnect_timeout_s: float = 45.0  # leave + join again (discord.py's connect allows 20 s)
+    voice_disconnect_grace_s: float = 2.0  # our own reconnect's "left the channel" arriving late
+    move_timeout_s: float = 30.0
+    chat_reply_text: bool = False  # CHAT_REPLY=text: typed questions are answered in the text chat
+    chat_edit_grace_s: float = 120.0  # an edit within this long (and before the fold) corrects the turn
+    notes_drain_s: float = 10.0  # at shutdown, queued screen notes get this long to be written
+
+
+def _monotonic_clock() -> Clock:
+    from pipeline.clock import MonotonicClock
+
+    return MonotonicClock()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionDeps:
+    """What every guild session of the process shares, built once in `bot.app` and passed down
+    as it is (frozen: nothing is wired in later)."""
+
+    store: SessionStore
+    summarizer: Summarizer | None
+    fallback: Summarizer | None
+    policy: CompactionPolicy
+    config: GuildSessionConfig
+    model_context: ModelContextConfig
+    wake_words: tuple[str, ...] = ()
+    reply_cooldown_s: float = 8.0
+    brain: Brain | None = None
+    speech: Speech | None = None
+    realtime_factory: RealtimeFactory | None = None  # REPLY_MODE=realtime: answers instead of brain + TTS
+    hearing_factory: HearingFactory | None = None
+    clock_factory: Callable[[], Clock] = field(default_factory=lambda: _monotonic_clock)
+    wall: Callable[[], float] = time.time
+    perf: Callable[[], float] = time.perf_counter  # stage latencies
+    event_sinks: tuple[EventSink, ...] = ()  # dashboard, metrics: attached to every session's events
+    note_writer: NoteWriter | None = None  # screen-watch notes (vision or OCR); None: no image notes
+    notes_config: NotesConfig = field(default_factory=NotesConfig)
+    # Session ownership across processes (bot/ownership.py); None: one process, no leases.
+    ownership: SessionOwnership | None = None
+    owner_id: str = ""
+    lease_ttl_s: float = 15.0
+    embedder: Embedder | None = None  # recall's dense side, shared by every session
+    memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
+
+
+class OffsetClock:
+    """A session clock that carries on from where the session was: a resumed session's turn
+    times continue from its original start instead of restarting at zero."""
+
+    __slots__ = ("_base", "_offset")
+
+    def __init__(self, base: Clock, offset: float) -> None:
+        self._base = base
+        self._offset = offset
+
+    def now(self) -> float:
+        return self._base.now() + self._offset
+
+    async def sleep(self, seconds: float) -> None:
+        await self._base.sleep(seconds)

@@ -1,0 +1,127 @@
+"""What every part of one guild session shares: its ids, conversation, clock and events, the
+stop signal and the owner lease. Every turn of the session -- speech, typed chat, membership,
+the bot's replies -- enters the conversation through `SessionCore.append` (the conversation
+session orders them under its append lock)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.ownership import LeaseLostReason, SessionLease
+from bot.realtime import RealtimeVoice
+from bot.session.config import GuildSessionConfig, StopReason
+from bot.session.ports import VoiceLink
+from pipeline.events import SESSION_LEASE_LOST, EventEmitter
+from pipeline.models import LeaseLost, Turn, TurnDraft, TurnKind
+from pipeline.ports import Clock
+from pipeline.transcript.screen_notes import ScreenNotes
+from pipeline.transcript.session import ConversationSession
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStart:
+    """One session's own pieces, made by the registry when it starts (or resumes) the session."""
+
+    guild_id: int
+    link: VoiceLink
+    conversation: ConversationSession
+    started_at_wall: float
+    bot_user_id: int = 0
+    resumed: bool = False
+    lease: SessionLease | None = None  # this process's owner lease (None: ownership off)
+    realtime: RealtimeVoice | None = None  # REPLY_MODE=realtime: this session's connection
+    screen_notes: ScreenNotes | None = None
+
+
+class SessionCore:
+    """The shared state of one guild session's parts (presence, replies, chat, the coordinator)."""
+
+    def __init__(
+        self, start: SessionStart, config: GuildSessionConfig, *, perf: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.guild_id = start.guild_id
+        self.conversation = start.conversation
+        self.config = config
+        self.bot_user_id = start.bot_user_id
+        self.lease = start.lease
+        self.lease_lost = False
+        self.perf = perf
+        self.stop_reason: StopReason | None = None
+        self._stop = asyncio.Event()
+        self.last_activity = start.conversation.clock.now()  # the idle limit counts from here
+
+    def touch(self) -> None:
+        """Someone did something (spoke, typed, joined): the idle limit counts from now."""
+        self.last_activity = self.clock.now()
+
+    @property
+    def clock(self) -> Clock:
+        return self.conversation.clock
+
+    @property
+    def events(self) -> EventEmitter:
+        return self.conversation.events
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def request_stop(self, reason: StopReason) -> None:
+        """Ask the session to end (any caller, idempotent: the first reason wins)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self._stop.set()
+
+    async def wait_stop(self) -> None:
+        await self._stop.wait()
+
+    async def append(self, draft: TurnDraft) -> Turn:
+        try:
+            return await self.conversation.append(draft)
+        except LeaseLost:
+            self.on_lease_lost(LeaseLostReason.WRITE_REFUSED)
+            raise
+
+    async def append_own(self, kind: TurnKind, text: str, *, source: str, started_at: float | None = None) -> Turn:
+        """A turn of the bot itself (its reply, or a note about where it is) ending now."""
+        now = self.clock.now()
+        return await self.append(
+            TurnDraft(
+                kind=kind,
+                speaker_id=str(self.bot_user_id),
+                speaker_name=self.config.bot_name,
+                text=text,
+                started_at=now if started_at is None else min(started_at, now),
+                ended_at=now,
+                source=source,
+            )
+        )
+
+    # -- ownership -------------------------------------------------------------------------------------
+
+    async def run_compactor(self) -> None:
+        await self.conversation.run()
+        if self.conversation.lease_lost:  # a fold commit was refused: another process owns the session
+            self.on_lease_lost(LeaseLostReason.WRITE_REFUSED)
+
+    async def hold_lease(self) -> None:
+        if self.lease is not None:
+            self.on_lease_lost(await self.lease.hold())
+
+    def on_lease_lost(self, reason: str) -> None:
+        """The owner lease is gone: another process may serve this session now. Leave the
+        channel without another write (the fence would refuse it anyway)."""
+        if self.lease_lost:
+            return
+        self.lease_lost = True
+        lease = self.lease
+        self.events.emit(
+            SESSION_LEASE_LOST,
+            owner=lease.owner_id if lease is not None else "",
+            fence=lease.fence if lease is not None else 0,
+            reason=reason,
+        )
+        self.request_stop(StopReason.LEASE_LOST)

@@ -1,0 +1,339 @@
+"""One guild's voice session: the coordinator that builds its parts and runs their tasks.
+
+A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
+
+    voice-receive:{guild}   the voice connection's receive loop (DAVE, Opus decode)
+    hearing-feed:{guild}    decoded frames → hearing pipeline (+ barge-in detection, and the
+                            senders' end-of-transmission silence as `speaking_state`)
+                            -- bot/session/hearing_feed.py, bot/session/barge_in.py
+    hearing:{guild}         the hearing pipeline (segmenter, ASR, coalescer) → speech turns
+    compactor:{guild}       `ConversationSession.run()`: rolling compaction
+    reply:{guild}           the reply worker (bot/session/reply_jobs.py): one reply at a time
+                            through the session's `Replier` (brain → TTS → playback, or the
+                            realtime model → playback); while a brain reply is made it owns
+                            `reply-llm:{guild}`, the model's stream
+    limits:{guild}          idle / alone / maximum-duration limits (bot/session/presence.py)
+    voice-reconnect:{guild} rejoins the voice channel when DAVE keys fall out of step
+    owner-lease:{guild}     renews this process's owner lease on the session
+
+Every turn (speech, typed chat, membership, the bot's replies) goes through
+`ConversationSession.append`, which takes one at a time, so seqs are assigned in the order
+things happened.
+
+Session metadata (guild, channel, started_at, active) lives in the store's meta hash. A
+clean process shutdown leaves `active=1`, so the next start rejoins; `/leave`, the limits
+and `/forget` end the session for good (`active=0`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+
+import structlog
+
+from bot.ownership import SessionLease
+from bot.session.barge_in import OnAir
+from bot.session.brain_replier import BrainReplier
+from bot.session.chat_intake import ChatIntake
+from bot.session.config import META_ACTIVE, SessionDeps, StopReason
+from bot.session.core import SessionCore, SessionStart
+from bot.session.hearing_feed import HeardTurns, HearingFeed
+from bot.session.ports import ChannelInfo, Hearing, TextReply
+from bot.session.presence import Presence, VoiceReconnector
+from bot.session.realtime_replier import RealtimeReplier
+from bot.session.replier import Replier, ReplyTools
+from bot.session.reply_jobs import ReplyDesk, ReplyLedger
+from bot.settings import ReplyMode
+from pipeline.context.model_context import ModelContext
+from pipeline.context.reply_policy import ReplyPolicy, ReplyPolicyConfig
+from pipeline.events import EventEmitter
+from pipeline.models import StoreUnavailable, Turn, TurnDraft
+
+log = structlog.get_logger("longcall.guild_session")
+
+
+def _replier(deps: SessionDeps, start: SessionStart, tools: ReplyTools) -> Replier | None:
+    """The one reply path of this session, picked once: the realtime model when the session
+    has a connection (REPLY_MODE=realtime), else the brain (with TTS when there is one)."""
+    if start.realtime is not None:
+        return RealtimeReplier(tools, start.realtime)
+    if deps.brain is not None:
+        return BrainReplier(tools, deps.brain, deps.speech)
+    return None  # no reply path configured: the session listens and summarizes only
+
+
+class GuildSession:
+    """One guild's voice session. Create through `GuildSessionRegistry`; `run()` until stopped."""
+
+    def __init__(self, deps: SessionDeps, start: SessionStart) -> None:
+        config = deps.config
+        self.guild_id = start.guild_id
+        self.link = start.link
+        self.session = start.conversation
+        self.store = deps.store
+        self.config = config
+        self.bot_user_id = start.bot_user_id
+        self.started_at_wall = start.started_at_wall
+        self.resumed = start.resumed
+        self._wall = deps.wall
+        self.core = core = SessionCore(start, config, perf=deps.perf)
+        self.model_context = ModelContext(start.conversation, deps.model_context)
+        self.on_air = OnAir(start.guild_id, config)
+        self.replies = ReplyLedger(core, ReplyMode.REALTIME if start.realtime is not None else ReplyMode.BRAIN)
+        tools = ReplyTools(core=core, ledger=self.replies, on_air=self.on_air, link=start.link,
+                           model_context=self.model_context)
+        self.replier = _replier(deps, start, tools)
+        policy = ReplyPolicy(ReplyPolicyConfig(bot_name=config.bot_name, bot_speaker_id=str(start.bot_user_id),
+                                               wake_words=deps.wake_words, cooldown_s=deps.reply_cooldown_s))
+        self._desk = ReplyDesk(core, self.replies, self.replier, policy=policy)
+        self._heard = HeardTurns(core, self._desk)
+        hearing = (
+            deps.hearing_factory(self._heard, core.events, core.clock) if deps.hearing_factory is not None else None
+        )
+        self.reconnector = VoiceReconnector(core, start.link, stop_speaking=self.on_air.stop)
+        self.presence = Presence(core, start.link, self.reconnector, hearing=hearing,
+                                 save_meta=functools.partial(self._save_meta, active=True))
+        self._feed = HearingFeed(start.link, hearing, on_air=self.on_air, presence=self.presence,
+                                 bot_user_id=start.bot_user_id)
+        self.chat = ChatIntake(core, self._desk)
+        self._closed = asyncio.Event()
+        # Screen-watch notes and typed chat (bot/cogs/notes.py drives these).
+        self.notes = start.screen_notes
+        self.watching = False  # /watch on: images posted in the session's chat become notes
+        self.text_channel_id: int | None = None  # where /join or /watch was used
+
+    # -- what the rest of the bot reads ------------------------------------------------------------
+
+    @property
+    def channel_id(self) -> int:
+        """The channel the bot is in now (it follows moves)."""
+        return self.presence.channel_id
+
+    @property
+    def channel_name(self) -> str:
+        return self.presence.channel_name
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def events(self) -> EventEmitter:
+        return self.session.events
+
+    @property
+    def humans(self) -> dict[int, str]:
+        return dict(self.presence.humans)
+
+    @property
+    def hearing(self) -> Hearing | None:
+        return self._feed.hearing
+
+    @property
+    def stopping(self) -> bool:
+        return self.core.stopping
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        return self.core.stop_reason
+
+    @property
+    def lease(self) -> SessionLease | None:
+        return self.core.lease
+
+    @property
+    def lease_lost(self) -> bool:
+        return self.core.lease_lost
+
+    @property
+    def reply_mode(self) -> ReplyMode:
+        return self.replies.mode
+
+    @property
+    def replies_spoken(self) -> int:
+        return self.replies.replies_spoken
+
+    @property
+    def replies_dropped(self) -> int:
+        return self.replies.replies_dropped
+
+    @property
+    def voice_reconnects(self) -> int:
+        return self.reconnector.count
+
+    @property
+    def reconnecting(self) -> bool:
+        return self.reconnector.reconnecting
+
+    # -- what comes in (hearing, typed chat, Discord's events, commands) -----------------------------
+
+    async def append(self, draft: TurnDraft) -> Turn:
+        """Append a turn to the conversation as it is (no reply is considered)."""
+        return await self.core.append(draft)
+
+    async def on_heard(self, draft: TurnDraft) -> Turn:
+        """A finished speech turn from the hearing pipeline: append it, maybe answer it."""
+        return await self._heard.append(draft)
+
+    async def on_chat(
+        self, *, message_id: int, user_id: int, name: str, text: str, reply: TextReply | None = None
+    ) -> Turn | None:
+        return await self.chat.on_chat(message_id=message_id, user_id=user_id, name=name, text=text, reply=reply)
+
+    async def on_chat_edit(self, message_id: int, text: str | None, *, deleted: bool = False) -> Turn | None:
+        return await self.chat.on_chat_edit(message_id, text, deleted=deleted)
+
+    async def on_member_joined(self, user_id: int, name: str) -> None:
+        await self.presence.on_member_joined(user_id, name)
+
+    async def on_member_left(self, user_id: int, name: str) -> None:
+        await self.presence.on_member_left(user_id, name)
+
+    async def on_bot_voice_state(self, channel: ChannelInfo | None) -> None:
+        await self.presence.on_bot_voice_state(channel)
+
+    async def move_to(self, channel: ChannelInfo) -> None:
+        await self.presence.move_to(channel)
+
+    def request_voice_reconnect(self, reason: str, *, user_id: int | None = None) -> bool:
+        return self.reconnector.request(reason, user_id=user_id)
+
+    def limit_reached(self, now: float) -> StopReason | None:
+        return self.presence.limit_reached(now)
+
+    def set_max_duration_elapsed(self, elapsed_s: float) -> None:
+        self.presence.set_max_duration_elapsed(elapsed_s)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def request_stop(self, reason: StopReason) -> None:
+        """Ask the session to end (any caller, idempotent: the first reason wins)."""
+        self.core.request_stop(reason)
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    def meta(self, *, active: bool) -> dict[str, str]:
+        meta = {
+            "guild_id": str(self.guild_id),
+            "channel_id": str(self.channel_id),
+            "channel_name": self.channel_name or "",
+            "started_at": repr(self.started_at_wall),
+            META_ACTIVE: "1" if active else "0",
+            "updated_at": repr(self._wall()),
+        }
+        if self.stop_reason is not None:
+            meta["last_stop_reason"] = str(self.stop_reason)
+        return meta
+
+    async def run(self) -> None:
+        """Run every task of the session until `request_stop`, then shut down in order."""
+        gid, core, hearing_pipeline = self.guild_id, self.core, self._feed.hearing
+        try:
+            await self._save_meta(active=True)
+            async with asyncio.TaskGroup() as tg:
+                receive = [
+                    tg.create_task(self.link.run_receive(), name=f"voice-receive:{gid}"),
+                    tg.create_task(self._feed.run(), name=f"hearing-feed:{gid}"),
+                ]
+                workers = [
+                    tg.create_task(self._desk.run(), name=f"reply:{gid}"),
+                    tg.create_task(self.presence.run_limits(), name=f"limits:{gid}"),
+                    tg.create_task(self.reconnector.run(lambda: self.presence.channel_id),
+                                   name=f"voice-reconnect:{gid}"),
+                    tg.create_task(core.hold_lease(), name=f"owner-lease:{gid}"),
+                ]
+                hearing = (
+                    [tg.create_task(hearing_pipeline.run(), name=f"hearing:{gid}")]
+                    if hearing_pipeline is not None else []
+                )
+                compactor = tg.create_task(core.run_compactor(), name=f"compactor:{gid}")
+                notes = tg.create_task(self.notes.run(), name=f"notes:{gid}") if self.notes is not None else None
+                log.info(
+                    "guild_session_started",
+                    guild_id=gid,
+                    session_id=self.session_id,
+                    channel_id=self.channel_id,
+                    resumed=self.resumed,
+                    humans=len(self.presence.humans),
+                    total_turns=self.session.total_turns,
+                )
+                await core.wait_stop()
+                # Orderly: no new audio, no new replies; what was heard becomes turns.
+                self.on_air.stop()
+                for task in receive + workers:
+                    task.cancel()
+                if core.lease_lost:  # another process serves the session now: write nothing more
+                    for task in hearing + ([notes] if notes is not None else []):
+                        task.cancel()
+                else:
+                    await self._flush_hearing(hearing_pipeline)
+                    for task in hearing:
+                        task.cancel()
+                    await self._drain_notes(notes)
+                    await self._close_session()
+                compactor.cancel()
+        finally:
+            await self._finish()
+
+    async def _flush_hearing(self, hearing: Hearing | None) -> None:
+        if hearing is None:
+            return
+        try:
+            async with asyncio.timeout(self.config.flush_timeout_s):
+                await hearing.flush()
+        except Exception as err:  # a failed flush must not stop the state from being saved
+            log.warning("hearing_flush_failed", guild_id=self.guild_id, error_class=type(err).__name__)
+
+    async def _drain_notes(self, worker: asyncio.Task[None] | None) -> None:
+        """Queued screen notes are written before the session closes (bounded), then the worker stops."""
+        if worker is None or self.notes is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.config.notes_drain_s):
+                await self.notes.drain()
+        worker.cancel()
+
+    async def _close_session(self) -> None:
+        try:
+            async with asyncio.timeout(self.config.close_timeout_s):
+                await self.session.close()
+        except Exception as err:
+            log.warning("session_close_failed", guild_id=self.guild_id, error_class=type(err).__name__)
+
+    async def _finish(self) -> None:
+        """Persist the meta and leave the channel, whatever ended the session."""
+        core = self.core
+        reason = core.stop_reason or StopReason.SHUTDOWN
+        if core.stop_reason is None:
+            core.stop_reason = reason  # cancelled or crashed: treat as a process shutdown
+        try:
+            if reason is not StopReason.FORGET and not core.lease_lost:
+                await self._save_meta(active=not reason.ends_session)
+        finally:
+            if self.replier is not None:
+                await self.replier.aclose()  # the realtime connection: closing never raises
+            with contextlib.suppress(Exception):
+                await self.link.disconnect()
+            if core.lease is not None and not core.lease_lost:
+                await core.lease.release()  # after leaving voice: a successor may join at once
+            self._closed.set()
+            snapshot = self.session.snapshot()
+            log.info(
+                "guild_session_stopped",
+                guild_id=self.guild_id,
+                session_id=self.session_id,
+                reason=str(reason),
+                total_turns=snapshot.total_turns,
+                cursor=snapshot.cursor,
+                replies_spoken=self.replies.replies_spoken,
+                replies_dropped=self.replies.replies_dropped,
+            )
+
+    async def _save_meta(self, *, active: bool) -> None:
+        try:
+            await self.store.save_meta(self.session_id, self.meta(active=active))
+        except StoreUnavailable:
+            log.warning("session_meta_not_saved", guild_id=self.guild_id, session_id=self.session_id)

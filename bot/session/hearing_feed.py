@@ -1,0 +1,74 @@
+"""Audio in: decoded voice frames into the hearing pipeline, and heard turns out of it.
+
+`HearingFeed.run` takes each frame the voice link decoded (DAVE, Opus), lets the barge-in
+detector see it, and feeds it to the hearing pipeline (segmenter, ASR, coalescer), with the
+senders' end-of-transmission silence as `speaking_state`. `HeardTurns` is the hearing
+pipeline's sink: each finished speech turn is appended to the conversation, then
+considered for a reply."""
+
+from __future__ import annotations
+
+from bot.session.barge_in import OnAir
+from bot.session.core import SessionCore
+from bot.session.ports import Hearing, VoiceLink
+from bot.session.presence import Presence
+from bot.session.reply_jobs import ReplyDesk
+from bot.voice_receive import FrameSource
+from pipeline.models import Turn, TurnDraft
+
+FRAME_MS = 20
+
+
+class HeardTurns:
+    """The session as the hearing pipeline's sink (`bot.session.ports.TurnSink`)."""
+
+    __slots__ = ("_core", "_desk")
+
+    def __init__(self, core: SessionCore, desk: ReplyDesk) -> None:
+        self._core = core
+        self._desk = desk
+
+    async def append(self, draft: TurnDraft) -> Turn:
+        """A finished speech turn: append it, maybe answer it."""
+        core = self._core
+        turn = await core.append(draft)
+        appended_at = core.perf()
+        asr_ms = max(0, round((core.clock.now() - draft.ended_at) * 1000))
+        await self._desk.consider(turn, heard_at=appended_at, asr_ms=asr_ms)
+        return turn
+
+
+class HearingFeed:
+    """Frames from the voice link → barge-in check → the hearing pipeline (when there is one)."""
+
+    def __init__(
+        self, link: VoiceLink, hearing: Hearing | None, *, on_air: OnAir, presence: Presence, bot_user_id: int
+    ) -> None:
+        self._link = link
+        self.hearing = hearing
+        self._on_air = on_air
+        self._presence = presence  # the people's names, and who ended a transmission
+        self._bot_user_id = bot_user_id
+
+    async def run(self) -> None:
+        while True:
+            frame = await self._link.next_frame()
+            user_id = frame.user_id
+            if user_id == self._bot_user_id:
+                continue
+            self._on_air.check(frame, FRAME_MS)
+            hearing = self.hearing
+            if hearing is None:
+                continue
+            speaker_id = str(user_id)
+            name = self._presence.name_of(user_id) or self._link.display_name(user_id)
+            hearing.feed(speaker_id, name, frame.pcm, sample_rate=48_000, channels=2)
+            # Discord clients end a transmission with Opus silence frames, then send nothing:
+            # the silence after it is real, so hearing need not wait out its jitter tolerance.
+            silent = self._presence.silent
+            if frame.source is FrameSource.SILENCE:
+                silent.add(user_id)
+                hearing.speaking_state(speaker_id, False)
+            elif user_id in silent:
+                silent.discard(user_id)
+                hearing.speaking_state(speaker_id, True)

@@ -1,0 +1,362 @@
+"""The guild sessions of this process, and the one task that owns them.
+
+`/join` → `GuildSessionRegistry.join`: the owner lease on the session (bot/ownership.py; while
+another process holds it, that process serves the guild: `SessionOwnedElsewhere`), the voice
+connection, then `_start` builds the conversation session (transcript, summary, notes from
+the store) and the `GuildSession` and runs it as an owned task. On startup `resume` rejoins
+every guild whose stored meta says its session was active, and `watch_orphans` takes over
+the sessions whose owner process died."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
+
+import structlog
+
+from bot.ownership import SessionLease
+from bot.session.config import META_ACTIVE, OffsetClock, SessionDeps, StopReason, session_id_for
+from bot.session.core import SessionStart
+from bot.session.guild_session import GuildSession
+from bot.session.ports import ChannelInfo, VoiceConnector, VoiceLink
+from pipeline.events import SESSION_NOT_OWNED, SESSION_OWNED, SESSION_TAKEN_OVER, EventEmitter
+from pipeline.models import StoreUnavailable
+from pipeline.ports import SessionStore
+from pipeline.transcript.screen_notes import ScreenNotes
+from pipeline.transcript.session import ConversationSession
+
+log = structlog.get_logger("longcall.guild_session")
+
+SESSION_RESUMED_AFTER_RESTART = "session_resumed_after_restart"
+
+
+class SessionOwnedElsewhere(RuntimeError):
+    """Another bot process holds this guild's session lease: it serves the voice session."""
+
+    def __init__(self, guild_id: int, holder: str) -> None:
+        super().__init__("this guild's voice session is served by another bot process")
+        self.guild_id = guild_id
+        self.holder = holder
+
+
+class GuildSessionRegistry:
+    """All guild sessions of this process; `run()` is the task that owns them.
+
+        tg.create_task(registry.run(), name="guild-sessions")
+        await registry.join(guild_id, channel_id)       # /join
+        await registry.resume(guild_ids)                # on startup: rejoin active sessions
+        await registry.move(guild_id, channel_info)      # /join from another channel: same session
+        registry.close()                                # shutdown: every session stops, state kept
+    """
+
+    def __init__(self, deps: SessionDeps, connector: VoiceConnector) -> None:
+        self.deps = deps
+        self.connector = connector
+        self._sessions: dict[int, GuildSession] = {}
+        self._pending: set[int] = set()
+        self._tg: asyncio.TaskGroup | None = None
+        self._ready = asyncio.Event()
+        self._closing = asyncio.Event()
+
+    @property
+    def store(self) -> SessionStore:
+        return self.deps.store
+
+    def get(self, guild_id: int) -> GuildSession | None:
+        return self._sessions.get(guild_id)
+
+    def sessions(self) -> list[GuildSession]:
+        return list(self._sessions.values())
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            self._tg = tg
+            self._ready.set()
+            await self._closing.wait()
+            for session in list(self._sessions.values()):
+                session.request_stop(StopReason.SHUTDOWN)
+        self._tg = None
+
+    def close(self) -> None:
+        """Stop every session (state kept, `active` left set) and end `run()`."""
+        self._closing.set()
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def join(self, guild_id: int, channel_id: int) -> GuildSession:
+        """Connect to the channel and start (or continue) the guild's session.
+
+        Raises `RuntimeError` if the guild already has a session or the registry is closing.
+        Connection errors propagate to the caller (the command answers with them).
+        """
+        if guild_id in self._sessions or guild_id in self._pending:
+            raise RuntimeError("already in a voice channel in this guild")
+        self._pending.add(guild_id)
+        try:
+            lease = await self._acquire(guild_id, session_id_for(guild_id))  # before joining voice
+            started = False
+            try:
+                link = await self._connect(guild_id, channel_id)
+                try:
+                    session = await self._start(guild_id, link, meta=None, lease=lease)
+                    started = True
+                    return session
+                finally:
+                    if not started:
+                        with contextlib.suppress(Exception):
+                            await link.disconnect()
+            finally:
+                if not started and lease is not None:
+                    await lease.release()
+        finally:
+            self._pending.discard(guild_id)
+
+    async def move(self, guild_id: int, channel: ChannelInfo) -> GuildSession:
+        """`/join` from another channel of the guild: the running session goes there (same
+        conversation). Raises `LookupError` if the guild has no session; move errors propagate."""
+        session = self._sessions.get(guild_id)
+        if session is None or session.stopping:
+            raise LookupError("no voice session in this guild")
+        await session.move_to(channel)
+        return session
+
+    async def _connect(self, guild_id: int, channel_id: int) -> VoiceLink:
+        return await self.connector.connect(guild_id, channel_id)
+
+    async def _acquire(self, guild_id: int, sid: str) -> SessionLease | None:
+        """This process's owner lease on the session (None when ownership is off). Raises
+        `SessionOwnedElsewhere` while another process's lease runs: it serves the guild."""
+        deps = self.deps
+        if deps.ownership is None or not deps.owner_id:
+            return None
+        grant = await deps.ownership.acquire_owner(sid, deps.owner_id, deps.lease_ttl_s)
+        if grant is None:
+            holder = ""
+            with contextlib.suppress(StoreUnavailable):
+                holder = await deps.ownership.session_owner(sid)
+            log.info(SESSION_NOT_OWNED, guild_id=guild_id, session_id=sid, owner=deps.owner_id, holder=holder)
+            raise SessionOwnedElsewhere(guild_id, holder)
+        return SessionLease(deps.ownership, sid, deps.owner_id, grant, ttl_s=deps.lease_ttl_s,
+                            clock=deps.clock_factory())
+
+    async def adopt_orphans(self, guild_ids: Iterable[int]) -> list[GuildSession]:
+        """Take over the sessions of these guilds that are still active but whose owner's lease
+        ran out (its process died): transcript, summary, cursor and notes come from the store."""
+        ownership = self.deps.ownership
+        if ownership is None or self._closing.is_set():
+            return []
+        candidates = {session_id_for(g): g for g in guild_ids if g not in self._sessions and g not in self._pending}
+        if not candidates:
+            return []
+        orphans = await ownership.orphaned_sessions(list(candidates))
+        return await self.resume(candidates[sid] for sid in orphans)
+
+    async def watch_orphans(self, guild_ids: Callable[[], Iterable[int]], interval_s: float) -> None:
+        """Every `interval_s`, adopt the orphaned sessions among the guilds this process sees
+        (`guild_ids()`: its shards' guilds). Run as an owned task; cancel to stop."""
+        clock = self.deps.clock_factory()
+        await self._ready.wait()
+        while not self._closing.is_set():
+            await clock.sleep(interval_s)
+            try:
+                await self.adopt_orphans(list(guild_ids()))
+            except StoreUnavailable:
+                continue  # the next scan retries
+            except Exception as err:  # one bad scan must not end the watcher
+                log.warning("session_orphan_scan_failed", error_class=type(err).__name__)
+
+    async def _start(
+        self, guild_id: int, link: VoiceLink, *, meta: Mapping[str, str] | None, lease: SessionLease | None = None
+    ) -> GuildSession:
+        await self._ready.wait()
+        if self._closing.is_set() or self._tg is None:
+            raise RuntimeError("shutting down")
+        session = await open_session(
+            self.deps, link, guild_id=guild_id, meta=meta, lease=lease, bot_user_id=self.connector.bot_user_id
+        )
+        self._sessions[guild_id] = session
+        self._tg.create_task(self._own(session), name=f"guild-session:{guild_id}")
+        return session
+
+    async def _own(self, session: GuildSession) -> None:
+        try:
+            await session.run()
+        except Exception as err:  # one guild's crash must not take the others down
+            log.exception("guild_session_crashed", guild_id=session.guild_id, error_class=type(err).__name__)
+        finally:
+            if self._sessions.get(session.guild_id) is session:
+                del self._sessions[session.guild_id]
+
+    async def leave(self, guild_id: int, reason: StopReason = StopReason.LEAVE) -> bool:
+        """End the guild's session (state saved, not rejoined on restart). False if none."""
+        session = self._sessions.get(guild_id)
+        if session is None:
+            return False
+        session.request_stop(reason)
+        await session.wait_closed()
+        return True
+
+    async def forget(self, guild_id: int) -> None:
+        """Stop the guild's session if one runs, then delete everything stored for it."""
+        await self.leave(guild_id, StopReason.FORGET)
+        await self.store.delete_session(session_id_for(guild_id))
+        log.info("session_forgotten", guild_id=guild_id, session_id=session_id_for(guild_id))
+
+    async def resume(self, guild_ids: Iterable[int]) -> list[GuildSession]:
+        """On startup: rejoin every guild whose stored meta says its session was active."""
+        resumed: list[GuildSession] = []
+        for guild_id in guild_ids:
+            if guild_id in self._sessions:
+                continue
+            sid = session_id_for(guild_id)
+            try:
+                meta = await self.store.load_meta(sid)
+            except StoreUnavailable:
+                log.warning("session_resume_skipped", guild_id=guild_id, reason="store_unavailable")
+                continue
+            if meta.get(META_ACTIVE) != "1":
+                continue
+            session = await self._resume_one(guild_id, sid, meta)
+            if session is not None:
+                resumed.append(session)
+        return resumed
+
+    async def _resume_one(self, guild_id: int, sid: str, meta: dict[str, str]) -> GuildSession | None:
+        if guild_id in self._sessions or guild_id in self._pending:
+            return None
+        self._pending.add(guild_id)
+        lease: SessionLease | None = None
+        started = False
+        try:
+            lease = await self._acquire(guild_id, sid)
+            session = await self._resume_owned(guild_id, sid, meta, lease)
+            started = session is not None
+            return session
+        except SessionOwnedElsewhere:
+            return None  # another live process serves it (logged as session_not_owned)
+        except StoreUnavailable:
+            log.warning("session_resume_skipped", guild_id=guild_id, session_id=sid, reason="store_unavailable")
+            return None
+        finally:
+            self._pending.discard(guild_id)
+            if not started and lease is not None:
+                await lease.release()
+
+    async def _resume_owned(
+        self, guild_id: int, sid: str, meta: dict[str, str], lease: SessionLease | None
+    ) -> GuildSession | None:
+        if lease is not None:  # the meta may have changed while another process held the session
+            meta = await self.store.load_meta(sid)
+            if meta.get(META_ACTIVE) != "1":
+                return None
+        channel_id = int(meta.get("channel_id", "0") or 0)
+        started_at = _float(meta.get("started_at"), 0.0)
+        age = self.deps.wall() - started_at
+        if age >= self.deps.config.max_duration_s or not channel_id:
+            reason = "expired" if channel_id else "no_channel"
+            log.info("session_resume_skipped", guild_id=guild_id, session_id=sid, reason=reason)
+            await self._mark_inactive(sid, reason)
+            return None
+        try:
+            link = await self._connect(guild_id, channel_id)
+        except Exception as err:
+            log.warning(
+                "session_resume_skipped", guild_id=guild_id, session_id=sid, reason="rejoin_failed",
+                error_class=type(err).__name__,
+            )
+            await self._mark_inactive(sid, "rejoin_failed")
+            return None
+        try:
+            session = await self._start(guild_id, link, meta=meta, lease=lease)
+        except Exception:
+            with contextlib.suppress(Exception):
+                await link.disconnect()
+            raise
+        snap = session.session.snapshot()
+        session.events.emit(
+            SESSION_RESUMED_AFTER_RESTART,
+            channel_id=channel_id,
+            cursor=snap.cursor,
+            covered_through_turn=snap.covered_through_turn,
+            total_turns=snap.total_turns,
+            summary_chars=len(snap.summary),
+            down_s=round(self.deps.wall() - _float(meta.get("updated_at"), started_at), 1),
+        )
+        return session
+
+    async def _mark_inactive(self, sid: str, reason: str) -> None:
+        with contextlib.suppress(StoreUnavailable):
+            await self.store.save_meta(sid, {META_ACTIVE: "0", "last_stop_reason": reason})
+
+
+async def open_session(
+    deps: SessionDeps,
+    link: VoiceLink,
+    *,
+    guild_id: int,
+    meta: Mapping[str, str] | None,  # the stored meta of a session resumed; None: a new session
+    lease: SessionLease | None,
+    bot_user_id: int,
+) -> GuildSession:
+    """Open the guild's conversation (transcript, summary, notes from the store) and build its
+    session around `link`. A resumed session's clock and limits carry on from its start."""
+    sid = session_id_for(guild_id)
+    wall_now = deps.wall()
+    started_at = wall_now
+    elapsed = 0.0
+    if meta is not None:
+        started_at = _float(meta.get("started_at"), wall_now)
+        elapsed = max(0.0, wall_now - started_at)
+    events = EventEmitter(guild_id=str(guild_id), session_id=sid, source="bot")
+    for sink in deps.event_sinks:
+        events.add_sink(sink)
+    clock = OffsetClock(deps.clock_factory(), elapsed)
+    conversation = await ConversationSession.open(
+        session_id=sid,
+        store=deps.store,
+        summarizer=deps.summarizer,
+        fallback=deps.fallback,
+        policy=deps.policy,
+        clock=clock,
+        events=events,
+        bot_name=deps.config.bot_name,
+        owner_token=lease.token if lease is not None else "",
+        embedder=deps.embedder,
+        memory=deps.memory,
+    )
+    start = SessionStart(
+        guild_id=guild_id,
+        link=link,
+        conversation=conversation,
+        started_at_wall=started_at,
+        bot_user_id=bot_user_id,
+        resumed=meta is not None,
+        lease=lease,
+        realtime=deps.realtime_factory(events) if deps.realtime_factory is not None else None,
+        screen_notes=(
+            ScreenNotes(writer=deps.note_writer, sink=conversation.add_note, clock=clock, events=events,
+                        config=deps.notes_config)
+            if deps.note_writer is not None else None
+        ),
+    )
+    session = GuildSession(deps, start)
+    if lease is not None:
+        snap = conversation.snapshot()
+        if lease.taken_over:
+            events.emit(SESSION_TAKEN_OVER, owner=lease.owner_id, fence=lease.fence,
+                        previous_owner=lease.previous_owner, total_turns=snap.total_turns, cursor=snap.cursor)
+        else:
+            events.emit(SESSION_OWNED, owner=lease.owner_id, fence=lease.fence,
+                        previous_owner=lease.previous_owner)
+    if meta is not None:
+        session.set_max_duration_elapsed(elapsed)
+    return session
+
+
+def _float(raw: str | None, default: float) -> float:
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        return default

@@ -1,0 +1,209 @@
+"""Reply jobs: which heard turns get an answer, one answer at a time, and how each one ended.
+
+A turn the `ReplyPolicy` accepts becomes a `ReplyJob` on a small queue (the oldest is
+dropped when it is full: it is the stalest). The reply worker hands each job to the
+session's `Replier` (bot/session/replier.py). A reply is dropped when the room moved on
+meanwhile -- more than `stale_allowance` new human turns since the reply started -- checked
+here before anything is asked of a model, and again by each replier right before the first
+frame plays. One `bot_reply_completed` (emitted by the replier that spoke) or
+`bot_reply_dropped` (emitted here) event per reply carries the stage latencies and the
+`reply_mode`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+
+from bot.session.core import SessionCore
+from bot.session.ports import TextReply
+from bot.settings import ReplyMode
+from pipeline.adapters.openai_api import BrainError
+from pipeline.context.reply_policy import ReplyDecision, ReplyPolicy
+from pipeline.models import Turn, TurnKind
+
+if TYPE_CHECKING:
+    from bot.session.replier import Replier
+
+log = structlog.get_logger("longcall.guild_session")
+
+BOT_REPLY_COMPLETED = "bot_reply_completed"
+BOT_REPLY_DROPPED = "bot_reply_dropped"
+
+# A later sentence counts as heard once this many of its frames reached the player: the
+# encoder carries a partial frame across sentence edges, so the first one or two may be the
+# previous sentence's tail.
+SENTENCE_ONSET_FRAMES = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyJob:
+    turn: Turn
+    decision: ReplyDecision
+    human_mark: int  # human turns heard when the job was made (the current one included)
+    heard_at: float  # perf_counter when the turn was appended
+    asr_ms: int | None  # end of speech → turn appended
+    text_reply: TextReply | None = None  # a typed question answered in text (CHAT_REPLY=text)
+
+
+@dataclass(slots=True)
+class Stages:
+    """Per-reply stage timings (perf_counter seconds); turned into ms in the event."""
+
+    started: float
+    decided: float | None = None
+    first_sentence: float | None = None  # the model's first complete sentence
+    llm_done: float | None = None  # the model's stream ended (or failed)
+    tts_requested: float | None = None
+    tts_first_byte: float | None = None
+    respond_requested: float | None = None  # realtime: respond() called (connect when needed, send the turn)
+    respond_sent: float | None = None  # realtime: the turn and response.create are sent
+
+    def ms(self, a: float | None, b: float | None) -> int | None:
+        return None if a is None or b is None else round((b - a) * 1000)
+
+
+class Answer:
+    """One reply's answer as the model streams it: complete sentences, in order, for the
+    speaker; `None` after the last (or put early to cut the reply short). Unbounded on
+    purpose, and still bounded: the brain caps its answer (max_tokens) and the splitter
+    caps a sentence, and the model's stream must never wait for playback (its deadline
+    would pay for the audio's length)."""
+
+    __slots__ = ("error", "sentences")
+
+    def __init__(self) -> None:
+        self.sentences: asyncio.Queue[str | None] = asyncio.Queue()
+        self.error: BrainError | None = None  # why the stream ended early, if it did
+
+    async def rest(self) -> list[str]:
+        """Every sentence still to come, waiting for the end of the stream."""
+        out: list[str] = []
+        while (sentence := await self.sentences.get()) is not None:
+            out.append(sentence)
+        return out
+
+
+def heard_sentences(starts: Sequence[tuple[str, int]], *, started: bool, frames_played: int) -> list[str]:
+    """The sentences of a reply that reached the listeners. `starts` holds each sentence with
+    the number of frames queued before it; the first counts once playback started, a later
+    one once `SENTENCE_ONSET_FRAMES` of its own frames were played. Pure."""
+    if not started:
+        return []
+    return [
+        sentence
+        for index, (sentence, first_frame) in enumerate(starts)
+        if index == 0 or frames_played >= first_frame + SENTENCE_ONSET_FRAMES
+    ]
+
+
+class ReplyLedger:
+    """How the session's replies went: the human turns heard (what makes a reply stale), when
+    the bot last spoke, the spoken/dropped counts and the dropped event."""
+
+    def __init__(self, core: SessionCore, mode: ReplyMode) -> None:
+        self._core = core
+        self.mode = mode
+        self.human_turns = 0
+        self.last_reply_at: float | None = None
+        self.replies_spoken = 0
+        self.replies_dropped = 0
+
+    def stale(self, job: ReplyJob) -> bool:
+        return self.human_turns - job.human_mark > self._core.config.stale_allowance
+
+    async def append_reply(self, text: str, *, source: str, started_at: float) -> None:
+        """The bot's reply, as it was heard (or posted), becomes one BOT turn."""
+        self.last_reply_at = self._core.clock.now()
+        await self._core.append_own(TurnKind.BOT, text, source=source, started_at=started_at)
+
+    def emit_dropped(self, job: ReplyJob, reason: str, stages: Stages, *, tokens: int | None = None) -> None:
+        self.replies_dropped += 1
+        ms = stages.ms
+        self._core.events.emit(
+            BOT_REPLY_DROPPED,
+            seq=job.turn.seq,
+            reason=reason,
+            reply_mode=str(self.mode),
+            asr_ms=job.asr_ms,
+            decide_ms=ms(stages.started, stages.decided),
+            llm_first_sentence_ms=ms(stages.decided, stages.first_sentence),
+            llm_ms=ms(stages.decided, stages.llm_done),
+            tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
+            new_human_turns=self.human_turns - job.human_mark,
+            prompt_tokens=tokens,
+        )
+
+
+class ReplyDesk:
+    """Decides on every turn appended, queues the accepted ones, and runs the reply worker."""
+
+    def __init__(
+        self,
+        core: SessionCore,
+        ledger: ReplyLedger,
+        replier: Replier | None,  # None: no reply path configured, the session only listens
+        *,
+        policy: ReplyPolicy,
+    ) -> None:
+        self._core = core
+        self._ledger = ledger
+        self._replier = replier
+        self._policy = policy
+        self._jobs: asyncio.Queue[ReplyJob] = asyncio.Queue(maxsize=core.config.reply_queue_max)
+
+    async def consider(
+        self, turn: Turn, *, heard_at: float, asr_ms: int | None, text_reply: TextReply | None = None
+    ) -> None:
+        core, ledger = self._core, self._ledger
+        own = self._policy.is_own(turn)
+        if turn.kind in (TurnKind.SPEECH, TurnKind.CHAT) and not own:
+            ledger.human_turns += 1
+            core.touch()
+        decision = self._policy.decide(
+            turn,
+            now=core.clock.now(),
+            last_reply_at=ledger.last_reply_at,
+            previous=core.conversation.recent(8),
+        )
+        log.debug(
+            "reply_decision", guild_id=core.guild_id, seq=turn.seq, reply=decision.reply, reason=str(decision.reason)
+        )
+        if not decision.reply or core.stopping:
+            return
+        if self._replier is None:
+            log.info("reply_skipped", guild_id=core.guild_id, seq=turn.seq, reason="no_reply_path_configured")
+            return
+        job = ReplyJob(
+            turn=turn, decision=decision, human_mark=ledger.human_turns, heard_at=heard_at, asr_ms=asr_ms,
+            text_reply=text_reply if core.config.chat_reply_text and self._replier.answers_text else None,
+        )
+        if self._jobs.full():
+            dropped = self._jobs.get_nowait()  # the oldest request is the stalest
+            ledger.emit_dropped(dropped, "queue_full", Stages(started=core.perf()))
+        self._jobs.put_nowait(job)
+
+    async def run(self) -> None:
+        """The reply worker: one reply at a time, in order; a failed one does not end it."""
+        if self._replier is not None:
+            await self._replier.warm_up()
+        while True:
+            job = await self._jobs.get()
+            try:
+                await self._reply(job)
+            except Exception as err:  # one failed reply must not end the session
+                self._ledger.replies_dropped += 1
+                log.exception(
+                    "bot_reply_crashed", guild_id=self._core.guild_id, seq=job.turn.seq, error_class=type(err).__name__
+                )
+
+    async def _reply(self, job: ReplyJob) -> None:
+        stages = Stages(started=self._core.perf())
+        if self._ledger.stale(job):
+            self._ledger.emit_dropped(job, "stale", stages)
+            return
+        if self._replier is not None:
+            await self._replier.reply(job, stages)
