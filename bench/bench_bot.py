@@ -37,6 +37,7 @@ from bot.playback import encode_pcm
 from bot.settings import Settings
 from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
@@ -112,8 +113,16 @@ async def _latency(
 
     rows: dict[str, list[float]] = {}
     async with OpenAIStub() as stub:
-        brain = OpenAIBrain(api_key="bench", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=10.0)
-        speech = OpenAISpeech(api_key="bench", model="tts", voice="alloy", base_url=stub.base_url)
+        brain = OpenAIBrain(
+            endpoint=OpenAIEndpoint(api_key="bench", base_url=stub.base_url),
+            model="gpt-4o-mini",
+            deadline_s=10.0,
+        )
+        speech = OpenAISpeech(
+            endpoint=OpenAIEndpoint(api_key="bench", base_url=stub.base_url),
+            model="tts",
+            voice="alloy",
+        )
         resources = make_resources(
             store, clock=clock, events=events, brain=brain, speech=speech, hearing_factory=hearing,
             config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0, stream_sentences=streaming),

@@ -430,9 +430,11 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     )
     from bot.app import hearing_config
     from bot.guild_session import BOT_REPLY_COMPLETED, GuildSessionConfig
-    from bot.realtime import RealtimeConfig, RealtimeVoice
     from bot.settings import Settings
     from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+    from pipeline.adapters.openai_client import OpenAIEndpoint
+    from pipeline.adapters.openai_realtime import RealtimeVoice
+    from pipeline.adapters.realtime_protocol import RealtimeConfig
     from pipeline.adapters.redis_server import PrivateRedisServer
     from pipeline.adapters.redis_store import RedisSessionStore
     from pipeline.models import CompactionPolicy
@@ -454,14 +456,26 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     with PrivateRedisServer() as server:
         store = RedisSessionStore.from_url(server.url)  # the transcript append on the path is a real Redis write
         async with OpenAIStub() as stub, RealtimeStub() as rt:
-            brain = OpenAIBrain(api_key="bench", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=10.0)
-            speech = OpenAISpeech(api_key="bench", model="tts", voice="alloy", base_url=stub.base_url)
+            brain = OpenAIBrain(
+                endpoint=OpenAIEndpoint(api_key="bench", base_url=stub.base_url),
+                model="gpt-4o-mini",
+                deadline_s=10.0,
+            )
+            speech = OpenAISpeech(
+                endpoint=OpenAIEndpoint(api_key="bench", base_url=stub.base_url),
+                model="tts",
+                voice="alloy",
+            )
             realtime_factory = None
             if mode == "realtime":
                 rt_config = RealtimeConfig(model="gpt-realtime", voice="alloy")
 
                 def realtime_factory(emitter: EventEmitter) -> RealtimeVoice:
-                    return RealtimeVoice(api_key="bench", base_url=rt.base_url, events=emitter, config=rt_config)
+                    return RealtimeVoice(
+                        endpoint=OpenAIEndpoint(api_key="bench", base_url=rt.base_url),
+                        events=emitter,
+                        config=rt_config,
+                    )
 
             resources = make_resources(
                 store, clock=clock, events=stamped,  # type: ignore[arg-type]

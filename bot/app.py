@@ -51,7 +51,6 @@ from bot.notes_api import register_notes_api
 from bot.notes_setup import make_note_writer, notes_config
 from bot.ownership import make_owner_id
 from bot.playback import opus_available
-from bot.realtime import RealtimeConfig, RealtimeVoice
 from bot.runtime import (
     dashboard_config,
     hearing_config,
@@ -62,6 +61,9 @@ from bot.runtime import (
 )
 from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_realtime import RealtimeVoice
+from pipeline.adapters.realtime_protocol import RealtimeConfig
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.adapters.whisper import AsrError
 from pipeline.context.model_context import ModelContextConfig
@@ -128,16 +130,14 @@ def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | N
         log.warning("reply_path_disabled", reason="OPENAI_API_KEY is not set: the bot listens and summarizes only")
         return None, None
     brain = OpenAIBrain(
-        api_key=settings.openai_api_key,
+        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
         model=settings.brain_model,
-        base_url=settings.openai_base_url,
         deadline_s=settings.brain_timeout_s,
     )
     speech = OpenAISpeech(
-        api_key=settings.openai_api_key,
+        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
         model=settings.tts_model,
         voice=settings.tts_voice,
-        base_url=settings.openai_base_url,
     )
     return brain, speech
 
@@ -158,7 +158,11 @@ def make_realtime_factory(settings: Settings) -> RealtimeFactory | None:
     log.info("reply_path_realtime", model=config.model, voice=config.voice)
 
     def factory(events: EventEmitter) -> RealtimeVoice:
-        return RealtimeVoice(api_key=api_key, base_url=base_url, events=events, config=config)
+        return RealtimeVoice(
+            endpoint=OpenAIEndpoint(api_key=api_key, base_url=base_url),
+            events=events,
+            config=config,
+        )
 
     return factory
 

@@ -408,10 +408,14 @@ async def test_openai_embeddings_endpoint_feeds_the_dense_side(
     """With the embeddings endpoint configured, every turn's vector comes from it in batches;
     an auth failure switches the dense side off instead of failing the session."""
     from pipeline.adapters.openai_api import OpenAIEmbedder
+    from pipeline.adapters.openai_client import OpenAIEndpoint
     from tests.openai_stub import OpenAIStub, Reply
 
     async with OpenAIStub() as stub:
-        embedder = OpenAIEmbedder(api_key="test-key", model="text-embedding-3-small", base_url=stub.base_url)
+        embedder = OpenAIEmbedder(
+            endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+            model="text-embedding-3-small",
+        )
         store = InMemorySessionStore()
         clock = FakeClock()
         session = await ConversationSession.open(
