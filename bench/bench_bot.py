@@ -33,9 +33,8 @@ import numpy as np
 
 from bot.app import hearing_config
 from bot.guild_session import BOT_REPLY_COMPLETED, GuildSessionConfig
-from bot.playback import encode_pcm
 from bot.settings import Settings
-from pipeline.adapters.av_audio import read_audio_file
+from pipeline.adapters.av_audio import encode_pcm, read_audio_file
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.redis_server import PrivateRedisServer

@@ -50,7 +50,6 @@ from bot.logging_setup import configure_logging
 from bot.notes_api import register_notes_api
 from bot.notes_setup import make_note_writer, notes_config
 from bot.ownership import make_owner_id
-from bot.playback import opus_available
 from bot.runtime import (
     dashboard_config,
     hearing_config,
@@ -60,6 +59,7 @@ from bot.runtime import (
     open_store,
 )
 from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
+from pipeline.adapters.av_audio import opus_available
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice

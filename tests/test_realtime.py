@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 import numpy as np
 import pytest
 
-from bot.playback import Playback, encode_pcm
+from bot.playback import Playback
 from bot.realtime import heard_transcript
+from pipeline.adapters.av_audio import encode_pcm
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import (

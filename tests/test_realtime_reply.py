@@ -15,8 +15,8 @@ import structlog
 
 from bot.app import StartupError, make_realtime_factory, make_voice, run_bot
 from bot.guild_session import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED, GuildSession
-from bot.playback import encode_pcm
 from bot.settings import ReplyMode, Settings
+from pipeline.adapters.av_audio import encode_pcm
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import REALTIME_RATE, RealtimeConfig
