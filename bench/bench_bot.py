@@ -67,7 +67,7 @@ MODES = {
     "sentence streaming + end of transmission": (True, True),
 }
 # What a Discord client sends when its voice gate closes: a little quiet audio while the gate
-# holds, then five Opus silence frames, then nothing (bot/voice_receive.py labels those SILENCE).
+# holds, then five Opus silence frames, then nothing (bot/voice/rtp.py labels those SILENCE).
 EOT_QUIET_FRAMES = 10
 EOT_SILENCE_FRAMES = 5
 
@@ -193,7 +193,7 @@ async def _latency(
 
 
 def _voice(pcm: bytes, sequence: int, *, silence: bool = False) -> Any:
-    from bot.voice_receive import FrameSource, VoiceFrame
+    from bot.voice.rtp import FrameSource, VoiceFrame
 
     source = FrameSource.SILENCE if silence else FrameSource.DECODED
     return VoiceFrame(user_id=ALICE, ssrc=ALICE, sequence=sequence, rtp_timestamp=0, pcm=pcm, source=source)

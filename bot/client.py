@@ -5,7 +5,7 @@ which is instant, else globally, which Discord propagates within the hour). On t
 `on_ready` the registry rejoins the sessions that were active when the process last stopped.
 
 `DiscordVoiceLink` / `DiscordVoiceConnector` adapt a joined voice channel to what a
-`GuildSession` needs (`bot.guild_session.VoiceLink`): receive through `bot.voice_receive`
+`GuildSession` needs (`bot.guild_session.VoiceLink`): receive through `bot.voice`
 (DAVE-aware), play through the voice client, names from the member cache.
 """
 
@@ -26,7 +26,8 @@ from bot.cogs.notes import NotesCog
 from bot.cogs.voice import VoiceCog
 from bot.guild_session import GuildSessionRegistry, VoiceLink
 from bot.settings import Settings, SettingsError
-from bot.voice_receive import ReceivingVoiceClient, VoiceFrame, VoiceReceiver
+from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
+from bot.voice.rtp import VoiceFrame
 from pipeline.ports import SessionStore
 
 log = structlog.get_logger("longcall.client")

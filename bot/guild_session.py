@@ -70,7 +70,7 @@ from bot.realtime import (
     heard_transcript,
 )
 from bot.settings import ReplyMode
-from bot.voice_receive import FrameSource, VoiceFrame
+from bot.voice.rtp import FrameSource, VoiceFrame
 from pipeline.adapters.openai_api import BrainError, BrainErrorCode
 from pipeline.context.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE, render_turn_line
 from pipeline.context.model_context import ModelContext, ModelContextConfig

@@ -30,7 +30,7 @@ from bot.guild_session import GuildSessionRegistry, Hearing, HearingFactory, Ses
 from bot.logging_setup import configure_logging
 from bot.runtime import make_summarizers, open_store
 from bot.settings import Settings
-from bot.voice_receive import VoiceFrame
+from bot.voice.rtp import VoiceFrame
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
 from pipeline.ports import Clock, SessionStore
