@@ -11,7 +11,8 @@ from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.context.model_context import ModelContext, ModelContextConfig
 from pipeline.context.realtime_instructions import HEADERS, Section, build_realtime_instructions
-from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallIndex, RecallLine, build_query
+from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallLine, build_query
+from pipeline.context.recall_index import RecallIndex
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.events import CONTEXT_RECALL, REALTIME_INSTRUCTIONS_BUILT, EventEmitter
 from pipeline.models import CompactionPolicy, EmbeddingUnavailable, Note, Turn, TurnDraft, TurnKind
