@@ -51,7 +51,8 @@ import numpy as np
 from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, PcmResampler, read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
-from pipeline.evaluation.audio_replay import load_clips, replay_audio_session
+from pipeline.evaluation.audio_replay import AudioReplay, load_clips
+from pipeline.evaluation.session_file import load_session_file
 from pipeline.evaluation.wer import word_errors
 from pipeline.events import EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
@@ -94,7 +95,7 @@ def _row(name: str, value: str, *, goal: str = "", met: bool | None = None, note
 
 
 def _audio_sets() -> tuple[list[tuple[PcmInt16, str]], list[tuple[PcmInt16, str]]]:
-    clips, _ = load_clips(SESSION, sample_rate=TARGET_RATE, channels=1)
+    clips, _ = load_clips(load_session_file(SESSION), sample_rate=TARGET_RATE, channels=1)
     short = [(np.frombuffer(c.pcm, dtype=np.int16), c.reference) for c in clips]
     by_speaker: dict[str, list[tuple[PcmInt16, str]]] = {}
     for c, item in zip(clips, short, strict=True):
@@ -178,7 +179,7 @@ def _asr(rows: list[dict[str, Any]], fitted: WhisperTranscriber) -> None:
             note=f"same {len(short)} + {len(long)} clips, interleaved; WER over both sets",
         ))
     # The stages around Whisper, per second of audio.
-    clips48, _ = load_clips(SESSION)
+    clips48, _ = load_clips(load_session_file(SESSION))
     pcm48 = np.frombuffer(b"".join(c.pcm for c in clips48[:6]), dtype=np.int16)
     seconds48 = pcm48.size / 2 / 48_000
     resampler = PcmResampler()
@@ -272,7 +273,7 @@ def _partial(rows: list[dict[str, Any]], transcriber: WhisperTranscriber) -> Non
 def _mix_lines(seconds: float | None = None) -> list[dict[str, Any]]:
     """Four people talking at once: each the bundled clips back to back (pauses 0.25-1.0 s),
     all four starting within 0.3 s. Session-file turn lines (audio paths absolute)."""
-    clips, _ = load_clips(SESSION, sample_rate=TARGET_RATE, channels=1)
+    clips, _ = load_clips(load_session_file(SESSION), sample_rate=TARGET_RATE, channels=1)
     rng = np.random.default_rng(14)
     speakers = sorted({c.speaker_id for c in clips})
     lines: list[dict[str, Any]] = []
@@ -348,8 +349,9 @@ async def _replay(transcriber: WhisperTranscriber, session_dir: Path) -> tuple[f
     clock = FakeClock()
     events = EventEmitter(guild_id="bench", session_id="split", source="bench")
     sink = ListSink()
-    report = await replay_audio_session(session_dir, sink, transcriber=transcriber, events=events, clock=clock,
-                                        config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky")))
+    replay = AudioReplay(transcriber, events=events, clock=clock,
+                         config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky")))
+    report = await replay.run(load_session_file(session_dir), sink)
     lines = [json.loads(raw) for raw in (session_dir / "session.jsonl").read_text().splitlines() if raw.strip()]
     lines = [line for line in lines if line.get("type") == "turn" and line.get("audio")]
     for line in lines:
