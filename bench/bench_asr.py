@@ -30,6 +30,7 @@ from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
 from pipeline.evaluation.audio_replay import load_clips
+from pipeline.evaluation.session_file import load_session_file
 from pipeline.events import EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
@@ -82,7 +83,7 @@ def _asr_alone(rows: list[dict[str, Any]]) -> WhisperTranscriber:
 
 async def _live(transcriber: WhisperTranscriber, speakers: int, seconds: float) -> dict[str, Any]:
     """Real-time feed of `speakers` overlapping streams for `seconds`; measure what a user feels."""
-    clips, _ = load_clips(SESSION)
+    clips, _ = load_clips(load_session_file(SESSION))
     clock = MonotonicClock()
     events = EventEmitter(guild_id="bench", session_id=f"live-{speakers}", source="bench")
     transcribed: list[float] = []
@@ -148,7 +149,7 @@ async def _live(transcriber: WhisperTranscriber, speakers: int, seconds: float) 
 
 
 def _streams() -> tuple[dict[str, PcmInt16], list[dict[str, Any]]]:
-    clips, _ = load_clips(SESSION, sample_rate=TARGET_RATE, channels=1)
+    clips, _ = load_clips(load_session_file(SESSION), sample_rate=TARGET_RATE, channels=1)
     total = round((max(c.t + c.duration_s for c in clips) + 3.0) * TARGET_RATE)
     streams: dict[str, np.ndarray] = {}
     spans = []

@@ -32,12 +32,12 @@ from typing import Any
 import numpy as np
 
 from bot.app import hearing_config
-from bot.playback import encode_pcm
 from bot.session.config import GuildSessionConfig
 from bot.session.reply_jobs import BOT_REPLY_COMPLETED
 from bot.settings import Settings
-from pipeline.adapters.av_audio import read_audio_file
+from pipeline.adapters.av_audio import encode_pcm, read_audio_file
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
@@ -68,7 +68,7 @@ MODES = {
     "sentence streaming + end of transmission": (True, True),
 }
 # What a Discord client sends when its voice gate closes: a little quiet audio while the gate
-# holds, then five Opus silence frames, then nothing (bot/voice_receive.py labels those SILENCE).
+# holds, then five Opus silence frames, then nothing (bot/voice/rtp.py labels those SILENCE).
 EOT_QUIET_FRAMES = 10
 EOT_SILENCE_FRAMES = 5
 
@@ -113,8 +113,16 @@ async def _latency(
 
     rows: dict[str, list[float]] = {}
     async with OpenAIStub() as stub:
-        brain = OpenAIBrain(api_key="bench", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=10.0)
-        speech = OpenAISpeech(api_key="bench", model="tts", voice="alloy", base_url=stub.base_url)
+        brain = OpenAIBrain(
+            endpoint=OpenAIEndpoint(api_key="bench", base_url=stub.base_url),
+            model="gpt-4o-mini",
+            deadline_s=10.0,
+        )
+        speech = OpenAISpeech(
+            endpoint=OpenAIEndpoint(api_key="bench", base_url=stub.base_url),
+            model="tts",
+            voice="alloy",
+        )
         resources = make_resources(
             store, clock=clock, events=events, brain=brain, speech=speech, hearing_factory=hearing,
             config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0, stream_sentences=streaming),
@@ -186,7 +194,7 @@ async def _latency(
 
 
 def _voice(pcm: bytes, sequence: int, *, silence: bool = False) -> Any:
-    from bot.voice_receive import FrameSource, VoiceFrame
+    from bot.voice.rtp import FrameSource, VoiceFrame
 
     source = FrameSource.SILENCE if silence else FrameSource.DECODED
     return VoiceFrame(user_id=ALICE, ssrc=ALICE, sequence=sequence, rtp_timestamp=0, pcm=pcm, source=source)

@@ -51,7 +51,8 @@ import numpy as np
 from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, PcmResampler, read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
-from pipeline.evaluation.audio_replay import load_clips, replay_audio_session
+from pipeline.evaluation.audio_replay import AudioReplay, load_clips
+from pipeline.evaluation.session_file import load_session_file
 from pipeline.evaluation.wer import word_errors
 from pipeline.events import EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
@@ -94,7 +95,7 @@ def _row(name: str, value: str, *, goal: str = "", met: bool | None = None, note
 
 
 def _audio_sets() -> tuple[list[tuple[PcmInt16, str]], list[tuple[PcmInt16, str]]]:
-    clips, _ = load_clips(SESSION, sample_rate=TARGET_RATE, channels=1)
+    clips, _ = load_clips(load_session_file(SESSION), sample_rate=TARGET_RATE, channels=1)
     short = [(np.frombuffer(c.pcm, dtype=np.int16), c.reference) for c in clips]
     by_speaker: dict[str, list[tuple[PcmInt16, str]]] = {}
     for c, item in zip(clips, short, strict=True):
@@ -178,7 +179,7 @@ def _asr(rows: list[dict[str, Any]], fitted: WhisperTranscriber) -> None:
             note=f"same {len(short)} + {len(long)} clips, interleaved; WER over both sets",
         ))
     # The stages around Whisper, per second of audio.
-    clips48, _ = load_clips(SESSION)
+    clips48, _ = load_clips(load_session_file(SESSION))
     pcm48 = np.frombuffer(b"".join(c.pcm for c in clips48[:6]), dtype=np.int16)
     seconds48 = pcm48.size / 2 / 48_000
     resampler = PcmResampler()
@@ -272,7 +273,7 @@ def _partial(rows: list[dict[str, Any]], transcriber: WhisperTranscriber) -> Non
 def _mix_lines(seconds: float | None = None) -> list[dict[str, Any]]:
     """Four people talking at once: each the bundled clips back to back (pauses 0.25-1.0 s),
     all four starting within 0.3 s. Session-file turn lines (audio paths absolute)."""
-    clips, _ = load_clips(SESSION, sample_rate=TARGET_RATE, channels=1)
+    clips, _ = load_clips(load_session_file(SESSION), sample_rate=TARGET_RATE, channels=1)
     rng = np.random.default_rng(14)
     speakers = sorted({c.speaker_id for c in clips})
     lines: list[dict[str, Any]] = []
@@ -348,8 +349,9 @@ async def _replay(transcriber: WhisperTranscriber, session_dir: Path) -> tuple[f
     clock = FakeClock()
     events = EventEmitter(guild_id="bench", session_id="split", source="bench")
     sink = ListSink()
-    report = await replay_audio_session(session_dir, sink, transcriber=transcriber, events=events, clock=clock,
-                                        config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky")))
+    replay = AudioReplay(transcriber, events=events, clock=clock,
+                         config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky")))
+    report = await replay.run(load_session_file(session_dir), sink)
     lines = [json.loads(raw) for raw in (session_dir / "session.jsonl").read_text().splitlines() if raw.strip()]
     lines = [line for line in lines if line.get("type") == "turn" and line.get("audio")]
     for line in lines:
@@ -429,11 +431,13 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
         _voice,
     )
     from bot.app import hearing_config
-    from bot.realtime import RealtimeConfig, RealtimeVoice
     from bot.session.config import GuildSessionConfig
     from bot.session.reply_jobs import BOT_REPLY_COMPLETED
     from bot.settings import Settings
     from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+    from pipeline.adapters.openai_client import OpenAIEndpoint
+    from pipeline.adapters.openai_realtime import RealtimeVoice
+    from pipeline.adapters.realtime_protocol import RealtimeConfig
     from pipeline.adapters.redis_server import PrivateRedisServer
     from pipeline.adapters.redis_store import RedisSessionStore
     from pipeline.models import CompactionPolicy
@@ -455,14 +459,26 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     with PrivateRedisServer() as server:
         store = RedisSessionStore.from_url(server.url)  # the transcript append on the path is a real Redis write
         async with OpenAIStub() as stub, RealtimeStub() as rt:
-            brain = OpenAIBrain(api_key="bench", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=10.0)
-            speech = OpenAISpeech(api_key="bench", model="tts", voice="alloy", base_url=stub.base_url)
+            brain = OpenAIBrain(
+                endpoint=OpenAIEndpoint(api_key="bench", base_url=stub.base_url),
+                model="gpt-4o-mini",
+                deadline_s=10.0,
+            )
+            speech = OpenAISpeech(
+                endpoint=OpenAIEndpoint(api_key="bench", base_url=stub.base_url),
+                model="tts",
+                voice="alloy",
+            )
             realtime_factory = None
             if mode == "realtime":
                 rt_config = RealtimeConfig(model="gpt-realtime", voice="alloy")
 
                 def realtime_factory(emitter: EventEmitter) -> RealtimeVoice:
-                    return RealtimeVoice(api_key="bench", base_url=rt.base_url, events=emitter, config=rt_config)
+                    return RealtimeVoice(
+                        endpoint=OpenAIEndpoint(api_key="bench", base_url=rt.base_url),
+                        events=emitter,
+                        config=rt_config,
+                    )
 
             resources = make_resources(
                 store, clock=clock, events=stamped,  # type: ignore[arg-type]

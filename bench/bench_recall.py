@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.context.model_context import ModelContext, ModelContextConfig
-from pipeline.context.recall import RecallConfig, RecallIndex, turn_key
+from pipeline.context.recall import RecallConfig, turn_key
+from pipeline.context.recall_index import RecallIndex
 from pipeline.context.recall_indexer import SessionRecall
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, Turn, TurnDraft, TurnKind

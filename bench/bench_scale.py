@@ -173,7 +173,8 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
     from bot.logging_setup import configure_logging
     from bot.session.config import GuildSessionConfig, SessionDeps
     from bot.session.registry import GuildSessionRegistry
-    from pipeline.adapters.openai_api import OpenAISummarizer
+    from pipeline.adapters.openai_client import OpenAIEndpoint
+    from pipeline.adapters.openai_summarizer import OpenAISummarizer
     from pipeline.adapters.redis_server import PrivateRedisServer
     from pipeline.adapters.redis_store import RedisSessionStore
     from pipeline.compaction.summarizer_offline import OfflineSummarizer
@@ -226,7 +227,11 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
             real = RedisSessionStore.from_url(server.url, pool_max=args.pool_max)
         store = CountingStore(real)
         raw = aioredis.Redis.from_url(server.url, decode_responses=True)
-        summarizer = OpenAISummarizer(api_key="bench", model="stub", base_url=base_url, timeout_s=30.0)
+        summarizer = OpenAISummarizer(
+            endpoint=OpenAIEndpoint(api_key="bench", base_url=base_url),
+            model="stub",
+            timeout_s=30.0,
+        )
         metrics = CompactionMetrics()
         event_log = StoreEventLog(store)  # type: ignore[arg-type]
         events: Counter[str] = Counter()

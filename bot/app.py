@@ -35,8 +35,6 @@ from bot.logging_setup import configure_logging
 from bot.notes_api import register_notes_api
 from bot.notes_setup import make_note_writer, notes_config
 from bot.ownership import make_owner_id
-from bot.playback import opus_available
-from bot.realtime import RealtimeConfig, RealtimeVoice
 from bot.runtime import (
     dashboard_config,
     hearing_config,
@@ -50,7 +48,11 @@ from bot.session.guild_session import GuildSession
 from bot.session.ports import Hearing, HearingFactory, RealtimeFactory, TurnSink
 from bot.session.registry import GuildSessionRegistry
 from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
+from pipeline.adapters.av_audio import opus_available
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_realtime import RealtimeVoice
+from pipeline.adapters.realtime_protocol import RealtimeConfig
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.adapters.whisper import AsrError
 from pipeline.context.model_context import ModelContextConfig
@@ -117,16 +119,14 @@ def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | N
         log.warning("reply_path_disabled", reason="OPENAI_API_KEY is not set: the bot listens and summarizes only")
         return None, None
     brain = OpenAIBrain(
-        api_key=settings.openai_api_key,
+        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
         model=settings.brain_model,
-        base_url=settings.openai_base_url,
         deadline_s=settings.brain_timeout_s,
     )
     speech = OpenAISpeech(
-        api_key=settings.openai_api_key,
+        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
         model=settings.tts_model,
         voice=settings.tts_voice,
-        base_url=settings.openai_base_url,
     )
     return brain, speech
 
@@ -147,7 +147,11 @@ def make_realtime_factory(settings: Settings) -> RealtimeFactory | None:
     log.info("reply_path_realtime", model=config.model, voice=config.voice)
 
     def factory(events: EventEmitter) -> RealtimeVoice:
-        return RealtimeVoice(api_key=api_key, base_url=base_url, events=events, config=config)
+        return RealtimeVoice(
+            endpoint=OpenAIEndpoint(api_key=api_key, base_url=base_url),
+            events=events,
+            config=config,
+        )
 
     return factory
 

@@ -15,9 +15,9 @@ from bot.runtime import hearing_config, whisper_config
 from bot.settings import Settings
 from pipeline.adapters.whisper import WhisperTranscriber
 from pipeline.clock import FakeClock
-from pipeline.evaluation.audio_replay import replay_audio_session
+from pipeline.evaluation.audio_replay import AudioReplay
 from pipeline.evaluation.replay import AudioDriver
-from pipeline.evaluation.session_file import SessionFile, SessionLine, parse_line
+from pipeline.evaluation.session_file import SessionFile, SessionLine
 from pipeline.ports import TurnSink
 from pipeline.transcript.session import ConversationSession
 
@@ -33,17 +33,9 @@ def make_audio_driver(settings: Settings) -> AudioDriver:
         on_line: Callable[[SessionLine], Awaitable[None]],
     ) -> dict[str, Any]:
         await transcriber.start()  # load and warm up once, off the event loop
-
-        async def on_event(raw: dict[str, Any]) -> None:
-            line = parse_line(raw, f"{session_file.path}")
-            if line is not None:
-                await on_line(line)
-
-        assert session_file.audio_dir is not None
-        report = await replay_audio_session(
-            session_file.audio_dir, sink, transcriber=transcriber, events=session.events, clock=clock,
-            config=hearing_config(settings), on_event=on_event,
-        )
+        replay = AudioReplay(transcriber, events=session.events, clock=clock, config=hearing_config(settings))
+        # The session file is parsed once (by the caller); non-audio lines go back to it as parsed.
+        report = await replay.run(session_file, sink, on_event=on_line)
         data = report.to_dict()
         data["speaker_attribution"] = data.pop("attribution_accuracy")
         return data

@@ -5,7 +5,7 @@ which is instant, else globally, which Discord propagates within the hour). On t
 `on_ready` the registry rejoins the sessions that were active when the process last stopped.
 
 `DiscordVoiceLink` / `DiscordVoiceConnector` adapt a joined voice channel to what a
-`GuildSession` needs (`bot.session.ports.VoiceLink`): receive through `bot.voice_receive`
+`GuildSession` needs (`bot.session.ports.VoiceLink`): receive through `bot.voice`
 (DAVE-aware), play through the voice client, names from the member cache.
 """
 
@@ -28,7 +28,8 @@ from bot.session.config import SessionDeps
 from bot.session.ports import VoiceConnector, VoiceLink
 from bot.session.registry import GuildSessionRegistry
 from bot.settings import Settings, SettingsError
-from bot.voice_receive import ReceivingVoiceClient, VoiceFrame, VoiceReceiver
+from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
+from bot.voice.rtp import VoiceFrame
 from pipeline.ports import SessionStore
 
 log = structlog.get_logger("longcall.client")

@@ -36,7 +36,7 @@ from pipeline.models import ContextSnapshot, Turn, TurnKind
 
 HORIZON_TEXT = "The model can't see above this line"
 ROUTINE_SKIPS = frozenset({"below_threshold", "no_eligible_batch"})
-BOT_REPLY_COMPLETED = "bot_reply_completed"  # bot/guild_session.py emits it
+BOT_REPLY_COMPLETED = "bot_reply_completed"  # bot/session/reply_jobs.py emits it
 OUTCOMES = ("model", "fallback", "degraded", "failed")
 EVENTS_SHOWN = 400
 

@@ -14,6 +14,7 @@ from bot.settings import Settings, SettingsError
 from pipeline.adapters.images import ImageLimits
 from pipeline.adapters.ocr import RapidOcrReader
 from pipeline.adapters.openai_api import OpenAIVision
+from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.transcript.screen_notes import NotesConfig, NoteWriter
 
 log = structlog.get_logger("longcall.notes")
@@ -38,9 +39,8 @@ def make_vision(settings: Settings) -> OpenAIVision | None:
     if not settings.openai_api_key and not base_url:
         raise SettingsError("VISION_MODEL is set but OPENAI_API_KEY is not (or set VISION_BASE_URL for a local server)")
     return OpenAIVision(
-        api_key=settings.openai_api_key or "unused-local",
+        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key or "unused-local", base_url=base_url),
         model=settings.vision_model,
-        base_url=base_url,
         timeout_s=settings.vision_timeout_s,
     )
 

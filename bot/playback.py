@@ -2,9 +2,9 @@
 
 Three pieces:
 
-- `OpusFrameEncoder` (no threads, no loop): PyAV's resampler to 48 kHz stereo in fixed
-  960-sample frames, then PyAV's libopus encoder. Stateful, so a reply streamed in chunks
-  encodes without clicks at chunk edges. Needs no system libopus (PyAV bundles it).
+- `OpusFrameEncoder` (`pipeline.adapters.av_audio`; no threads, no loop): PyAV's resampler
+  to 48 kHz stereo in fixed 960-sample frames, then PyAV's libopus encoder. Stateful, so a
+  reply streamed in chunks encodes without clicks at chunk edges. Needs no system libopus.
 - `StreamingOpusSource`, a discord.py `AudioSource` with `is_opus() -> True`. discord.py
   calls `read()` on its player thread every 20 ms; frames cross from the event loop through
   a bounded, lock-protected deque. The loop side waits (without blocking) when the deque is
@@ -28,91 +28,16 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
-import av
 import discord
-import numpy as np
 import structlog
-from av.audio.codeccontext import AudioCodecContext
-from av.codec import CodecContext
+
+from pipeline.adapters.av_audio import TTS_RATE, OpusFrameEncoder
 
 log = structlog.get_logger("longcall.playback")
 
-DISCORD_RATE: Final = 48_000
-DISCORD_CHANNELS: Final = 2
-FRAME_SAMPLES: Final = 960  # 20 ms at 48 kHz
 FRAME_S: Final = 0.020
 OPUS_SILENCE: Final = b"\xf8\xff\xfe"
-TTS_RATE: Final = 24_000
-_LAYOUTS: Final = {1: "mono", 2: "stereo"}
 _T = TypeVar("_T")
-
-
-def opus_available() -> bool:
-    """True when PyAV's FFmpeg carries the libopus encoder (the wheels do)."""
-    try:
-        av.codec.Codec("libopus", "w")
-    except Exception:
-        return False
-    return True
-
-
-class OpusFrameEncoder:
-    """PCM chunks in, 20 ms 48 kHz stereo Opus packets out. One thread at a time."""
-
-    __slots__ = ("_carry", "_channels", "_encoder", "_input_rate", "_pts", "_resampler")
-
-    def __init__(self, *, input_rate: int = TTS_RATE, input_channels: int = 1, bitrate: int = 64_000) -> None:
-        if input_channels not in _LAYOUTS:
-            raise ValueError(f"unsupported channel count {input_channels} (1 or 2)")
-        self._input_rate = input_rate
-        self._channels = input_channels
-        self._resampler = av.AudioResampler(
-            format="s16", layout="stereo", rate=DISCORD_RATE, frame_size=FRAME_SAMPLES
-        )
-        encoder = CodecContext.create("libopus", "w")
-        assert isinstance(encoder, AudioCodecContext)
-        encoder.sample_rate = DISCORD_RATE
-        encoder.layout = "stereo"
-        encoder.format = "s16"
-        encoder.bit_rate = bitrate
-        encoder.options = {"application": "voip", "frame_duration": "20"}
-        encoder.open()
-        self._encoder = encoder
-        self._pts = 0
-        self._carry = b""  # a partial sample frame left over from the last chunk
-
-    def encode(self, pcm: bytes) -> list[bytes]:
-        """Encode one chunk; returns the whole frames it completes (the rest is buffered)."""
-        data = self._carry + pcm
-        frame_bytes = 2 * self._channels
-        whole = len(data) - len(data) % frame_bytes
-        self._carry = data[whole:]
-        if not whole:
-            return []
-        samples = np.frombuffer(data[:whole], dtype=np.int16).reshape(1, -1)
-        frame = av.AudioFrame.from_ndarray(samples, format="s16", layout=_LAYOUTS[self._channels])
-        frame.sample_rate = self._input_rate
-        return self._encode_frames(self._resampler.resample(frame))
-
-    def finish(self) -> list[bytes]:
-        """Flush the resampler (its last frame is padded to 20 ms) and the encoder."""
-        packets = self._encode_frames(self._resampler.resample(None))
-        packets += [bytes(p) for p in self._encoder.encode(None)]
-        return packets
-
-    def _encode_frames(self, frames: list[av.AudioFrame]) -> list[bytes]:
-        packets: list[bytes] = []
-        for frame in frames:
-            frame.pts = self._pts
-            self._pts += frame.samples
-            packets += [bytes(p) for p in self._encoder.encode(frame)]
-        return packets
-
-
-def encode_pcm(pcm: bytes, *, input_rate: int = TTS_RATE, input_channels: int = 1) -> list[bytes]:
-    """A whole buffer to Opus frames (tests, benchmarks). Blocking: run it in a thread."""
-    encoder = OpusFrameEncoder(input_rate=input_rate, input_channels=input_channels)
-    return encoder.encode(pcm) + encoder.finish()
 
 
 class StreamingOpusSource(discord.AudioSource):

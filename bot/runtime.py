@@ -12,7 +12,10 @@ from bot.dashboard import DashboardConfig
 from bot.settings import LOCAL_SUMMARY_CONTEXT_LIMIT, AsrMode, RecallEmbedder, Settings, SettingsError, SummaryProfile
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
 from pipeline.adapters.embeddings import MiniLMEmbedder
-from pipeline.adapters.openai_api import OpenAIEmbedder, OpenAISummarizer, OpenAITranscriber
+from pipeline.adapters.openai_api import OpenAIEmbedder
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
+from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.redis_server import PrivateRedisServer, RedisServerError
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
@@ -52,9 +55,11 @@ def make_transcriber(settings: Settings) -> WhisperTranscriber | ProcessPoolTran
         return ProcessPoolTranscriber(whisper_config(settings), workers=settings.asr_workers)
     if settings.asr_mode is AsrMode.REMOTE:
         return OpenAITranscriber(
-            api_key=settings.openai_api_key or "local",  # local servers ignore the key
+            endpoint=OpenAIEndpoint(
+                api_key=settings.openai_api_key or "local",  # local servers ignore the key
+                base_url=settings.asr_remote_url or settings.openai_base_url,
+            ),
             model=settings.asr_remote_model,
-            base_url=settings.asr_remote_url or settings.openai_base_url,
             timeout_s=settings.asr_remote_timeout_s,
             prompt=" ".join([settings.bot_name, *settings.wake_words]),
         )
@@ -116,14 +121,18 @@ def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]
     if not settings.openai_api_key and not local:
         return None, offline
     primary = OpenAISummarizer(
-        api_key=settings.openai_api_key or "local",  # local servers ignore the key
+        endpoint=OpenAIEndpoint(
+            api_key=settings.openai_api_key or "local",  # local servers ignore the key
+            base_url=settings.summary_base_url or settings.openai_base_url,
+        ),
         model=settings.summary_model,
-        base_url=settings.summary_base_url or settings.openai_base_url,
         timeout_s=settings.summary_timeout_s,
         max_tokens=settings.summary_max_tokens,
-        context_limit=settings.summary_context_limit,
-        discover_context=local,
-        default_context_limit=LOCAL_SUMMARY_CONTEXT_LIMIT if local else None,
+        context=ContextLimit(
+            tokens=settings.summary_context_limit,
+            discover=local,
+            default=LOCAL_SUMMARY_CONTEXT_LIMIT if local else None,
+        ),
     )
     return primary, offline
 
@@ -147,8 +156,7 @@ def make_embedder(settings: Settings) -> Embedder | None:
         if not settings.openai_api_key:
             raise SettingsError("RECALL_EMBEDDER=openai needs OPENAI_API_KEY; set it or use RECALL_EMBEDDER=minilm")
         return OpenAIEmbedder(
-            api_key=settings.openai_api_key,
+            endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
             model=settings.recall_embedding_model,
-            base_url=settings.openai_base_url,
         )
     return MiniLMEmbedder()

@@ -48,7 +48,7 @@ class ReplyMode(StrEnum):
 
 
 class AsrMode(StrEnum):
-    """Where speech recognition runs (pipeline/adapters/asr_pool.py, pipeline/adapters/openai_api.py)."""
+    """Where speech recognition runs (pipeline/adapters/asr_pool.py, pipeline/adapters/openai_transcriber.py)."""
 
     THREADS = "threads"  # faster-whisper in worker threads of the bot's process
     PROCESSES = "processes"  # ASR_WORKERS worker processes, one model each

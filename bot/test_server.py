@@ -31,7 +31,7 @@ from bot.runtime import make_summarizers, open_store
 from bot.session.ports import Hearing, HearingFactory, TurnSink
 from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
 from bot.settings import Settings
-from bot.voice_receive import VoiceFrame
+from bot.voice.rtp import VoiceFrame
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
 from pipeline.ports import Clock, SessionStore

@@ -46,7 +46,7 @@ CHAT_TURN_CORRECTED = "chat_turn_corrected"
 # and was re-seeded from what the process held, or holds another generation that was adopted.
 SESSION_STORE_RESEEDED = "session_store_reseeded"
 SESSION_STORE_DIVERGED = "session_store_diverged"
-# Session ownership across processes (bot/ownership.py, bot/guild_session.py): every one carries
+# Session ownership across processes (bot/ownership.py, bot/session/registry.py): every one carries
 # `owner` (this process's owner id) and `fence` (the lease's fencing token).
 # - owned: this process took a free session lease (`previous_owner` '' or its own earlier id);
 # - taken_over: it took the lease another process let run out (`previous_owner`, `total_turns`,

@@ -39,7 +39,7 @@ SUMMARY_CHARS_BUCKETS: Final = (100, 200, 400, 600, 800, 1000, 1200, 1600, 2400)
 REPLY_LATENCY_BUCKETS_MS: Final = (250, 500, 750, 1000, 1250, 1500, 2000, 2500, 3000, 4000, 6000, 10000)
 ASR_RTF_BUCKETS_MILLI: Final = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 2000)  # RTF x 1000
 ASR_LAG_BUCKETS_MS: Final = (250, 500, 1000, 2000, 3000, 5000, 10000, 30000)
-BOT_REPLY_COMPLETED: Final = "bot_reply_completed"  # emitted by bot/guild_session.py
+BOT_REPLY_COMPLETED: Final = "bot_reply_completed"  # emitted by bot/session/reply_jobs.py
 RECALL_LATENCY_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 1000)
 RECALL_CHARS_BUCKETS: Final = (0, 200, 400, 800, 1200, 1600, 2400)
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"

@@ -20,7 +20,7 @@ from av.codec import CodecContext
 
 from bot.playback import OPUS_SILENCE
 from bot.session.ports import TurnSink
-from bot.voice_receive import FrameSource, VoiceFrame
+from bot.voice.rtp import FrameSource, VoiceFrame
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
 from pipeline.ports import Clock

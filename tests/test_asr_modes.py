@@ -23,7 +23,8 @@ from bot.runtime import make_transcriber
 from bot.settings import AsrMode, SettingsError, load_settings
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
 from pipeline.adapters.av_audio import TARGET_RATE, read_audio_file
-from pipeline.adapters.openai_api import OpenAITranscriber, wav_bytes
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_transcriber import OpenAITranscriber, wav_bytes
 from pipeline.adapters.whisper import AsrError, WhisperConfig, WhisperTranscriber
 from pipeline.evaluation.wer import wer
 from pipeline.events import EventEmitter
@@ -144,7 +145,11 @@ async def test_remote_endpoint_hears_real_audio_in_order(whisper: WhisperTranscr
     OpenAI-compatible /v1/audio/transcriptions; turns come back attributed and in order."""
     async with OpenAIStub() as stub:
         stub.transcriber = _whisper_endpoint(whisper)
-        remote = OpenAITranscriber(api_key="test", model="whisper-1", base_url=stub.base_url, prompt="Clanky")
+        remote = OpenAITranscriber(
+            endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url),
+            model="whisper-1",
+            prompt="Clanky",
+        )
         try:
             sink, references = await _hear(remote)
         finally:
@@ -158,7 +163,7 @@ async def test_remote_endpoint_hears_real_audio_in_order(whisper: WhisperTranscr
 async def test_remote_errors_become_asr_errors() -> None:
     """A failing endpoint is an `AsrError(inference)` the hearing pipeline counts, not a crash."""
     async with OpenAIStub() as stub:  # no transcriber set: the stub answers 503
-        remote = OpenAITranscriber(api_key="test", base_url=stub.base_url)
+        remote = OpenAITranscriber(endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url))
         try:
             with pytest.raises(AsrError) as caught:
                 await remote.transcribe(np.zeros(R, dtype=np.int16))

@@ -14,7 +14,8 @@ import pytest
 
 from bot.client import CONNECT_TIMEOUT_S, DiscordVoiceLink, point_discord_at_test_server
 from bot.settings import SettingsError
-from bot.voice_receive import ReceivingVoiceClient, SsrcMap
+from bot.voice.receive import ReceivingVoiceClient
+from bot.voice.rtp import SsrcMap
 
 GUILD = 3
 

@@ -17,7 +17,8 @@ import pytest
 
 from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, read_audio_file, to_int16
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
-from pipeline.evaluation.audio_replay import AudioReplayReport, replay_audio_session
+from pipeline.evaluation.audio_replay import AudioReplay, AudioReplayReport
+from pipeline.evaluation.session_file import MembershipLine, NoteLine, SessionLine, TurnLine, load_session_file
 from pipeline.evaluation.wer import wer
 from pipeline.events import ASR_BACKLOG_MERGED, ASR_REJECTED, EventEmitter
 from pipeline.hearing.asr_guards import Verdict, judge
@@ -49,18 +50,18 @@ def _emitter(log: list[dict[str, Any]]) -> EventEmitter:
 
 
 @pytest.fixture(scope="module")
-def replayed(whisper: WhisperTranscriber) -> Iterator[tuple[AudioReplayReport, list[tuple[float, dict[str, Any]]],
+def replayed(whisper: WhisperTranscriber) -> Iterator[tuple[AudioReplayReport, list[tuple[float, SessionLine]],
                                                              list[dict[str, Any]]]]:
     """The bundled session replayed once through the real pipeline: report, callbacks, events."""
-    calls: list[tuple[float, dict[str, Any]]] = []
+    calls: list[tuple[float, SessionLine]] = []
     log: list[dict[str, Any]] = []
 
     async def go() -> AudioReplayReport:
         clock = FakeClock()
         config = HearingConfig(coalescer=CoalescerConfig(bot_name=BOT))
-        return await replay_audio_session(
-            SESSION, ListSink(), transcriber=whisper, events=_emitter(log), clock=clock, config=config,
-            on_event=lambda line: calls.append((clock.now(), line)),
+        replay = AudioReplay(whisper, events=_emitter(log), clock=clock, config=config)
+        return await replay.run(
+            load_session_file(SESSION), ListSink(), on_event=lambda line: calls.append((clock.now(), line))
         )
 
     yield asyncio.run(go()), calls, log
@@ -126,11 +127,13 @@ def test_bot_name_is_heard(replayed: Any) -> None:
 
 @pytest.mark.slow
 def test_non_audio_lines_reach_the_callback_at_their_time(replayed: Any) -> None:
-    """Header, joins, the note and the bot's text turn go to on_event, with the clock at their `t`."""
+    """Joins, the note and the bot's text turn go to on_event as parsed lines (the file is parsed
+    once, by the caller), with the clock at their `t`."""
     _, calls, _ = replayed
-    expected = [(round(float(line.get("t", 0.0)), 6), line) for line in _session_lines() if "audio" not in line]
+    lines = load_session_file(SESSION).lines
+    expected = [(round(line.t, 6), line) for line in lines if not (isinstance(line, TurnLine) and line.audio)]
     assert expected == [(round(t, 6), line) for t, line in calls]
-    assert {"session", "join", "note", "turn"} == {line["type"] for _, line in calls}
+    assert {MembershipLine, NoteLine, TurnLine} == {type(line) for _, line in calls}
 
 
 @pytest.mark.slow

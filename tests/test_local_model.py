@@ -20,7 +20,7 @@ import pytest
 
 from bot.runtime import make_summarizers
 from bot.settings import load_settings
-from pipeline.adapters.openai_api import OpenAISummarizer
+from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.evaluation.replay import Replayer, ReplayOptions
 from pipeline.evaluation.session_file import NoteLine, SessionFile, SessionLine, TurnLine, load_session_file
 from pipeline.transcript.store_memory import InMemorySessionStore

@@ -32,6 +32,7 @@ from bot.session.guild_session import GuildSession
 from bot.session.registry import GuildSessionRegistry
 from bot.watch_cli import run_watch
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAIVision
+from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.events import CHAT_TURN_CORRECTED, SCREEN_NOTE_ADDED
 from pipeline.models import CompactionPolicy, TurnKind
 from pipeline.testing import FakeClock
@@ -123,8 +124,8 @@ async def live(*, chat_reply_text: bool = False, policy: CompactionPolicy | None
     clock = FakeClock()
     events = Events()
     async with OpenAIStub() as stub:
-        vision = OpenAIVision(api_key="test", model="vision-model", base_url=stub.base_url)
-        brain = OpenAIBrain(api_key="test", model="brain-model", base_url=stub.base_url)
+        vision = OpenAIVision(endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url), model="vision-model")
+        brain = OpenAIBrain(endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url), model="brain-model")
         resources = make_resources(
             store, clock=clock, events=events, brain=brain if chat_reply_text else None,
             config=GuildSessionConfig(bot_name="Clanky", chat_reply_text=chat_reply_text, chat_edit_grace_s=60.0),

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.adapters.openai_api import OpenAISummarizer
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.evaluation.replay import Replayer, ReplayOptions
 from pipeline.evaluation.session_file import load_session_file
@@ -67,7 +68,7 @@ def request_for(text: str = "hello there, Bob here") -> SummaryRequest:
 async def test_adapter_passes_finish_reason_and_retry_after(stub: OpenAIStub) -> None:
     """finish_reason reaches the validator; Retry-After on 429/503 reaches the compactor's
     backoff; 401/403 are not retryable."""
-    summarizer = OpenAISummarizer(api_key=KEY, model="small-model", base_url=stub.base_url)
+    summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key=KEY, base_url=stub.base_url), model="small-model")
     stub.chat.append(Reply(text="Bob said hello there " * 3, finish_reason="length"))
     result = await summarizer.summarize(request_for())
     assert "length" == result.finish_reason
@@ -90,8 +91,12 @@ async def test_context_limit_from_the_servers_model_list(stub: OpenAIStub) -> No
     """The local profile asks /v1/models once; the reported context size caps each turn's
     text so prompt and answer fit. Without a report, the setting (else the default) is used."""
     stub.models = [{"id": "other"}, {"id": "qwen", "object": "model", "meta": {"n_ctx_train": 32768, "n_ctx": 1024}}]
-    summarizer = OpenAISummarizer(api_key="local", model="qwen", base_url=stub.base_url, discover_context=True,
-                                  max_tokens=256, default_context_limit=2048)
+    summarizer = OpenAISummarizer(
+        endpoint=OpenAIEndpoint(api_key="local", base_url=stub.base_url),
+        model="qwen",
+        max_tokens=256,
+        context=ContextLimit(discover=True, default=2048),
+    )
     long_turn = "Bob keeps talking about the Tokyo map and his Hulk main. " * 40
     await summarizer.summarize(request_for(long_turn))
     await summarizer.summarize(request_for(long_turn))
@@ -102,11 +107,17 @@ async def test_context_limit_from_the_servers_model_list(stub: OpenAIStub) -> No
     data_line = next(line for line in user_message(body).splitlines() if line.startswith("[00:01] Bob: "))
     assert len(data_line) < 600  # 2,300 chars of speech (default cap 1,200) cut to fit a 1,024-token context
     stub.models = [{"id": "qwen"}]
-    quiet = OpenAISummarizer(api_key="local", model="qwen", base_url=stub.base_url, discover_context=True,
-                             default_context_limit=2048)
+    quiet = OpenAISummarizer(
+        endpoint=OpenAIEndpoint(api_key="local", base_url=stub.base_url),
+        model="qwen",
+        context=ContextLimit(discover=True, default=2048),
+    )
     assert 2048 == await quiet.discover_context_limit()
-    capped = OpenAISummarizer(api_key="local", model="qwen", base_url=stub.base_url, discover_context=True,
-                              context_limit=4096, default_context_limit=2048)
+    capped = OpenAISummarizer(
+        endpoint=OpenAIEndpoint(api_key="local", base_url=stub.base_url),
+        model="qwen",
+        context=ContextLimit(discover=True, tokens=4096, default=2048),
+    )
     assert 4096 == await capped.discover_context_limit()
     for client in (summarizer, quiet, capped):
         await client.aclose()
@@ -148,7 +159,7 @@ async def test_bad_outputs_are_never_committed_and_are_counted(stub: OpenAIStub,
     ])
     stub.default_responder = valid
     store = InMemorySessionStore()
-    summarizer = OpenAISummarizer(api_key=KEY, model="small-model", base_url=stub.base_url)
+    summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key=KEY, base_url=stub.base_url), model="small-model")
     replayer = Replayer(
         load_session_file(write_session(tmp_path / "bad.jsonl", plain_turns(121))), store=store,
         summarizer=summarizer, fallback=OfflineSummarizer(), options=ReplayOptions(), out_dir=tmp_path / "out",
@@ -194,7 +205,7 @@ async def test_poison_replay_folds_every_batch(model: str, stub: OpenAIStub, tmp
     summarizer = None
     if model == "copier":
         stub.default_responder = copier
-        summarizer = OpenAISummarizer(api_key=KEY, model="copier", base_url=stub.base_url)
+        summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key=KEY, base_url=stub.base_url), model="copier")
     replayer = Replayer(
         load_session_file(write_session(tmp_path / "poison.jsonl", poison_turns(300))), store=InMemorySessionStore(),
         summarizer=summarizer, fallback=OfflineSummarizer(), options=ReplayOptions(), out_dir=tmp_path / "out",

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from pipeline.adapters.openai_api import OpenAISummarizer
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED, EventEmitter
 from pipeline.models import (
@@ -42,7 +43,11 @@ _clients: list[OpenAISummarizer] = []
 
 
 def summarizer(stub: OpenAIStub, timeout_s: float = 5.0) -> OpenAISummarizer:
-    client = OpenAISummarizer(api_key=KEY, model="small-model", base_url=stub.base_url, timeout_s=timeout_s)
+    client = OpenAISummarizer(
+        endpoint=OpenAIEndpoint(api_key=KEY, base_url=stub.base_url),
+        model="small-model",
+        timeout_s=timeout_s,
+    )
     _clients.append(client)
     return client
 

@@ -9,14 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bot.playback import (
-    OPUS_SILENCE,
-    OpusFrameEncoder,
-    Playback,
-    StreamingOpusSource,
-    encode_pcm,
-    opus_available,
-)
+from bot.playback import OPUS_SILENCE, Playback, StreamingOpusSource
+from pipeline.adapters.av_audio import OpusFrameEncoder, encode_pcm, opus_available
 from tests.bot_fakes import FakeVoiceLink, decode_opus_frames, tone_pcm
 
 

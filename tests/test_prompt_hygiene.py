@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.adapters.openai_api import format_batch
+from pipeline.adapters.openai_summarizer import format_batch
 from pipeline.models import Note, SummaryRequest, Turn, TurnKind
 
 HOSTILE_TEXT = (

@@ -8,18 +8,20 @@ from collections.abc import AsyncIterator
 import numpy as np
 import pytest
 
-from bot.playback import Playback, encode_pcm
-from bot.realtime import (
+from bot.playback import Playback
+from bot.session.realtime_replier import heard_transcript
+from pipeline.adapters.av_audio import encode_pcm
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_realtime import RealtimeVoice
+from pipeline.adapters.realtime_protocol import (
     REALTIME_RATE,
     REALTIME_RESPONSE_COMPLETED,
     RealtimeConfig,
     RealtimeError,
     RealtimeErrorCode,
-    RealtimeResponseStream,
-    RealtimeVoice,
     ResponseStatus,
-    heard_transcript,
 )
+from pipeline.adapters.realtime_response import RealtimeResponseStream
 from pipeline.context.formatting import render_turn_line
 from pipeline.context.realtime_instructions import build_realtime_instructions
 from pipeline.events import EventEmitter
@@ -43,7 +45,11 @@ def make_voice(stub: RealtimeStub, emitter: EventEmitter, **overrides: float | i
         **overrides,
     }
     config = RealtimeConfig(model="gpt-realtime-test", voice="marin", **settings)  # type: ignore[arg-type]
-    return RealtimeVoice(api_key=KEY, base_url=stub.base_url, events=emitter, config=config)
+    return RealtimeVoice(
+        endpoint=OpenAIEndpoint(api_key=KEY, base_url=stub.base_url),
+        events=emitter,
+        config=config,
+    )
 
 
 @pytest.fixture
@@ -415,7 +421,11 @@ async def test_refused_connection_is_unavailable(emitter: EventEmitter) -> None:
     """Nothing listening on the port is RealtimeError(unavailable)."""
     async with RealtimeStub() as gone:
         base_url = gone.base_url
-    voice = RealtimeVoice(api_key=KEY, base_url=base_url, events=emitter, config=RealtimeConfig(connect_timeout_s=2))
+    voice = RealtimeVoice(
+        endpoint=OpenAIEndpoint(api_key=KEY, base_url=base_url),
+        events=emitter,
+        config=RealtimeConfig(connect_timeout_s=2),
+    )
     with pytest.raises(RealtimeError) as caught:
         async with asyncio.timeout(GUARD_S):
             await voice.connect()

@@ -14,11 +14,13 @@ import pytest
 import structlog
 
 from bot.app import StartupError, make_realtime_factory, make_voice, run_bot
-from bot.playback import encode_pcm
-from bot.realtime import REALTIME_RATE, RealtimeConfig, RealtimeVoice
 from bot.session.guild_session import GuildSession
 from bot.session.reply_jobs import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED
 from bot.settings import ReplyMode, Settings
+from pipeline.adapters.av_audio import encode_pcm
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_realtime import RealtimeVoice
+from pipeline.adapters.realtime_protocol import REALTIME_RATE, RealtimeConfig
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, TurnKind
 from pipeline.testing import FakeClock
@@ -75,7 +77,11 @@ async def rig(*, policy: CompactionPolicy | None = None, reject_status: int | No
         )
 
         def realtime_factory(emitter: EventEmitter) -> RealtimeVoice:
-            voice = RealtimeVoice(api_key=KEY, base_url=stub.base_url, events=emitter, config=config)
+            voice = RealtimeVoice(
+                endpoint=OpenAIEndpoint(api_key=KEY, base_url=stub.base_url),
+                events=emitter,
+                config=config,
+            )
             voices.append(voice)
             return voice
 

@@ -11,7 +11,8 @@ from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.context.model_context import ModelContext, ModelContextConfig
 from pipeline.context.realtime_instructions import HEADERS, Section, build_realtime_instructions
-from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallIndex, RecallLine, build_query
+from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallLine, build_query
+from pipeline.context.recall_index import RecallIndex
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.events import CONTEXT_RECALL, REALTIME_INSTRUCTIONS_BUILT, EventEmitter
 from pipeline.models import CompactionPolicy, EmbeddingUnavailable, Note, Turn, TurnDraft, TurnKind
@@ -408,10 +409,14 @@ async def test_openai_embeddings_endpoint_feeds_the_dense_side(
     """With the embeddings endpoint configured, every turn's vector comes from it in batches;
     an auth failure switches the dense side off instead of failing the session."""
     from pipeline.adapters.openai_api import OpenAIEmbedder
+    from pipeline.adapters.openai_client import OpenAIEndpoint
     from tests.openai_stub import OpenAIStub, Reply
 
     async with OpenAIStub() as stub:
-        embedder = OpenAIEmbedder(api_key="test-key", model="text-embedding-3-small", base_url=stub.base_url)
+        embedder = OpenAIEmbedder(
+            endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+            model="text-embedding-3-small",
+        )
         store = InMemorySessionStore()
         clock = FakeClock()
         session = await ConversationSession.open(

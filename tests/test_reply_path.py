@@ -17,6 +17,7 @@ from bot.session.config import GuildSessionConfig
 from bot.session.guild_session import GuildSession
 from bot.session.reply_jobs import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED, heard_sentences
 from pipeline.adapters.openai_api import BrainError, BrainErrorCode, OpenAIBrain, OpenAISpeech
+from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.models import TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -61,8 +62,16 @@ async def rig(
         stub.default_chat_text = REPLY
         stub.default_speech_audio = tone_pcm(tts_seconds)
         cfg = config or GuildSessionConfig(bot_name="Clanky", brain_deadline_s=3.0)
-        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=3.0)
-        speech = OpenAISpeech(api_key="test-key", model="tts-1", voice="alloy", base_url=stub.base_url)
+        brain = OpenAIBrain(
+            endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+            model="gpt-4o-mini",
+            deadline_s=3.0,
+        )
+        speech = OpenAISpeech(
+            endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+            model="tts-1",
+            voice="alloy",
+        )
         events = Events()
         clock = FakeClock()
         resources = make_resources(
@@ -226,7 +235,11 @@ async def test_brain_errors_are_translated_once_into_codes(reply: Reply, code: B
     """Every failure of the chat call reaches the caller as one BrainError code."""
     async with OpenAIStub() as stub:
         stub.chat.append(reply)
-        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=2.0)
+        brain = OpenAIBrain(
+            endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+            model="gpt-4o-mini",
+            deadline_s=2.0,
+        )
         try:
             with pytest.raises(BrainError) as caught:
                 await brain.reply([{"role": "user", "content": "Bob: hi"}])
@@ -240,7 +253,12 @@ async def test_speech_chunks_hold_whole_samples() -> None:
     audio = tone_pcm(0.3) + b"\x01"  # an odd tail byte: the half sample is never yielded
     async with OpenAIStub() as stub:
         stub.speech.append(Reply(audio=audio))
-        speech = OpenAISpeech(api_key="k", model="tts-1", voice="alloy", base_url=stub.base_url, chunk_bytes=1001)
+        speech = OpenAISpeech(
+            endpoint=OpenAIEndpoint(api_key="k", base_url=stub.base_url),
+            model="tts-1",
+            voice="alloy",
+            chunk_bytes=1001,
+        )
         try:
             chunks = [chunk async for chunk in speech.stream("hello")]
         finally:
@@ -361,7 +379,11 @@ async def test_stream_reply_yields_the_answer_as_it_is_generated() -> None:
     """The brain asks for a streamed completion and yields deltas that add up to the whole answer."""
     async with OpenAIStub() as stub:
         stub.chat.append(Reply(text=LONG_REPLY))
-        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=2.0)
+        brain = OpenAIBrain(
+            endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+            model="gpt-4o-mini",
+            deadline_s=2.0,
+        )
         try:
             deltas = [d async for d in brain.stream_reply([{"role": "user", "content": "Bob: hi"}])]
         finally:
@@ -374,7 +396,11 @@ async def test_stream_reply_deadline_covers_the_whole_answer() -> None:
     """A stream still going at the deadline raises TIMEOUT mid-answer, after the deltas that came in time."""
     async with OpenAIStub() as stub:
         stub.chat.append(Reply(text="one two three four five six seven eight nine ten", stream_over_s=1.0))
-        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=0.45)
+        brain = OpenAIBrain(
+            endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+            model="gpt-4o-mini",
+            deadline_s=0.45,
+        )
         got: list[str] = []
         try:
             with pytest.raises(BrainError) as caught:
@@ -399,7 +425,11 @@ async def test_stream_reply_errors_are_translated_once_into_codes(reply: Reply, 
     """Every failure of the streamed chat call reaches the caller as one BrainError code."""
     async with OpenAIStub() as stub:
         stub.chat.append(reply)
-        brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=2.0)
+        brain = OpenAIBrain(
+            endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+            model="gpt-4o-mini",
+            deadline_s=2.0,
+        )
         try:
             with pytest.raises(BrainError) as caught:
                 _ = [d async for d in brain.stream_reply([{"role": "user", "content": "Bob: hi"}])]

@@ -17,6 +17,7 @@ from PIL import Image
 from pipeline.adapters.images import ImageError, ImageErrorCode, ImageLimits, decode_image, hamming
 from pipeline.adapters.ocr import RapidOcrReader
 from pipeline.adapters.openai_api import OpenAIVision
+from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import SCREEN_NOTE_ADDED, SCREEN_NOTE_SKIPPED, EventEmitter
 from pipeline.models import Note, NoteSource
@@ -133,7 +134,10 @@ async def test_vision_request_is_a_well_formed_image_message() -> None:
     async with OpenAIStub() as stub:
         answer = "SEEN: Marvel Rivals, Tokyo map, round 7, James at 2 HP.\nWHY: James is nearly dead."
         stub.chat.append(Reply(text=answer))
-        vision = OpenAIVision(api_key="test", model="vision-test-model", base_url=stub.base_url)
+        vision = OpenAIVision(
+            endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url),
+            model="vision-test-model",
+        )
         writer = NoteWriter(vision=vision, reader=NoText())
         frame = decode_image(hud_png(), ImageLimits(), for_vision=True)
         written = await writer.write(frame, Share(by="James", by_id="42", source=NoteSource.INGEST, at=61.0))
@@ -157,7 +161,7 @@ async def test_vision_failure_falls_back_to_ocr() -> None:
     """A model that answers 500 still leaves a note: OCR says what text was on screen."""
     async with OpenAIStub() as stub:
         stub.chat.append(Reply(status=500))
-        vision = OpenAIVision(api_key="test", model="m", base_url=stub.base_url)
+        vision = OpenAIVision(endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url), model="m")
         writer = NoteWriter(vision=vision, reader=READER)
         frame = decode_image(hud_png(map_name="KLYNTAR"), ImageLimits(), for_vision=True)
         written = await writer.write(frame, Share(by="Maya", by_id="7", source=NoteSource.WATCH, at=5.0))

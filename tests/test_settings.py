@@ -124,7 +124,7 @@ def test_local_summary_profile() -> None:
     model's context size asked from the server."""
     from bot.runtime import make_summarizers
     from bot.settings import LOCAL_SUMMARY_MAX_TOKENS, LOCAL_SUMMARY_TIMEOUT_S, SummaryProfile
-    from pipeline.adapters.openai_api import OpenAISummarizer
+    from pipeline.adapters.openai_summarizer import OpenAISummarizer
 
     with pytest.raises(SettingsError) as info:
         load_settings({"SUMMARY_PROFILE": "local"})

@@ -14,9 +14,9 @@ import numpy as np
 import structlog
 
 from bot.playback import Playback
-from bot.realtime import RealtimeResponseStream
 from bot.session.config import GuildSessionConfig
-from bot.voice_receive import VoiceFrame
+from bot.voice.rtp import VoiceFrame
+from pipeline.adapters.realtime_response import RealtimeResponseStream
 
 log = structlog.get_logger("longcall.guild_session")
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.ownership import LeaseLostReason, SessionLease
-from bot.realtime import RealtimeVoice
 from bot.session.config import GuildSessionConfig, StopReason
 from bot.session.ports import VoiceLink
+from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.events import SESSION_LEASE_LOST, EventEmitter
 from pipeline.models import LeaseLost, Turn, TurnDraft, TurnKind
 from pipeline.ports import Clock

@@ -13,7 +13,7 @@ from bot.session.core import SessionCore
 from bot.session.ports import Hearing, VoiceLink
 from bot.session.presence import Presence
 from bot.session.reply_jobs import ReplyDesk
-from bot.voice_receive import FrameSource
+from bot.voice.rtp import FrameSource
 from pipeline.models import Turn, TurnDraft
 
 FRAME_MS = 20

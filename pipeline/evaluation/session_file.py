@@ -144,12 +144,6 @@ def _parse_line(data: dict[str, Any], where: str) -> SessionLine | Header:
     raise SessionFileError(f"{where}: unknown type {kind!r} (turn, note, join, leave, probe, session)")
 
 
-def parse_line(data: dict[str, Any], where: str) -> SessionLine | None:
-    """One already-decoded line; None for the header. Raises SessionFileError."""
-    item = _parse_line(data, where)
-    return None if isinstance(item, Header) else item
-
-
 def _check_audio(file: Path, audio: str, where: str) -> None:
     """An `audio` turn belongs to an audio session: a folder with session.jsonl and the clips."""
     if file.name != "session.jsonl":

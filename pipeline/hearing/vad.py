@@ -5,8 +5,8 @@ Two implementations behind one Protocol, chosen by `VadKind`:
 - `SileroVad` (default): the Silero VAD v6 ONNX model that faster-whisper bundles, run in
   streaming mode (its LSTM state and 64-sample context carried from window to window). It
   tells speech from keyboard clatter, fans and game audio bleeding into a microphone.
-  This module is the only importer of onnxruntime; the model file's location comes from
-  the faster-whisper adapter (`pipeline.adapters.whisper.silero_model_path`).
+  The ONNX session comes from `pipeline.adapters.onnx_runtime.silero_session` (the one
+  onnxruntime importer; the model file is the one faster-whisper bundles).
 - `EnergyVad`: RMS level against an adaptive noise floor (a rolling minimum). No model, a
   few microseconds per window, but any loud noise is "speech". Used for synthetic audio in
   tests and as a fallback where onnxruntime is unavailable.
@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from pipeline.adapters.av_audio import PcmFloat32
+from pipeline.adapters.onnx_runtime import silero_session
 
 SILERO_WINDOW = 512  # samples at 16 kHz (32 ms): the window the v6 model was trained on
 _SILERO_CONTEXT = 64  # samples of the previous window the model sees before each window
@@ -137,32 +138,6 @@ class SileroVad:
         self._h = np.zeros_like(self._h)
         self._c = np.zeros_like(self._c)
         self._context = np.zeros_like(self._context)
-
-
-_silero_session: Any = None
-
-
-def silero_session() -> Any:
-    """The shared ONNX session, loaded once (~25 ms); weights are read-only, so one session
-    serves every speaker while each `SileroVad` keeps its own state.
-
-    One intra-op thread: each call is a tiny LSTM step, threads would only add overhead.
-    """
-    global _silero_session
-    if _silero_session is None:
-        import onnxruntime
-
-        from pipeline.adapters.whisper import silero_model_path
-
-        opts = onnxruntime.SessionOptions()
-        opts.inter_op_num_threads = 1
-        opts.intra_op_num_threads = 1
-        opts.enable_cpu_mem_arena = False
-        opts.log_severity_level = 4
-        _silero_session = onnxruntime.InferenceSession(
-            str(silero_model_path()), providers=["CPUExecutionProvider"], sess_options=opts
-        )
-    return _silero_session
 
 
 def make_detector(kind: VadKind | str) -> SpeechDetector:

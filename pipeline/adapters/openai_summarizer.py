@@ -1,0 +1,178 @@
+"""The summarizer over any OpenAI-compatible chat endpoint (through `openai_client`).
+
+The transcript goes in as quoted data (`[mm:ss] Speaker: text` lines between BEGIN/END
+markers) in the user message, and the rules in the system message say it is never to be
+obeyed. Errors are translated once, here, into `SummarizerError` codes; the compactor
+branches on the code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
+from pipeline.context.formatting import data_field, mmss, render_turn_line
+from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult
+from pipeline.prompts import render_prompt
+
+# The output token cap leaves room for an obedient summary of `max_chars` (about 4 chars a
+# token in English, fewer in small local tokenizers): an answer cut at the cap ends with
+# finish_reason "length" and is rejected as truncated, so the cap must not bind on a summary
+# that keeps the rules. A longer one is re-compacted, then clamped, by the compactor.
+CHARS_PER_OUTPUT_TOKEN = 3
+
+
+def format_batch(request: SummaryRequest, turn_cap: int = 1200) -> str:
+    """The user message: previous summary, then new turns and notes as quoted data.
+
+    Every field that comes from people (speaker names, note authors, note text and why, turn
+    text) goes through `data_field`: one sanitised line, delimiter look-alikes quoted, so
+    nothing said can close the data block or start a line of its own. Each data line
+    starts with `[mm:ss] `.
+    """
+    lines = ["PREVIOUS SUMMARY:", request.previous_summary or "(none yet)", ""]
+    if request.turns:
+        first, last = request.turns[0].seq, request.turns[-1].seq
+        lines.append(f"NEW TURNS {first}-{last} (BEGIN transcript data)")
+        lines += [f"[{mmss(t.started_at)}] {data_field(render_turn_line(t, turn_cap))}" for t in request.turns]
+        lines.append("(END transcript data)")
+    if request.notes:
+        lines += ["", "SCREEN-WATCH NOTES (BEGIN data)"]
+        for n in request.notes:
+            why = f" (why: {data_field(n.why)})" if n.why.strip() else ""
+            by, source, text = data_field(n.by) or "someone", data_field(n.source), data_field(n.text)
+            lines.append(f"[{mmss(n.at)}] seen on {by}'s screen ({source}): {text}{why}")
+        lines.append("(END data)")
+    return "\n".join(lines)
+
+
+# Keys under which OpenAI-compatible servers report a model's context size in `/v1/models`:
+# vLLM `max_model_len`, LM Studio / OpenRouter `context_length`, llama.cpp `meta.n_ctx`
+# (the server's own) before `meta.n_ctx_train` (what the weights were trained with).
+_CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "n_ctx", "meta.n_ctx", "meta.n_ctx_train")
+
+
+def reported_context_limit(entry: Mapping[str, Any]) -> int | None:
+    """The context size a `/v1/models` entry reports, if any."""
+    for key in _CONTEXT_KEYS:
+        value: Any = entry
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 256:
+            return int(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextLimit:
+    """What the summarizer knows of its model's context size (tokens).
+
+    `tokens`: the size (None: assume plenty). `discover`: the first call asks the server's
+    `/v1/models` and uses what it reports (never more than `tokens` when that is set); when it
+    reports nothing, `tokens`, else `default`."""
+
+    tokens: int | None = None
+    discover: bool = False
+    default: int | None = None
+
+
+class OpenAISummarizer(OpenAIAdapter):
+    """The summarizer over any OpenAI-compatible chat endpoint.
+
+    `context` says what is known of the model's context size (`ContextLimit`; the local
+    profile discovers it). Knowing the limit, each turn's text is capped so the prompt and
+    the answer fit.
+    """
+
+    def __init__(
+        self,
+        *,
+        endpoint: OpenAIEndpoint,
+        model: str,
+        timeout_s: float = 30.0,
+        temperature: float = 0.2,
+        max_tokens: int | None = None,
+        context: ContextLimit | None = None,
+    ) -> None:
+        # Retries are the compactor's job (backoff, fallback); the client makes one attempt.
+        super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=0)
+        context = context or ContextLimit()
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._context_limit = context.tokens
+        self._discover = context.discover
+        self._default_context_limit = context.default
+
+    @property
+    def context_limit(self) -> int | None:
+        return self._context_limit
+
+    async def discover_context_limit(self) -> int | None:
+        """Ask `/v1/models` once for this model's context size; else keep the setting."""
+        self._discover = False
+        reported = None
+        try:
+            page = await self._client.models.list()
+        except CLIENT_ERRORS:
+            page = None
+        if page is not None:
+            entries = [m.model_dump() for m in page.data]
+            mine = [e for e in entries if e.get("id") == self._model] or (entries if len(entries) == 1 else [])
+            reported = reported_context_limit(mine[0]) if mine else None
+        if reported is not None:
+            self._context_limit = min(reported, self._context_limit or reported)
+        elif self._context_limit is None:
+            self._context_limit = self._default_context_limit
+        return self._context_limit
+
+    def _output_tokens(self, request: SummaryRequest) -> int:
+        if self._max_tokens is not None:
+            return self._max_tokens
+        return max(64, int(request.max_chars / CHARS_PER_OUTPUT_TOKEN))
+
+    def _turn_cap(self, request: SummaryRequest, system: str, max_tokens: int) -> int:
+        """The per-turn text cap that keeps the prompt inside the context limit (3 chars a token,
+        a conservative guess for small local tokenizers), between 80 and 1200 chars."""
+        if self._context_limit is None or not request.turns:
+            return 1200
+        room_chars = (self._context_limit - max_tokens - 64) * 3 - len(system) - len(request.previous_summary)
+        room_chars -= sum(len(n.text) + len(n.why) + 60 for n in request.notes) + 120
+        return max(80, min(1200, room_chars // len(request.turns) - 40))
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        if self._discover:
+            await self.discover_context_limit()
+        max_tokens = self._output_tokens(request)
+        if request.recompaction:
+            system = render_prompt(
+                "summarizer_recompact", bot_name=request.bot_name, max_chars=str(request.max_chars)
+            )
+            quoted = "\n".join(data_field(line) for line in request.previous_summary.splitlines() if line.strip())
+            user = f"SUMMARY (BEGIN data)\n{quoted}\n(END data)"
+        else:
+            system = render_prompt("summarizer", bot_name=request.bot_name, max_chars=str(request.max_chars))
+            user = format_batch(request, self._turn_cap(request, system, max_tokens))
+        try:
+            response = await self._client.chat.completions.create(
+                model=self._model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                temperature=self._temperature,
+                max_tokens=max_tokens,
+            )
+        except CLIENT_ERRORS as err:  # ValueError: a malformed body (the client raises JSONDecodeError)
+            # AUTH is not retryable (a key does not fix itself): the compactor goes to the fallback at once.
+            failure = classify(err)
+            raise SummarizerError(
+                SummarizerErrorCode(failure.kind.value), failure.detail, retry_after_s=failure.retry_after_s
+            ) from err
+        if not response.choices:
+            raise SummarizerError(SummarizerErrorCode.EMPTY, "no choices")
+        choice = response.choices[0]
+        text = (choice.message.content or "").strip()
+        finish_reason = str(choice.finish_reason) if choice.finish_reason else None
+        if not text:
+            raise SummarizerError(SummarizerErrorCode.EMPTY, "empty content")
+        return SummaryResult(text=text, model=self._model, finish_reason=finish_reason)
