@@ -58,7 +58,7 @@ from pipeline.compaction.planning import recent_start
 from pipeline.context.participants import ParticipantMemoryConfig, render_card, render_cards
 from pipeline.context.reply_context import build_reply_messages
 from pipeline.context.tokens import make_token_counter
-from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED
+from pipeline.events import CompactionCompleted, CompactionFailed
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
 from pipeline.models import CompactionPolicy, ContextSnapshot, ParticipantCard, StoreUnavailable
 from pipeline.ports import SessionStore
@@ -289,8 +289,8 @@ class Dashboard:
         else:
             cursor, summary_chars, failures = state.cursor, len(state.summary), state.failures
         events = await store.load_events(session_id, 300)
-        last_fold = next((e for e in reversed(events) if e.get("event") in (COMPACTION_COMPLETED, COMPACTION_FAILED)),
-                         None)
+        folds = (CompactionCompleted.name, CompactionFailed.name)
+        last_fold = next((e for e in reversed(events) if e.get("event") in folds), None)
         eligible = max(0, recent_start(cursor, total, self._config.policy) - cursor)
         if failures:
             health = ("bad", f"failing ({failures} in a row)")
@@ -319,7 +319,7 @@ class Dashboard:
             "summary_chars": summary_chars,
             "failures": failures,
             "last_fold": None if last_fold is None else {
-                "outcome": "failed" if last_fold["event"] == COMPACTION_FAILED else str(
+                "outcome": "failed" if last_fold["event"] == CompactionFailed.name else str(
                     last_fold.get("outcome") or "model"),
                 "at": last_fold.get("at"),
                 "latency_ms": last_fold.get("latency_ms"),

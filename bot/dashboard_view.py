@@ -24,19 +24,19 @@ from typing import Any
 from pipeline.context.formatting import mmss
 from pipeline.context.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 from pipeline.events import (
-    ASR_BACKLOG_MERGED,
-    ASR_FAILED,
-    ASR_TRANSCRIBED,
-    COMPACTION_COMPLETED,
-    COMPACTION_FAILED,
-    COMPACTION_SKIPPED,
-    COMPACTION_STARTED,
+    AsrBacklogMerged,
+    AsrFailed,
+    AsrTranscribed,
+    BotReplyCompleted,
+    CompactionCompleted,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStarted,
 )
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 
 HORIZON_TEXT = "The model can't see above this line"
 ROUTINE_SKIPS = frozenset({"below_threshold", "no_eligible_batch"})
-BOT_REPLY_COMPLETED = "bot_reply_completed"  # bot/guild_session.py emits it
 OUTCOMES = ("model", "fallback", "degraded", "failed")
 EVENTS_SHOWN = 400
 
@@ -110,12 +110,12 @@ def timeline(events: Sequence[Mapping[str, Any]], started_at: float | None) -> T
     for event in events:
         name = event.get("event")
         x = event_x(event, started_at)
-        if name == COMPACTION_SKIPPED:
+        if name == CompactionSkipped.name:
             total = _int(event.get("total_turns")) or total
             cursor = _int(event.get("cursor")) or cursor
-        elif name == COMPACTION_STARTED:
+        elif name == CompactionStarted.name:
             cursor = _int(event.get("cursor")) or cursor
-        elif name == COMPACTION_COMPLETED:
+        elif name == CompactionCompleted.name:
             number += 1
             old, new = _int(event.get("old_cursor")) or 0, _int(event.get("new_cursor")) or 0
             cursor = new
@@ -125,7 +125,7 @@ def timeline(events: Sequence[Mapping[str, Any]], started_at: float | None) -> T
                     latency_ms=_int(event.get("latency_ms")), x=x, summary_chars=_int(event.get("summary_chars")),
                 )
             )
-        elif name == COMPACTION_FAILED:
+        elif name == CompactionFailed.name:
             out.folds.append(
                 Fold(
                     number=0, old_cursor=cursor, new_cursor=cursor, outcome="failed",
@@ -171,7 +171,7 @@ def health_tiles(
 ) -> list[Tile]:
     """End-of-speech → reply latency, ASR, summarizer and Redis, from the event log (n/a if none)."""
     replies = [
-        float(v) for e in events if e.get("event") == BOT_REPLY_COMPLETED
+        float(v) for e in events if e.get("event") == BotReplyCompleted.name
         for v in [e.get("end_to_playback_ms")] if isinstance(v, int | float)
     ]
     tiles: list[Tile] = []
@@ -183,11 +183,11 @@ def health_tiles(
     else:
         tiles.append(Tile(key="reply", title="End of speech → reply", value="n/a",
                           detail="no spoken replies in this session", level="na"))
-    asr = [e for e in events if e.get("event") == ASR_TRANSCRIBED]
+    asr = [e for e in events if e.get("event") == AsrTranscribed.name]
     rtf = [float(e["rtf"]) for e in asr if isinstance(e.get("rtf"), int | float)]
     lag = [float(e["lag_s"]) for e in asr if isinstance(e.get("lag_s"), int | float)]
-    asr_failed = sum(1 for e in events if e.get("event") == ASR_FAILED)
-    merged = sum(1 for e in events if e.get("event") == ASR_BACKLOG_MERGED)
+    asr_failed = sum(1 for e in events if e.get("event") == AsrFailed.name)
+    merged = sum(1 for e in events if e.get("event") == AsrBacklogMerged.name)
     if rtf:
         p50 = percentile(rtf, 50)
         lag95 = percentile(lag, 95) if lag else 0.0
@@ -200,8 +200,8 @@ def health_tiles(
         tiles.append(Tile(key="asr", title="ASR real-time factor", value="n/a",
                           detail=none if not asr_failed else f"{asr_failed} failed",
                           level="bad" if asr_failed else "na"))
-    done = [e for e in events if e.get("event") == COMPACTION_COMPLETED]
-    failed = [e for e in events if e.get("event") == COMPACTION_FAILED]
+    done = [e for e in events if e.get("event") == CompactionCompleted.name]
+    failed = [e for e in events if e.get("event") == CompactionFailed.name]
     if done or failed:
         latencies = [float(e["latency_ms"]) for e in done if isinstance(e.get("latency_ms"), int | float)]
         rate = len(failed) / (len(done) + len(failed))
@@ -467,14 +467,14 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
     names: Counter[str] = Counter()
     for event in reversed(events):
         name = str(event.get("event", ""))
-        if name == COMPACTION_SKIPPED and event.get("reason") in ROUTINE_SKIPS:
+        if name == CompactionSkipped.name and event.get("reason") in ROUTINE_SKIPS:
             routine[str(event.get("reason"))] += 1
             continue
         names[name] += 1
         if len(rows) >= EVENTS_SHOWN:
             continue
         short = name.removeprefix("voice_context_compaction_")
-        outcome = event.get("outcome") or ("failed" if name == COMPACTION_FAILED else "")
+        outcome = event.get("outcome") or ("failed" if name == CompactionFailed.name else "")
         rows.append(
             f'<tr data-event="{_e(name)}" class="ev {_e(outcome)}"><td class="time">'
             f'{_e(mmss(event_x(event, started_at)))}</td><td class="name">{_e(short)}</td>'

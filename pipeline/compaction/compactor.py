@@ -49,10 +49,11 @@ from pipeline.compaction.summarizer_offline import last_resort_fold
 from pipeline.compaction.summary_validation import Rejection, RejectReason, validate_summary
 from pipeline.context.formatting import clamp_at_sentence
 from pipeline.events import (
-    COMPACTION_COMPLETED,
-    COMPACTION_FAILED,
-    COMPACTION_SKIPPED,
-    COMPACTION_STARTED,
+    ABSENT,
+    CompactionCompleted,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStarted,
     EventEmitter,
 )
 from pipeline.models import (
@@ -221,11 +222,12 @@ class RollingCompactor:
 
     def _emit_skip(self, skip: Skip) -> None:
         self._events.emit(
-            COMPACTION_SKIPPED,
-            reason=skip.reason.value,
-            cursor=self._state.cursor,
-            total_turns=self._total,
-            eligible_count=skip.eligible,
+            CompactionSkipped(
+                reason=skip.reason.value,
+                cursor=self._state.cursor,
+                total_turns=self._total,
+                eligible_count=skip.eligible,
+            )
         )
 
     async def wait_idle(self) -> None:
@@ -340,11 +342,12 @@ class RollingCompactor:
         batch_end_at = turns[-1].ended_at
         notes = tuple(n for n in pending if n.at <= batch_end_at)
         self._events.emit(
-            COMPACTION_STARTED,
-            cursor=plan.start,
-            batch_size=plan.end - plan.start,
-            recent_start=plan.recent_start,
-            pending_note_count=len(pending),
+            CompactionStarted(
+                cursor=plan.start,
+                batch_size=plan.end - plan.start,
+                recent_start=plan.recent_start,
+                pending_note_count=len(pending),
+            )
         )
         request = SummaryRequest(
             previous_summary=self._state.summary,
@@ -404,20 +407,19 @@ class RollingCompactor:
                     self._session_id, expected_cursor=commit.new_cursor, failures=failures, next_retry_at=0.0
                 )
         self.folds_completed += 1
-        fields: dict[str, object] = {"outcome": fold.outcome.value}
-        if fold.reason is not None:
-            fields["reason"] = fold.reason
         self._events.emit(
-            COMPACTION_COMPLETED,
-            old_cursor=old_cursor,
-            new_cursor=commit.new_cursor,
-            covered_through_turn=commit.covered_through_turn,
-            summary_chars=len(text),
-            latency_ms=latency_ms,
-            recompacted=fold.recompacted,
-            notes_folded=len(notes),
-            model=fold.model,
-            **fields,
+            CompactionCompleted(
+                old_cursor=old_cursor,
+                new_cursor=commit.new_cursor,
+                covered_through_turn=commit.covered_through_turn,
+                summary_chars=len(text),
+                latency_ms=latency_ms,
+                recompacted=fold.recompacted,
+                notes_folded=len(notes),
+                model=fold.model,
+                outcome=fold.outcome.value,
+                reason=ABSENT if fold.reason is None else fold.reason,
+            )
         )
         for listener in self._listeners:
             listener(self._state)
@@ -461,15 +463,16 @@ class RollingCompactor:
             except (_Rejected, SummarizerError) as err:
                 why = err.rejection.reason.value if isinstance(err, _Rejected) else err.code.value
                 self._events.emit(
-                    COMPACTION_FAILED,
-                    model=self._fallback.model,
-                    error_class="rejected" if isinstance(err, _Rejected) else why,
-                    reason=why,
-                    retryable=False,
-                    latency_ms=int((loop.time() - t0) * 1000),
-                    attempt=self._state.failures,
-                    next_retry_s=0.0,
-                    next_step=NEXT_DEGRADED,
+                    CompactionFailed(
+                        model=self._fallback.model,
+                        error_class="rejected" if isinstance(err, _Rejected) else why,
+                        reason=why,
+                        retryable=False,
+                        latency_ms=int((loop.time() - t0) * 1000),
+                        attempt=self._state.failures,
+                        next_retry_s=0.0,
+                        next_step=NEXT_DEGRADED,
+                    )
                 )
                 self.folds_failed += 1
                 reason = reason or why
@@ -509,15 +512,16 @@ class RollingCompactor:
         self._model_retry_at = self._clock.now() + delay
         self.folds_failed += 1
         self._events.emit(
-            COMPACTION_FAILED,
-            model=model,
-            error_class=error_class,
-            reason=reason,
-            retryable=retryable,
-            latency_ms=int((asyncio.get_running_loop().time() - t0) * 1000),
-            attempt=failures,
-            next_retry_s=math.ceil(delay * 1000) / 1000,
-            next_step=next_step,
+            CompactionFailed(
+                model=model,
+                error_class=error_class,
+                reason=reason,
+                retryable=retryable,
+                latency_ms=int((asyncio.get_running_loop().time() - t0) * 1000),
+                attempt=failures,
+                next_retry_s=math.ceil(delay * 1000) / 1000,
+                next_step=next_step,
+            )
         )
 
     async def _model_failed_wait(self, model: str, err: SummarizerError, t0: float) -> None:
@@ -604,15 +608,16 @@ class RollingCompactor:
                     next_retry_at=next_retry_at,
                 )
         self._events.emit(
-            COMPACTION_FAILED,
-            model=model,
-            error_class=error_class,
-            retryable=retryable,
-            latency_ms=latency_ms,
-            attempt=failures,
-            next_retry_s=math.ceil(delay * 1000) / 1000,
-            reason=error_class,
-            next_step=NEXT_BACKOFF,
+            CompactionFailed(
+                model=model,
+                error_class=error_class,
+                reason=error_class,
+                retryable=retryable,
+                latency_ms=latency_ms,
+                attempt=failures,
+                next_retry_s=math.ceil(delay * 1000) / 1000,
+                next_step=NEXT_BACKOFF,
+            )
         )
 
     async def _store_failure(self, err: StoreUnavailable, *, model: str = "store", latency_ms: int = 0) -> None:

@@ -37,12 +37,14 @@ import numpy as np
 
 from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, PcmResampler
 from pipeline.events import (
-    ASR_BACKLOG_MERGED,
-    ASR_FAILED,
-    ASR_REJECTED,
-    ASR_TRANSCRIBED,
-    HEARING_APPEND_FAILED,
+    ABSENT,
+    Absent,
+    AsrBacklogMerged,
+    AsrFailed,
+    AsrRejected,
+    AsrTranscribed,
     EventEmitter,
+    HearingAppendFailed,
 )
 from pipeline.hearing.asr_guards import GuardConfig, Verdict, clean_text, judge
 from pipeline.hearing.coalescer import Coalescer, CoalescerConfig, HeardPiece
@@ -358,12 +360,13 @@ class HearingPipeline:
             job.absorb(utterance)
             self._merged += 1
             self._events.emit(
-                ASR_BACKLOG_MERGED,
-                speaker_id=utterance.speaker_id,
-                merged_utterances=job.utterances,
-                queued=sum(len(q) for q in self._queues.values()),
-                queued_audio_s=round(sum(j.audio_s for q in self._queues.values() for j in q), 3),
-                lag_s=round(self._lag(self._clock.now()), 3),
+                AsrBacklogMerged(
+                    speaker_id=utterance.speaker_id,
+                    merged_utterances=job.utterances,
+                    queued=sum(len(q) for q in self._queues.values()),
+                    queued_audio_s=round(sum(j.audio_s for q in self._queues.values() for j in q), 3),
+                    lag_s=round(self._lag(self._clock.now()), 3),
+                )
             )
         else:
             queue.append(_Job.of(utterance))
@@ -441,15 +444,16 @@ class HearingPipeline:
         pcm = np.concatenate(job.pcm) if len(job.pcm) > 1 else job.pcm[0]
         duration = pcm.size / TARGET_RATE
         text, confidence, verdict = "", None, Verdict.TOO_SHORT
-        fields: dict[str, object] = {}
+        no_speech_prob: float | Absent = ABSENT  # the model's scores, when it ran
+        avg_logprob: float | Absent = ABSENT
         if job.speech_s >= self._config.min_asr_speech_s:
             started = time.perf_counter()
             try:
                 result = await self._transcriber.transcribe(pcm, prompt=self._context.get(job.speaker_id))
             except Exception as err:
                 verdict = Verdict.ASR_ERROR
-                self._events.emit(ASR_FAILED, speaker_id=job.speaker_id, duration_s=round(duration, 3),
-                                  error_class=type(err).__name__, code=str(getattr(err, "code", "")))
+                self._events.emit(AsrFailed(speaker_id=job.speaker_id, duration_s=round(duration, 3),
+                                            error_class=type(err).__name__, code=str(getattr(err, "code", ""))))
             else:
                 latency = time.perf_counter() - started
                 self._transcribed += 1
@@ -458,21 +462,23 @@ class HearingPipeline:
                 verdict = judge(result, self._config.guards)
                 confidence = result.confidence
                 text = clean_text(result.text) if verdict is Verdict.ACCEPT else ""
-                fields = {"no_speech_prob": round(result.no_speech_prob, 3),
-                          "avg_logprob": round(result.avg_logprob, 3)}
+                no_speech_prob = scored_no_speech = round(result.no_speech_prob, 3)
+                avg_logprob = scored_logprob = round(result.avg_logprob, 3)
                 self._events.emit(
-                    ASR_TRANSCRIBED,
-                    speaker_id=job.speaker_id,
-                    speaker=job.speaker_name,
-                    duration_s=round(duration, 3),
-                    latency_ms=round(latency * 1000, 1),
-                    rtf=round(latency / duration, 4) if duration else None,
-                    lag_s=round(max(0.0, self._clock.now() - job.ended_at), 3),
-                    utterances=job.utterances,
-                    final=job.final,
-                    chars=len(text),
-                    confidence=round(confidence, 3),
-                    **fields,
+                    AsrTranscribed(
+                        speaker_id=job.speaker_id,
+                        speaker=job.speaker_name,
+                        duration_s=round(duration, 3),
+                        latency_ms=round(latency * 1000, 1),
+                        rtf=round(latency / duration, 4) if duration else None,
+                        lag_s=round(max(0.0, self._clock.now() - job.ended_at), 3),
+                        utterances=job.utterances,
+                        final=job.final,
+                        chars=len(text),
+                        confidence=round(confidence, 3),
+                        no_speech_prob=scored_no_speech,
+                        avg_logprob=scored_logprob,
+                    )
                 )
         if job.final:
             self._context.pop(job.speaker_id, None)
@@ -483,8 +489,12 @@ class HearingPipeline:
             self._accepted += 1
         else:
             self._rejected[verdict.value] = self._rejected.get(verdict.value, 0) + 1
-            self._events.emit(ASR_REJECTED, speaker_id=job.speaker_id, reason=verdict.value,
-                              duration_s=round(duration, 3), speech_s=round(job.speech_s, 3), **fields)
+            self._events.emit(
+                AsrRejected(
+                    speaker_id=job.speaker_id, reason=verdict.value, duration_s=round(duration, 3),
+                    speech_s=round(job.speech_s, 3), no_speech_prob=no_speech_prob, avg_logprob=avg_logprob,
+                )
+            )
         return HeardPiece(
             speaker_id=job.speaker_id,
             speaker_name=job.speaker_name,
@@ -510,8 +520,9 @@ class HearingPipeline:
                 # Keep the draft at the head (order and nothing lost) and retry with backoff.
                 attempt += 1
                 delay = min(self._config.append_retry_cap_s, 0.5 * 2 ** (attempt - 1))
-                self._events.emit(HEARING_APPEND_FAILED, error_class=type(err).__name__,
-                                  attempt=attempt, next_retry_s=delay)
+                self._events.emit(
+                    HearingAppendFailed(error_class=type(err).__name__, attempt=attempt, next_retry_s=delay)
+                )
                 await self._clock.sleep(delay)
                 continue
             finally:
