@@ -189,14 +189,15 @@ class Replayer:
             self._opened_cursor = session.snapshot().cursor
             self._context = ModelContext(session, self._options.model_context)
             async with asyncio.TaskGroup() as tg:
-                task = tg.create_task(session.run(), name=f"compactor:{self._session_id}")
-                tg.create_task(event_log.run(), name=f"event-log:{self._session_id}")
-                try:
-                    audio_fields = await self._drive(session)
-                finally:
-                    await session.close()
-                    task.cancel()
-                    event_log.stop()  # writes what is left, then ends
+                with emitter.bound():  # the session's identity on every log line of its tasks
+                    task = tg.create_task(session.run(), name=f"compactor:{self._session_id}")
+                    tg.create_task(event_log.run(), name=f"event-log:{self._session_id}")
+                    try:
+                        audio_fields = await self._drive(session)
+                    finally:
+                        await session.close()
+                        task.cancel()
+                        event_log.stop()  # writes what is left, then ends
             await self._save_meta(active=False)
         report = self._report(session, recorder, audio_fields, time.perf_counter() - wall0)
         (self._out_dir / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")

@@ -30,6 +30,7 @@ from dataclasses import replace
 import structlog
 
 from pipeline.compaction.compactor import RollingCompactor
+from pipeline.compaction.compactor_deps import CompactorDeps
 from pipeline.context.participants import ParticipantMemoryConfig, render_cards, update_cards
 from pipeline.context.recall_indexer import SessionRecall
 from pipeline.events import EventEmitter, SessionStoreDiverged, SessionStoreReseeded
@@ -149,18 +150,20 @@ class ConversationSession:
         self._unsynced_notes: list[Note] = []
         self._recovering = asyncio.Lock()
         self.compactor = RollingCompactor(
-            session_id=session_id,
-            store=store,
-            summarizer=summarizer,
-            fallback=fallback,
-            policy=policy,
-            clock=clock,
-            events=events,
-            bot_name=bot_name,
+            CompactorDeps(
+                session_id=session_id,
+                store=store,
+                summarizer=summarizer,
+                fallback=fallback,
+                policy=policy,
+                clock=clock,
+                events=events,
+                bot_name=bot_name,
+                lease_clock=lease_clock,
+                owner_token=owner_token,
+            ),
             state=state,
             epoch=epoch,
-            lease_clock=lease_clock,
-            owner_token=owner_token,
         )
         self.compactor.on_commit(self._on_commit)
         self.compactor.on_diverged(self._recover_divergence)
