@@ -38,22 +38,19 @@ from typing import Any, Protocol
 import structlog
 from aiohttp import web
 
+from bot.dashboard_panels import Tile, health_tiles, render_chart, render_tiles
 from bot.dashboard_reader import SessionReader
+from bot.dashboard_view import _e as esc
 from bot.dashboard_view import (
-    Tile,
     ago,
-    health_tiles,
     iso,
     login_page,
     page,
-    render_chart,
     render_events,
     render_model_view,
-    render_tiles,
     timeline,
     visible_seqs,
 )
-from bot.dashboard_view import _e as esc
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
 from pipeline.models import CompactionPolicy, StoreUnavailable
