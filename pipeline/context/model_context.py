@@ -143,8 +143,12 @@ class ModelContext:
         return built.value
 
     def reply(self, current: Turn) -> ReplyContext:
-        """`build_reply`, its events emitted on the session's emitter (the bot's reply path)."""
-        return self._emit(self.build_reply(current))
+        """`build_reply`, its events emitted on the session's emitter (the bot's reply path);
+        then, when the guard pruned, the compactor is asked to catch up."""
+        context = self._emit(self.build_reply(current))
+        if context.urge_compaction:
+            self._session.trigger()  # the guard pruned: ask the compactor to catch up
+        return context
 
     def realtime(self, current: Turn | None) -> RealtimeInstructions:
         """`build_realtime`, its events emitted on the session's emitter (the bot's realtime path)."""
@@ -152,7 +156,8 @@ class ModelContext:
 
     def build_reply(self, current: Turn) -> Built[ReplyContext]:
         """Reply messages for `current` (which need not be in the transcript, e.g. a probe), with
-        the guard's `context_window_pruned` and the `context_recall` events it made."""
+        the guard's `context_window_pruned` and the `context_recall` events it made. When
+        `urge_compaction` is set the caller triggers the compactor after emitting (`reply`)."""
         self._session.trigger()
         snapshot = self._session.snapshot()
         budget = self._config.recall.reply_budget_chars - len(REPLY_HEADER) - 1
@@ -172,8 +177,6 @@ class ModelContext:
         events: list[Event | None] = [context.pruned_event]
         if recalled is not None:
             events.append(self._recall_event("reply", recalled, context.recall_chars, snapshot.cursor))
-        if context.urge_compaction:
-            self._session.trigger()  # the guard pruned: ask the compactor to catch up
         return Built(context, tuple(e for e in events if e is not None))
 
     def build_realtime(self, current: Turn | None) -> Built[RealtimeInstructions]:
