@@ -47,7 +47,7 @@ from dataclasses import replace
 from pipeline.clock import MonotonicClock
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
 from pipeline.compaction.fold_lock import FoldLock
-from pipeline.compaction.planning import plan_compaction, recent_start
+from pipeline.compaction.planning import FoldConditions, plan_compaction, recent_start
 from pipeline.compaction.summarizing import FoldAttempts
 from pipeline.events import (
     ABSENT,
@@ -178,9 +178,11 @@ class RollingCompactor:
             self._total,
             self._policy,
             now=self._clock.now(),
-            in_flight=self._in_flight and not catching_up,
-            ending=self._ending,
-            summarizer_available=self._summarizer is not None or self._fallback is not None,
+            conditions=FoldConditions(
+                in_flight=self._in_flight and not catching_up,
+                ending=self._ending,
+                summarizer_available=self._summarizer is not None or self._fallback is not None,
+            ),
         )
 
     def _emit_skip(self, skip: Skip) -> None:
