@@ -31,7 +31,7 @@ from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
 from pipeline.evaluation.audio_replay import load_clips
 from pipeline.evaluation.session_file import load_session_file
-from pipeline.events import EventEmitter
+from pipeline.events import AsrTranscribed, EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import Segmenter
@@ -87,7 +87,7 @@ async def _live(transcriber: WhisperTranscriber, speakers: int, seconds: float) 
     clock = MonotonicClock()
     events = EventEmitter(guild_id="bench", session_id=f"live-{speakers}", source="bench")
     transcribed: list[float] = []
-    events.add_sink(lambda e: transcribed.append(e["lag_s"]) if e["event"] == "asr_transcribed" else None)
+    events.add_sink(lambda e: transcribed.append(e["lag_s"]) if e["event"] == AsrTranscribed.name else None)
     sink = ListSink()
     pipeline = HearingPipeline(transcriber, sink, events=events, clock=clock,
                                config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky")))

@@ -33,7 +33,6 @@ import numpy as np
 
 from bot.app import hearing_config
 from bot.session.config import GuildSessionConfig
-from bot.session.reply_jobs import BOT_REPLY_COMPLETED
 from bot.settings import Settings
 from pipeline.adapters.av_audio import encode_pcm, read_audio_file
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
@@ -41,6 +40,7 @@ from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.events import AsrTranscribed, BotReplyCompleted
 from pipeline.hearing.pipeline import HearingPipeline
 from pipeline.models import CompactionPolicy
 from pipeline.testing import FakeClock
@@ -151,10 +151,10 @@ async def _latency(
                     await asyncio.sleep(0)
                 endpoint_at = time.perf_counter()  # the silence that ends the utterance has been heard
                 playback_at = await asyncio.wait_for(started, 60)
-                event = (await events.wait_for(BOT_REPLY_COMPLETED, count=n + 1, timeout_s=60))[-1]
+                event = (await events.wait_for(BotReplyCompleted.name, count=n + 1, timeout_s=60))[-1]
                 total_ms = (playback_at - endpoint_at) * 1000
                 stages = {k: float(event[k] or 0) for k in STAGES}
-                asr = events.named("asr_transcribed")[-1]
+                asr = events.named(AsrTranscribed.name)[-1]
                 rows.setdefault("asr_inference_ms", []).append(float(asr["latency_ms"]))
                 rows.setdefault("endpoint_silence_ms", []).append(float(eou_ms))
                 rows.setdefault("asr_to_turn_ms", []).append(max(0.0, total_ms - sum(stages.values())))

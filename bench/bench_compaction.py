@@ -24,7 +24,7 @@ from typing import Any
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.events import EventEmitter
+from pipeline.events import CompactionCompleted, EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.session import ConversationSession
@@ -185,7 +185,7 @@ async def _continuity(url: str, turns: int) -> dict[str, int]:
     folds: list[tuple[int, int]] = []
     emitter = EventEmitter(guild_id="b", session_id=session_id, source="bench")
     emitter.add_sink(lambda e: folds.append((int(e["old_cursor"]), int(e["new_cursor"])))
-                     if e["event"] == "voice_context_compaction_completed" else None)
+                     if e["event"] == CompactionCompleted.name else None)
     session = await ConversationSession.open(
         session_id=session_id, store=store, summarizer=None, fallback=OfflineSummarizer(),
         policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",

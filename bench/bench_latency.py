@@ -54,7 +54,7 @@ from pipeline.clock import MonotonicClock
 from pipeline.evaluation.audio_replay import AudioReplay, load_clips
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.evaluation.wer import word_errors
-from pipeline.events import EventEmitter
+from pipeline.events import AsrTranscribed, BotReplyCompleted, EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig
@@ -432,7 +432,6 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     )
     from bot.app import hearing_config
     from bot.session.config import GuildSessionConfig
-    from bot.session.reply_jobs import BOT_REPLY_COMPLETED
     from bot.settings import Settings
     from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
     from pipeline.adapters.openai_client import OpenAIEndpoint
@@ -519,9 +518,9 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
                     for _ in range(4):
                         link.frames.put_nowait(_voice(bytes(FRAME_BYTES), n, silence=True))
                     playback_at = await asyncio.wait_for(started, 60)
-                    done = (await stamped.events.wait_for(BOT_REPLY_COMPLETED, count=n + 1, timeout_s=60))[-1]
+                    done = (await stamped.events.wait_for(BotReplyCompleted.name, count=n + 1, timeout_s=60))[-1]
                     new = stamped.stamps[mark:]
-                    asr_at, asr = next((t, e) for t, e in new if e["event"] == "asr_transcribed")
+                    asr_at, asr = next((t, e) for t, e in new if e["event"] == AsrTranscribed.name)
                     turn = session.session.snapshot().turns[-2]  # the question (the bot's answer follows it)
                     endpoint_wait_ms = (endpoint_session - turn.ended_at) * 1000
                     processing_ms = (playback_at - endpoint_wall) * 1000

@@ -179,6 +179,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
     from pipeline.adapters.redis_store import RedisSessionStore
     from pipeline.compaction.summarizer_offline import OfflineSummarizer
     from pipeline.context.model_context import ModelContext, ModelContextConfig
+    from pipeline.events import BotReplyCompleted, CompactionCompleted, CompactionFailed
     from pipeline.metrics import CompactionMetrics
     from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
     from pipeline.transcript.event_log import StoreEventLog
@@ -241,7 +242,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
         def watch(event: dict[str, Any]) -> None:
             name = event["event"]
             events[name] += 1
-            if name == "voice_context_compaction_completed":
+            if name == CompactionCompleted.name:
                 fold_ms.append(float(event.get("latency_ms") or 0))
                 outcomes[str(event.get("outcome"))] += 1
 
@@ -397,7 +398,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
         delta = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) > 0}
         delta.pop("info", None)
         round_trips = sum(v for k, v in delta.items() if k not in _INNER)
-        turns_in_window = len(append_ms) + events["bot_reply_completed"]
+        turns_in_window = len(append_ms) + events[BotReplyCompleted.name]
         await summarizer.aclose()
         await raw.aclose()
         await real.aclose()
@@ -405,7 +406,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
         stub.terminate()
         stub.wait(timeout=10)
         await asyncio.to_thread(server.stop)
-    store_errors = sum(store.errors.values()) + events["voice_context_compaction_failed"] + append_failed[0]
+    store_errors = sum(store.errors.values()) + events[CompactionFailed.name] + append_failed[0]
     return {
         "sessions": n,
         "time_compression": 1,
@@ -422,7 +423,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
         "fold_outcomes": dict(outcomes),
         "reply_build_p50_ms": _r(_pct(reply_build_ms, 0.5), 2),
         "reply_build_p95_ms": _r(_pct(reply_build_ms, 0.95), 2),
-        "replies": events["bot_reply_completed"],
+        "replies": events[BotReplyCompleted.name],
         "append_p50_ms": _r(_pct(append_ms, 0.5), 2),
         "append_p99_ms": _r(_pct(append_ms, 0.99), 1),
         "turns": len(append_ms),

@@ -38,29 +38,22 @@ from typing import Any, Protocol
 import structlog
 from aiohttp import web
 
+from bot.dashboard_panels import Tile, health_tiles, render_chart, render_tiles
+from bot.dashboard_reader import SessionReader
+from bot.dashboard_view import _e as esc
 from bot.dashboard_view import (
-    ModelView,
-    Tile,
     ago,
-    health_tiles,
     iso,
     login_page,
     page,
-    render_chart,
     render_events,
     render_model_view,
-    render_tiles,
     timeline,
     visible_seqs,
 )
-from bot.dashboard_view import _e as esc
-from pipeline.compaction.planning import recent_start
-from pipeline.context.participants import ParticipantMemoryConfig, render_card, render_cards
-from pipeline.context.reply_context import build_reply_messages
-from pipeline.context.tokens import make_token_counter
-from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED
+from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
-from pipeline.models import CompactionPolicy, ContextSnapshot, ParticipantCard, StoreUnavailable
+from pipeline.models import CompactionPolicy, StoreUnavailable
 from pipeline.ports import SessionStore
 from pipeline.transcript.event_log import EVENT_LOG_MAX
 from pipeline.transcript.session import ConversationSession
@@ -206,139 +199,7 @@ class Dashboard:
         self._live = live or _NoLiveSessions()
         self._metrics = metrics
         self._clock = clock
-        self._counter = make_token_counter(config.model, config.context_limit)
-
-    # -- reading ---------------------------------------------------------------------------------
-
-    async def _redis_health(self, session_id: str | None = None) -> dict[str, Any]:
-        ping = getattr(self._store, "ping", None)
-        started = time.perf_counter()
-        out: dict[str, Any] = {"up": True}
-        try:
-            if ping is not None:
-                await ping()
-            out["ping_ms"] = (time.perf_counter() - started) * 1000
-            if session_id is not None:
-                out["pending_notes"] = len(await self._store.pending_notes(session_id))
-                out["notes_dropped"] = (await self._store.load_state(session_id)).notes_dropped
-        except StoreUnavailable:
-            out["up"] = False
-        return out
-
-    async def _snapshot(self, session_id: str) -> tuple[ContextSnapshot, dict[str, Any] | None]:
-        view = self._live.sessions().get(session_id)
-        if view is not None:  # this process runs it: its own snapshot (includes turns not yet in Redis)
-            session = view.session
-            return session.snapshot(), {"unsynced_turns": session.unsynced_count}
-        store = self._store
-        state = await store.load_state(session_id)
-        total = await store.turn_count(session_id)
-        turns = await store.get_turns(session_id, state.cursor, total)
-        notes = await store.load_live_notes(session_id)
-        snapshot = ContextSnapshot(
-            summary=state.summary, cursor=state.cursor, covered_through_turn=state.covered_through_turn,
-            turns=tuple(turns), total_turns=total, live_notes=tuple(notes),
-        )
-        return snapshot, None
-
-    async def _cards(self, session_id: str) -> list[ParticipantCard] | None:
-        """The session's participant cards, most active speaker first (None: Redis is down)."""
-        try:
-            return await self._store.load_participant_cards(session_id)
-        except StoreUnavailable:
-            return None
-
-    async def model_view(self, session_id: str, above: int) -> ModelView:
-        snapshot, _ = await self._snapshot(session_id)
-        current = snapshot.turns[-1] if snapshot.turns else None
-        cards = await self._cards(session_id)
-        reply = None
-        if current is not None:
-            # The reply builder itself decides what the model sees (a fresh token guard: no
-            # hysteresis from earlier replies; events=None so looking emits nothing), with the
-            # same participant memory the bot's builder gets.
-            reply = build_reply_messages(
-                snapshot, current, bot_name=self._config.bot_name, counter=self._counter,
-                context_limit=self._counter.context_limit, policy=self._config.policy,
-                participant_memory=render_cards(cards or [], self._config.memory_max_chars),
-            )
-        horizon = current.seq if current is not None else snapshot.total_turns
-        if reply is not None and reply.shown_seqs:
-            horizon = reply.shown_seqs[0]
-        start = max(0, min(horizon, snapshot.cursor) - above)  # every pruned turn, then `above` folded ones
-        above_turns = await self._store.get_turns(session_id, start, horizon)
-        if len(above_turns) < horizon - start:  # live turns not yet in Redis: take them from memory
-            known = {t.seq for t in above_turns}
-            above_turns += [t for t in snapshot.turns if start <= t.seq < horizon and t.seq not in known]
-            above_turns.sort(key=lambda t: t.seq)
-        return ModelView(
-            snapshot=snapshot, reply=reply, current=current, above=above_turns, older_available=start,
-            participant_cards=None if cards is None else [(card.name, render_card(card)) for card in cards],
-        )
-
-    async def session_row(self, session_id: str) -> dict[str, Any]:
-        store = self._store
-        meta = await store.load_meta(session_id)
-        state = await store.load_state(session_id)
-        total = await store.turn_count(session_id)
-        live = self._live.sessions().get(session_id)
-        if live is not None:
-            snap = live.session.snapshot()
-            total, cursor, summary_chars = snap.total_turns, snap.cursor, len(snap.summary)
-            failures = live.session.compactor.state.failures
-        else:
-            cursor, summary_chars, failures = state.cursor, len(state.summary), state.failures
-        events = await store.load_events(session_id, 300)
-        last_fold = next((e for e in reversed(events) if e.get("event") in (COMPACTION_COMPLETED, COMPACTION_FAILED)),
-                         None)
-        eligible = max(0, recent_start(cursor, total, self._config.policy) - cursor)
-        if failures:
-            health = ("bad", f"failing ({failures} in a row)")
-        elif eligible >= 2 * self._config.policy.batch:
-            health = ("warn", f"behind: {eligible} waiting to fold")
-        else:
-            health = ("ok", "ok")
-        started = _float(meta.get("started_at"))
-        if meta.get("title"):
-            title = meta["title"]
-        else:
-            channel = (live.channel_name if live is not None else None) or meta.get("channel_name") or meta.get(
-                "channel_id", "?")
-            title = f"guild {meta.get('guild_id', '?')} · #{channel}"
-        return {
-            "session_id": session_id,
-            "title": title,
-            "source": meta.get("source") or ("bot" if meta.get("guild_id") else ""),
-            "live": live is not None or meta.get("active") == "1",
-            "started_at": started,
-            "total_turns": total,
-            "cursor": cursor,
-            "covered_through_turn": state.covered_through_turn if live is None else snap.covered_through_turn,
-            "backlog": max(0, total - cursor),
-            "eligible": eligible,
-            "summary_chars": summary_chars,
-            "failures": failures,
-            "last_fold": None if last_fold is None else {
-                "outcome": "failed" if last_fold["event"] == COMPACTION_FAILED else str(
-                    last_fold.get("outcome") or "model"),
-                "at": last_fold.get("at"),
-                "latency_ms": last_fold.get("latency_ms"),
-            },
-            "health": health[0],
-            "health_text": health[1],
-        }
-
-    async def _session_ids(self) -> list[str]:
-        ids = await self._store.list_sessions()
-        for sid in self._live.sessions():
-            if sid not in ids:
-                ids.insert(0, sid)
-        return ids
-
-    async def _exists(self, session_id: str) -> bool:
-        if session_id in self._live.sessions():
-            return True
-        return bool(await self._store.load_meta(session_id)) or await self._store.turn_count(session_id) > 0
+        self._reader = SessionReader(store, config, self._live)
 
     # -- handlers --------------------------------------------------------------------------------
 
@@ -350,7 +211,7 @@ class Dashboard:
 
     async def _index_body(self) -> str:
         try:
-            rows = [await self.session_row(sid) for sid in await self._session_ids()]
+            rows = [await self._reader.session_row(sid) for sid in await self._reader.session_ids()]
         except StoreUnavailable:
             return '<section class="card"><p class="bad">Redis does not answer.</p></section>'
         now = self._clock()
@@ -395,12 +256,12 @@ class Dashboard:
             return DEFAULT_ABOVE
 
     async def _session_body(self, session_id: str, above: int) -> str:
-        row = await self.session_row(session_id)
-        view = await self.model_view(session_id, above)
+        row = await self._reader.session_row(session_id)
+        view = await self._reader.model_view(session_id, above)
         events = await self._store.load_events(session_id, EVENT_LOG_MAX)
         tl = timeline(events, row["started_at"])
         live = self._live.sessions().get(session_id)
-        redis = await self._redis_health(session_id)
+        redis = await self._reader.redis_health(session_id)
         tiles: list[Tile] = health_tiles(
             events, redis=redis, live=None if live is None else {"unsynced_turns": live.session.unsynced_count}
         )
@@ -433,7 +294,7 @@ class Dashboard:
 
     async def session_page(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
-        if not await self._exists(session_id):
+        if not await self._reader.exists(session_id):
             raise web.HTTPNotFound(text=f"no session {session_id}")
         above = self._above(request)
         body = await self._session_body(session_id, above)
@@ -445,42 +306,31 @@ class Dashboard:
 
     async def session_fragment(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
-        if not await self._exists(session_id):
+        if not await self._reader.exists(session_id):
             raise web.HTTPNotFound(text=f"no session {session_id}")
         return web.Response(text=await self._session_body(session_id, self._above(request)),
                             content_type="text/html")
 
-    async def _version(self, session_id: str) -> str:
-        total = await self._store.turn_count(session_id)
-        state = await self._store.load_state(session_id)
-        last = await self._store.load_events(session_id, 1)
-        live = self._live.sessions().get(session_id)
-        if live is not None:
-            snap = live.session.snapshot()
-            total = snap.total_turns
-        marker = f"{total}:{state.cursor}:{state.failures}:{len(state.summary)}:{last[-1].get('at') if last else ''}"
-        return hashlib.sha1(marker.encode(), usedforsecurity=False).hexdigest()[:16]
-
     async def api_version(self, request: web.Request) -> web.Response:
         session_id = request.match_info.get("session_id")
         if session_id is None:
-            ids = await self._session_ids()
-            parts = [await self._version(sid) for sid in ids]
+            ids = await self._reader.session_ids()
+            parts = [await self._reader.version(sid) for sid in ids]
             version = hashlib.sha1(":".join(ids + parts).encode(), usedforsecurity=False).hexdigest()[:16]
         else:
-            version = await self._version(session_id)
+            version = await self._reader.version(session_id)
         return web.json_response({"version": version})
 
     async def api_sessions(self, request: web.Request) -> web.Response:
-        rows = [await self.session_row(sid) for sid in await self._session_ids()]
+        rows = [await self._reader.session_row(sid) for sid in await self._reader.session_ids()]
         return web.json_response({"sessions": rows}, dumps=_dumps)
 
     async def api_session(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
-        if not await self._exists(session_id):
+        if not await self._reader.exists(session_id):
             raise web.HTTPNotFound(text=f"no session {session_id}")
-        row = await self.session_row(session_id)
-        view = await self.model_view(session_id, self._above(request))
+        row = await self._reader.session_row(session_id)
+        view = await self._reader.model_view(session_id, self._above(request))
         reply = view.reply
         row["model_view"] = {
             "horizon_seq": (visible_seqs(view) or [None])[0],
@@ -495,19 +345,19 @@ class Dashboard:
 
     async def api_events(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
-        if not await self._exists(session_id):
+        if not await self._reader.exists(session_id):
             raise web.HTTPNotFound(text=f"no session {session_id}")
         events = await self._store.load_events(session_id, EVENT_LOG_MAX)
         return web.json_response({"session_id": session_id, "events": events}, dumps=_dumps)
 
     async def metrics(self, request: web.Request) -> web.Response:
         assert self._metrics is not None
-        redis = await self._redis_health()
+        redis = await self._reader.redis_health()
         self._metrics.set_store_health(up=bool(redis["up"]), ping_s=redis.get("ping_ms", 0.0) / 1000)
         return web.Response(body=self._metrics.render().encode(), headers={"Content-Type": CONTENT_TYPE})
 
     async def healthz(self, request: web.Request) -> web.Response:
-        redis = await self._redis_health()
+        redis = await self._reader.redis_health()
         return web.json_response({"status": "ok" if redis["up"] else "degraded", "redis": redis["up"],
                                   "live_sessions": len(self._live.sessions())})
 
@@ -532,13 +382,6 @@ class Dashboard:
 
 async def _no_content(request: web.Request) -> web.Response:
     return web.Response(status=204)
-
-
-def _float(raw: str | None) -> float | None:
-    try:
-        return float(raw) if raw else None
-    except ValueError:
-        return None
 
 
 def _dumps(obj: Any) -> str:

@@ -20,15 +20,16 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pipeline.events import (
-    ASR_FAILED,
-    ASR_TRANSCRIBED,
-    COMPACTION_COMPLETED,
-    COMPACTION_FAILED,
-    COMPACTION_SKIPPED,
-    COMPACTION_STARTED,
-    CONTEXT_RECALL,
-    CONTEXT_WINDOW_PRUNED,
-    REALTIME_INSTRUCTIONS_BUILT,
+    AsrFailed,
+    AsrTranscribed,
+    BotReplyCompleted,
+    CompactionCompleted,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStarted,
+    ContextRecall,
+    ContextWindowPruned,
+    RealtimeInstructionsBuilt,
 )
 
 LabelSet = tuple[tuple[str, str], ...]
@@ -39,7 +40,6 @@ SUMMARY_CHARS_BUCKETS: Final = (100, 200, 400, 600, 800, 1000, 1200, 1600, 2400)
 REPLY_LATENCY_BUCKETS_MS: Final = (250, 500, 750, 1000, 1250, 1500, 2000, 2500, 3000, 4000, 6000, 10000)
 ASR_RTF_BUCKETS_MILLI: Final = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 2000)  # RTF x 1000
 ASR_LAG_BUCKETS_MS: Final = (250, 500, 1000, 2000, 3000, 5000, 10000, 30000)
-BOT_REPLY_COMPLETED: Final = "bot_reply_completed"  # emitted by bot/session/reply_jobs.py
 RECALL_LATENCY_BUCKETS_MS: Final = (1, 2, 5, 10, 25, 50, 100, 250, 1000)
 RECALL_CHARS_BUCKETS: Final = (0, 200, 400, 800, 1200, 1600, 2400)
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
@@ -157,16 +157,16 @@ class CompactionMetrics:
         self._sessions: dict[LabelSet, _SessionGauges] = {}
         self._process: dict[str, float] = {}
         self._handlers: dict[str, Callable[[Mapping[str, Any], LabelSet], None]] = {
-            COMPACTION_SKIPPED: self._skipped,
-            COMPACTION_STARTED: self._started,
-            COMPACTION_COMPLETED: self._completed,
-            COMPACTION_FAILED: self._failed,
-            CONTEXT_WINDOW_PRUNED: self._pruned,
-            REALTIME_INSTRUCTIONS_BUILT: self._instructions,
-            BOT_REPLY_COMPLETED: self._reply,
-            ASR_TRANSCRIBED: self._asr,
-            ASR_FAILED: self._asr_failed,
-            CONTEXT_RECALL: self._recall,
+            CompactionSkipped.name: self._skipped,
+            CompactionStarted.name: self._started,
+            CompactionCompleted.name: self._completed,
+            CompactionFailed.name: self._failed,
+            ContextWindowPruned.name: self._pruned,
+            RealtimeInstructionsBuilt.name: self._instructions,
+            BotReplyCompleted.name: self._reply,
+            AsrTranscribed.name: self._asr,
+            AsrFailed.name: self._asr_failed,
+            ContextRecall.name: self._recall,
         }
 
     def __call__(self, event: Mapping[str, Any]) -> None:

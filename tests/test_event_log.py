@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import EventEmitter
+from pipeline.events import CompactionStarted, EventEmitter
 from pipeline.testing import FakeClock
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.store_memory import InMemorySessionStore
+
+
+def started(cursor: int) -> CompactionStarted:
+    return CompactionStarted(cursor=cursor, batch_size=1, recent_start=cursor + 1, pending_note_count=0)
 
 
 async def test_events_reach_the_store_stamped_with_wall_and_session_time(
@@ -21,12 +25,13 @@ async def test_events_reach_the_store_stamped_with_wall_and_session_time(
     emitter.add_sink(log)
     async with asyncio.TaskGroup() as tg:
         tg.create_task(log.run(), name="event-log")
-        emitter.emit("first", n=1)
+        emitter.emit(started(1))
         clock.advance(5)
-        emitter.emit("second", n=2)
+        emitter.emit(started(2))
         log.stop()
     stored = await redis_store.load_events(session_id, 10)
-    assert [("first", 90.0), ("second", 95.0)] == [(e["event"], e["t"]) for e in stored]
+    assert [(1, 90.0), (2, 95.0)] == [(e["cursor"], e["t"]) for e in stored]
+    assert {CompactionStarted.name} == {e["event"] for e in stored}
     assert {1_700_000_000.0} == {e["at"] for e in stored}
     assert {session_id} == {e["session_id"] for e in stored}
 
@@ -40,11 +45,11 @@ async def test_several_sessions_share_one_log_and_the_cap_holds() -> None:
     a.add_sink(log)
     b.add_sink(log)
     for i in range(5):
-        a.emit("tick", n=i)
-    b.emit("tock", n=0)
+        a.emit(started(i))
+    b.emit(started(0))
     assert await log.flush()
-    assert [2, 3, 4] == [e["n"] for e in await store.load_events("a", 10)]
-    assert ["tock"] == [e["event"] for e in await store.load_events("b", 10)]
+    assert [2, 3, 4] == [e["cursor"] for e in await store.load_events("a", 10)]
+    assert [0] == [e["cursor"] for e in await store.load_events("b", 10)]
 
 
 async def test_an_outage_keeps_events_for_the_next_write() -> None:
@@ -54,10 +59,10 @@ async def test_an_outage_keeps_events_for_the_next_write() -> None:
     emitter = EventEmitter(guild_id="g", session_id="s", source="bot")
     emitter.add_sink(log)
     store.available = False
-    emitter.emit("during_outage")
+    emitter.emit(started(1))
     assert not await log.flush()
     store.available = True
-    emitter.emit("after")
+    emitter.emit(started(2))
     await log.close()
-    assert ["during_outage", "after"] == [e["event"] for e in await store.load_events("s", 10)]
+    assert [1, 2] == [e["cursor"] for e in await store.load_events("s", 10)]
     assert 0 == log.dropped

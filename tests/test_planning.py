@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pipeline.compaction.planning import backoff_delay, plan_compaction
+from pipeline.compaction.planning import FoldConditions, backoff_delay, plan_compaction
 from pipeline.models import CompactionPolicy, CompactionState, FoldPlan, Skip, SkipReason
 
 POLICY = CompactionPolicy()
 
 
 def plan(total: int, cursor: int = 0, **kw: object) -> FoldPlan | Skip:
-    return plan_compaction(CompactionState(cursor=cursor), total, POLICY, now=0.0, **kw)  # type: ignore[arg-type]
+    conditions = FoldConditions(**kw)  # type: ignore[arg-type]
+    return plan_compaction(CompactionState(cursor=cursor), total, POLICY, now=0.0, conditions=conditions)
 
 
 def test_worked_example_first_fold_at_61_turns() -> None:

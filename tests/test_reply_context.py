@@ -223,7 +223,9 @@ def test_token_guard_prunes_oldest_and_marks_the_gap(emitter: EventEmitter, even
     """Over budget, the oldest turns go, a marker follows the summary, compaction is urged."""
     snap = snapshot(70, 130)
     config = GuardConfig(response_reserve_tokens=256, safety_margin_tokens=64)
-    result = build(snap, snap.turns[-1], context_limit=1_500, guard=TokenGuard(config), events=emitter)
+    result = build(snap, snap.turns[-1], context_limit=1_500, guard=TokenGuard(config))
+    assert result.pruned_event is not None
+    emitter.emit(result.pruned_event)  # the builder returns its event; the caller emits it
     assert result.urge_compaction
     assert result.pruned_seqs == tuple(range(70, 70 + len(result.pruned_seqs)))
     assert len(result.shown_seqs) >= config.min_recent

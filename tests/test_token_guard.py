@@ -40,14 +40,16 @@ CONFIG = GuardConfig(response_reserve_tokens=100, safety_margin_tokens=0, min_re
 
 
 def apply(guard: TokenGuard, count: int, events: EventEmitter | None = None, first: int = 0) -> GuardResult:
-    return guard.apply(
+    result = guard.apply(
         system_messages=SYSTEM,
         turn_messages=[turn_msg(s) for s in range(first, count)],
         current_messages=CURRENT,
         counter=WordCounter(),
         context_limit=LIMIT,
-        events=events,
     )
+    if events is not None and result.pruned_event is not None:
+        events.emit(result.pruned_event)  # the guard returns its event; the caller emits it
+    return result
 
 
 def test_history_budget_subtracts_every_reserve() -> None:

@@ -8,7 +8,18 @@ verbatim, 60 is current) and the next at 71 -- the worked example in the issue.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pipeline.models import CompactionPolicy, CompactionState, FoldPlan, Skip, SkipReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FoldConditions:
+    """What the compactor knows about itself when it plans (the defaults: free to fold)."""
+
+    in_flight: bool = False  # a fold is running (the window stretches meanwhile)
+    ending: bool = False  # the session is ending: no new folds
+    summarizer_available: bool = True  # a model or the offline summarizer is configured
 
 
 def recent_start(cursor: int, total: int, policy: CompactionPolicy) -> int:
@@ -22,11 +33,11 @@ def plan_compaction(
     policy: CompactionPolicy,
     *,
     now: float,
-    in_flight: bool = False,
-    ending: bool = False,
-    summarizer_available: bool = True,
+    conditions: FoldConditions = FoldConditions(),
 ) -> FoldPlan | Skip:
     """Decide whether to fold `[cursor, cursor + B)` now, or why not."""
+    in_flight, ending = conditions.in_flight, conditions.ending
+    summarizer_available = conditions.summarizer_available
     start = recent_start(state.cursor, total, policy)
     eligible = start - state.cursor
 

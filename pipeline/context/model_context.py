@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pipeline.compaction.planning import recent_start
 from pipeline.context.realtime_instructions import HEADERS, RealtimeInstructions, Section, build_realtime_instructions
@@ -22,9 +22,20 @@ from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallResult, bu
 from pipeline.context.reply_context import ReplyContext, build_reply_messages
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import ModelTokenCounter, make_token_counter
-from pipeline.events import CONTEXT_RECALL
+from pipeline.events import ContextRecall, Event
 from pipeline.models import ContextSnapshot, Turn
 from pipeline.transcript.session import ConversationSession
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Built(Generic[T]):
+    """What a build made and the events it produced, in the order they happened: the caller
+    emits them (`session.events.emit(e) for e in built.events`)."""
+
+    value: T
+    events: tuple[Event, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,9 +104,9 @@ class ModelContext:
         self.last_recall = result
         return result
 
-    def _emit(self, builder: str, result: RecallResult, chars: int, cursor: int) -> None:
+    def _recall_event(self, builder: str, result: RecallResult, chars: int, cursor: int) -> ContextRecall | None:
         if cursor <= 0 and not result.hits:
-            return  # nothing is old enough yet: no search worth reporting
+            return None  # nothing is old enough yet: no search worth reporting
         hits: list[dict[str, Any]] = [
             {
                 **({"seq": h.seq} if h.seq is not None else {"note_id": h.note_id}),
@@ -106,8 +117,7 @@ class ModelContext:
             }
             for h in result.hits
         ]
-        self._session.events.emit(
-            CONTEXT_RECALL,
+        return ContextRecall(
             builder=builder,
             query_chars=result.query_chars,
             hits=hits,
@@ -127,8 +137,27 @@ class ModelContext:
         if config.enabled and config.dense_weight > 0:
             await self._session.recall.prepare_query(current)
 
+    def _emit(self, built: Built[T]) -> T:
+        for event in built.events:
+            self._session.events.emit(event)
+        return built.value
+
     def reply(self, current: Turn) -> ReplyContext:
-        """Reply messages for `current` (which need not be in the transcript, e.g. a probe)."""
+        """`build_reply`, its events emitted on the session's emitter (the bot's reply path);
+        then, when the guard pruned, the compactor is asked to catch up."""
+        context = self._emit(self.build_reply(current))
+        if context.urge_compaction:
+            self._session.trigger()  # the guard pruned: ask the compactor to catch up
+        return context
+
+    def realtime(self, current: Turn | None) -> RealtimeInstructions:
+        """`build_realtime`, its events emitted on the session's emitter (the bot's realtime path)."""
+        return self._emit(self.build_realtime(current))
+
+    def build_reply(self, current: Turn) -> Built[ReplyContext]:
+        """Reply messages for `current` (which need not be in the transcript, e.g. a probe), with
+        the guard's `context_window_pruned` and the `context_recall` events it made. When
+        `urge_compaction` is set the caller triggers the compactor after emitting (`reply`)."""
         self._session.trigger()
         snapshot = self._session.snapshot()
         budget = self._config.recall.reply_budget_chars - len(REPLY_HEADER) - 1
@@ -142,17 +171,17 @@ class ModelContext:
             participant_memory=self._participant_memory(),
             policy=self._session.policy,
             guard=self._guard,
-            events=self._session.events,
             recall_section=recalled.render() if recalled is not None else "",
             window_start_seq=recent_start(snapshot.cursor, snapshot.total_turns, self._session.policy),
         )
+        events: list[Event | None] = [context.pruned_event]
         if recalled is not None:
-            self._emit("reply", recalled, context.recall_chars, snapshot.cursor)
-        if context.urge_compaction:
-            self._session.trigger()  # the guard pruned: ask the compactor to catch up
-        return context
+            events.append(self._recall_event("reply", recalled, context.recall_chars, snapshot.cursor))
+        return Built(context, tuple(e for e in events if e is not None))
 
-    def realtime(self, current: Turn | None) -> RealtimeInstructions:
+    def build_realtime(self, current: Turn | None) -> Built[RealtimeInstructions]:
+        """The realtime instructions for now, with `realtime_instructions_built` and the
+        `context_recall` event it made."""
         self._session.trigger()
         snapshot = self._session.snapshot()
         recalled = None
@@ -167,10 +196,11 @@ class ModelContext:
             tool_policy=self._config.tool_policy,
             budget_chars=self._config.realtime_budget_chars,
             turn_text_cap=self._session.policy.turn_text_cap_chars,
-            events=self._session.events,
             recall_lines=recalled.lines if recalled is not None else (),
             recall_budget_chars=self._config.recall.realtime_budget_chars,
         )
+        events: list[Event | None] = [result.built_event]
         if recalled is not None:
-            self._emit("realtime", recalled, result.sections.get(Section.RECALL.value, 0), snapshot.cursor)
-        return result
+            chars = result.sections.get(Section.RECALL.value, 0)
+            events.append(self._recall_event("realtime", recalled, chars, snapshot.cursor))
+        return Built(result, tuple(e for e in events if e is not None))

@@ -34,7 +34,7 @@ from typing import Generic, TypeVar
 
 from pipeline.context.formatting import clamp_at_sentence, note_line, render_turn_line
 from pipeline.context.recall import RecallLine, fit_lines
-from pipeline.events import REALTIME_INSTRUCTIONS_BUILT, EventEmitter
+from pipeline.events import RealtimeInstructionsBuilt
 from pipeline.models import ContextSnapshot, Turn
 from pipeline.prompts import render_prompt
 
@@ -92,6 +92,17 @@ class RealtimeInstructions:
     shortened: list[str]
     dropped: list[str]
     shown_seqs: tuple[int, ...]  # verbatim turns in `recent_turns`, oldest first
+
+    @property
+    def built_event(self) -> RealtimeInstructionsBuilt:
+        """The `realtime_instructions_built` event for these instructions (the caller emits it)."""
+        return RealtimeInstructionsBuilt(
+            chars=len(self.text),
+            budget=self.budget,
+            sections=dict(self.sections),
+            shortened=list(self.shortened),
+            dropped=list(self.dropped),
+        )
 
 
 
@@ -233,7 +244,6 @@ def build_realtime_instructions(
     budget_chars: int = DEFAULT_BUDGET_CHARS,
     fresh_turns: int = DEFAULT_FRESH_TURNS,
     turn_text_cap: int = DEFAULT_TURN_TEXT_CAP,
-    events: EventEmitter | None = None,
     recall_lines: Sequence[RecallLine] = (),
     recall_budget_chars: int = 0,
 ) -> RealtimeInstructions:
@@ -300,13 +310,4 @@ def build_realtime_instructions(
         dropped=layout.dropped,
         shown_seqs=tuple(reversed(turns.keys)),
     )
-    if events is not None:
-        events.emit(
-            REALTIME_INSTRUCTIONS_BUILT,
-            chars=len(result.text),
-            budget=budget_chars,
-            sections=dict(result.sections),
-            shortened=list(result.shortened),
-            dropped=list(result.dropped),
-        )
     return result

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from pipeline.context.formatting import cap_text, note_line, render_turn_line
 from pipeline.context.token_guard import GuardConfig, Message, TokenGuard
-from pipeline.events import EventEmitter
+from pipeline.events import ContextWindowPruned
 from pipeline.models import CompactionPolicy, ContextSnapshot, Turn, TurnKind
 from pipeline.ports import TokenCount, TokenCounter
 from pipeline.prompts import render_prompt
@@ -50,6 +50,7 @@ class ReplyContext:
     urge_compaction: bool
     history_budget: int
     recall_chars: int = 0  # chars of the recall section sent (0: none, or the guard dropped it)
+    pruned_event: ContextWindowPruned | None = None  # the guard hid turns in this build: the caller emits it
 
 
 def summary_header(covered_through_turn: int) -> str:
@@ -83,7 +84,6 @@ def build_reply_messages(
     policy: CompactionPolicy | None = None,
     guard: TokenGuard | None = None,
     guard_config: GuardConfig | None = None,
-    events: EventEmitter | None = None,
     recall_section: str = "",
     window_start_seq: int | None = None,
 ) -> ReplyContext:
@@ -122,7 +122,6 @@ def build_reply_messages(
         current_messages=[turn_message(current, cap=cap)],
         counter=counter,
         context_limit=context_limit,
-        events=events,
         optional_messages=recall_messages,
         optional_before_seq=window_start_seq,
     )
@@ -134,4 +133,5 @@ def build_reply_messages(
         urge_compaction=result.urge_compaction,
         history_budget=result.history_budget,
         recall_chars=len(recall_section) if recall_section and not result.optional_dropped else 0,
+        pruned_event=result.pruned_event,
     )

@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pipeline.events import CONTEXT_WINDOW_PRUNED, EventEmitter
+from pipeline.events import ContextWindowPruned
 from pipeline.ports import TokenCount, TokenCounter
 
 Message = dict[str, str]
@@ -91,6 +91,7 @@ class GuardResult:
     urge_compaction: bool
     over_budget: bool  # still above the ceiling after pruning all it may
     optional_dropped: bool = False  # the optional messages were left out
+    pruned_event: ContextWindowPruned | None = None  # when this call hid turns: the caller emits it
 
 
 class TokenGuard:
@@ -125,7 +126,6 @@ class TokenGuard:
         current_messages: Sequence[Mapping[str, str]],
         counter: TokenCounter,
         context_limit: int,
-        events: EventEmitter | None = None,
         optional_messages: Sequence[Mapping[str, str]] = (),
         optional_before_seq: int | None = None,
     ) -> GuardResult:
@@ -211,9 +211,8 @@ class TokenGuard:
             + (optional_tokens if keep_optional else 0)
         )
 
-        if newly and events is not None:
-            events.emit(
-                CONTEXT_WINDOW_PRUNED,
+        pruned_event = (
+            ContextWindowPruned(
                 pruned_seqs=list(newly),
                 tokens_before=before,
                 tokens_after=after,
@@ -222,6 +221,9 @@ class TokenGuard:
                 exact=exact,
                 history_budget=budget,
             )
+            if newly
+            else None
+        )
         return GuardResult(
             messages=messages,
             tokens=TokenCount(tokens=total, exact=exact),
@@ -236,6 +238,7 @@ class TokenGuard:
             urge_compaction=bool(pruned),
             over_budget=after > ceiling_tokens,
             optional_dropped=bool(optional_messages) and not keep_optional,
+            pruned_event=pruned_event,
         )
 
 

@@ -28,13 +28,13 @@ from typing import Any
 from pipeline.context.model_context import ModelContext, ModelContextConfig
 from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplayOptions
 from pipeline.evaluation.session_file import NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
+from pipeline.events import ContextRecall
 from pipeline.models import Turn, TurnKind
 from pipeline.ports import SessionStore, Summarizer
 from pipeline.transcript.session import ConversationSession
 
 SCHEMA = "longcall.compare/1"
 MODES = ("drop-oldest", "rolling", "rolling+recall", "ceiling")
-CONTEXT_RECALL_EVENT = "context_recall"
 # Buckets of "how far back the answer was said", in turns before the probe (upper bound exclusive).
 AGE_BUCKETS = ((0, 50), (50, 150), (150, 300), (300, 500), (500, 800), (800, 10**9))
 
@@ -285,7 +285,7 @@ class CompareReplayer(Replayer):
         if path.is_file():
             for raw in path.read_text(encoding="utf-8").splitlines():
                 event = json.loads(raw)
-                if event.get("event") == CONTEXT_RECALL_EVENT and "latency_ms" in event:
+                if event.get("event") == ContextRecall.name and "latency_ms" in event:
                     out.append(float(event["latency_ms"]))
         return out
 

@@ -25,11 +25,11 @@ from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.evaluation.report import render_html
 from pipeline.evaluation.session_file import MembershipLine, NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
 from pipeline.events import (
-    COMPACTION_COMPLETED,
-    COMPACTION_FAILED,
-    COMPACTION_SKIPPED,
-    CONTEXT_RECALL,
-    CONTEXT_WINDOW_PRUNED,
+    CompactionCompleted,
+    CompactionFailed,
+    CompactionSkipped,
+    ContextRecall,
+    ContextWindowPruned,
     EventEmitter,
 )
 from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
@@ -68,20 +68,20 @@ class _Recorder:
         if self.out is not None:
             self.out.write(json.dumps(event, default=str) + "\n")
         name = event["event"]
-        if name == COMPACTION_COMPLETED:
+        if name == CompactionCompleted.name:
             self.completed += 1
             self.by_outcome[str(event.get("outcome", "model"))] += 1
             self.summary_chars_max = max(self.summary_chars_max, int(event["summary_chars"]))
             self.folded.append((int(event["old_cursor"]), int(event["new_cursor"])))
             self.latencies_ms.append(int(event["latency_ms"]))
-        elif name == COMPACTION_FAILED:
+        elif name == CompactionFailed.name:
             self.failed += 1
             self.failed_by_reason[str(event.get("reason", event.get("error_class", "unknown")))] += 1
-        elif name == COMPACTION_SKIPPED:
+        elif name == CompactionSkipped.name:
             self.skipped[str(event["reason"])] += 1
-        elif name == CONTEXT_WINDOW_PRUNED:
+        elif name == ContextWindowPruned.name:
             self.pruned.update(int(s) for s in event["pruned_seqs"])
-        elif name == CONTEXT_RECALL and event.get("builder") == "reply":
+        elif name == ContextRecall.name and event.get("builder") == "reply":
             self.recall_chars.append(int(event["chars"]))
             self.recall_latency_ms.append(float(event["latency_ms"]))
 
@@ -189,14 +189,15 @@ class Replayer:
             self._opened_cursor = session.snapshot().cursor
             self._context = ModelContext(session, self._options.model_context)
             async with asyncio.TaskGroup() as tg:
-                task = tg.create_task(session.run(), name=f"compactor:{self._session_id}")
-                tg.create_task(event_log.run(), name=f"event-log:{self._session_id}")
-                try:
-                    audio_fields = await self._drive(session)
-                finally:
-                    await session.close()
-                    task.cancel()
-                    event_log.stop()  # writes what is left, then ends
+                with emitter.bound():  # the session's identity on every log line of its tasks
+                    task = tg.create_task(session.run(), name=f"compactor:{self._session_id}")
+                    tg.create_task(event_log.run(), name=f"event-log:{self._session_id}")
+                    try:
+                        audio_fields = await self._drive(session)
+                    finally:
+                        await session.close()
+                        task.cancel()
+                        event_log.stop()  # writes what is left, then ends
             await self._save_meta(active=False)
         report = self._report(session, recorder, audio_fields, time.perf_counter() - wall0)
         (self._out_dir / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")

@@ -35,23 +35,25 @@ from typing import Protocol
 
 import numpy as np
 
-from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, PcmResampler
+from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16
 from pipeline.events import (
-    ASR_BACKLOG_MERGED,
-    ASR_FAILED,
-    ASR_REJECTED,
-    ASR_TRANSCRIBED,
-    HEARING_APPEND_FAILED,
+    ABSENT,
+    Absent,
+    AsrBacklogMerged,
+    AsrFailed,
+    AsrRejected,
+    AsrTranscribed,
     EventEmitter,
+    HearingAppendFailed,
 )
 from pipeline.hearing.asr_guards import GuardConfig, Verdict, clean_text, judge
+from pipeline.hearing.asr_queue import AsrJob, AsrQueue
 from pipeline.hearing.coalescer import Coalescer, CoalescerConfig, HeardPiece
-from pipeline.hearing.segmenter import Segmenter, SegmenterConfig, Utterance
+from pipeline.hearing.segmenter import SegmenterConfig, Utterance
+from pipeline.hearing.streams import PcmFrame, SpeakerStreams, StreamsConfig
 from pipeline.hearing.vad import SpeechDetector, VadKind, make_detector
 from pipeline.models import Turn, TurnDraft
 from pipeline.ports import Clock, Transcriber
-
-_MERGE_PAUSE = np.zeros(TARGET_RATE * 3 // 10, dtype=np.int16)  # 0.3 s between merged utterances
 
 
 class TurnSink(Protocol):
@@ -109,46 +111,6 @@ class HearingStats:
     turn_latency_p95_s: float | None
 
 
-@dataclass(slots=True)
-class _Job:
-    """Queued ASR work: one utterance piece, or several merged under backpressure."""
-
-    speaker_id: str
-    speaker_name: str
-    pcm: list[PcmInt16]
-    started_at: float
-    ended_at: float
-    final: bool
-    speech_s: float
-    utterances: int = 1
-
-    @classmethod
-    def of(cls, u: Utterance) -> _Job:
-        return cls(speaker_id=u.speaker_id, speaker_name=u.speaker_name, pcm=[u.pcm16k],
-                   started_at=u.started_at, ended_at=u.ended_at, final=u.final, speech_s=u.speech_s)
-
-    def absorb(self, u: Utterance) -> None:
-        self.pcm.extend((_MERGE_PAUSE, u.pcm16k))
-        self.ended_at = max(self.ended_at, u.ended_at)
-        # The merged job ends like its last piece: a final utterance followed by the first
-        # piece of a long one makes a non-final job, banked until that one's end arrives.
-        self.final = u.final
-        self.speech_s += u.speech_s
-        self.speaker_name = u.speaker_name
-        self.utterances += 1
-
-    @property
-    def audio_s(self) -> float:
-        return sum(p.size for p in self.pcm) / TARGET_RATE
-
-
-@dataclass(slots=True)
-class _Speaker:
-    segmenter: Segmenter
-    resampler: PcmResampler
-    transmitting: bool = True  # Discord's speaking flag; False: no more packets are coming
-
-
 class HearingPipeline:
     """Per-speaker PCM → utterances → Whisper → guards → coalescer → `sink.append`."""
 
@@ -168,15 +130,17 @@ class HearingPipeline:
         self._clock = clock
         self._config = config or HearingConfig()
         kind = self._config.vad
-        self._detector_factory = detector_factory or (lambda: make_detector(kind))
+        factory = detector_factory or (lambda: make_detector(kind))
         # Make one detector now: loading the shared Silero session (~25 ms) belongs to setup,
         # not to the first frame of the first speaker on the event loop.
-        self._detector_factory()
+        factory()
+        self._streams = SpeakerStreams(
+            StreamsConfig(segmenter=self._config.segmenter, gap_tolerance_s=self._config.gap_tolerance_s,
+                          end_of_transmission_ms=self._config.end_of_transmission_ms),
+            factory,
+        )
         self._coalescer = Coalescer(self._config.coalescer)
-        self._speakers: dict[str, _Speaker] = {}
-        self._queues: dict[str, deque[_Job]] = {}
-        self._order: deque[str] = deque()  # round-robin: speakers with queued work, next first
-        self._in_flight: dict[str, _Job] = {}  # speaker id → the job being transcribed
+        self._asr = AsrQueue(self._config.max_queued_per_speaker)
         self._outbox: deque[TurnDraft] = deque()
         # Text of a long utterance's pieces so far, per speaker: Whisper's context for the next piece.
         self._context: dict[str, str] = {}
@@ -209,46 +173,26 @@ class HearingPipeline:
         channels: int = 2,
     ) -> None:
         """One frame (any length) of one speaker's interleaved s16 PCM, as it arrives."""
-        now = self._clock.now()
-        size = len(pcm) // 2 if isinstance(pcm, bytes | bytearray | memoryview) else int(pcm.size)
-        frame_s = size / channels / sample_rate
-        speaker = self._speaker(speaker_id, speaker_name, sample_rate, channels, origin=now - frame_s)
-        speaker.transmitting = True
-        segmenter = speaker.segmenter
-        out: list[Utterance] = []
-        gap = (now - frame_s) - segmenter.position_s
-        if gap > self._config.gap_tolerance_s:
-            out.extend(segmenter.feed_silence(round(gap * TARGET_RATE)))
-        out.extend(segmenter.feed(speaker.resampler.convert(pcm)))
-        for utterance in out:
-            self._enqueue(utterance)
+        frame = PcmFrame(speaker_id=speaker_id, speaker_name=speaker_name, pcm=pcm, sample_rate=sample_rate,
+                         channels=channels)
+        self._enqueue_all(self._streams.feed(frame, now=self._clock.now()))
 
     def speaking_state(self, speaker_id: str, speaking: bool) -> None:
         """Discord's speaking flag. False means no more packets: the silence after the last
         frame counts from now on, without waiting for the jitter tolerance."""
-        speaker = self._speakers.get(speaker_id)
-        if speaker is not None:
-            speaker.transmitting = speaking
-            if not speaking:
-                self._sweep(self._clock.now())
-                for utterance in speaker.segmenter.end_transmission(self._config.end_of_transmission_ms):
-                    self._enqueue(utterance)
+        self._enqueue_all(self._streams.speaking_state(speaker_id, speaking, now=self._clock.now()))
 
     def end_speaker(self, speaker_id: str) -> None:
         """The speaker left: finish their open utterance and forget their stream."""
-        speaker = self._speakers.pop(speaker_id, None)
-        if speaker is None:
-            return
-        for utterance in [*speaker.segmenter.feed(speaker.resampler.flush()), *speaker.segmenter.finish()]:
-            self._enqueue(utterance)
+        self._enqueue_all(self._streams.end_speaker(speaker_id))
 
     def tick(self) -> None:
         """End utterances of speakers whose packets stopped; flush held turns that are due.
         Called by `run()` every `tick_s`; a replay may call it after each step."""
         now = self._clock.now()
-        self._sweep(now)
-        self._deliver(self._coalescer.poll(now=now, waiting=self._waiting()))
-        self._max_lag = max(self._max_lag, self._lag(now))
+        self._enqueue_all(self._streams.sweep(now))
+        self._deliver(self._coalescer.poll(now=now, waiting=self._asr.waiting()))
+        self._max_lag = max(self._max_lag, self._asr.lag(now))
 
     # -- tasks ----------------------------------------------------------------------------
 
@@ -268,13 +212,8 @@ class HearingPipeline:
         """End of stream: finish every open utterance, wait until all are transcribed,
         release held and banked turns, and wait until the sink has them all."""
         await self._require_running("flush")
-        for speaker in self._speakers.values():
-            for utterance in [*speaker.segmenter.feed(speaker.resampler.flush()), *speaker.segmenter.finish()]:
-                self._enqueue(utterance)
-            # A drained resampler is finished; a stream that goes on after a flush gets a new one.
-            speaker.resampler = PcmResampler(sample_rate=speaker.resampler.sample_rate,
-                                             channels=speaker.resampler.channels)
-        await self._wait_until(lambda: not self._has_asr_work())
+        self._enqueue_all(self._streams.flush())
+        await self._wait_until(lambda: not self._asr.has_work())
         self._deliver(self._coalescer.drain())
         await self._wait_until(lambda: not self._outbox and not self._appending)
 
@@ -282,7 +221,7 @@ class HearingPipeline:
         """Until nothing is queued, transcribing or being appended (held turns may remain).
         A replay calls this to make ASR take no simulated time."""
         await self._require_running("wait_idle")
-        await self._wait_until(lambda: not self._has_asr_work() and not self._outbox and not self._appending)
+        await self._wait_until(lambda: not self._asr.has_work() and not self._outbox and not self._appending)
 
     async def _require_running(self, what: str) -> None:
         # Waiting without the worker would hang forever. One yield lets a run() task that
@@ -294,16 +233,16 @@ class HearingPipeline:
 
     def stats(self) -> HearingStats:
         now = self._clock.now()
-        queued = [job for q in self._queues.values() for job in q]
+        queued = self._asr.queued()
         latencies = sorted(self._latencies)
         return HearingStats(
-            speakers=len(self._speakers),
-            speaking=tuple(sorted(s for s, sp in self._speakers.items() if sp.segmenter.speaking)),
+            speakers=self._streams.count,
+            speaking=self._streams.speaking(),
             queued=len(queued),
             queued_audio_s=round(sum(j.audio_s for j in queued), 3),
-            in_flight=bool(self._in_flight),
-            lag_s=round(self._lag(now), 3),
-            max_lag_s=round(max(self._max_lag, self._lag(now)), 3),
+            in_flight=self._asr.busy,
+            lag_s=round(self._asr.lag(now), 3),
+            max_lag_s=round(max(self._max_lag, self._asr.lag(now)), 3),
             utterances=self._utterances,
             transcribed=self._transcribed,
             accepted=self._accepted,
@@ -312,7 +251,7 @@ class HearingPipeline:
             pieces_merged=self._coalescer.merged_pieces,
             held=self._coalescer.held,
             turns=self._turns,
-            discarded_bursts=sum(sp.segmenter.discarded for sp in self._speakers.values()),
+            discarded_bursts=self._streams.discarded(),
             asr_s=round(self._asr_s, 3),
             asr_audio_s=round(self._asr_audio_s, 3),
             turn_latency_p50_s=_percentile(latencies, 0.50),
@@ -321,90 +260,27 @@ class HearingPipeline:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _speaker(self, speaker_id: str, name: str, rate: int, channels: int, *, origin: float) -> _Speaker:
-        speaker = self._speakers.get(speaker_id)
-        if speaker is None:
-            speaker = _Speaker(
-                segmenter=Segmenter(speaker_id=speaker_id, speaker_name=name, vad=self._detector_factory(),
-                                    config=self._config.segmenter, origin_s=origin),
-                resampler=PcmResampler(sample_rate=rate, channels=channels),
-            )
-            self._speakers[speaker_id] = speaker
-            return speaker
-        if speaker.segmenter.speaker_name != name:
-            speaker.segmenter.speaker_name = name
-        if speaker.resampler.sample_rate != rate or speaker.resampler.channels != channels:
-            for utterance in speaker.segmenter.feed(speaker.resampler.flush()):
-                self._enqueue(utterance)
-            speaker.resampler = PcmResampler(sample_rate=rate, channels=channels)
-        return speaker
-
-    def _sweep(self, now: float) -> None:
-        for speaker in list(self._speakers.values()):
-            segmenter = speaker.segmenter
-            if not segmenter.speaking:
-                continue
-            tolerance = self._config.gap_tolerance_s if speaker.transmitting else 0.0
-            behind = now - segmenter.position_s
-            if behind > tolerance:
-                for utterance in segmenter.feed_silence(round(behind * TARGET_RATE)):
-                    self._enqueue(utterance)
+    def _enqueue_all(self, utterances: list[Utterance]) -> None:
+        for utterance in utterances:
+            self._enqueue(utterance)
 
     def _enqueue(self, utterance: Utterance) -> None:
         self._utterances += 1
-        queue = self._queues.setdefault(utterance.speaker_id, deque())
-        if len(queue) >= self._config.max_queued_per_speaker:
-            job = queue[-1]
-            job.absorb(utterance)
+        merged = self._asr.add(utterance)
+        if merged is not None:
             self._merged += 1
+            queued = self._asr.queued()
             self._events.emit(
-                ASR_BACKLOG_MERGED,
-                speaker_id=utterance.speaker_id,
-                merged_utterances=job.utterances,
-                queued=sum(len(q) for q in self._queues.values()),
-                queued_audio_s=round(sum(j.audio_s for q in self._queues.values() for j in q), 3),
-                lag_s=round(self._lag(self._clock.now()), 3),
+                AsrBacklogMerged(
+                    speaker_id=utterance.speaker_id,
+                    merged_utterances=merged.utterances,
+                    queued=len(queued),
+                    queued_audio_s=round(sum(j.audio_s for j in queued), 3),
+                    lag_s=round(self._asr.lag(self._clock.now()), 3),
+                )
             )
-        else:
-            queue.append(_Job.of(utterance))
-            if utterance.speaker_id not in self._order:
-                self._order.append(utterance.speaker_id)
         self._work.set()
         self._notify()
-
-    def _next_job(self) -> _Job | None:
-        for _ in range(len(self._order)):
-            speaker_id = self._order.popleft()
-            queue = self._queues.get(speaker_id)
-            if not queue:
-                continue
-            if speaker_id in self._in_flight:
-                self._order.append(speaker_id)  # one piece of a speaker at a time: theirs stay in order
-                continue
-            job = queue.popleft()
-            if queue:
-                self._order.append(speaker_id)  # back of the line: the others go first
-            return job
-        return None
-
-    def _waiting(self) -> dict[str, float]:
-        """Speaker id → speech start of their oldest ended utterance not yet transcribed (what
-        a finished turn that started later waits for). Speech still going on is not here."""
-        jobs = [j for q in self._queues.values() for j in q]
-        jobs.extend(self._in_flight.values())
-        waiting: dict[str, float] = {}
-        for job in jobs:
-            if job.final:
-                waiting[job.speaker_id] = min(job.started_at, waiting.get(job.speaker_id, job.started_at))
-        return waiting
-
-    def _has_asr_work(self) -> bool:
-        return bool(self._in_flight) or any(self._queues.values())
-
-    def _lag(self, now: float) -> float:
-        pending = [j.ended_at for q in self._queues.values() for j in q]
-        pending.extend(j.ended_at for j in self._in_flight.values())
-        return max(0.0, now - min(pending)) if pending else 0.0
 
     def _deliver(self, drafts: list[TurnDraft]) -> None:
         if drafts:
@@ -422,34 +298,35 @@ class HearingPipeline:
 
     async def _asr_loop(self) -> None:
         while True:
-            job = self._next_job()
+            job = self._asr.next_job()
             if job is None:
                 self._work.clear()
                 await self._work.wait()
                 continue
-            self._in_flight[job.speaker_id] = job
-            self._max_lag = max(self._max_lag, self._lag(self._clock.now()))
+            self._asr.start(job)
+            self._max_lag = max(self._max_lag, self._asr.lag(self._clock.now()))
             try:
                 piece = await self._transcribe(job)
             finally:
-                del self._in_flight[job.speaker_id]
+                self._asr.done(job)
                 self._work.set()  # that speaker's next piece may go to any worker now
-            self._deliver(self._coalescer.add(piece, now=self._clock.now(), waiting=self._waiting()))
+            self._deliver(self._coalescer.add(piece, now=self._clock.now(), waiting=self._asr.waiting()))
             self._notify()
 
-    async def _transcribe(self, job: _Job) -> HeardPiece:
+    async def _transcribe(self, job: AsrJob) -> HeardPiece:
         pcm = np.concatenate(job.pcm) if len(job.pcm) > 1 else job.pcm[0]
         duration = pcm.size / TARGET_RATE
         text, confidence, verdict = "", None, Verdict.TOO_SHORT
-        fields: dict[str, object] = {}
+        no_speech_prob: float | Absent = ABSENT  # the model's scores, when it ran
+        avg_logprob: float | Absent = ABSENT
         if job.speech_s >= self._config.min_asr_speech_s:
             started = time.perf_counter()
             try:
                 result = await self._transcriber.transcribe(pcm, prompt=self._context.get(job.speaker_id))
             except Exception as err:
                 verdict = Verdict.ASR_ERROR
-                self._events.emit(ASR_FAILED, speaker_id=job.speaker_id, duration_s=round(duration, 3),
-                                  error_class=type(err).__name__, code=str(getattr(err, "code", "")))
+                self._events.emit(AsrFailed(speaker_id=job.speaker_id, duration_s=round(duration, 3),
+                                            error_class=type(err).__name__, code=str(getattr(err, "code", ""))))
             else:
                 latency = time.perf_counter() - started
                 self._transcribed += 1
@@ -458,21 +335,23 @@ class HearingPipeline:
                 verdict = judge(result, self._config.guards)
                 confidence = result.confidence
                 text = clean_text(result.text) if verdict is Verdict.ACCEPT else ""
-                fields = {"no_speech_prob": round(result.no_speech_prob, 3),
-                          "avg_logprob": round(result.avg_logprob, 3)}
+                no_speech_prob = scored_no_speech = round(result.no_speech_prob, 3)
+                avg_logprob = scored_logprob = round(result.avg_logprob, 3)
                 self._events.emit(
-                    ASR_TRANSCRIBED,
-                    speaker_id=job.speaker_id,
-                    speaker=job.speaker_name,
-                    duration_s=round(duration, 3),
-                    latency_ms=round(latency * 1000, 1),
-                    rtf=round(latency / duration, 4) if duration else None,
-                    lag_s=round(max(0.0, self._clock.now() - job.ended_at), 3),
-                    utterances=job.utterances,
-                    final=job.final,
-                    chars=len(text),
-                    confidence=round(confidence, 3),
-                    **fields,
+                    AsrTranscribed(
+                        speaker_id=job.speaker_id,
+                        speaker=job.speaker_name,
+                        duration_s=round(duration, 3),
+                        latency_ms=round(latency * 1000, 1),
+                        rtf=round(latency / duration, 4) if duration else None,
+                        lag_s=round(max(0.0, self._clock.now() - job.ended_at), 3),
+                        utterances=job.utterances,
+                        final=job.final,
+                        chars=len(text),
+                        confidence=round(confidence, 3),
+                        no_speech_prob=scored_no_speech,
+                        avg_logprob=scored_logprob,
+                    )
                 )
         if job.final:
             self._context.pop(job.speaker_id, None)
@@ -483,8 +362,12 @@ class HearingPipeline:
             self._accepted += 1
         else:
             self._rejected[verdict.value] = self._rejected.get(verdict.value, 0) + 1
-            self._events.emit(ASR_REJECTED, speaker_id=job.speaker_id, reason=verdict.value,
-                              duration_s=round(duration, 3), speech_s=round(job.speech_s, 3), **fields)
+            self._events.emit(
+                AsrRejected(
+                    speaker_id=job.speaker_id, reason=verdict.value, duration_s=round(duration, 3),
+                    speech_s=round(job.speech_s, 3), no_speech_prob=no_speech_prob, avg_logprob=avg_logprob,
+                )
+            )
         return HeardPiece(
             speaker_id=job.speaker_id,
             speaker_name=job.speaker_name,
@@ -510,8 +393,9 @@ class HearingPipeline:
                 # Keep the draft at the head (order and nothing lost) and retry with backoff.
                 attempt += 1
                 delay = min(self._config.append_retry_cap_s, 0.5 * 2 ** (attempt - 1))
-                self._events.emit(HEARING_APPEND_FAILED, error_class=type(err).__name__,
-                                  attempt=attempt, next_retry_s=delay)
+                self._events.emit(
+                    HearingAppendFailed(error_class=type(err).__name__, attempt=attempt, next_retry_s=delay)
+                )
                 await self._clock.sleep(delay)
                 continue
             finally:

@@ -37,7 +37,7 @@ import structlog
 from pipeline.adapters.images import Frame, ImageError, ImageLimits, check_size, decode_image, hamming
 from pipeline.adapters.ocr import TextLine
 from pipeline.context.formatting import cap_text, mmss, one_line, speaker_label
-from pipeline.events import SCREEN_NOTE_ADDED, SCREEN_NOTE_FAILED, SCREEN_NOTE_SKIPPED, EventEmitter
+from pipeline.events import ABSENT, EventEmitter, ScreenNoteAdded, ScreenNoteFailed, ScreenNoteSkipped
 from pipeline.models import Note, NoteSource
 from pipeline.ports import Clock
 from pipeline.prompts import render_prompt
@@ -272,10 +272,14 @@ class ScreenNotes:
     def queued(self) -> int:
         return self._queue.qsize()
 
-    def _skip(self, reason: str, source: NoteSource, image_hash: str = "", **fields: object) -> None:
+    def _skip(self, reason: str, source: NoteSource, image_hash: str = "", *, size_bytes: int | None = None) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
-        self._events.emit(SCREEN_NOTE_SKIPPED, reason=reason, note_source=str(source), image_hash=image_hash,
-                          **fields)
+        self._events.emit(
+            ScreenNoteSkipped(
+                reason=reason, note_source=str(source), image_hash=image_hash,
+                size_bytes=ABSENT if size_bytes is None else size_bytes,
+            )
+        )
 
     async def submit_image(self, data: bytes, *, by: str, by_id: str, source: NoteSource) -> Submitted:
         """Take an image for a note. Raises `ImageError` (too large, not an image, corrupt)."""
@@ -331,9 +335,11 @@ class ScreenNotes:
     def _added(self, note: Note, *, method: str, latency_ms: int, model_error: str | None = None) -> None:
         self.added += 1
         self._events.emit(
-            SCREEN_NOTE_ADDED, note_id=note.note_id, note_source=note.source, by=note.by, at=round(note.at, 3),
-            image_hash=note.image_hash, method=method, chars=len(note.text) + len(note.why), latency_ms=latency_ms,
-            model_error=model_error,
+            ScreenNoteAdded(
+                note_id=note.note_id, note_source=note.source, by=note.by, at=round(note.at, 3),
+                image_hash=note.image_hash, method=method, chars=len(note.text) + len(note.why),
+                latency_ms=latency_ms, model_error=model_error,
+            )
         )
 
     async def run(self) -> None:
@@ -353,8 +359,12 @@ class ScreenNotes:
             job.future.cancel()
             raise
         except Exception as err:  # one bad frame must not stop the worker
-            self._events.emit(SCREEN_NOTE_FAILED, note_source=str(job.share.source), image_hash=job.frame.image_hash,
-                              error_class=type(err).__name__)
+            self._events.emit(
+                ScreenNoteFailed(
+                    note_source=str(job.share.source), image_hash=job.frame.image_hash,
+                    error_class=type(err).__name__,
+                )
+            )
             if not job.future.done():
                 job.future.set_exception(err)
                 job.future.exception()  # retrieved: nobody may be waiting for it

@@ -30,9 +30,10 @@ from dataclasses import replace
 import structlog
 
 from pipeline.compaction.compactor import RollingCompactor
+from pipeline.compaction.compactor_deps import CompactorDeps
 from pipeline.context.participants import ParticipantMemoryConfig, render_cards, update_cards
 from pipeline.context.recall_indexer import SessionRecall
-from pipeline.events import SESSION_STORE_DIVERGED, SESSION_STORE_RESEEDED, EventEmitter
+from pipeline.events import EventEmitter, SessionStoreDiverged, SessionStoreReseeded
 from pipeline.models import (
     CompactionPolicy,
     CompactionState,
@@ -150,18 +151,20 @@ class ConversationSession:
         self._recovering = asyncio.Lock()
         self._append_lock = asyncio.Lock()  # seqs are assigned in the order things happened
         self.compactor = RollingCompactor(
-            session_id=session_id,
-            store=store,
-            summarizer=summarizer,
-            fallback=fallback,
-            policy=policy,
-            clock=clock,
-            events=events,
-            bot_name=bot_name,
+            CompactorDeps(
+                session_id=session_id,
+                store=store,
+                summarizer=summarizer,
+                fallback=fallback,
+                policy=policy,
+                clock=clock,
+                events=events,
+                bot_name=bot_name,
+                lease_clock=lease_clock,
+                owner_token=owner_token,
+            ),
             state=state,
             epoch=epoch,
-            lease_clock=lease_clock,
-            owner_token=owner_token,
         )
         self.compactor.on_commit(self._on_commit)
         self.compactor.on_diverged(self._recover_divergence)
@@ -320,12 +323,13 @@ class ConversationSession:
                     base = held[0].seq if held else local.cursor
                     await self._persist_live_notes()
                     self.events.emit(
-                        SESSION_STORE_RESEEDED,
-                        lost_seqs=[0, base],  # [from, to): verbatim text gone from the store
-                        summary_covers_through=local.covered_through_turn,
-                        restored_turns=len(held),
-                        cursor=local.cursor,
-                        total_turns=self._total,
+                        SessionStoreReseeded(
+                            lost_seqs=[0, base],  # [from, to): verbatim text gone from the store
+                            summary_covers_through=local.covered_through_turn,
+                            restored_turns=len(held),
+                            cursor=local.cursor,
+                            total_turns=self._total,
+                        )
                     )
                     return
                 state = await self.store.load_state(self.session_id)
@@ -335,12 +339,13 @@ class ConversationSession:
             total = await self.store.turn_count(self.session_id)
             window = await self.store.get_turns(self.session_id, state.cursor, total)
             self.events.emit(
-                SESSION_STORE_DIVERGED,
-                local_cursor=local.cursor,
-                local_total_turns=self._total,
-                stored_cursor=state.cursor,
-                stored_total_turns=total,
-                dropped_unsynced=len(self._unsynced),
+                SessionStoreDiverged(
+                    local_cursor=local.cursor,
+                    local_total_turns=self._total,
+                    stored_cursor=state.cursor,
+                    stored_total_turns=total,
+                    dropped_unsynced=len(self._unsynced),
+                )
             )
             self._unsynced.clear()
             self._window.clear()

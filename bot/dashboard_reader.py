@@ -1,0 +1,180 @@
+"""What the dashboard reads about a session: from the store, or from the live process that runs it
+(its in-memory snapshot, turns not yet in Redis included). `bot.dashboard` renders and serves it."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from bot.dashboard_view import ModelView
+from pipeline.compaction.planning import recent_start
+from pipeline.context.participants import render_card, render_cards
+from pipeline.context.reply_context import build_reply_messages
+from pipeline.context.tokens import make_token_counter
+from pipeline.events import CompactionCompleted, CompactionFailed
+from pipeline.models import ContextSnapshot, ParticipantCard, StoreUnavailable
+from pipeline.ports import SessionStore
+
+if TYPE_CHECKING:
+    from bot.dashboard import DashboardConfig, SessionRegistry
+
+
+class SessionReader:
+    """One dashboard's reads: session rows, what the model sees, change markers, store health."""
+
+    __slots__ = ("_config", "_counter", "_live", "_store")
+
+    def __init__(self, store: SessionStore, config: DashboardConfig, live: SessionRegistry) -> None:
+        self._store = store
+        self._config = config
+        self._live = live
+        self._counter = make_token_counter(config.model, config.context_limit)
+
+    async def redis_health(self, session_id: str | None = None) -> dict[str, Any]:
+        ping = getattr(self._store, "ping", None)
+        started = time.perf_counter()
+        out: dict[str, Any] = {"up": True}
+        try:
+            if ping is not None:
+                await ping()
+            out["ping_ms"] = (time.perf_counter() - started) * 1000
+            if session_id is not None:
+                out["pending_notes"] = len(await self._store.pending_notes(session_id))
+                out["notes_dropped"] = (await self._store.load_state(session_id)).notes_dropped
+        except StoreUnavailable:
+            out["up"] = False
+        return out
+
+    async def snapshot(self, session_id: str) -> tuple[ContextSnapshot, dict[str, Any] | None]:
+        view = self._live.sessions().get(session_id)
+        if view is not None:  # this process runs it: its own snapshot (includes turns not yet in Redis)
+            session = view.session
+            return session.snapshot(), {"unsynced_turns": session.unsynced_count}
+        store = self._store
+        state = await store.load_state(session_id)
+        total = await store.turn_count(session_id)
+        turns = await store.get_turns(session_id, state.cursor, total)
+        notes = await store.load_live_notes(session_id)
+        snapshot = ContextSnapshot(
+            summary=state.summary, cursor=state.cursor, covered_through_turn=state.covered_through_turn,
+            turns=tuple(turns), total_turns=total, live_notes=tuple(notes),
+        )
+        return snapshot, None
+
+    async def cards(self, session_id: str) -> list[ParticipantCard] | None:
+        """The session's participant cards, most active speaker first (None: Redis is down)."""
+        try:
+            return await self._store.load_participant_cards(session_id)
+        except StoreUnavailable:
+            return None
+
+    async def model_view(self, session_id: str, above: int) -> ModelView:
+        snapshot, _ = await self.snapshot(session_id)
+        current = snapshot.turns[-1] if snapshot.turns else None
+        cards = await self.cards(session_id)
+        reply = None
+        if current is not None:
+            # The reply builder itself decides what the model sees (a fresh token guard: no
+            # hysteresis from earlier replies; its events are not emitted: looking emits nothing), with the
+            # same participant memory the bot's builder gets.
+            reply = build_reply_messages(
+                snapshot, current, bot_name=self._config.bot_name, counter=self._counter,
+                context_limit=self._counter.context_limit, policy=self._config.policy,
+                participant_memory=render_cards(cards or [], self._config.memory_max_chars),
+            )
+        horizon = current.seq if current is not None else snapshot.total_turns
+        if reply is not None and reply.shown_seqs:
+            horizon = reply.shown_seqs[0]
+        start = max(0, min(horizon, snapshot.cursor) - above)  # every pruned turn, then `above` folded ones
+        above_turns = await self._store.get_turns(session_id, start, horizon)
+        if len(above_turns) < horizon - start:  # live turns not yet in Redis: take them from memory
+            known = {t.seq for t in above_turns}
+            above_turns += [t for t in snapshot.turns if start <= t.seq < horizon and t.seq not in known]
+            above_turns.sort(key=lambda t: t.seq)
+        return ModelView(
+            snapshot=snapshot, reply=reply, current=current, above=above_turns, older_available=start,
+            participant_cards=None if cards is None else [(card.name, render_card(card)) for card in cards],
+        )
+
+    async def session_row(self, session_id: str) -> dict[str, Any]:
+        store = self._store
+        meta = await store.load_meta(session_id)
+        state = await store.load_state(session_id)
+        total = await store.turn_count(session_id)
+        live = self._live.sessions().get(session_id)
+        if live is not None:
+            snap = live.session.snapshot()
+            total, cursor, summary_chars = snap.total_turns, snap.cursor, len(snap.summary)
+            failures = live.session.compactor.state.failures
+        else:
+            cursor, summary_chars, failures = state.cursor, len(state.summary), state.failures
+        events = await store.load_events(session_id, 300)
+        folds = (CompactionCompleted.name, CompactionFailed.name)
+        last_fold = next((e for e in reversed(events) if e.get("event") in folds), None)
+        eligible = max(0, recent_start(cursor, total, self._config.policy) - cursor)
+        if failures:
+            health = ("bad", f"failing ({failures} in a row)")
+        elif eligible >= 2 * self._config.policy.batch:
+            health = ("warn", f"behind: {eligible} waiting to fold")
+        else:
+            health = ("ok", "ok")
+        started = _float(meta.get("started_at"))
+        if meta.get("title"):
+            title = meta["title"]
+        else:
+            channel = (live.channel_name if live is not None else None) or meta.get("channel_name") or meta.get(
+                "channel_id", "?")
+            title = f"guild {meta.get('guild_id', '?')} · #{channel}"
+        return {
+            "session_id": session_id,
+            "title": title,
+            "source": meta.get("source") or ("bot" if meta.get("guild_id") else ""),
+            "live": live is not None or meta.get("active") == "1",
+            "started_at": started,
+            "total_turns": total,
+            "cursor": cursor,
+            "covered_through_turn": state.covered_through_turn if live is None else snap.covered_through_turn,
+            "backlog": max(0, total - cursor),
+            "eligible": eligible,
+            "summary_chars": summary_chars,
+            "failures": failures,
+            "last_fold": None if last_fold is None else {
+                "outcome": "failed" if last_fold["event"] == CompactionFailed.name else str(
+                    last_fold.get("outcome") or "model"),
+                "at": last_fold.get("at"),
+                "latency_ms": last_fold.get("latency_ms"),
+            },
+            "health": health[0],
+            "health_text": health[1],
+        }
+
+    async def session_ids(self) -> list[str]:
+        ids = await self._store.list_sessions()
+        for sid in self._live.sessions():
+            if sid not in ids:
+                ids.insert(0, sid)
+        return ids
+
+    async def exists(self, session_id: str) -> bool:
+        if session_id in self._live.sessions():
+            return True
+        return bool(await self._store.load_meta(session_id)) or await self._store.turn_count(session_id) > 0
+
+    async def version(self, session_id: str) -> str:
+        total = await self._store.turn_count(session_id)
+        state = await self._store.load_state(session_id)
+        last = await self._store.load_events(session_id, 1)
+        live = self._live.sessions().get(session_id)
+        if live is not None:
+            snap = live.session.snapshot()
+            total = snap.total_turns
+        marker = f"{total}:{state.cursor}:{state.failures}:{len(state.summary)}:{last[-1].get('at') if last else ''}"
+        return hashlib.sha1(marker.encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def _float(raw: str | None) -> float | None:
+    try:
+        return float(raw) if raw else None
+    except ValueError:
+        return None

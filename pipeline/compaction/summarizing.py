@@ -1,0 +1,273 @@
+"""Producing a valid summary for one batch, and the model's failure bookkeeping.
+
+The fold that cannot fail, per attempt (the compactor's docstring tells the whole story): the
+model, one immediate retry after an invalid output, the offline summarizer, and a deterministic
+last-resort fold that always validates. Each summary is bounded (one re-compaction pass if too
+long, then a sentence clamp) and checked by `pipeline.compaction.summary_validation`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from dataclasses import dataclass, replace
+
+from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
+from pipeline.compaction.planning import backoff_delay
+from pipeline.compaction.summarizer_offline import last_resort_fold
+from pipeline.compaction.summary_validation import Rejection, RejectReason, validate_summary
+from pipeline.context.formatting import clamp_at_sentence
+from pipeline.events import CompactionFailed
+from pipeline.models import (
+    CompactionPolicy,
+    CompactionState,
+    FoldOutcome,
+    StoreUnavailable,
+    SummarizerError,
+    SummarizerErrorCode,
+    SummaryRequest,
+    SummaryResult,
+)
+from pipeline.ports import Summarizer
+
+# Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
+# a rejection reason or an error code from the model's last try, or one of these.
+NO_MODEL = "no_model"  # no model configured: the offline summarizer is the summarizer
+MODEL_BACKOFF = "model_backoff"  # the model failed recently; it is tried again after its backoff
+
+# `next_step` on a failed event: what happens to the batch now.
+NEXT_RETRY = "retry"  # the model is asked again at once (first invalid output of this fold)
+NEXT_BACKOFF = "backoff"  # the cursor waits `next_retry_s`, then the model is tried again
+NEXT_FALLBACK = "fallback"  # the offline summarizer folds the batch now
+NEXT_DEGRADED = "degraded"  # the last-resort fold commits the batch now
+
+
+class Rejected(Exception):
+    """A summarizer answered, but the answer may not become the summary."""
+
+    def __init__(self, rejection: Rejection) -> None:
+        super().__init__(f"{rejection.reason}: {rejection.detail}")
+        self.rejection = rejection
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    text: str
+    recompacted: bool
+    outcome: FoldOutcome
+    model: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Failure:
+    """One failed summarizer attempt, as the `failed` event reports it."""
+
+    model: str
+    error_class: str
+    reason: str
+    retryable: bool
+    next_step: str
+    retry_after_s: float | None = None
+
+
+class FoldAttempts:
+    """The compactor's summarizer side: a valid summary for a batch, counting the model's
+    failures in the shared ledger and emitting a `failed` event for each."""
+
+    __slots__ = ("_clock", "_events", "_fallback", "_ledger", "_policy", "_session_id", "_store", "_summarizer")
+
+    def __init__(self, deps: CompactorDeps, ledger: FoldLedger) -> None:
+        self._session_id = deps.session_id
+        self._store = deps.store
+        self._summarizer = deps.summarizer
+        self._fallback = deps.fallback
+        self._policy = deps.policy
+        self._clock = deps.clock
+        self._events = deps.events
+        self._ledger = ledger
+
+    @property
+    def _state(self) -> CompactionState:
+        return self._ledger.state
+
+    @_state.setter
+    def _state(self, state: CompactionState) -> None:
+        self._ledger.state = state
+
+    async def produce(self, request: SummaryRequest) -> Fold | None:
+        """A valid summary for `request` from the model, the fallback or the last resort;
+        None only when the model is unreachable and the cursor should wait its backoff."""
+        model = self._summarizer
+        reason: str | None = None
+        loop = asyncio.get_running_loop()
+        if model is None:
+            reason = NO_MODEL
+        elif (
+            self._state.failures >= self._policy.fallback_after_failures
+            and self._clock.now() < self._ledger.model_retry_at
+        ):
+            reason = MODEL_BACKOFF
+        else:
+            for attempt in (1, 2):
+                t0 = loop.time()
+                try:
+                    text, recompacted = await bounded_summary(model, request, self._policy)
+                except Rejected as rej:
+                    reason = rej.rejection.reason.value
+                    step = NEXT_RETRY if attempt == 1 else NEXT_FALLBACK
+                    failure = _Failure(model=model.model, error_class="rejected", reason=reason, retryable=True,
+                                       next_step=step)
+                    self._model_failed(failure, t0)
+                    continue
+                except SummarizerError as err:
+                    reason = err.code.value
+                    if err.retryable and self._state.failures + 1 < self._policy.fallback_after_failures:
+                        await self._model_failed_wait(model.model, err, t0)
+                        return None
+                    failure = _Failure(
+                        model=model.model, error_class=err.code.value, reason=reason, retryable=err.retryable,
+                        next_step=NEXT_FALLBACK, retry_after_s=err.retry_after_s,
+                    )
+                    self._model_failed(failure, t0)
+                    break
+                return Fold(text, recompacted, FoldOutcome.MODEL, model.model)
+        if self._fallback is not None:
+            t0 = loop.time()
+            try:
+                text, recompacted = await bounded_summary(self._fallback, request, self._policy)
+            except (Rejected, SummarizerError) as err:
+                why = err.rejection.reason.value if isinstance(err, Rejected) else err.code.value
+                self._events.emit(
+                    CompactionFailed(
+                        model=self._fallback.model,
+                        error_class="rejected" if isinstance(err, Rejected) else why,
+                        reason=why,
+                        retryable=False,
+                        latency_ms=int((loop.time() - t0) * 1000),
+                        attempt=self._state.failures,
+                        next_retry_s=0.0,
+                        next_step=NEXT_DEGRADED,
+                    )
+                )
+                self._ledger.folds_failed += 1
+                reason = reason or why
+            else:
+                return Fold(text, recompacted, FoldOutcome.FALLBACK, self._fallback.model, reason)
+        return Fold(last_resort(request), False, FoldOutcome.DEGRADED, "last-resort", reason)
+
+
+    def _model_delay(self, failures: int, retry_after_s: float | None) -> float:
+        delay = backoff_delay(failures, self._policy)
+        if retry_after_s is not None:
+            delay = max(delay, min(retry_after_s, self._policy.backoff_cap_s))
+        return delay
+
+
+    def _model_failed(self, failure: _Failure, t0: float) -> None:
+        """A model failure that does not stop this fold (a retry or the fallback follows)."""
+        failures = self._state.failures + 1
+        delay = self._model_delay(failures, failure.retry_after_s)
+        self._state = replace(self._state, failures=failures)
+        self._ledger.model_retry_at = self._clock.now() + delay
+        self._ledger.folds_failed += 1
+        self._emit_failed(failure, int((asyncio.get_running_loop().time() - t0) * 1000), failures, delay)
+
+    async def _model_failed_wait(self, model: str, err: SummarizerError, t0: float) -> None:
+        latency_ms = int((asyncio.get_running_loop().time() - t0) * 1000)
+        code = err.code.value
+        failure = _Failure(model=model, error_class=code, reason=code, retryable=err.retryable,
+                           next_step=NEXT_BACKOFF, retry_after_s=err.retry_after_s)
+        await self._record_failure(failure, latency_ms)
+
+    async def store_failure(self, err: StoreUnavailable, *, model: str = "store", latency_ms: int = 0) -> None:
+        """The store failed mid-fold: back off locally (the store cannot record it)."""
+        name = type(err).__name__
+        failure = _Failure(model=model, error_class=name, reason=name, retryable=True, next_step=NEXT_BACKOFF)
+        await self._record_failure(failure, latency_ms, persist=False)
+
+    async def _record_failure(self, failure: _Failure, latency_ms: int, *, persist: bool = True) -> None:
+        """Count the failure and back off; the cursor and last good summary stay as they are.
+        `persist=False` when the store itself is down (the local state still backs off)."""
+        failures = self._state.failures + 1
+        delay = self._model_delay(failures, failure.retry_after_s)
+        next_retry_at = self._clock.now() + delay
+        self._state = replace(self._state, failures=failures, next_retry_at=next_retry_at)
+        self._ledger.folds_failed += 1
+        if persist:
+            with contextlib.suppress(StoreUnavailable):
+                await self._store.record_failure(
+                    self._session_id,
+                    expected_cursor=self._state.cursor,
+                    failures=failures,
+                    next_retry_at=next_retry_at,
+                )
+        self._emit_failed(failure, latency_ms, failures, delay)
+
+    def _emit_failed(self, failure: _Failure, latency_ms: int, attempt: int, delay: float) -> None:
+        self._events.emit(
+            CompactionFailed(
+                model=failure.model,
+                error_class=failure.error_class,
+                reason=failure.reason,
+                retryable=failure.retryable,
+                latency_ms=latency_ms,
+                attempt=attempt,
+                next_retry_s=math.ceil(delay * 1000) / 1000,
+                next_step=failure.next_step,
+            )
+        )
+
+
+def last_resort(request: SummaryRequest) -> str:
+        text = last_resort_fold(request)
+        if validate_summary(text, request) is None:
+            return text
+        # The previous summary itself does not pass (written by an older version): keep the line alone.
+        return last_resort_fold(replace(request, previous_summary=""))
+
+
+
+async def bounded_summary(
+    summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy
+) -> tuple[str, bool]:
+    """`summarizer`'s validated summary for `request`, within the cap: too long, one
+    re-compaction pass (the overlong text as the previous summary), then a sentence clamp.
+    Raises `Rejected` (invalid output) or `SummarizerError` (no output)."""
+    cap = policy.summary_cap_chars
+    result = await _call(summarizer, request, policy.summarizer_timeout_s)
+    _check(result, request)
+    text = result.text
+    if len(text) <= cap:
+        return text, False
+    again = await _call(
+        summarizer,
+        replace(request, previous_summary=text, turns=(), notes=(), recompaction=True),
+        policy.summarizer_timeout_s,
+    )
+    _check(again, replace(request, previous_summary=text, recompaction=True))
+    text = again.text if len(again.text) <= cap else clamp_at_sentence(again.text, cap)
+    _check(replace(again, text=text), request)  # judged against the batch it must cover
+    return text, True
+
+def _check(result: SummaryResult, request: SummaryRequest, *, max_chars: int | None = None) -> None:
+    rejection = validate_summary(result.text, request, finish_reason=result.finish_reason, max_chars=max_chars)
+    if rejection is not None:
+        raise Rejected(rejection)
+
+
+async def _call(summarizer: Summarizer, request: SummaryRequest, timeout_s: float) -> SummaryResult:
+    try:
+        async with asyncio.timeout(timeout_s):
+            result = await summarizer.summarize(request)
+    except TimeoutError as err:
+        raise SummarizerError(SummarizerErrorCode.TIMEOUT, "summarizer deadline passed") from err
+    except SummarizerError as err:
+        if err.code is SummarizerErrorCode.EMPTY:  # an answer with nothing in it: invalid output
+            raise Rejected(Rejection(RejectReason.EMPTY, str(err))) from err
+        raise
+    except Exception as err:  # an adapter bug must not kill the compactor task
+        raise SummarizerError(SummarizerErrorCode.ERROR, type(err).__name__) from err
+    return replace(result, text=result.text.strip())
+

@@ -1,0 +1,252 @@
+"""The pipeline's events: compaction, context building, hearing, notes, store integrity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pipeline.events.base import ABSENT, Absent, Event
+
+# -- compaction (pipeline/compaction/) ----------------------------------------------------------------
+
+# Skip reasons that would drown the rest at info level; those skips are logged at debug.
+_DEBUG_SKIP_REASONS = frozenset({"below_threshold", "no_eligible_batch"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionSkipped(Event):
+    """A compaction request that did not fold (`reason`: a `pipeline.models.SkipReason` value)."""
+
+    name: ClassVar[str] = "voice_context_compaction_skipped"
+    reason: str
+    cursor: int
+    total_turns: int
+    eligible_count: int
+
+    def log_level(self) -> str:
+        return "debug" if self.reason in _DEBUG_SKIP_REASONS else "info"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionStarted(Event):
+    name: ClassVar[str] = "voice_context_compaction_started"
+    cursor: int
+    batch_size: int
+    recent_start: int
+    pending_note_count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionCompleted(Event):
+    """A committed fold. `outcome` (model | fallback | degraded, `pipeline.models.FoldOutcome`)
+    and, when not model, `reason` (a rejection reason or error code of the model's last try,
+    or no_model / model_backoff)."""
+
+    name: ClassVar[str] = "voice_context_compaction_completed"
+    old_cursor: int
+    new_cursor: int
+    covered_through_turn: int
+    summary_chars: int
+    latency_ms: int
+    recompacted: bool
+    notes_folded: int
+    model: str
+    outcome: str
+    reason: str | Absent = ABSENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionFailed(Event):
+    """A failed or rejected summarizer attempt. `reason`: a
+    `pipeline.compaction.summary_validation.RejectReason` value with error_class "rejected", else
+    the error code; `next_step`: retry | backoff | fallback | degraded."""
+
+    name: ClassVar[str] = "voice_context_compaction_failed"
+    level: ClassVar[str] = "warning"
+    model: str
+    error_class: str
+    reason: str
+    retryable: bool
+    latency_ms: int
+    attempt: int
+    next_retry_s: float
+    next_step: str
+
+
+# -- context building (pipeline/context/) --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextWindowPruned(Event):
+    """The token guard hid `pruned_seqs` (newly, by this build) from the reply prompt."""
+
+    name: ClassVar[str] = "context_window_pruned"
+    pruned_seqs: list[int]
+    tokens_before: int
+    tokens_after: int
+    ceiling: int
+    floor: int
+    exact: bool
+    history_budget: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RealtimeInstructionsBuilt(Event):
+    name: ClassVar[str] = "realtime_instructions_built"
+    chars: int
+    budget: int
+    sections: dict[str, int]
+    shortened: list[str]
+    dropped: list[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextRecall(Event):
+    """One per context build that searched the old transcript (pipeline/context/recall.py).
+    `hits`: [{seq|note_id, score, lexical_rank, dense_rank, neighbour}]; `chars` injected (0 when
+    nothing or dropped); `embed_ms` (the query's dense embedding) is inside `latency_ms`."""
+
+    name: ClassVar[str] = "context_recall"
+    builder: str  # reply | realtime
+    query_chars: int
+    hits: list[dict[str, Any]]
+    seqs: list[int]
+    chars: int
+    latency_ms: float
+    embed_ms: float
+    index_size: int
+    vectors: int
+    dense: bool
+
+
+# -- hearing (pipeline/hearing/): one per transcription, rejection, merge or failure ------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AsrTranscribed(Event):
+    name: ClassVar[str] = "asr_transcribed"
+    speaker_id: str
+    speaker: str
+    duration_s: float
+    latency_ms: float
+    rtf: float | None
+    lag_s: float
+    utterances: int
+    final: bool
+    chars: int
+    confidence: float
+    no_speech_prob: float
+    avg_logprob: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AsrRejected(Event):
+    """`reason`: a `pipeline.hearing.asr_guards.Verdict` value; the model's scores when it ran."""
+
+    name: ClassVar[str] = "asr_rejected"
+    speaker_id: str
+    reason: str
+    duration_s: float
+    speech_s: float
+    no_speech_prob: float | Absent = ABSENT
+    avg_logprob: float | Absent = ABSENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AsrFailed(Event):
+    name: ClassVar[str] = "asr_failed"
+    speaker_id: str
+    duration_s: float
+    error_class: str
+    code: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AsrBacklogMerged(Event):
+    name: ClassVar[str] = "asr_backlog_merged"
+    speaker_id: str
+    merged_utterances: int
+    queued: int
+    queued_audio_s: float
+    lag_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HearingAppendFailed(Event):
+    name: ClassVar[str] = "hearing_append_failed"
+    error_class: str
+    attempt: int
+    next_retry_s: float
+
+
+# -- screen-watch notes (pipeline/transcript/screen_notes.py) and typed chat (bot/) ------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScreenNoteAdded(Event):
+    name: ClassVar[str] = "screen_note_added"
+    note_id: str
+    note_source: str
+    by: str
+    at: float
+    image_hash: str
+    method: str
+    chars: int
+    latency_ms: int
+    model_error: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScreenNoteSkipped(Event):
+    name: ClassVar[str] = "screen_note_skipped"
+    reason: str
+    note_source: str
+    image_hash: str
+    size_bytes: int | Absent = ABSENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScreenNoteFailed(Event):
+    name: ClassVar[str] = "screen_note_failed"
+    note_source: str
+    image_hash: str
+    error_class: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatTurnCorrected(Event):
+    name: ClassVar[str] = "chat_turn_corrected"
+    seq: int
+    deleted: bool
+    applied: bool
+    verdict: str
+
+
+# -- store integrity (pipeline/transcript/session.py) --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStoreReseeded(Event):
+    """The store lost this session (Redis restarted empty); it was re-seeded from what the
+    process held. `lost_seqs` [from, to): verbatim text gone from the store."""
+
+    name: ClassVar[str] = "session_store_reseeded"
+    level: ClassVar[str] = "warning"
+    lost_seqs: list[int]
+    summary_covers_through: int
+    restored_turns: int
+    cursor: int
+    total_turns: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStoreDiverged(Event):
+    """The store holds another generation of this session; it was adopted."""
+
+    name: ClassVar[str] = "session_store_diverged"
+    level: ClassVar[str] = "warning"
+    local_cursor: int
+    local_total_turns: int
+    stored_cursor: int
+    stored_total_turns: int
+    dropped_unsynced: int

@@ -1,0 +1,141 @@
+"""Each speaker's stream: PCM frames → resampled to 16 kHz → the speaker's segmenter → utterances.
+
+Time: a speaker's audio time comes from its sample count, anchored to the session clock at the
+speaker's first frame. A frame that arrives later than the stream's position means packets
+stopped (Discord sends nothing while someone is silent): the gap is silence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, PcmResampler
+from pipeline.hearing.segmenter import Segmenter, SegmenterConfig, Utterance
+from pipeline.hearing.vad import SpeechDetector
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsConfig:
+    segmenter: SegmenterConfig
+    gap_tolerance_s: float  # jitter allowed before missing packets count as silence
+    end_of_transmission_ms: int  # silence that ends an utterance once the sender stopped
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PcmFrame:
+    """One frame (any length) of one speaker's interleaved s16 PCM."""
+
+    speaker_id: str
+    speaker_name: str
+    pcm: bytes | PcmInt16
+    sample_rate: int
+    channels: int
+
+    @property
+    def duration_s(self) -> float:
+        pcm = self.pcm
+        size = len(pcm) // 2 if isinstance(pcm, bytes | bytearray | memoryview) else int(pcm.size)
+        return size / self.channels / self.sample_rate
+
+
+@dataclass(slots=True)
+class _Speaker:
+    segmenter: Segmenter
+    resampler: PcmResampler
+    transmitting: bool = True  # Discord's speaking flag; False: no more packets are coming
+
+
+class SpeakerStreams:
+    """The open speaker streams. Every method returns the utterances it finished, in order."""
+
+    __slots__ = ("_config", "_detector_factory", "_speakers")
+
+    def __init__(self, config: StreamsConfig, detector_factory: Callable[[], SpeechDetector]) -> None:
+        self._config = config
+        self._detector_factory = detector_factory
+        self._speakers: dict[str, _Speaker] = {}
+
+    @property
+    def count(self) -> int:
+        return len(self._speakers)
+
+    def speaking(self) -> tuple[str, ...]:
+        """Speaker ids with an open utterance."""
+        return tuple(sorted(s for s, sp in self._speakers.items() if sp.segmenter.speaking))
+
+    def discarded(self) -> int:
+        """Bursts too short to be speech, over every stream."""
+        return sum(sp.segmenter.discarded for sp in self._speakers.values())
+
+    def feed(self, frame: PcmFrame, *, now: float) -> list[Utterance]:
+        frame_s = frame.duration_s
+        out: list[Utterance] = []
+        speaker = self._speaker(frame, origin=now - frame_s, out=out)
+        speaker.transmitting = True
+        segmenter = speaker.segmenter
+        gap = (now - frame_s) - segmenter.position_s
+        if gap > self._config.gap_tolerance_s:
+            out.extend(segmenter.feed_silence(round(gap * TARGET_RATE)))
+        out.extend(segmenter.feed(speaker.resampler.convert(frame.pcm)))
+        return out
+
+    def speaking_state(self, speaker_id: str, speaking: bool, *, now: float) -> list[Utterance]:
+        """Discord's speaking flag. False means no more packets: the silence after the last
+        frame counts from now on, without waiting for the jitter tolerance."""
+        speaker = self._speakers.get(speaker_id)
+        out: list[Utterance] = []
+        if speaker is not None:
+            speaker.transmitting = speaking
+            if not speaking:
+                out.extend(self.sweep(now))
+                out.extend(speaker.segmenter.end_transmission(self._config.end_of_transmission_ms))
+        return out
+
+    def end_speaker(self, speaker_id: str) -> list[Utterance]:
+        """The speaker left: finish their open utterance and forget their stream."""
+        speaker = self._speakers.pop(speaker_id, None)
+        if speaker is None:
+            return []
+        return [*speaker.segmenter.feed(speaker.resampler.flush()), *speaker.segmenter.finish()]
+
+    def sweep(self, now: float) -> list[Utterance]:
+        """End utterances of speakers whose packets stopped."""
+        out: list[Utterance] = []
+        for speaker in list(self._speakers.values()):
+            segmenter = speaker.segmenter
+            if not segmenter.speaking:
+                continue
+            tolerance = self._config.gap_tolerance_s if speaker.transmitting else 0.0
+            behind = now - segmenter.position_s
+            if behind > tolerance:
+                out.extend(segmenter.feed_silence(round(behind * TARGET_RATE)))
+        return out
+
+    def flush(self) -> list[Utterance]:
+        """End of stream: finish every open utterance (the streams stay open)."""
+        out: list[Utterance] = []
+        for speaker in self._speakers.values():
+            out.extend([*speaker.segmenter.feed(speaker.resampler.flush()), *speaker.segmenter.finish()])
+            # A drained resampler is finished; a stream that goes on after a flush gets a new one.
+            speaker.resampler = PcmResampler(sample_rate=speaker.resampler.sample_rate,
+                                             channels=speaker.resampler.channels)
+        return out
+
+    def _speaker(self, frame: PcmFrame, *, origin: float, out: list[Utterance]) -> _Speaker:
+        speaker_id, name, rate, channels = frame.speaker_id, frame.speaker_name, frame.sample_rate, frame.channels
+        speaker = self._speakers.get(speaker_id)
+        if speaker is None:
+            speaker = _Speaker(
+                segmenter=Segmenter(speaker_id=speaker_id, speaker_name=name, vad=self._detector_factory(),
+                                    config=self._config.segmenter, origin_s=origin),
+                resampler=PcmResampler(sample_rate=rate, channels=channels),
+            )
+            self._speakers[speaker_id] = speaker
+            return speaker
+        if speaker.segmenter.speaker_name != name:
+            speaker.segmenter.speaker_name = name
+        if speaker.resampler.sample_rate != rate or speaker.resampler.channels != channels:
+            out.extend(speaker.segmenter.feed(speaker.resampler.flush()))
+            speaker.resampler = PcmResampler(sample_rate=rate, channels=channels)
+        return speaker
