@@ -18,7 +18,7 @@ import pytest
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import COMPACTION_COMPLETED, COMPACTION_STARTED
-from tests.openai_stub import OpenAIStub, Reply
+from tests.support.openai_stub import OpenAIStub, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 TURNS = 150

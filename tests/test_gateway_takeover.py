@@ -1,5 +1,5 @@
 """Two real `longcall run` processes (`python -m bot run`) on one real Redis, with Discord
-played by tests/fake_discord.py: the REST API and main gateway discord.py logs in to, and a
+played by tests/support/fake_discord.py: the REST API and main gateway discord.py logs in to, and a
 voice server (websocket + UDP + DAVE) for every voice join. Sessions start with a real `/join`
 interaction, the room talks in the voice channel's chat (typed chat turns, READ_TEXT_CHAT=true;
 spoken turns would need ASR), and both processes receive every guild's events, as two
@@ -26,7 +26,7 @@ import pytest
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import COMPACTION_COMPLETED, SESSION_OWNED, SESSION_TAKEN_OVER
-from tests.fake_discord import FakeDiscord
+from tests.support.fake_discord import FakeDiscord
 from tests.test_ownership_takeover import read_log
 
 pytestmark = pytest.mark.slow
