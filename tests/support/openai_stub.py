@@ -36,6 +36,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)  # e.g. {"Retry-After": "7"} on a 429/503
     # Chat: the answer computed from the request body (a model that echoes, copies, ...).
     responder: Callable[[dict[str, Any]], str] | None = None
+    # Chat: the answer waits until the test sets this (a model that answers when told).
+    hold: asyncio.Event | None = None
 
 
 @dataclass(slots=True)
@@ -63,6 +65,8 @@ class OpenAIStub:
         self.uploads: list[tuple[bytes, dict[str, str]]] = []
         # GET /v1/models: the entries served (a local server may report its context size here).
         self.models: list[dict[str, Any]] = [{"id": "test", "object": "model", "owned_by": "stub"}]
+        self.in_flight = 0  # chat requests being answered now
+        self._changed = asyncio.Event()  # set on every request recorded and every chat answer ended
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -72,6 +76,17 @@ class OpenAIStub:
 
     def bodies(self, path_suffix: str) -> list[dict[str, Any]]:
         return [r.body for r in self.requests if r.path.endswith(path_suffix)]
+
+    async def until(self, what: str, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+        """Wait (no polling) until `predicate()` holds; re-checked after every request recorded
+        and every chat answer ended."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not predicate():
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}") from None
 
     async def __aenter__(self) -> OpenAIStub:
         app = web.Application()
@@ -98,19 +113,31 @@ class OpenAIStub:
     async def _record(self, request: web.Request) -> dict[str, Any]:
         body = await request.json()
         self.requests.append(Recorded(path=request.path, body=body, headers=dict(request.headers)))
+        self._changed.set()
         return body
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(Recorded(path=request.path, body={}, headers=dict(request.headers)))
+        self._changed.set()
         return web.json_response({"object": "list", "data": self.models})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        try:
+            return await self._answer_chat(request)
+        finally:
+            self.in_flight -= 1
+            self._changed.set()
+
+    async def _answer_chat(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
         reply = (
             self.chat.pop(0) if self.chat else Reply(text=self.default_chat_text, responder=self.default_responder)
         )
         if reply.responder is not None:
             reply.text = reply.responder(body)
+        if reply.hold is not None:
+            await reply.hold.wait()
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
         if reply.raw_body is not None:
@@ -171,6 +198,7 @@ class OpenAIStub:
         fields = {k: str(v) for k, v in form.items() if k != "file"}
         self.uploads.append((audio, fields))
         self.requests.append(Recorded(path=request.path, body=fields, headers=dict(request.headers)))
+        self._changed.set()
         if self.transcriber is None:
             return web.json_response({"error": {"message": "no transcriber"}}, status=503)
         answer = self.transcriber(audio, fields)

@@ -110,13 +110,15 @@ async def test_errors_are_translated_once(stub: OpenAIStub, reply: Reply, code: 
 
 async def test_client_timeout_maps_to_timeout(stub: OpenAIStub) -> None:
     """A server slower than the client deadline is a retryable TIMEOUT."""
-    stub.chat.append(Reply(text="late", delay_s=1.0))
+    late = asyncio.Event()
+    stub.chat.append(Reply(text="late", hold=late))  # answers only after the client gave up
     request = SummaryRequest(previous_summary="", turns=(turn(0, "Bob", "hello there", 1.0),), notes=(),
                              bot_name="Clanky", max_chars=1200)
     with pytest.raises(SummarizerError) as info:
         await summarizer(stub, timeout_s=0.2).summarize(request)
     assert (SummarizerErrorCode.TIMEOUT, True) == (info.value.code, info.value.retryable)
-    await asyncio.sleep(0.9)  # let the stub finish its delayed reply before it shuts down
+    late.set()
+    await stub.until("the stub's late answer to end before it shuts down", lambda: stub.in_flight == 0)
 
 
 async def test_compactor_with_real_client_folds_and_survives_failure(
