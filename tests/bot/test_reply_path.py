@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -149,7 +149,7 @@ async def test_stale_reply_is_dropped_when_the_room_moves_on() -> None:
     async with rig() as r:
         r.stub.chat.append(Reply(text="An answer to an old question.", delay_s=0.3))
         await r.session.on_heard(speech_draft("Bob", "Clanky, which hero is best?", 1.0, user_id=2))
-        await until(lambda: bool(r.stub.bodies("/chat/completions")))  # the request is in flight
+        await r.stub.until("the request in flight", lambda: bool(r.stub.bodies("/chat/completions")))
         await r.session.on_heard(speech_draft("Alice", "Never mind, we're switching games.", 2.0, user_id=1))
         await r.session.on_heard(speech_draft("Maya", "Yeah, let's play something else.", 3.0, user_id=3))
         dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
@@ -164,7 +164,7 @@ async def test_one_interjection_is_within_the_allowance() -> None:
     async with rig() as r:
         r.stub.chat.append(Reply(text=REPLY, delay_s=0.2))
         await r.session.on_heard(speech_draft("Bob", "Clanky, what map?", 1.0, user_id=2))
-        await until(lambda: bool(r.stub.bodies("/chat/completions")))
+        await r.stub.until("the request in flight", lambda: bool(r.stub.bodies("/chat/completions")))
         await r.session.on_heard(speech_draft("Alice", "good question", 2.0, user_id=1))
         await r.events.wait_for(BOT_REPLY_COMPLETED)
         assert [] == r.events.named(BOT_REPLY_DROPPED)
@@ -182,7 +182,7 @@ async def test_addressed_speaker_talking_over_the_bot_stops_playback() -> None:
         await started.wait_for("first_frame")
         for i in range(20):
             r.link.frames.put_nowait(voice_frame(1, loud=True, sequence=i))  # Alice: not the addressed speaker
-        await until(r.link.frames.empty)
+        await asyncio.wait_for(r.link.frames.join(), timeout=5.0)  # the session has taken every frame
         await asyncio.sleep(0)
         assert (0, []) == (r.link.stops, r.events.named(BOT_REPLY_COMPLETED))
         for i in range(20):
@@ -193,15 +193,6 @@ async def test_addressed_speaker_talking_over_the_bot_stops_playback() -> None:
         assert 1 <= r.link.stops
         assert len(r.link.played) < 100  # 2 s would be 100 frames
         assert "brain_interrupted" == r.session.session.snapshot().turns[-1].source
-
-
-async def until(condition: Callable[[], bool], *, timeout_s: float = 5.0) -> None:
-    """Bounded wait for something the local HTTP stub does on its own schedule."""
-    for _ in range(int(timeout_s / 0.005)):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition never held")
 
 
 async def test_tts_failure_drops_the_reply_with_its_code() -> None:
@@ -301,7 +292,7 @@ async def test_barge_in_keeps_only_the_sentences_that_were_heard() -> None:
         r.link.on_first_frame = lambda: loop.call_soon_threadsafe(started.append, {"event": "first_frame"})
         await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
         await started.wait_for("first_frame")
-        await until(lambda: len(r.stub.bodies("/audio/speech")) == 2)  # the second sentence is being queued
+        await r.stub.until("the second sentence being queued", lambda: len(r.stub.bodies("/audio/speech")) == 2)
         for i in range(20):
             r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
         completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
@@ -416,7 +407,7 @@ class SlowSecondSentenceBrain:
     """A model that says one sentence quickly and then takes its time over the next."""
 
     def __init__(self) -> None:
-        self.cancelled = False
+        self.cancelled = asyncio.Event()
 
     async def stream_reply(
         self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None
@@ -425,7 +416,7 @@ class SlowSecondSentenceBrain:
         try:
             await asyncio.Event().wait()  # still thinking about the second sentence
         except asyncio.CancelledError:
-            self.cancelled = True
+            self.cancelled.set()
             raise
         yield "Never reached."
 
@@ -439,10 +430,10 @@ async def test_barge_in_while_the_model_is_still_writing_ends_the_reply_at_once(
         r.link.on_first_frame = lambda: loop.call_soon_threadsafe(started.append, {"event": "first_frame"})
         await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
         await started.wait_for("first_frame")
-        await until(lambda: r.link.silence_frames > 0)  # the first sentence has played: the player waits
+        await r.link.until("the first sentence played (the player waits)", lambda: r.link.silence_frames > 0)
         for i in range(20):
             r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
         completed = (await r.events.wait_for(BOT_REPLY_COMPLETED, timeout_s=2.0))[0]
-        await until(lambda: brain.cancelled)
+        await asyncio.wait_for(brain.cancelled.wait(), timeout=5.0)
         last = r.session.session.snapshot().turns[-1]
         assert (FIRST, "brain_interrupted", True) == (last.text, last.source, completed["interrupted"])

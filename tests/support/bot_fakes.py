@@ -7,6 +7,7 @@ hearing pipeline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ class FakeVoiceLink:
         self.reconnect_handler: Callable[[int], None] | None = None
         self._player: threading.Thread | None = None
         self._stop_player = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed = asyncio.Event()  # set (from the player thread too) on every frame read
 
     @property
     def channel_id(self) -> int:
@@ -70,7 +73,24 @@ class FakeVoiceLink:
         await asyncio.Event().wait()
 
     async def next_frame(self) -> VoiceFrame:
-        return await self.frames.get()
+        frame = await self.frames.get()
+        self.frames.task_done()  # `await link.frames.join()`: every frame put has been taken
+        return frame
+
+    async def until(self, what: str, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+        """Wait (no polling) until `predicate()` holds; re-checked after every frame the player reads."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not predicate():
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}") from None
+
+    def _player_moved(self) -> None:  # the player thread
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                self._loop.call_soon_threadsafe(self._changed.set)
 
     async def move_to(self, channel_id: int) -> None:
         if self.move_error is not None:
@@ -94,6 +114,8 @@ class FakeVoiceLink:
     def play(self, source: discord.AudioSource, *, after: Callable[[Exception | None], Any] | None = None) -> None:
         self.plays += 1
         self._stop_player.clear()
+        with contextlib.suppress(RuntimeError):  # no loop running: nothing waits on the player
+            self._loop = asyncio.get_running_loop()
         self._player = threading.Thread(target=self._run_player, args=(source, after), daemon=True)
         self._player.start()
 
@@ -106,8 +128,10 @@ class FakeVoiceLink:
                     break
                 if data == OPUS_SILENCE:
                     self.silence_frames += 1
+                    self._player_moved()
                     continue
                 self.played.append(data)
+                self._player_moved()
                 if len(self.played) == 1:
                     if self.on_first_frame is not None:
                         self.on_first_frame()
