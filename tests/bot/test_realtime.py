@@ -27,6 +27,7 @@ from pipeline.models import ContextSnapshot, Turn, TurnKind
 from tests.conftest import EventLog
 from tests.support.bot_fakes import FakeVoiceLink
 from tests.support.realtime_stub import RealtimeStub, ScriptedResponse, ServerError
+from tests.support.waits import yield_until
 
 KEY = "sk-test-4f9a8b7c6d5e3f2a1b0c"
 # Server-side waits are long on purpose: a test that only progressed because a deadline
@@ -246,7 +247,8 @@ async def test_interrupt_wakes_a_waiting_reader_sends_cancel_and_ends_the_stream
         stream = await voice.respond("Alice: count")
         got = [await anext(stream), await anext(stream)]
         waiting = asyncio.create_task(anext(stream, b"end"), name="reader")
-        await asyncio.sleep(0.02)  # the reader is now blocked on the held server
+        # The reader has read the second transcript delta, the last before the hold: it now waits on the server.
+        await yield_until("the reader waiting on the held server", lambda: "One. Two. " == stream.transcript)
         stream.interrupt()
         assert b"end" == await waiting
     assert chunks[:2] == got
@@ -505,7 +507,8 @@ async def test_cancelling_the_reader_propagates_and_the_next_turn_still_works(
         stream = await voice.respond("Alice: one")
         await anext(stream)
         reader = asyncio.create_task(anext(stream), name="reader")
-        await asyncio.sleep(0.02)
+        # The reader has read the transcript delta, the last before the hold: it now waits on the server.
+        await yield_until("the reader waiting on the held server", lambda: "Hello there." == stream.transcript)
         reader.cancel()
         with pytest.raises(asyncio.CancelledError):
             await reader

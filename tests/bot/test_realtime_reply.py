@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -33,6 +33,7 @@ from tests.support.bot_fakes import (
     voice_frame,
 )
 from tests.support.realtime_stub import RealtimeStub, ScriptedResponse, ServerError
+from tests.support.waits import yield_until
 
 GUILD = 42
 CHANNEL = 4242
@@ -94,15 +95,6 @@ def pcm_chunks(count: int, ms: int = 100) -> list[bytes]:
     samples = REALTIME_RATE * ms // 1000
     ramp = (np.arange(count * samples) % 30000).astype(np.int16)
     return [ramp[i * samples : (i + 1) * samples].tobytes() for i in range(count)]
-
-
-async def until(condition: Callable[[], bool], *, timeout_s: float = 3.0) -> None:
-    """Bounded wait for something the local socket and the player thread do on their own schedule."""
-    for _ in range(int(timeout_s / 0.002)):
-        if condition():
-            return
-        await asyncio.sleep(0.002)
-    raise AssertionError("condition never held")
 
 
 async def test_addressed_turn_is_answered_by_the_realtime_model_with_the_session_context() -> None:
@@ -169,7 +161,7 @@ async def test_barge_in_cancels_the_response_and_keeps_only_the_heard_words() ->
                 stream = r.session._realtime_stream
                 return stream is not None and bool(stream.transcript)
 
-            await until(sentence_read)  # the reader has the first 50 ms and its words, and waits
+            await yield_until("the reader having the first 50 ms and its words", sentence_read)  # and it waits
             for i in range(20):
                 r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
             completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
