@@ -65,7 +65,7 @@ async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tm
     session_id = f"crash-{uuid.uuid4().hex[:8]}"
     killed = asyncio.Event()
     async with OpenAIStub() as stub:
-        stub.chat.extend([Reply(text=summary(1), delay_s=0.2), Reply(text=summary(2), delay_s=0.2),
+        stub.chat.extend([Reply(text=summary(1)), Reply(text=summary(2)),
                           Reply(text=summary(3), hold=killed)])  # killed while this one waits
         stub.chat.extend(Reply(text=summary(n)) for n in range(4, 40))
         env = {

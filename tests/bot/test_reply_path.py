@@ -133,9 +133,11 @@ async def test_deadline_passing_drops_the_reply_cleanly() -> None:
     """A brain past its deadline drops the reply (coded), speaks nothing, and the next address still works."""
     config = GuildSessionConfig(bot_name="Clanky", brain_deadline_s=0.1)
     async with rig(config) as r:
-        r.stub.chat.append(Reply(text="too late", delay_s=0.4))
+        late = asyncio.Event()
+        r.stub.chat.append(Reply(text="too late", hold=late))  # answers only once the deadline has passed
         await r.session.on_heard(speech_draft("Bob", "Clanky, are you there?", 1.0, user_id=2))
         dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
+        late.set()
         assert ("llm_timeout", [], 0) == (dropped[0]["reason"], r.stub.bodies("/audio/speech"), r.link.plays)
         assert [TurnKind.SPEECH] == [t.kind for t in r.session.session.snapshot().turns]
 
@@ -147,11 +149,13 @@ async def test_deadline_passing_drops_the_reply_cleanly() -> None:
 async def test_stale_reply_is_dropped_when_the_room_moves_on() -> None:
     """Two more people speak while the model is thinking: the reply is dropped as stale before TTS."""
     async with rig() as r:
-        r.stub.chat.append(Reply(text="An answer to an old question.", delay_s=0.3))
+        answer = asyncio.Event()
+        r.stub.chat.append(Reply(text="An answer to an old question.", hold=answer))
         await r.session.on_heard(speech_draft("Bob", "Clanky, which hero is best?", 1.0, user_id=2))
         await r.stub.until("the request in flight", lambda: bool(r.stub.bodies("/chat/completions")))
         await r.session.on_heard(speech_draft("Alice", "Never mind, we're switching games.", 2.0, user_id=1))
         await r.session.on_heard(speech_draft("Maya", "Yeah, let's play something else.", 3.0, user_id=3))
+        answer.set()  # the model answers once the room has moved on
         dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
         assert ("stale", 2, [], 0) == (
             dropped[0]["reason"], dropped[0]["new_human_turns"], r.stub.bodies("/audio/speech"), r.link.plays
@@ -162,10 +166,12 @@ async def test_stale_reply_is_dropped_when_the_room_moves_on() -> None:
 async def test_one_interjection_is_within_the_allowance() -> None:
     """A single extra human turn during the reply does not make it stale."""
     async with rig() as r:
-        r.stub.chat.append(Reply(text=REPLY, delay_s=0.2))
+        answer = asyncio.Event()
+        r.stub.chat.append(Reply(text=REPLY, hold=answer))
         await r.session.on_heard(speech_draft("Bob", "Clanky, what map?", 1.0, user_id=2))
         await r.stub.until("the request in flight", lambda: bool(r.stub.bodies("/chat/completions")))
         await r.session.on_heard(speech_draft("Alice", "good question", 2.0, user_id=1))
+        answer.set()  # the model answers after the interjection
         await r.events.wait_for(BOT_REPLY_COMPLETED)
         assert [] == r.events.named(BOT_REPLY_DROPPED)
 
@@ -252,8 +258,13 @@ FIRST, SECOND = "Six times tonight, Bob.", "Every single one of them as Hulk, on
 async def test_first_sentence_is_spoken_while_the_model_is_still_writing() -> None:
     """TTS for the first sentence starts before the model's stream ends; sentences play in order as one BOT turn."""
     async with rig() as r:
-        r.stub.chat.append(Reply(text=LONG_REPLY, stream_over_s=0.5))
+        # The model writes the first sentence (and the next word, which shows it has ended), then
+        # waits until that sentence is being spoken.
+        rest = asyncio.Event()
+        r.stub.chat.append(Reply(text=LONG_REPLY, hold=rest, hold_after_words=len(FIRST.split()) + 1))
         await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
+        await r.stub.until("TTS of the first sentence", lambda: bool(r.stub.bodies("/audio/speech")))
+        rest.set()
         completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
         tts = [rec for rec in r.stub.requests if rec.path.endswith("/audio/speech")]
         assert [FIRST, SECOND] == [rec.body["input"] for rec in tts]
@@ -332,9 +343,11 @@ async def test_deadline_before_the_first_sentence_drops_the_reply() -> None:
     """A stream that times out before any sentence is complete drops the reply as llm_timeout: nothing is said."""
     config = GuildSessionConfig(bot_name="Clanky", brain_deadline_s=0.2)
     async with rig(config) as r:
-        r.stub.chat.append(Reply(text="Well, let me think about that for quite a while", stream_over_s=1.0))
+        rest = asyncio.Event()  # three words, then the model goes quiet until the deadline has passed
+        r.stub.chat.append(Reply(text="Well, let me think about that for quite a while", hold=rest, hold_after_words=3))
         await r.session.on_heard(speech_draft("Bob", "Clanky, are you there?", 1.0, user_id=2))
         dropped = (await r.events.wait_for(BOT_REPLY_DROPPED))[0]
+        rest.set()
         assert ("llm_timeout", [], 0) == (dropped["reason"], r.stub.bodies("/audio/speech"), r.link.plays)
 
 
@@ -368,7 +381,8 @@ async def test_stream_reply_yields_the_answer_as_it_is_generated() -> None:
 async def test_stream_reply_deadline_covers_the_whole_answer() -> None:
     """A stream still going at the deadline raises TIMEOUT mid-answer, after the deltas that came in time."""
     async with OpenAIStub() as stub:
-        stub.chat.append(Reply(text="one two three four five six seven eight nine ten", stream_over_s=1.0))
+        rest = asyncio.Event()  # three words in time, the rest only after the deadline
+        stub.chat.append(Reply(text="one two three four five six seven eight nine ten", hold=rest, hold_after_words=3))
         brain = OpenAIBrain(api_key="test-key", model="gpt-4o-mini", base_url=stub.base_url, deadline_s=0.45)
         got: list[str] = []
         try:
@@ -376,6 +390,7 @@ async def test_stream_reply_deadline_covers_the_whole_answer() -> None:
                 async for delta in brain.stream_reply([{"role": "user", "content": "Bob: count"}]):
                     got.append(delta)
         finally:
+            rest.set()
             await brain.aclose()
         assert (BrainErrorCode.TIMEOUT, True) == (caught.value.code, 1 <= len(got) < 10)
 

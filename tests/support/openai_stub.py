@@ -36,8 +36,10 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)  # e.g. {"Retry-After": "7"} on a 429/503
     # Chat: the answer computed from the request body (a model that echoes, copies, ...).
     responder: Callable[[dict[str, Any]], str] | None = None
-    # Chat: the answer waits until the test sets this (a model that answers when told).
+    # Chat: the answer waits until the test sets this (a model that answers when told); streamed
+    # with `hold_after_words`, the first that many words go out at once and the rest wait.
     hold: asyncio.Event | None = None
+    hold_after_words: int | None = None
 
 
 @dataclass(slots=True)
@@ -67,6 +69,7 @@ class OpenAIStub:
         self.models: list[dict[str, Any]] = [{"id": "test", "object": "model", "owned_by": "stub"}]
         self.in_flight = 0  # chat requests being answered now
         self._changed = asyncio.Event()  # set on every request recorded and every chat answer ended
+        self._holds: list[asyncio.Event] = []  # released at shutdown, so a held answer cannot keep it waiting
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -107,6 +110,8 @@ class OpenAIStub:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        for hold in self._holds:
+            hold.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -136,7 +141,8 @@ class OpenAIStub:
         )
         if reply.responder is not None:
             reply.text = reply.responder(body)
-        if reply.hold is not None:
+        if reply.hold is not None and reply.hold_after_words is None:
+            self._holds.append(reply.hold)
             await reply.hold.wait()
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
@@ -171,6 +177,9 @@ class OpenAIStub:
         await response.prepare(request)
         words = (reply.text or "").split(" ")
         for i, word in enumerate(words):
+            if reply.hold is not None and i == reply.hold_after_words:
+                self._holds.append(reply.hold)
+                await reply.hold.wait()
             if reply.stream_over_s:
                 await asyncio.sleep(reply.stream_over_s / len(words))
             chunk = {
