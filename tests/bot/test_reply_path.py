@@ -282,7 +282,7 @@ async def test_whole_answer_mode_speaks_the_answer_in_one_request() -> None:
     """With sentence streaming off, the full answer goes to TTS at once, after the model has finished."""
     config = GuildSessionConfig(bot_name="Clanky", brain_deadline_s=3.0, stream_sentences=False)
     async with rig(config) as r:
-        r.stub.chat.append(Reply(text=LONG_REPLY, stream_over_s=0.2))
+        r.stub.chat.append(Reply(text=LONG_REPLY))  # split into sentences, it would be two TTS requests
         await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
         completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
         tts = [rec for rec in r.stub.requests if rec.path.endswith("/audio/speech")]
