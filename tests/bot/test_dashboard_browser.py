@@ -59,6 +59,23 @@ return [...document.querySelectorAll('[data-testid=turn]')]
   .map(t => [Number(t.dataset.seq), t.dataset.state]);
 """
 ABOVE_HORIZON_JS = BELOW_HORIZON_JS.replace("DOCUMENT_POSITION_FOLLOWING", "DOCUMENT_POSITION_PRECEDING")
+# Resolves (Selenium's async-script callback) once `holds()` is true, re-checked by a
+# MutationObserver on every change the page makes to its DOM: the test waits on the page's own
+# update, not on a polling interval. `holds` is spliced in as a function body (no eval: strict CSP).
+UNTIL_JS = """
+const done = arguments[arguments.length - 1];
+const holds = () => { try { %s } catch (e) { return false; } };
+if (holds()) { done(true); } else {
+  new MutationObserver((_, observer) => { if (holds()) { observer.disconnect(); done(true); } })
+    .observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+}
+"""
+
+
+def until_in_page(browser: Any, holds_js: str, timeout_s: float = 20.0) -> None:
+    """Wait until the page's DOM satisfies `holds_js` (a function body returning a bool); a timeout fails."""
+    browser.set_script_timeout(timeout_s)
+    assert True is browser.execute_async_script(UNTIL_JS % holds_js)
 
 
 class DashboardServer:
@@ -236,8 +253,6 @@ class _LiveSession:
 def test_live_update_of_a_running_session_without_reload(browser: Any, server: DashboardServer) -> None:
     """While a session runs, new turns and folds reach the open page by polling: the page is
     never reloaded (a marker set in the page survives) and the horizon moves with the cursor."""
-    from selenium.webdriver.support.ui import WebDriverWait
-
     live = _LiveSession(server, "browser-live")
     server.call(live.open())
     try:
@@ -246,12 +261,8 @@ def test_live_update_of_a_running_session_without_reload(browser: Any, server: D
         assert 10 == browser.execute_script(BELOW_HORIZON_JS)[0][0]
         browser.execute_script("window.__notReloaded = 42")
         server.call(live.say(65, 80))  # another fold: cursor 20, newest turn 79
-        WebDriverWait(browser, 20, poll_frequency=0.2).until(
-            lambda d: d.find_elements("css selector", '[data-testid=turn][data-seq="79"]')
-        )
-        WebDriverWait(browser, 20, poll_frequency=0.2).until(
-            lambda d: d.execute_script(BELOW_HORIZON_JS)[0][0] == 20
-        )
+        until_in_page(browser, """return null !== document.querySelector('[data-testid=turn][data-seq="79"]');""")
+        until_in_page(browser, f"const below = (() => {{ {BELOW_HORIZON_JS} }})(); return 20 === below[0][0];")
         assert 42 == browser.execute_script("return window.__notReloaded")
         assert int(browser.find_element("id", "live").get_attribute("data-updates")) >= 1
         assert "live" in browser.find_element("css selector", "[data-testid=live-status]").text
