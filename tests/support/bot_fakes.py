@@ -50,6 +50,7 @@ class FakeVoiceLink:
         self.reconnect_handler: Callable[[int], None] | None = None
         self._player: threading.Thread | None = None
         self._stop_player = threading.Event()
+        self._wake_player = threading.Event()  # set by stop() or by the test releasing the hold
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed = asyncio.Event()  # set (from the player thread too) on every frame read
 
@@ -114,6 +115,7 @@ class FakeVoiceLink:
     def play(self, source: discord.AudioSource, *, after: Callable[[Exception | None], Any] | None = None) -> None:
         self.plays += 1
         self._stop_player.clear()
+        self._wake_player.clear()
         with contextlib.suppress(RuntimeError):  # no loop running: nothing waits on the player
             self._loop = asyncio.get_running_loop()
         self._player = threading.Thread(target=self._run_player, args=(source, after), daemon=True)
@@ -136,8 +138,8 @@ class FakeVoiceLink:
                     if self.on_first_frame is not None:
                         self.on_first_frame()
                     hold = self.hold_after_first
-                    while hold is not None and not hold.is_set() and not self._stop_player.is_set():
-                        hold.wait(0.005)  # a "long reply" still playing, until released or stopped
+                    if hold is not None:  # a "long reply" still playing, until released or stopped
+                        self._hold(hold, self._wake_player)
         except Exception as err:
             error = err
         finally:
@@ -145,9 +147,15 @@ class FakeVoiceLink:
             if after is not None:
                 after(error)
 
+    def _hold(self, hold: threading.Event, wake: threading.Event) -> None:  # the player thread
+        """Wait until the test sets `hold` or stop() is called, whichever comes first."""
+        threading.Thread(target=lambda: (hold.wait(), wake.set()), name="hold-release", daemon=True).start()
+        wake.wait()
+
     def stop(self) -> None:
         self.stops += 1
         self._stop_player.set()
+        self._wake_player.set()
 
     def is_connected(self) -> bool:
         return not self.disconnected
