@@ -25,6 +25,8 @@ from aiohttp import web
 class Reply:
     text: str | None = "ok"
     status: int = 200
+    # delay_s / stream_over_s: real-time pacing of a stand-in model for bench/'s latency runs;
+    # tests script no delays (they hold an answer on an event: `hold`, below).
     delay_s: float = 0.0
     raw_body: bytes | None = None  # sent as-is (malformed JSON tests)
     audio: bytes | None = None  # for /audio/speech
