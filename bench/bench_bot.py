@@ -4,7 +4,7 @@
    frames of a real clip ("Hey Clanky, how many times has Bob died as Hulk tonight?") go into
    a `GuildSession` with the real hearing pipeline (Silero VAD, segmenter, tiny.en Whisper,
    coalescer), the real reply policy, context builder and token guard, the real `openai`
-   client talking to a local OpenAI-compatible stand-in (tests/openai_stub.py) with a small
+   client talking to a local OpenAI-compatible stand-in (tests/support/openai_stub.py) with a small
    fixed delay, PyAV resampling + libopus encoding, and the `AudioSource` read by a player
    thread (tests/bot_fakes.FakeVoiceLink, unpaced). Session time is a fake clock moved with
    the audio, so the silence that ends an utterance (END_OF_UTTERANCE_MS) is reported as
@@ -44,8 +44,8 @@ from pipeline.events import AsrTranscribed, BotReplyCompleted
 from pipeline.hearing.pipeline import HearingPipeline
 from pipeline.models import CompactionPolicy
 from pipeline.testing import FakeClock
-from tests.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft, tone_pcm
-from tests.openai_stub import OpenAIStub, Reply
+from tests.support.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft, tone_pcm
+from tests.support.openai_stub import OpenAIStub, Reply
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "audio_night"
 CLIP = SAMPLES / "22_alice.ogg"  # "Hey Clanky, how many times has Bob died as Hulk tonight?"

@@ -27,7 +27,7 @@
    → first reply audio, minus Whisper, the model's time to its first sentence and the TTS
    time to first audio = our own overhead, itemised.
 5. Reply overhead, realtime mode: the same clip, REPLY_MODE=realtime against the local
-   realtime protocol server (tests/realtime_stub.py, first audio delta 200 ms after
+   realtime protocol server (tests/support/realtime_stub.py, first audio delta 200 ms after
    response.create). Input commit (the turn and response.create sent) → first audio delta
    → first packet out; overhead = total minus Whisper and the model's time to first audio.
 
@@ -408,7 +408,7 @@ class _StampedEvents:
     """bot_fakes.Events plus the wall time each event arrived."""
 
     def __init__(self) -> None:
-        from tests.bot_fakes import Events
+        from tests.support.bot_fakes import Events
 
         self.events = Events()
         self.stamps: list[tuple[float, dict[str, Any]]] = []
@@ -440,9 +440,9 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     from pipeline.adapters.redis_server import PrivateRedisServer
     from pipeline.adapters.redis_store import RedisSessionStore
     from pipeline.models import CompactionPolicy
-    from tests.bot_fakes import FakeConnector, RunningRegistry, make_resources, speech_draft, tone_pcm
-    from tests.openai_stub import OpenAIStub, Reply
-    from tests.realtime_stub import RealtimeStub, ScriptedResponse
+    from tests.support.bot_fakes import FakeConnector, RunningRegistry, make_resources, speech_draft, tone_pcm
+    from tests.support.openai_stub import OpenAIStub, Reply
+    from tests.support.realtime_stub import RealtimeStub, ScriptedResponse
 
     settings = Settings()
     speech_frames = _frames(read_audio_file(CLIP, sample_rate=48_000, channels=2))

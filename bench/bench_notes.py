@@ -23,7 +23,7 @@ from pipeline.events import EventEmitter
 from pipeline.models import Note, NoteSource
 from pipeline.testing import FakeClock
 from pipeline.transcript.screen_notes import NotesConfig, NoteWriter, ScreenNotes, Share, SubmitStatus
-from tests.note_images import hud_png
+from tests.support.note_images import hud_png
 
 DISTINCT = [
     {"map_name": "TOKYO", "round_no": 7, "hp": 2},

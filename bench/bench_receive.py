@@ -22,7 +22,7 @@ from nacl.bindings import crypto_aead_xchacha20poly1305_ietf_decrypt
 from bot.voice.opus import FRAME_SAMPLES, LibopusDecoder, OpusDecoder, PyAVOpusDecoder, make_opus_decoder
 from bot.voice.packets import PacketProcessor
 from pipeline.adapters.av_audio import read_audio_file
-from tests.fake_voice_server import FakeVoiceServer, encode_discord_opus, one_byte_extension
+from tests.support.fake_voice_server import FakeVoiceServer, encode_discord_opus, one_byte_extension
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "voice_receive"
 PACKETS_PER_SECOND = 50

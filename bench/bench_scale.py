@@ -183,7 +183,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
     from pipeline.metrics import CompactionMetrics
     from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
     from pipeline.transcript.event_log import StoreEventLog
-    from tests.bot_fakes import FakeConnector
+    from tests.support.bot_fakes import FakeConnector
 
     configure_logging(fmt="json", level="INFO")
     devnull = open(os.devnull, "w")  # noqa: SIM115, ASYNC230 - production JSON lines, formatted and dropped

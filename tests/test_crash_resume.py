@@ -17,8 +17,8 @@ import pytest
 
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import COMPACTION_COMPLETED, COMPACTION_STARTED
-from tests.openai_stub import OpenAIStub, Reply
+from pipeline.events import COMPACTION_COMPLETED
+from tests.support.openai_stub import OpenAIStub, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 TURNS = 150
@@ -46,12 +46,9 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-async def wait_for(path: Path, name: str, count: int, timeout_s: float) -> None:
-    """Wait (polling the line-buffered events file) until `count` events named `name` exist."""
-    deadline = time.monotonic() + timeout_s
-    while sum(e.get("event") == name for e in read_events(path)) < count:
-        assert time.monotonic() < deadline, f"no {count} x {name} in {path} after {timeout_s} s"
-        await asyncio.sleep(0.05)
+def chat_requests(stub: OpenAIStub) -> int:
+    """Each fold asks the model once: the n-th chat request is the n-th fold under way."""
+    return len(stub.bodies("/chat/completions"))
 
 
 def summary(n: int) -> str:
@@ -66,9 +63,10 @@ async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tm
     session_file = tmp_path / "long.jsonl"
     texts = write_session(session_file)
     session_id = f"crash-{uuid.uuid4().hex[:8]}"
+    killed = asyncio.Event()
     async with OpenAIStub() as stub:
-        stub.chat.extend([Reply(text=summary(1), delay_s=0.2), Reply(text=summary(2), delay_s=0.2),
-                          Reply(text=summary(3), delay_s=4.0)])  # killed while this one waits
+        stub.chat.extend([Reply(text=summary(1)), Reply(text=summary(2)),
+                          Reply(text=summary(3), hold=killed)])  # killed while this one waits
         stub.chat.extend(Reply(text=summary(n)) for n in range(4, 40))
         env = {
             **os.environ, "PYTHONPATH": str(ROOT), "REDIS_URL": redis_server.url, "OPENAI_API_KEY": "sk-test-crash",
@@ -86,14 +84,15 @@ async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tm
 
         first = await start("first")
         try:
-            await wait_for(tmp_path / "first" / "events.jsonl", COMPACTION_STARTED, 3, timeout_s=60)
+            await stub.until("the third fold waiting on the model", lambda: chat_requests(stub) >= 3, timeout_s=60)
         finally:
             first.kill()
             await first.wait()
+            killed.set()  # the model answers the dead process (its connection is gone)
         killed_at = time.monotonic()
         second = await start("second")
         try:
-            await wait_for(tmp_path / "second" / "events.jsonl", COMPACTION_COMPLETED, 1, timeout_s=30)
+            await stub.until("the successor's first fold", lambda: chat_requests(stub) >= 4, timeout_s=30)
             takeover_s = time.monotonic() - killed_at
             assert 0 == await asyncio.wait_for(second.wait(), timeout=120), (tmp_path / "second.log").read_text()
         finally:

@@ -1,5 +1,5 @@
 """Two real `longcall run` processes (`python -m bot run`) on one real Redis, with Discord
-played by tests/fake_discord.py: the REST API and main gateway discord.py logs in to, and a
+played by tests/support/fake_discord.py: the REST API and main gateway discord.py logs in to, and a
 voice server (websocket + UDP + DAVE) for every voice join. Sessions start with a real `/join`
 interaction, the room talks in the voice channel's chat (typed chat turns, READ_TEXT_CHAT=true;
 spoken turns would need ASR), and both processes receive every guild's events, as two
@@ -26,8 +26,8 @@ import pytest
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import COMPACTION_COMPLETED, SESSION_OWNED, SESSION_TAKEN_OVER
-from tests.fake_discord import FakeDiscord
-from tests.test_ownership_takeover import read_log
+from tests.support.fake_discord import FakeDiscord
+from tests.support.waits import ProcessLog, RedisWatch
 
 pytestmark = pytest.mark.slow
 
@@ -47,17 +47,11 @@ def line(guild: int, i: int) -> str:
     return f"{'Bob' if i % 2 else 'Alice'} in guild {guild} types: enemy {i} is at the river gate."
 
 
-async def poll(what: str, check: Any, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
-
-
 class Processes:
     def __init__(self, redis_url: str, api_base: str, tmp: Path) -> None:
         self.tmp = tmp
         self.procs: dict[str, asyncio.subprocess.Process] = {}
+        self.logs: dict[str, ProcessLog] = {}
         self.env = {
             **os.environ, "PYTHONPATH": str(ROOT), "DISCORD_TOKEN": "fake-token", "REDIS_URL": redis_url,
             "LONGCALL_DISCORD_API_BASE": api_base, "LOG_FORMAT": "json", "LOG_LEVEL": "INFO",
@@ -70,13 +64,15 @@ class Processes:
             self.env.pop(name, None)
 
     async def start(self, name: str, **env: str) -> None:
-        with (self.tmp / f"{name}.log").open("w") as out:
-            self.procs[name] = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot", "run", cwd=self.tmp, env={**self.env, **env}, stdout=out, stderr=out,
-            )
+        self.procs[name] = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "run", cwd=self.tmp, env={**self.env, **env},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        self.logs[name] = ProcessLog(self.tmp / f"{name}.log")
+        self.logs[name].attach(self.procs[name])
 
     def log(self, name: str) -> list[dict[str, Any]]:
-        return read_log(self.tmp / f"{name}.log")
+        return self.logs[name].rows
 
     def owner_id(self, name: str) -> str:
         found = [e for e in self.log(name) if e.get("event") == "session_owner_id"]
@@ -96,6 +92,8 @@ class Processes:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
+        for log in self.logs.values():
+            await asyncio.wait_for(log.closed(), timeout=30)
 
 
 @pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
@@ -109,9 +107,8 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
     await discord.start()
     procs = Processes(redis_server.url, discord.api_base, tmp_path)
     store = RedisSessionStore.from_url(redis_server.url)
-
-    def ready(name: str) -> bool:
-        return any(e.get("event") == "discord_ready" for e in procs.log(name))
+    watch = RedisWatch(redis_server.url)
+    await watch.start()
 
     async def owners() -> list[str | None]:
         return [await store.session_owner(f"guild-{g}") for g in guilds]
@@ -137,7 +134,8 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
             await discord.until(f"{name} connected", lambda n=before: len(discord.connections) > n
                                 and discord.connections[-1].identified.is_set(), 90)
             conn = discord.connections[-1]
-            await poll(f"{name} ready", lambda n=name: _true(ready(n)), 30)
+            await procs.logs[name].until(
+                f"{name} ready", lambda rows: any(e.get("event") == "discord_ready" for e in rows), 30)
             for g in mine:
                 await discord.join(conn, g)
         owner_a, owner_b = procs.owner_id("a"), procs.owner_id("b")
@@ -145,11 +143,11 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         async def placed() -> bool:
             return await owners() == [owner_a] * 2 + [owner_b] * 2
 
-        await poll("/join placing two sessions on each process", placed, 30)
+        await watch.until("/join placing two sessions on each process", placed, 30)
         await discord.until("four voice connections", lambda: sum(v.transitions_executed != [] for v in discord.voice)
                             >= 4, 30)
         await say(guilds, 0, FIRST)
-        await poll(f"{FIRST} turns folded in every guild", lambda: settled(FIRST), 30)
+        await watch.until(f"{FIRST} turns folded in every guild", lambda: settled(FIRST), 30)
 
         procs.procs["a"].kill()
         await procs.procs["a"].wait()
@@ -159,19 +157,20 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         async def b_owns_all() -> bool:
             return await owners() == [owner_b] * 4
 
-        await poll("B owning A's sessions", b_owns_all, TTL_S + 10)
+        await watch.until("B owning A's sessions", b_owns_all, TTL_S + 10)
         takeover_s = time.monotonic() - killed_at
         await discord.until("B in A's voice channels", lambda: sum(v.transitions_executed != [] for v in discord.voice)
                             >= 6, 20)
         await say(a_guilds, FIRST, SECOND)  # A's rooms: what is typed once B serves them
         await say(b_guilds, DURING, SECOND)
-        await poll(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 30)
+        await watch.until(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 30)
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
         events = procs.log("a") + procs.log("b")
     except AssertionError as err:
         raise AssertionError(f"{err}\n--- a ---\n{procs.tail('a')}\n--- b ---\n{procs.tail('b')}") from None
     finally:
         await procs.stop_all()
+        await watch.aclose()
         await store.aclose()
         await discord.close()
 
@@ -193,7 +192,3 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
     assert all(v.errors == [] for v in discord.voice)
     print(f"takeover after SIGKILL through the gateway: {takeover_s:.2f} s (lease TTL {TTL_S} s, scan {SCAN_S} s)")
     assert takeover_s < TTL_S + SCAN_S + 3.0, takeover_s
-
-
-async def _true(value: bool) -> bool:
-    return value

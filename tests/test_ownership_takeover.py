@@ -15,7 +15,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import pytest
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import COMPACTION_COMPLETED, SESSION_LEASE_LOST, SESSION_OWNED, SESSION_TAKEN_OVER
+from tests.support.waits import ProcessLog, RedisWatch
 
 ROOT = Path(__file__).resolve().parent.parent
 TTL_S = 3.0
@@ -50,25 +51,9 @@ def write_feed(feed: Path, guilds: Iterable[int], upto: int) -> None:
                 f.write(json.dumps({"speaker": "Alice" if i % 2 else "Bob", "text": line(guild, i)}) + "\n")
 
 
-def read_log(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(raw))
-        except json.JSONDecodeError:  # a line the killed process was still writing, or not JSON
-            pass
-    return rows
-
-
-async def poll(what: str, check: Any, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
 class Cluster:
-    """Processes started with `serve-test` against one Redis, each logging JSON to a file."""
+    """Processes started with `serve-test` against one Redis, each logging JSON lines the test
+    reads as they come (and keeps in a file)."""
 
     def __init__(self, redis_url: str, tmp: Path, guilds: list[int]) -> None:
         self.tmp = tmp
@@ -76,6 +61,7 @@ class Cluster:
         self.feed = tmp / "feed"
         self.feed.mkdir()
         self.procs: dict[str, asyncio.subprocess.Process] = {}
+        self.logs: dict[str, ProcessLog] = {}
         self.env = {
             **os.environ, "PYTHONPATH": str(ROOT), "REDIS_URL": redis_url, "LOG_FORMAT": "json", "LOG_LEVEL": "INFO",
             "OWNER_LEASE_TTL_S": str(TTL_S), "OWNER_SCAN_INTERVAL_S": "0.5",
@@ -85,15 +71,22 @@ class Cluster:
             self.env.pop(name, None)
 
     async def start(self, name: str, join: list[int]) -> None:
-        with (self.tmp / f"{name}.log").open("w") as out:
-            self.procs[name] = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot", "serve-test", "--guilds", ",".join(map(str, self.guilds)),
-                "--join", ",".join(map(str, join)), "--feed-dir", str(self.feed),
-                cwd=self.tmp, env=self.env, stdout=out, stderr=out,
-            )
+        self.procs[name] = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "serve-test", "--guilds", ",".join(map(str, self.guilds)),
+            "--join", ",".join(map(str, join)), "--feed-dir", str(self.feed),
+            cwd=self.tmp, env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        self.logs[name] = ProcessLog(self.tmp / f"{name}.log")
+        self.logs[name].attach(self.procs[name])
 
     def log(self, name: str) -> list[dict[str, Any]]:
-        return read_log(self.tmp / f"{name}.log")
+        return self.logs[name].rows
+
+    async def until_logged(
+        self, name: str, what: str, found: Callable[[dict[str, Any]], bool], timeout_s: float
+    ) -> None:
+        """Wait until process `name` has logged an event `found` accepts (woken by each line it writes)."""
+        await self.logs[name].until(what, lambda rows: any(found(e) for e in rows), timeout_s)
 
     def owner_id(self, name: str) -> str:
         ready = [e for e in self.log(name) if e.get("event") == "test_server_ready"]
@@ -110,9 +103,13 @@ class Cluster:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
+        for log in self.logs.values():
+            await asyncio.wait_for(log.closed(), timeout=30)
 
 
-async def wait_settled(store: RedisSessionStore, guilds: Iterable[int], total: int, timeout_s: float) -> None:
+async def wait_settled(
+    watch: RedisWatch, store: RedisSessionStore, guilds: Iterable[int], total: int, timeout_s: float
+) -> None:
     async def settled() -> bool:
         for guild in guilds:
             sid = f"guild-{guild}"
@@ -120,7 +117,7 @@ async def wait_settled(store: RedisSessionStore, guilds: Iterable[int], total: i
                 return False
         return True
 
-    await poll(f"{total} turns and cursor {settled_cursor(total)} in every session", settled, timeout_s)
+    await watch.until(f"{total} turns and cursor {settled_cursor(total)} in every session", settled, timeout_s)
 
 
 def folds_of(events: Iterable[dict[str, Any]], guild: int) -> list[tuple[int, int]]:
@@ -139,13 +136,15 @@ async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
     a_guilds, b_guilds = guilds[:2], guilds[2:]
     cluster = Cluster(redis_server.url, tmp_path, guilds)
     store = RedisSessionStore.from_url(redis_server.url)
+    watch = RedisWatch(redis_server.url)
+    await watch.start()
     try:
         write_feed(cluster.feed, guilds, FIRST)
         await cluster.start("a", a_guilds)
-        await poll("A serving", lambda: _true(bool(cluster.owner_id("a"))), 60)
+        await cluster.until_logged("a", "A serving", is_ready, 60)
         await cluster.start("b", b_guilds)
-        await poll("B serving", lambda: _true(bool(cluster.owner_id("b"))), 60)
-        await wait_settled(store, guilds, FIRST, timeout_s=30)
+        await cluster.until_logged("b", "B serving", is_ready, 60)
+        await wait_settled(watch, store, guilds, FIRST, timeout_s=30)
         owner_a, owner_b = cluster.owner_id("a"), cluster.owner_id("b")
         assert [owner_a] * 2 + [owner_b] * 2 == [await store.session_owner(f"guild-{g}") for g in guilds]
 
@@ -157,14 +156,15 @@ async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
         async def b_owns_all() -> bool:
             return all([await store.session_owner(f"guild-{g}") == owner_b for g in guilds])
 
-        await poll("B owning A's sessions", b_owns_all, TTL_S + 10)
+        await watch.until("B owning A's sessions", b_owns_all, TTL_S + 10)
         takeover_s = time.monotonic() - killed_at
-        await wait_settled(store, guilds, SECOND, timeout_s=30)
+        await wait_settled(watch, store, guilds, SECOND, timeout_s=30)
 
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
         events = cluster.log("a") + cluster.log("b")
     finally:
         await cluster.stop_all()
+        await watch.aclose()
         await store.aclose()
 
     for guild in guilds:  # every turn stored once, in order, at the next seq after the takeover
@@ -193,13 +193,15 @@ async def test_a_frozen_owner_loses_its_lease_and_writes_nothing_more(
     cluster = Cluster(redis_server.url, tmp_path, [guild])
     store = RedisSessionStore.from_url(redis_server.url)
     sid = f"guild-{guild}"
+    watch = RedisWatch(redis_server.url)
+    await watch.start()
     try:
         write_feed(cluster.feed, [guild], FIRST)
         await cluster.start("a", [guild])
-        await poll("A serving", lambda: _true(bool(cluster.owner_id("a"))), 60)
+        await cluster.until_logged("a", "A serving", is_ready, 60)
         await cluster.start("b", [])
-        await poll("B ready", lambda: _true(bool(cluster.owner_id("b"))), 60)
-        await wait_settled(store, [guild], FIRST, timeout_s=30)
+        await cluster.until_logged("b", "B ready", is_ready, 60)
+        await wait_settled(watch, store, [guild], FIRST, timeout_s=30)
 
         cluster.procs["a"].send_signal(signal.SIGSTOP)
         write_feed(cluster.feed, [guild], SECOND)
@@ -208,18 +210,17 @@ async def test_a_frozen_owner_loses_its_lease_and_writes_nothing_more(
         async def b_owns() -> bool:
             return await store.session_owner(sid) == owner_b
 
-        await poll("B owning the frozen session", b_owns, TTL_S + 10)
-        await wait_settled(store, [guild], SECOND, timeout_s=30)
+        await watch.until("B owning the frozen session", b_owns, TTL_S + 10)
+        await wait_settled(watch, store, [guild], SECOND, timeout_s=30)
         cluster.procs["a"].send_signal(signal.SIGCONT)
-        await poll("A losing its lease",
-                   lambda: _true(any(e.get("event") == SESSION_LEASE_LOST for e in cluster.log("a"))), 15)
-        await poll("A leaving", lambda: _true(any(e.get("event") == "guild_session_stopped"
-                                                  for e in cluster.log("a"))), 15)
+        await cluster.until_logged("a", "A losing its lease", lambda e: e.get("event") == SESSION_LEASE_LOST, 15)
+        await cluster.until_logged("a", "A leaving", lambda e: e.get("event") == "guild_session_stopped", 15)
         turns = await store.get_turns(sid, 0, SECOND + 10)
         owner_after = await store.session_owner(sid)
         meta = await store.load_meta(sid)
     finally:
         await cluster.stop_all()
+        await watch.aclose()
         await store.aclose()
 
     lost = [e for e in cluster.log("a") if e.get("event") == SESSION_LEASE_LOST]
@@ -229,5 +230,5 @@ async def test_a_frozen_owner_loses_its_lease_and_writes_nothing_more(
     assert ("1", owner_b) == (meta["active"], meta["owner"])  # A wrote no meta on its way out
 
 
-async def _true(value: bool) -> bool:
-    return value
+def is_ready(event: dict[str, Any]) -> bool:
+    return event.get("event") == "test_server_ready"

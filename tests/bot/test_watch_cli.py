@@ -1,0 +1,97 @@
+"""`longcall watch` on image files: the dry run prints offline (OCR) notes and skips unchanged
+frames; the real run posts changed frames to a live ingest endpoint over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from bot.__main__ import build_parser, main
+from bot.notes_api import register_notes_api
+from bot.watch_cli import WatchError, run_watch
+from pipeline.events import EventEmitter
+from pipeline.models import Note
+from pipeline.testing import FakeClock
+from pipeline.transcript.screen_notes import NotesConfig, NoteWriter, ScreenNotes
+from tests.support.note_images import hud_png
+
+TOKEN = "watch-token-0123456789abcdef"
+
+
+def frames(tmp_path: Path) -> list[Path]:
+    shots = {
+        "1.png": hud_png(),
+        "2.png": hud_png(jitter=3, seed=5),  # the same screen, captured again
+        "3.png": hud_png(map_name="KLYNTAR", hp=90),
+        "4.txt": b"not an image",
+    }
+    paths = []
+    for name, data in shots.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+def test_dry_run_prints_the_notes_it_would_send(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`longcall watch --dry-run --files ...`: one OCR note per changed frame, the repeat skipped,
+    the text file refused, nothing sent (no URL, session or token needed)."""
+    monkeypatch.chdir(tmp_path)  # no .env from the checkout
+    monkeypatch.delenv("NOTES_INGEST_TOKEN", raising=False)
+    paths = frames(tmp_path)
+    code = main(["watch", "--dry-run", "--by", "James", "--every", "0", "--files", *map(str, paths)])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert 0 == code
+    assert [
+        "would send", "unchanged: skipped", "would send", "skipped: not a recognised image",
+        "done: 2 sent, 1 unchanged frames skipped",
+    ] == [line.split(":")[0] if line.startswith("would send") else line for line in lines]
+    first, third = lines[0].lower(), lines[2].lower()
+    assert "james's screen (via watch)" in first and "tokyo" in first and "2/100" in first
+    assert "klyntar" in third and "90/100" in third
+
+
+async def test_watch_posts_changed_frames_to_the_ingest(tmp_path: Path) -> None:
+    """Without --dry-run the changed frames go to POST /api/sessions/<id>/notes with the token and
+    `source=watch`; the session gets their notes."""
+    added: list[Note] = []
+
+    async def sink(note: Note) -> None:
+        added.append(note)
+
+    class NoText:
+        def read_text(self, rgb: object) -> list[Any]:
+            return []
+
+    notes = ScreenNotes(writer=NoteWriter(vision=None, reader=NoText()), sink=sink, clock=FakeClock(),
+                        events=EventEmitter(guild_id="1", session_id="guild-1", source="t"), config=NotesConfig())
+    app = web.Application()
+    register_notes_api(app, {"guild-1": type("T", (), {"notes": notes})()}.get, token=TOKEN)
+    server = TestServer(app)
+    await server.start_server()
+    worker = asyncio.create_task(notes.run())
+    out: list[str] = []
+    args = build_parser().parse_args([
+        "watch", "--url", str(server.make_url("")), "--session", "guild-1", "--by", "Maya", "--every", "0",
+        "--files", *map(str, frames(tmp_path)[:3]),
+    ])
+    try:
+        code = await run_watch(args, TOKEN, out.append)
+        bad_args = build_parser().parse_args(["watch", "--url", str(server.make_url("")), "--session", "guild-9",
+                                              "--every", "0", "--files", str(tmp_path / "1.png")])
+        with pytest.raises(WatchError, match="404"):
+            await run_watch(bad_args, TOKEN, out.append)
+        with pytest.raises(WatchError, match="401"):
+            await run_watch(args, "a-wrong-token-a-wrong-token", out.append)
+    finally:
+        worker.cancel()
+        await server.close()
+    assert 0 == code
+    assert [("watch", "Maya"), ("watch", "Maya")] == [(n.source, n.by) for n in added]
+    assert ["sent", "unchanged", "sent", "done"] == [line.split(":")[0] for line in out[:4]]

@@ -1,0 +1,252 @@
+"""A local OpenAI-compatible HTTP server for tests: the real `openai` client talks to it.
+
+Only OpenAI's models are faked, at the network boundary. Each endpoint pops a scripted
+`Reply` (default: a canned success) and records the request it got.
+
+    async with OpenAIStub() as stub:
+        stub.chat.append(Reply(text="summary"))
+        client = openai.AsyncOpenAI(api_key="test", base_url=stub.base_url)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass(slots=True)
+class Reply:
+    text: str | None = "ok"
+    status: int = 200
+    # delay_s / stream_over_s: real-time pacing of a stand-in model for bench/'s latency runs;
+    # tests script no delays (they hold an answer on an event: `hold`, below).
+    delay_s: float = 0.0
+    raw_body: bytes | None = None  # sent as-is (malformed JSON tests)
+    audio: bytes | None = None  # for /audio/speech
+    no_choices: bool = False
+    # Chat: the answer takes this long to generate. Streamed, its words go out evenly over it
+    # (the last at the end); not streamed, the whole answer comes at the end.
+    stream_over_s: float = 0.0
+    finish_reason: str = "stop"  # "length": cut at the token limit
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. {"Retry-After": "7"} on a 429/503
+    # Chat: the answer computed from the request body (a model that echoes, copies, ...).
+    responder: Callable[[dict[str, Any]], str] | None = None
+    # Chat: the answer waits until the test sets this (a model that answers when told); streamed
+    # with `hold_after_words`, the first that many words go out at once and the rest wait.
+    hold: asyncio.Event | None = None
+    hold_after_words: int | None = None
+
+
+@dataclass(slots=True)
+class Recorded:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+
+
+class OpenAIStub:
+    def __init__(self) -> None:
+        self.chat: list[Reply] = []
+        self.speech: list[Reply] = []
+        self.embeddings: list[Reply] = []  # scripted statuses; a success embeds the input (below)
+        self.requests: list[Recorded] = []
+        self.chat_hangups = 0  # streamed answers the client closed before the end
+        self.chat_streamed_at: list[float] = []  # time.monotonic() when each streamed answer ended
+        self.default_chat_text = "ok"
+        self.default_responder: Callable[[dict[str, Any]], str] | None = None
+        self.default_speech_audio = b""
+        # POST /v1/audio/transcriptions: (wav bytes, form fields) -> the JSON answered; set by a
+        # test, e.g. a real Whisper model behind the endpoint. Uploads are kept in `uploads`.
+        self.transcriber: Callable[[bytes, dict[str, str]], Any] | None = None
+        self.uploads: list[tuple[bytes, dict[str, str]]] = []
+        # GET /v1/models: the entries served (a local server may report its context size here).
+        self.models: list[dict[str, Any]] = [{"id": "test", "object": "model", "owned_by": "stub"}]
+        self.in_flight = 0  # chat requests being answered now
+        self._changed = asyncio.Event()  # set on every request recorded and every chat answer ended
+        self._holds: list[asyncio.Event] = []  # released at shutdown, so a held answer cannot keep it waiting
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def bodies(self, path_suffix: str) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.path.endswith(path_suffix)]
+
+    async def until(self, what: str, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+        """Wait (no polling) until `predicate()` holds; re-checked after every request recorded
+        and every chat answer ended."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not predicate():
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}") from None
+
+    async def __aenter__(self) -> OpenAIStub:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/audio/speech", self._speech)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for hold in self._holds:
+            hold.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _record(self, request: web.Request) -> dict[str, Any]:
+        body = await request.json()
+        self.requests.append(Recorded(path=request.path, body=body, headers=dict(request.headers)))
+        self._changed.set()
+        return body
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(Recorded(path=request.path, body={}, headers=dict(request.headers)))
+        self._changed.set()
+        return web.json_response({"object": "list", "data": self.models})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        try:
+            return await self._answer_chat(request)
+        finally:
+            self.in_flight -= 1
+            self._changed.set()
+
+    async def _answer_chat(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        reply = (
+            self.chat.pop(0) if self.chat else Reply(text=self.default_chat_text, responder=self.default_responder)
+        )
+        if reply.responder is not None:
+            reply.text = reply.responder(body)
+        if reply.hold is not None and reply.hold_after_words is None:
+            self._holds.append(reply.hold)
+            await reply.hold.wait()
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        if reply.raw_body is not None:
+            return web.Response(body=reply.raw_body, status=reply.status, content_type="application/json")
+        if reply.status != 200:
+            return web.json_response(
+                {"error": {"message": "scripted error", "type": "server_error", "code": None}}, status=reply.status,
+                headers=reply.headers,
+            )
+        if body.get("stream"):
+            return await self._stream_chat(request, body, reply)
+        if reply.stream_over_s:
+            await asyncio.sleep(reply.stream_over_s)
+        choices = [] if reply.no_choices else [
+            {"index": 0, "finish_reason": reply.finish_reason,
+             "message": {"role": "assistant", "content": reply.text}}
+        ]
+        return web.json_response(
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "test"),
+                "choices": choices,
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
+
+    async def _stream_chat(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        words = (reply.text or "").split(" ")
+        for i, word in enumerate(words):
+            if reply.hold is not None and i == reply.hold_after_words:
+                self._holds.append(reply.hold)
+                await reply.hold.wait()
+            if reply.stream_over_s:
+                await asyncio.sleep(reply.stream_over_s / len(words))
+            chunk = {
+                "id": "chatcmpl-test",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": body.get("model", "test"),
+                "choices": [{"index": 0, "delta": {"content": word + (" " if i < len(words) - 1 else "")}}],
+            }
+            try:
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            except ConnectionResetError:  # the client stopped reading (barge-in, a dropped reply)
+                self.chat_hangups += 1
+                return response
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        self.chat_streamed_at.append(time.monotonic())
+        return response
+
+    async def _transcriptions(self, request: web.Request) -> web.Response:
+        """A multipart upload (`file` + form fields), as the `openai` client sends it."""
+        form = await request.post()
+        upload = form.get("file")
+        audio = upload.file.read() if hasattr(upload, "file") else b""
+        fields = {k: str(v) for k, v in form.items() if k != "file"}
+        self.uploads.append((audio, fields))
+        self.requests.append(Recorded(path=request.path, body=fields, headers=dict(request.headers)))
+        self._changed.set()
+        if self.transcriber is None:
+            return web.json_response({"error": {"message": "no transcriber"}}, status=503)
+        answer = self.transcriber(audio, fields)
+        if asyncio.iscoroutine(answer):
+            answer = await answer
+        return web.json_response(answer)
+
+    async def _speech(self, request: web.Request) -> web.StreamResponse:
+        await self._record(request)
+        reply = self.speech.pop(0) if self.speech else Reply(audio=self.default_speech_audio)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        if reply.status != 200:
+            return web.json_response({"error": {"message": "scripted error"}}, status=reply.status)
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        await response.prepare(request)
+        audio = reply.audio or b""
+        for i in range(0, len(audio), 4096):  # streamed in chunks, as the real endpoint does
+            await response.write(audio[i : i + 4096])
+        await response.write_eof()
+        return response
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """A stand-in embedding model: each input becomes a bag of its lowercased words hashed
+        into 64 dimensions (deterministic; texts sharing words point the same way)."""
+        body = await self._record(request)
+        reply = self.embeddings.pop(0) if self.embeddings else Reply()
+        if reply.status != 200:
+            return web.json_response({"error": {"message": "scripted error"}}, status=reply.status)
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for i, text in enumerate(inputs):
+            vector = [0.0] * 64
+            for word in str(text).lower().split():
+                vector[sum(word.encode()) % 64] += 1.0
+            data.append({"object": "embedding", "index": i, "embedding": vector})
+        return web.json_response(
+            {"object": "list", "data": data, "model": body.get("model", "test"),
+             "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        )
