@@ -20,12 +20,7 @@ from typing import Any
 
 from pipeline.context.formatting import mmss
 from pipeline.context.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyContext
-from pipeline.events import (
-    CompactionCompleted,
-    CompactionFailed,
-    CompactionSkipped,
-    CompactionStarted,
-)
+from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 
 HORIZON_TEXT = "The model can't see above this line"

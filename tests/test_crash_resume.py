@@ -17,7 +17,7 @@ import pytest
 
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import COMPACTION_COMPLETED
+from pipeline.events import CompactionCompleted
 from tests.support.openai_stub import OpenAIStub, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,7 +112,7 @@ async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tm
         (e["old_cursor"], e["new_cursor"])
         for out in ("first", "second")
         for e in read_events(tmp_path / out / "events.jsonl")
-        if e["event"] == COMPACTION_COMPLETED
+        if e["event"] == CompactionCompleted.name
     )
     expected_cursor = (TURNS - 1 - WINDOW) // BATCH * BATCH
     assert texts == [t.text for t in stored]  # every turn stored once, in order: 0 lost

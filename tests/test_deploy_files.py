@@ -17,7 +17,7 @@ from pipeline.metrics import CompactionMetrics
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "longcall-compaction.json"
-EVENT_NAMES = {value for name, value in vars(events).items() if name.isupper() and isinstance(value, str)}
+EVENT_NAMES = set(events.EVENT_TYPES)
 EVENT_TOKEN = re.compile(r"voice_context_compaction_[a-z_]+|context_window_pruned|realtime_instructions_built")
 
 
@@ -137,13 +137,13 @@ def test_dashboard_shape() -> None:
 
 
 def test_dashboard_event_names_match_the_code() -> None:
-    """Every event name a query uses is one of pipeline/events.py's, and the logs panel covers all four
+    """Every event name a query uses is one of pipeline/events' declarations, and the logs panel covers all four
     compaction events."""
     used = {m for q in queries() for m in EVENT_TOKEN.findall(q)}
     assert set() == used - EVENT_NAMES
     logs = next(p for p in dashboard()["panels"] if p["type"] == "logs")
-    compaction = {events.COMPACTION_SKIPPED, events.COMPACTION_STARTED, events.COMPACTION_COMPLETED,
-                  events.COMPACTION_FAILED}
+    compaction = {events.CompactionSkipped.name, events.CompactionStarted.name, events.CompactionCompleted.name,
+                  events.CompactionFailed.name}
     assert compaction == set(EVENT_TOKEN.findall(logs["targets"][0]["expr"]))
     assert 'guild_id=~"$guild_id"' in logs["targets"][0]["expr"]
 

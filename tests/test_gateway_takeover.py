@@ -25,7 +25,7 @@ import pytest
 
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import COMPACTION_COMPLETED, SESSION_OWNED, SESSION_TAKEN_OVER
+from pipeline.events import CompactionCompleted, SessionOwned, SessionTakenOver
 from tests.support.fake_discord import FakeDiscord
 from tests.support.waits import ProcessLog, RedisWatch
 
@@ -178,13 +178,13 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         assert [line(g, i) for i in range(SECOND)] == [t.text for t in turns[g]]
         assert list(range(SECOND)) == [t.seq for t in turns[g]]
         folds = sorted((e["old_cursor"], e["new_cursor"]) for e in events
-                       if e.get("event") == COMPACTION_COMPLETED and e.get("guild_id") == str(g))
+                       if e.get("event") == CompactionCompleted.name and e.get("guild_id") == str(g))
         assert [(k, k + BATCH) for k in range(0, settled_cursor(SECOND), BATCH)] == folds
-    taken = {e["guild_id"]: e for e in procs.log("b") if e.get("event") == SESSION_TAKEN_OVER}
+    taken = {e["guild_id"]: e for e in procs.log("b") if e.get("event") == SessionTakenOver.name}
     assert {str(g) for g in a_guilds} == set(taken)
     assert all(e["previous_owner"] == owner_a and e["owner"] == owner_b for e in taken.values())
     assert all(e["total_turns"] == FIRST and e["cursor"] == settled_cursor(FIRST) for e in taken.values())
-    assert {str(g) for g in guilds} == {e["guild_id"] for e in events if e.get("event") == SESSION_OWNED}
+    assert {str(g) for g in guilds} == {e["guild_id"] for e in events if e.get("event") == SessionOwned.name}
     joined = [f for f in discord.followups if "Joined" in f.get("content", "")]
     assert 4 == len(joined), discord.followups  # /join answered through the interaction webhook
     assert [] == discord.errors

@@ -23,7 +23,7 @@ import pytest
 
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import COMPACTION_COMPLETED, SESSION_LEASE_LOST, SESSION_OWNED, SESSION_TAKEN_OVER
+from pipeline.events import CompactionCompleted, SessionLeaseLost, SessionOwned, SessionTakenOver
 from tests.support.waits import ProcessLog, RedisWatch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,7 +122,7 @@ async def wait_settled(
 
 def folds_of(events: Iterable[dict[str, Any]], guild: int) -> list[tuple[int, int]]:
     return [(e["old_cursor"], e["new_cursor"]) for e in events
-            if e.get("event") == COMPACTION_COMPLETED and e.get("guild_id") == str(guild)]
+            if e.get("event") == CompactionCompleted.name and e.get("guild_id") == str(guild)]
 
 
 @pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
@@ -172,11 +172,11 @@ async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
         assert list(range(SECOND)) == [t.seq for t in turns[guild]]
         expected = [(k, k + BATCH) for k in range(0, settled_cursor(SECOND), BATCH)]
         assert expected == sorted(folds_of(events, guild))  # each seq folded exactly once, by A or B
-    taken = {e["guild_id"]: e for e in cluster.log("b") if e.get("event") == SESSION_TAKEN_OVER}
+    taken = {e["guild_id"]: e for e in cluster.log("b") if e.get("event") == SessionTakenOver.name}
     assert {str(g) for g in a_guilds} == set(taken)
     assert all(e["previous_owner"] == owner_a and e["owner"] == owner_b and e["fence"] == 2 for e in taken.values())
     assert all(e["total_turns"] == FIRST and e["cursor"] == settled_cursor(FIRST) for e in taken.values())
-    owned = {e["guild_id"] for e in events if e.get("event") == SESSION_OWNED}
+    owned = {e["guild_id"] for e in events if e.get("event") == SessionOwned.name}
     assert {str(g) for g in guilds} == owned
     print(f"takeover after SIGKILL: {takeover_s:.2f} s (lease TTL {TTL_S} s)")
     assert takeover_s < TTL_S + 2.0, takeover_s
@@ -213,7 +213,7 @@ async def test_a_frozen_owner_loses_its_lease_and_writes_nothing_more(
         await watch.until("B owning the frozen session", b_owns, TTL_S + 10)
         await wait_settled(watch, store, [guild], SECOND, timeout_s=30)
         cluster.procs["a"].send_signal(signal.SIGCONT)
-        await cluster.until_logged("a", "A losing its lease", lambda e: e.get("event") == SESSION_LEASE_LOST, 15)
+        await cluster.until_logged("a", "A losing its lease", lambda e: e.get("event") == SessionLeaseLost.name, 15)
         await cluster.until_logged("a", "A leaving", lambda e: e.get("event") == "guild_session_stopped", 15)
         turns = await store.get_turns(sid, 0, SECOND + 10)
         owner_after = await store.session_owner(sid)
@@ -223,7 +223,7 @@ async def test_a_frozen_owner_loses_its_lease_and_writes_nothing_more(
         await watch.aclose()
         await store.aclose()
 
-    lost = [e for e in cluster.log("a") if e.get("event") == SESSION_LEASE_LOST]
+    lost = [e for e in cluster.log("a") if e.get("event") == SessionLeaseLost.name]
     assert lost[0]["reason"] in ("renew_refused", "write_refused") and 1 == lost[0]["fence"]
     assert [line(guild, i) for i in range(SECOND)] == [t.text for t in turns]
     assert owner_b == owner_after  # A left without taking anything back

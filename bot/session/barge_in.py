@@ -42,10 +42,9 @@ def _int_or_none(value: str) -> int | None:
 class OnAir:
     """The reply being spoken, while it is, and the barge-in detector watching it."""
 
-    __slots__ = ("_addressed_user", "_answer", "_config", "_guild_id", "_playback", "_stream", "_voiced_ms")
+    __slots__ = ("_addressed_user", "_answer", "_config", "_playback", "_stream", "_voiced_ms")
 
-    def __init__(self, guild_id: int, config: GuildSessionConfig) -> None:
-        self._guild_id = guild_id
+    def __init__(self, config: GuildSessionConfig) -> None:
         self._config = config
         self._playback: Playback | None = None
         self._answer: AnswerStream | None = None  # the brain's answer being spoken, while it is
@@ -88,7 +87,7 @@ class OnAir:
         else:
             self._voiced_ms = 0
         if self._voiced_ms >= self._config.barge_in_ms:
-            log.info("bot_reply_barge_in", guild_id=self._guild_id, user_id=frame.user_id)
+            log.info("bot_reply_barge_in", user_id=frame.user_id)
             self.stop()
 
     def stop(self) -> None:

@@ -20,10 +20,11 @@ import structlog
 from bot.playback import Playback, PlaybackResult, closing_iter
 from bot.session.ports import Brain, Speech, TextReply
 from bot.session.replier import ReplyTools
-from bot.session.reply_jobs import BOT_REPLY_COMPLETED, Answer, ReplyJob, Stages, heard_sentences
+from bot.session.reply_jobs import Answer, ReplyJob, Stages, heard_sentences
 from bot.settings import ReplyMode
 from pipeline.adapters.openai_api import BrainError, BrainErrorCode
 from pipeline.context.reply_context import ReplyContext
+from pipeline.events import BotReplyCompleted
 from pipeline.hearing.sentences import SentenceSplitter
 
 log = structlog.get_logger("longcall.guild_session")
@@ -84,15 +85,17 @@ class BrainReplier:
         try:
             await post(text)
         except Exception as err:  # Discord refused the message: nothing was said, nothing is recorded
-            log.warning("chat_reply_not_posted", guild_id=self._core.guild_id, error_class=type(err).__name__)
+            log.warning("chat_reply_not_posted", error_class=type(err).__name__)
             self._ledger.emit_dropped(job, "post_failed", stages, tokens=context.tokens.tokens)
             return
         await self._ledger.append_reply(text, source="chat_text", started_at=self._core.clock.now())
         self._ledger.replies_spoken += 1
         self._core.events.emit(
-            BOT_REPLY_COMPLETED, seq=job.turn.seq, reason=str(job.decision.reason), reply_mode="text",
-            decide_ms=stages.ms(stages.started, stages.decided), llm_ms=stages.ms(stages.decided, stages.llm_done),
-            reply_chars=len(text), prompt_tokens=context.tokens.tokens, prompt_tokens_exact=context.tokens.exact,
+            BotReplyCompleted(
+                seq=job.turn.seq, reason=str(job.decision.reason), reply_mode="text",
+                decide_ms=stages.ms(stages.started, stages.decided), llm_ms=stages.ms(stages.decided, stages.llm_done),
+                reply_chars=len(text), prompt_tokens=context.tokens.tokens, prompt_tokens_exact=context.tokens.exact,
+            )
         )
 
     async def _generate(self, context: ReplyContext, answer: Answer, stages: Stages) -> None:
@@ -219,25 +222,26 @@ class BrainReplier:
         first_frame = result.first_frame_at if result else None
         to_playback = ms(job.heard_at, playback_start)
         self._core.events.emit(
-            BOT_REPLY_COMPLETED,
-            seq=job.turn.seq,
-            reason=str(job.decision.reason),
-            reply_mode=str(ReplyMode.BRAIN),
-            asr_ms=job.asr_ms,
-            queue_ms=ms(job.heard_at, stages.started),
-            decide_ms=ms(stages.started, stages.decided),
-            llm_first_sentence_ms=ms(stages.decided, stages.first_sentence),
-            llm_ms=ms(stages.decided, stages.llm_done),  # the whole answer (overlaps the speech)
-            tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
-            first_frame_ms=ms(stages.tts_first_byte, first_frame),
-            playback_start_ms=ms(first_frame, playback_start),
-            end_to_playback_ms=(None if to_playback is None else to_playback + (job.asr_ms or 0)),
-            interrupted=bool(result and result.interrupted),
-            audio_s=round(result.audio_s, 2) if result else 0.0,
-            sentences=sentences,
-            reply_chars=len(text),
-            llm_error=str(answer.error.code) if answer.error is not None else None,
-            playback_error=result.error if result else None,
-            prompt_tokens=tokens,
-            prompt_tokens_exact=exact,
+            BotReplyCompleted(
+                seq=job.turn.seq,
+                reason=str(job.decision.reason),
+                reply_mode=str(ReplyMode.BRAIN),
+                asr_ms=job.asr_ms,
+                queue_ms=ms(job.heard_at, stages.started),
+                decide_ms=ms(stages.started, stages.decided),
+                llm_first_sentence_ms=ms(stages.decided, stages.first_sentence),
+                llm_ms=ms(stages.decided, stages.llm_done),  # the whole answer (overlaps the speech)
+                tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
+                first_frame_ms=ms(stages.tts_first_byte, first_frame),
+                playback_start_ms=ms(first_frame, playback_start),
+                end_to_playback_ms=(None if to_playback is None else to_playback + (job.asr_ms or 0)),
+                interrupted=bool(result and result.interrupted),
+                audio_s=round(result.audio_s, 2) if result else 0.0,
+                sentences=sentences,
+                reply_chars=len(text),
+                llm_error=str(answer.error.code) if answer.error is not None else None,
+                playback_error=result.error if result else None,
+                prompt_tokens=tokens,
+                prompt_tokens_exact=exact,
+            )
         )

@@ -9,7 +9,7 @@ from bot.session.core import SessionCore
 from bot.session.ports import TextReply
 from bot.session.reply_jobs import ReplyDesk
 from pipeline.context.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE
-from pipeline.events import CHAT_TURN_CORRECTED
+from pipeline.events import ChatTurnCorrected
 from pipeline.models import Turn, TurnDraft, TurnKind
 from pipeline.transcript.chat import ChatEntry, ChatLedger, CorrectionVerdict
 
@@ -56,7 +56,7 @@ class ChatIntake:
             return None
         applied = correction.verdict is CorrectionVerdict.APPLY
         core.events.emit(
-            CHAT_TURN_CORRECTED, seq=entry.seq, deleted=deleted, applied=applied, verdict=str(correction.verdict)
+            ChatTurnCorrected(seq=entry.seq, deleted=deleted, applied=applied, verdict=str(correction.verdict))
         )
         if not applied or (not deleted and not (text or "").strip()):
             return None

@@ -14,7 +14,7 @@ from bot.ownership import LeaseLostReason, SessionLease
 from bot.session.config import GuildSessionConfig, StopReason
 from bot.session.ports import VoiceLink
 from pipeline.adapters.openai_realtime import RealtimeVoice
-from pipeline.events import SESSION_LEASE_LOST, EventEmitter
+from pipeline.events import EventEmitter, SessionLeaseLost
 from pipeline.models import LeaseLost, Turn, TurnDraft, TurnKind
 from pipeline.ports import Clock
 from pipeline.transcript.screen_notes import ScreenNotes
@@ -119,9 +119,10 @@ class SessionCore:
         self.lease_lost = True
         lease = self.lease
         self.events.emit(
-            SESSION_LEASE_LOST,
-            owner=lease.owner_id if lease is not None else "",
-            fence=lease.fence if lease is not None else 0,
-            reason=reason,
+            SessionLeaseLost(
+                owner=lease.owner_id if lease is not None else "",
+                fence=lease.fence if lease is not None else 0,
+                reason=reason,
+            )
         )
         self.request_stop(StopReason.LEASE_LOST)

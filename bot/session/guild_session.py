@@ -80,7 +80,7 @@ class GuildSession:
         self._wall = deps.wall
         self.core = core = SessionCore(start, config, perf=deps.perf)
         self.model_context = ModelContext(start.conversation, deps.model_context)
-        self.on_air = OnAir(start.guild_id, config)
+        self.on_air = OnAir(config)
         self.replies = ReplyLedger(core, ReplyMode.REALTIME if start.realtime is not None else ReplyMode.BRAIN)
         tools = ReplyTools(core=core, ledger=self.replies, on_air=self.on_air, link=start.link,
                            model_context=self.model_context)
@@ -229,7 +229,13 @@ class GuildSession:
         return meta
 
     async def run(self) -> None:
-        """Run every task of the session until `request_stop`, then shut down in order."""
+        """Run every task of the session until `request_stop`, then shut down in order. The
+        session's identity is bound to structlog's contextvars once, here: every log line of the
+        session's tasks (started inside, so they copy the context) carries it."""
+        with self.events.bound():
+            await self._run()
+
+    async def _run(self) -> None:
         gid, core, hearing_pipeline = self.guild_id, self.core, self._feed.hearing
         try:
             await self._save_meta(active=True)
@@ -253,8 +259,6 @@ class GuildSession:
                 notes = tg.create_task(self.notes.run(), name=f"notes:{gid}") if self.notes is not None else None
                 log.info(
                     "guild_session_started",
-                    guild_id=gid,
-                    session_id=self.session_id,
                     channel_id=self.channel_id,
                     resumed=self.resumed,
                     humans=len(self.presence.humans),
@@ -285,7 +289,7 @@ class GuildSession:
             async with asyncio.timeout(self.config.flush_timeout_s):
                 await hearing.flush()
         except Exception as err:  # a failed flush must not stop the state from being saved
-            log.warning("hearing_flush_failed", guild_id=self.guild_id, error_class=type(err).__name__)
+            log.warning("hearing_flush_failed", error_class=type(err).__name__)
 
     async def _drain_notes(self, worker: asyncio.Task[None] | None) -> None:
         """Queued screen notes are written before the session closes (bounded), then the worker stops."""
@@ -301,7 +305,7 @@ class GuildSession:
             async with asyncio.timeout(self.config.close_timeout_s):
                 await self.session.close()
         except Exception as err:
-            log.warning("session_close_failed", guild_id=self.guild_id, error_class=type(err).__name__)
+            log.warning("session_close_failed", error_class=type(err).__name__)
 
     async def _finish(self) -> None:
         """Persist the meta and leave the channel, whatever ended the session."""
@@ -323,8 +327,6 @@ class GuildSession:
             snapshot = self.session.snapshot()
             log.info(
                 "guild_session_stopped",
-                guild_id=self.guild_id,
-                session_id=self.session_id,
                 reason=str(reason),
                 total_turns=snapshot.total_turns,
                 cursor=snapshot.cursor,
@@ -336,4 +338,4 @@ class GuildSession:
         try:
             await self.store.save_meta(self.session_id, self.meta(active=active))
         except StoreUnavailable:
-            log.warning("session_meta_not_saved", guild_id=self.guild_id, session_id=self.session_id)
+            log.warning("session_meta_not_saved")

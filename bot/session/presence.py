@@ -16,12 +16,10 @@ import structlog
 from bot.session.config import StopReason
 from bot.session.core import SessionCore
 from bot.session.ports import ChannelInfo, Hearing, VoiceLink
+from pipeline.events import GuildSessionMoved, VoiceReconnect
 from pipeline.models import TurnDraft, TurnKind
 
 log = structlog.get_logger("longcall.guild_session")
-
-VOICE_RECONNECT = "voice_reconnect"
-GUILD_SESSION_MOVED = "guild_session_moved"
 
 
 class VoiceReconnector:
@@ -94,13 +92,14 @@ class VoiceReconnector:
             self._disconnect_expected_until = core.clock.now() + core.config.voice_disconnect_grace_s
         self.count += 1
         core.events.emit(
-            VOICE_RECONNECT,
-            reason=reason,
-            user_id=user_id,
-            channel_id=channel_id(),
-            ok=error_class is None,
-            error_class=error_class,
-            latency_ms=round((core.perf() - started) * 1000),
+            VoiceReconnect(
+                reason=reason,
+                user_id=user_id,
+                channel_id=channel_id(),
+                ok=error_class is None,
+                error_class=error_class,
+                latency_ms=round((core.perf() - started) * 1000),
+            )
         )
         if error_class is not None:
             core.request_stop(StopReason.DISCONNECTED)  # deaf and mute now: /join starts it again
@@ -159,7 +158,7 @@ class Presence:
             await core.clock.sleep(core.config.check_interval_s)
             reason = self.limit_reached(core.clock.now())
             if reason is not None:
-                log.info("guild_session_limit_reached", guild_id=core.guild_id, reason=str(reason))
+                log.info("guild_session_limit_reached", reason=str(reason))
                 core.request_stop(reason)
                 return
 
@@ -249,7 +248,7 @@ class Presence:
             self._alone_since = now
         core.touch()
         core.events.emit(
-            GUILD_SESSION_MOVED, from_channel_id=previous_id, channel_id=channel.channel_id, humans=len(humans)
+            GuildSessionMoved(from_channel_id=previous_id, channel_id=channel.channel_id, humans=len(humans))
         )
         await self._save_meta()  # a restart rejoins the channel the bot is in now
         present = ", ".join(sorted(humans.values())) or "nobody yet"

@@ -15,12 +15,13 @@ import structlog
 
 from bot.playback import FRAME_S, Playback, PlaybackResult
 from bot.session.replier import ReplyTools
-from bot.session.reply_jobs import BOT_REPLY_COMPLETED, ReplyJob, Stages
+from bot.session.reply_jobs import ReplyJob, Stages
 from bot.settings import ReplyMode
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import REALTIME_RATE, RealtimeError, RealtimeReply
 from pipeline.context.formatting import render_turn_line
 from pipeline.context.realtime_instructions import RealtimeInstructions
+from pipeline.events import BotReplyCompleted
 
 log = structlog.get_logger("longcall.guild_session")
 
@@ -54,7 +55,7 @@ class RealtimeReplier:
             await self._realtime.connect()
         except RealtimeError as err:
             log.warning(
-                "realtime_warm_up_failed", guild_id=self._core.guild_id, error_code=str(err.code),
+                "realtime_warm_up_failed", error_code=str(err.code),
                 retryable=err.retryable,
             )
 
@@ -126,27 +127,28 @@ class RealtimeReplier:
         playback_start = result.playback_started_at
         to_playback = ms(job.heard_at, playback_start)
         self._core.events.emit(
-            BOT_REPLY_COMPLETED,
-            seq=job.turn.seq,
-            reason=str(job.decision.reason),
-            reply_mode=str(ReplyMode.REALTIME),
-            asr_ms=job.asr_ms,
-            queue_ms=ms(job.heard_at, stages.started),
-            decide_ms=ms(stages.started, stages.decided),  # instructions built (compaction triggered)
-            respond_ms=ms(stages.respond_requested, stages.respond_sent),  # (re)connect + the turn sent
-            connect_ms=reply.connect_ms,
-            first_audio_ms=reply.first_audio_ms,  # response.create sent -> the model's first audio
-            first_frame_ms=ms(stages.respond_sent, result.first_frame_at),  # first_audio_ms + encoding
-            playback_start_ms=ms(result.first_frame_at, playback_start),
-            end_to_playback_ms=(None if to_playback is None else to_playback + (job.asr_ms or 0)),
-            interrupted=interrupted,
-            audio_s=round(reply.audio_s, 2),
-            heard_s=round(min(heard_s, reply.audio_s), 2),
-            reply_chars=len(text),
-            realtime_status=str(reply.status),
-            realtime_error=None if reply.error_code is None else str(reply.error_code),
-            playback_error=result.error,
-            instructions_chars=len(instructions.text),
+            BotReplyCompleted(
+                seq=job.turn.seq,
+                reason=str(job.decision.reason),
+                reply_mode=str(ReplyMode.REALTIME),
+                asr_ms=job.asr_ms,
+                queue_ms=ms(job.heard_at, stages.started),
+                decide_ms=ms(stages.started, stages.decided),  # instructions built (compaction triggered)
+                respond_ms=ms(stages.respond_requested, stages.respond_sent),  # (re)connect + the turn sent
+                connect_ms=reply.connect_ms,
+                first_audio_ms=reply.first_audio_ms,  # response.create sent -> the model's first audio
+                first_frame_ms=ms(stages.respond_sent, result.first_frame_at),  # first_audio_ms + encoding
+                playback_start_ms=ms(result.first_frame_at, playback_start),
+                end_to_playback_ms=(None if to_playback is None else to_playback + (job.asr_ms or 0)),
+                interrupted=interrupted,
+                audio_s=round(reply.audio_s, 2),
+                heard_s=round(min(heard_s, reply.audio_s), 2),
+                reply_chars=len(text),
+                realtime_status=str(reply.status),
+                realtime_error=None if reply.error_code is None else str(reply.error_code),
+                playback_error=result.error,
+                instructions_chars=len(instructions.text),
+            )
         )
 
 

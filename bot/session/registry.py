@@ -20,15 +20,13 @@ from bot.session.config import META_ACTIVE, OffsetClock, SessionDeps, StopReason
 from bot.session.core import SessionStart
 from bot.session.guild_session import GuildSession
 from bot.session.ports import ChannelInfo, VoiceConnector, VoiceLink
-from pipeline.events import SESSION_NOT_OWNED, SESSION_OWNED, SESSION_TAKEN_OVER, EventEmitter
+from pipeline.events import EventEmitter, SessionNotOwned, SessionOwned, SessionResumedAfterRestart, SessionTakenOver
 from pipeline.models import StoreUnavailable
 from pipeline.ports import SessionStore
 from pipeline.transcript.screen_notes import ScreenNotes
 from pipeline.transcript.session import ConversationSession
 
 log = structlog.get_logger("longcall.guild_session")
-
-SESSION_RESUMED_AFTER_RESTART = "session_resumed_after_restart"
 
 
 class SessionOwnedElsewhere(RuntimeError):
@@ -136,7 +134,7 @@ class GuildSessionRegistry:
             holder = ""
             with contextlib.suppress(StoreUnavailable):
                 holder = await deps.ownership.session_owner(sid)
-            log.info(SESSION_NOT_OWNED, guild_id=guild_id, session_id=sid, owner=deps.owner_id, holder=holder)
+            log.info(SessionNotOwned.name, guild_id=guild_id, session_id=sid, owner=deps.owner_id, holder=holder)
             raise SessionOwnedElsewhere(guild_id, holder)
         return SessionLease(deps.ownership, sid, deps.owner_id, grant, ttl_s=deps.lease_ttl_s,
                             clock=deps.clock_factory())
@@ -276,13 +274,14 @@ class GuildSessionRegistry:
             raise
         snap = session.session.snapshot()
         session.events.emit(
-            SESSION_RESUMED_AFTER_RESTART,
-            channel_id=channel_id,
-            cursor=snap.cursor,
-            covered_through_turn=snap.covered_through_turn,
-            total_turns=snap.total_turns,
-            summary_chars=len(snap.summary),
-            down_s=round(self.deps.wall() - _float(meta.get("updated_at"), started_at), 1),
+            SessionResumedAfterRestart(
+                channel_id=channel_id,
+                cursor=snap.cursor,
+                covered_through_turn=snap.covered_through_turn,
+                total_turns=snap.total_turns,
+                summary_chars=len(snap.summary),
+                down_s=round(self.deps.wall() - _float(meta.get("updated_at"), started_at), 1),
+            )
         )
         return session
 
@@ -345,11 +344,10 @@ async def open_session(
     if lease is not None:
         snap = conversation.snapshot()
         if lease.taken_over:
-            events.emit(SESSION_TAKEN_OVER, owner=lease.owner_id, fence=lease.fence,
-                        previous_owner=lease.previous_owner, total_turns=snap.total_turns, cursor=snap.cursor)
+            events.emit(SessionTakenOver(owner=lease.owner_id, fence=lease.fence, previous_owner=lease.previous_owner,
+                                         total_turns=snap.total_turns, cursor=snap.cursor))
         else:
-            events.emit(SESSION_OWNED, owner=lease.owner_id, fence=lease.fence,
-                        previous_owner=lease.previous_owner)
+            events.emit(SessionOwned(owner=lease.owner_id, fence=lease.fence, previous_owner=lease.previous_owner))
     if meta is not None:
         session.set_max_duration_elapsed(elapsed)
     return session

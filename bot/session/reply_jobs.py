@@ -23,6 +23,7 @@ from bot.session.ports import TextReply
 from bot.settings import ReplyMode
 from pipeline.adapters.openai_api import BrainError
 from pipeline.context.reply_policy import ReplyDecision, ReplyPolicy
+from pipeline.events import BotReplyDropped
 from pipeline.models import Turn, TurnKind
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("longcall.guild_session")
 
-BOT_REPLY_COMPLETED = "bot_reply_completed"
-BOT_REPLY_DROPPED = "bot_reply_dropped"
 
 # A later sentence counts as heard once this many of its frames reached the player: the
 # encoder carries a partial frame across sentence edges, so the first one or two may be the
@@ -124,17 +123,18 @@ class ReplyLedger:
         self.replies_dropped += 1
         ms = stages.ms
         self._core.events.emit(
-            BOT_REPLY_DROPPED,
-            seq=job.turn.seq,
-            reason=reason,
-            reply_mode=str(self.mode),
-            asr_ms=job.asr_ms,
-            decide_ms=ms(stages.started, stages.decided),
-            llm_first_sentence_ms=ms(stages.decided, stages.first_sentence),
-            llm_ms=ms(stages.decided, stages.llm_done),
-            tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
-            new_human_turns=self.human_turns - job.human_mark,
-            prompt_tokens=tokens,
+            BotReplyDropped(
+                seq=job.turn.seq,
+                reason=reason,
+                reply_mode=str(self.mode),
+                asr_ms=job.asr_ms,
+                decide_ms=ms(stages.started, stages.decided),
+                llm_first_sentence_ms=ms(stages.decided, stages.first_sentence),
+                llm_ms=ms(stages.decided, stages.llm_done),
+                tts_first_byte_ms=ms(stages.tts_requested, stages.tts_first_byte),
+                new_human_turns=self.human_turns - job.human_mark,
+                prompt_tokens=tokens,
+            )
         )
 
 
@@ -197,7 +197,7 @@ class ReplyDesk:
             except Exception as err:  # one failed reply must not end the session
                 self._ledger.replies_dropped += 1
                 log.exception(
-                    "bot_reply_crashed", guild_id=self._core.guild_id, seq=job.turn.seq, error_class=type(err).__name__
+                    "bot_reply_crashed", seq=job.turn.seq, error_class=type(err).__name__
                 )
 
     async def _reply(self, job: ReplyJob) -> None:

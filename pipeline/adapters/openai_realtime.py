@@ -45,7 +45,6 @@ from pipeline.adapters.openai_client import OpenAIEndpoint, RealtimeSocket, open
 from pipeline.adapters.realtime_protocol import (
     REALTIME_CONNECTED,
     REALTIME_RATE,
-    REALTIME_RESPONSE_COMPLETED,
     RealtimeConfig,
     RealtimeError,
     RealtimeErrorCode,
@@ -55,7 +54,7 @@ from pipeline.adapters.realtime_protocol import (
     translated,
 )
 from pipeline.adapters.realtime_response import RealtimeResponseStream
-from pipeline.events import EventEmitter
+from pipeline.events import EventEmitter, RealtimeResponseCompleted
 
 log = structlog.get_logger("longcall.realtime")
 
@@ -329,20 +328,21 @@ class RealtimeVoice:
 
     def _emit(self, reply: RealtimeReply, *, created_ms: int | None) -> None:
         self._events.emit(
-            REALTIME_RESPONSE_COMPLETED,
-            model=self._config.model,
-            response_id=reply.response_id,
-            status=str(reply.status),
-            interrupted=reply.interrupted,
-            first_audio_ms=reply.first_audio_ms,
-            created_ms=created_ms,
-            total_ms=reply.total_ms,
-            connect_ms=reply.connect_ms,
-            audio_ms=round(reply.audio_s * 1000),
-            audio_chunks=reply.audio_chunks,
-            transcript_chars=len(reply.transcript),
-            instructions_chars=len(self._sent_instructions or self._desired_instructions or ""),
-            reconnects=reply.reconnects,
-            error_code=None if reply.error_code is None else str(reply.error_code),
+            RealtimeResponseCompleted(
+                model=self._config.model,
+                response_id=reply.response_id,
+                status=str(reply.status),
+                interrupted=reply.interrupted,
+                first_audio_ms=reply.first_audio_ms,
+                created_ms=created_ms,
+                total_ms=reply.total_ms,
+                connect_ms=reply.connect_ms,
+                audio_ms=round(reply.audio_s * 1000),
+                audio_chunks=reply.audio_chunks,
+                transcript_chars=len(reply.transcript),
+                instructions_chars=len(self._sent_instructions or self._desired_instructions or ""),
+                reconnects=reply.reconnects,
+                error_code=None if reply.error_code is None else str(reply.error_code),
+            )
         )
 

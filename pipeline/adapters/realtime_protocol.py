@@ -17,7 +17,6 @@ from typing import Any, Final
 
 from pipeline.adapters.openai_client import SocketError
 
-REALTIME_RESPONSE_COMPLETED: Final = "realtime_response_completed"
 REALTIME_CONNECTED: Final = "realtime_connected"
 REALTIME_RATE: Final = 24_000  # the realtime API's pcm16 rate (mono, little-endian)
 
@@ -113,7 +112,6 @@ class RealtimeReply:
     @property
     def audio_s(self) -> float:
         return self.audio_bytes / 2 / REALTIME_RATE
-
 
 
 # -- error translation (the one place) --------------------------------------------------------------

@@ -49,12 +49,7 @@ from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
 from pipeline.compaction.fold_lock import FoldLock
 from pipeline.compaction.planning import FoldConditions, plan_compaction, recent_start
 from pipeline.compaction.summarizing import FoldAttempts
-from pipeline.events import (
-    ABSENT,
-    CompactionCompleted,
-    CompactionSkipped,
-    CompactionStarted,
-)
+from pipeline.events import ABSENT, CompactionCompleted, CompactionSkipped, CompactionStarted
 from pipeline.models import (
     CompactionState,
     FoldCommit,

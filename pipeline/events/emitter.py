@@ -9,7 +9,7 @@ from typing import Any
 import structlog
 
 from pipeline.events.base import Event
-from pipeline.events.registry import UndeclaredEvent, declared, is_declared
+from pipeline.events.registry import UndeclaredEvent, is_declared
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -48,17 +48,9 @@ class EventEmitter:
     def remove_sink(self, sink: EventSink) -> None:
         self._sinks.remove(sink)
 
-    def emit(self, event: Event | str, /, **fields: Any) -> dict[str, Any]:
+    def emit(self, event: Event, /) -> dict[str, Any]:
         """Serialise `event` to `{"event": name, **identity, **fields}`, hand it to every sink and
-        log it at its level. Returns the dict.
-
-        TRANSITIONAL: a name string plus keyword fields (the old call shape, still used by
-        bot/guild_session.py and bot/realtime.py) goes through `emit_named`; the lead narrows
-        `event` to `Event` once those sites are converted."""
-        if isinstance(event, str):
-            return self.emit_named(event, **fields)
-        if fields:
-            raise TypeError(f"{event.name}: fields go on the event, not to emit()")
+        log it at its level. Returns the dict. An event class not in the declarations fails loudly."""
         if not is_declared(event):
             raise UndeclaredEvent(f"{type(event).__name__} is not a declared event")
         payload = event.payload()
@@ -67,10 +59,3 @@ class EventEmitter:
             sink(record)
         getattr(self._log, event.log_level())(event.name, **self._base, **payload)
         return record
-
-    def emit_named(self, name: str, **fields: Any) -> dict[str, Any]:
-        """TRANSITIONAL: the old `emit(name, **fields)` call shape, for the call sites in
-        bot/guild_session.py and bot/realtime.py not yet converted. It builds the declared event
-        (an unknown name or field fails loudly) and emits it. The lead deletes it once those
-        sites call `emit(SomeEvent(...))`."""
-        return self.emit(declared(name, **fields))

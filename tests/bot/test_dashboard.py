@@ -34,7 +34,7 @@ from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.context.reply_context import build_reply_messages
 from pipeline.context.tokens import make_token_counter
-from pipeline.events import COMPACTION_COMPLETED, COMPACTION_SKIPPED, EventEmitter
+from pipeline.events import CompactionCompleted, CompactionSkipped, EventEmitter
 from pipeline.metrics import CompactionMetrics
 from pipeline.models import CompactionPolicy, ContextSnapshot, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
@@ -177,12 +177,12 @@ async def test_chart_marks_are_the_fold_events(
 ) -> None:
     """One mark per completed or failed fold, at its new cursor, coloured by outcome (default model)."""
     await redis_store.append_events(session_id, [
-        {"event": COMPACTION_COMPLETED, "old_cursor": 290, "new_cursor": 300, "latency_ms": 812, "outcome": "fallback",
-         "summary_chars": 900, "t": 9000.0},
+        {"event": CompactionCompleted.name, "old_cursor": 290, "new_cursor": 300, "latency_ms": 812,
+         "outcome": "fallback", "summary_chars": 900, "t": 9000.0},
         {"event": "voice_context_compaction_failed", "latency_ms": 3000, "error_class": "timeout", "t": 9100.0},
     ], max_len=5000)
     events = await redis_store.load_events(session_id, 5000)
-    completed = [e for e in events if e["event"] == COMPACTION_COMPLETED]
+    completed = [e for e in events if e["event"] == CompactionCompleted.name]
     page = await (await client.get(f"/sessions/{session_id}")).text()
     marks = [e for e in elements(page) if e["data-testid"] == "fold-mark"]
     assert [*[str(e["new_cursor"]) for e in completed], "300"] == [m["data-new-cursor"] for m in marks]
@@ -199,13 +199,13 @@ async def test_routine_skips_are_counted_not_listed(
 ) -> None:
     """below_threshold / no_eligible_batch skips collapse into one count; other events are rows."""
     events = await redis_store.load_events(session_id, 5000)
-    routine = [e for e in events if e["event"] == COMPACTION_SKIPPED
+    routine = [e for e in events if e["event"] == CompactionSkipped.name
                and e["reason"] in {"below_threshold", "no_eligible_batch"}]
     assert routine
     page = await (await client.get(f"/sessions/{session_id}")).text()
     assert f"Routine skips collapsed: {len(routine)} (" in page
     rows = re.findall(r'<tr data-event="([a-z_]+)"', page)
-    assert COMPACTION_SKIPPED not in rows
+    assert CompactionSkipped.name not in rows
     assert len(events) - len(routine) == len(rows)
     assert 'data-testid="events"' in page and 'data-testid="event-filter"' in page
 

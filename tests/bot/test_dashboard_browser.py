@@ -26,7 +26,7 @@ import pytest
 from bot.dashboard import DashboardConfig, bound_port, create_dashboard_app, start_dashboard
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import COMPACTION_COMPLETED, EventEmitter
+from pipeline.events import CompactionCompleted, EventEmitter
 from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.event_log import StoreEventLog
@@ -175,7 +175,7 @@ def test_chart_in_the_browser_matches_the_events(
     by outcome by the stylesheet (so the CSS loaded under the CSP), with its latency on hover."""
     sid, _ = long_session
     events = server.call(server.store.load_events(sid, 5000))
-    completed = [e for e in events if e["event"] == COMPACTION_COMPLETED]
+    completed = [e for e in events if e["event"] == CompactionCompleted.name]
     browser.get(f"{server.url}/sessions/{sid}")
     marks = browser.execute_script(
         "return [...document.querySelectorAll('[data-testid=compaction-timeline] [data-testid=fold-mark]')]"
@@ -200,12 +200,12 @@ def test_event_filter_in_the_browser(
     sid, _ = long_session
     browser.get(f"{server.url}/sessions/{sid}")
     assert "Routine skips collapsed" in browser.find_element("css selector", "[data-testid=routine-skips]").text
-    Select(browser.find_element("css selector", "[data-testid=event-kind]")).select_by_value(COMPACTION_COMPLETED)
+    Select(browser.find_element("css selector", "[data-testid=event-kind]")).select_by_value(CompactionCompleted.name)
     visible = browser.execute_script(
         "return [...document.querySelectorAll('table.events tbody tr')].filter(r => !r.hidden)"
         ".map(r => r.dataset.event)"
     )
-    assert visible and {COMPACTION_COMPLETED} == set(visible)
+    assert visible and {CompactionCompleted.name} == set(visible)
 
 
 class _LiveSession:

@@ -7,6 +7,8 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+import structlog
+from structlog.testing import capture_logs
 
 from bot.session.config import GuildSessionConfig, StopReason, session_id_for
 from bot.session.ports import ChannelInfo
@@ -83,6 +85,23 @@ async def test_start_saves_meta_and_runs_named_tasks() -> None:
         }
         assert [(GUILD, CHANNEL)] == connector.calls
         assert f"guild-session:{GUILD}" in names()
+
+
+async def test_the_session_identity_is_bound_once_for_every_log_line_of_its_tasks() -> None:
+    """The session task binds guild/session/source to structlog's contextvars: its log lines carry
+    them without passing them, and nothing outside the session task does."""
+    _, _, _, _, running = setup()
+    with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
+        async with running as registry:
+            await registry.join(GUILD, CHANNEL)
+            await until(lambda: any(e["event"] == "guild_session_started" for e in logs))
+            await registry.leave(GUILD)
+        structlog.get_logger("test").info("outside_the_session")
+    by_event = {e["event"]: e for e in logs}
+    identity = {"guild_id": str(GUILD), "session_id": SID, "source": "bot"}
+    for name in ("guild_session_started", "guild_session_stopped"):
+        assert identity == {k: by_event[name].get(k) for k in identity}, name
+    assert "session_id" not in by_event["outside_the_session"]
 
 
 async def test_membership_changes_become_membership_turns() -> None:

@@ -33,7 +33,7 @@ from bot.session.registry import GuildSessionRegistry
 from bot.watch_cli import run_watch
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAIVision
 from pipeline.adapters.openai_client import OpenAIEndpoint
-from pipeline.events import CHAT_TURN_CORRECTED, SCREEN_NOTE_ADDED
+from pipeline.events import ChatTurnCorrected, ScreenNoteAdded
 from pipeline.models import CompactionPolicy, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.screen_notes import NotesConfig, NoteWriter
@@ -176,7 +176,7 @@ async def test_every_source_reaches_the_instructions_and_then_the_summary(tmp_pa
         posted = fake_message(fake_member(3, "Maya"), message_id=500, channel_id=TEXT,
                               attachments=[fake_attachment(photo_like_png())])
         await lv.cog.on_message(posted)
-        await lv.events.wait_for(SCREEN_NOTE_ADDED, count=2)
+        await lv.events.wait_for(ScreenNoteAdded.name, count=2)
         visible("on Maya's screen (via channel): Maya's scoreboard")
 
         # 3. the HTTP ingest (a text note) and 4. `longcall watch` (an image) over real HTTP
@@ -280,7 +280,8 @@ async def test_edits_within_grace_correct_the_turn_and_late_ones_are_only_record
             await lv.session.on_heard(speech_draft("Maya", f"Filler number {i} about nothing", 120.0 + i, user_id=3))
         await lv.session.session.settle()
         summary = lv.session.session.snapshot().summary
-        corrected = [(e["seq"], e["deleted"], e["applied"], e["verdict"]) for e in lv.events.named(CHAT_TURN_CORRECTED)]
+        corrections = lv.events.named(ChatTurnCorrected.name)
+        corrected = [(e["seq"], e["deleted"], e["applied"], e["verdict"]) for e in corrections]
     assert [(0, False, True, "apply"), (1, True, True, "apply"), (0, False, False, "late")] == corrected
     assert ["chat", "chat", "chat_edit:0", "chat_delete:1"] == [t.source for t in turns[:4]]
     assert 4 == sum(1 for t in turns if t.kind is TurnKind.CHAT)  # the late edit added no turn

@@ -14,7 +14,7 @@ from bot.session.config import StopReason, session_id_for
 from bot.session.registry import SessionOwnedElsewhere
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import SESSION_LEASE_LOST, SESSION_OWNED, SESSION_TAKEN_OVER
+from pipeline.events import SessionLeaseLost, SessionOwned, SessionTakenOver
 from pipeline.models import FoldCommit, LeaseLost, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -114,7 +114,7 @@ async def test_join_refused_while_another_process_owns_the_guild() -> None:
         with pytest.raises(SessionOwnedElsewhere):
             await registry.join(7, 70)
         assert [] == connector.calls and [] == registry.sessions()
-    assert [] == events.named(SESSION_OWNED)
+    assert [] == events.named(SessionOwned.name)
 
 
 async def test_lost_lease_stops_the_session_without_writing() -> None:
@@ -125,7 +125,7 @@ async def test_lost_lease_stops_the_session_without_writing() -> None:
     sid = session_id_for(7)
     async with running_registry as registry:
         session = await registry.join(7, 70)
-        owned = await events.wait_for(SESSION_OWNED)
+        owned = await events.wait_for(SessionOwned.name)
         assert ("this-proc", 1) == (owned[0]["owner"], owned[0]["fence"])
         await spin()  # the session's tasks start (the lease renewer sleeps TTL/3)
         clock.advance(TTL / 3)
@@ -135,7 +135,7 @@ async def test_lost_lease_stops_the_session_without_writing() -> None:
         assert await store.acquire_owner(sid, "other-proc", TTL) is not None  # ... and was taken
         await store.save_meta(sid, {"channel_id": "71"})
         clock.advance(TTL / 3)
-        lost = await events.wait_for(SESSION_LEASE_LOST)
+        lost = await events.wait_for(SessionLeaseLost.name)
         await session.wait_closed()
         assert ("renew_refused", 1) == (lost[0]["reason"], lost[0]["fence"])
         assert StopReason.LEASE_LOST == session.stop_reason and connector.links[0].disconnected
@@ -160,7 +160,7 @@ async def test_orphaned_session_is_taken_over_where_it_stopped() -> None:
         await store.release_owner(sid, dead.token)  # ... now it ran out
         adopted = await registry.adopt_orphans([7, 8])
         assert [7] == [s.guild_id for s in adopted] and [(7, 70)] == connector.calls
-        taken = events.named(SESSION_TAKEN_OVER)
+        taken = events.named(SessionTakenOver.name)
         assert [("dead-proc", "this-proc", 2, 4)] == [
             (e["previous_owner"], e["owner"], e["fence"], e["total_turns"]) for e in taken
         ]

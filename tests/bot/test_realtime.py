@@ -15,7 +15,6 @@ from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import (
     REALTIME_RATE,
-    REALTIME_RESPONSE_COMPLETED,
     RealtimeConfig,
     RealtimeError,
     RealtimeErrorCode,
@@ -24,7 +23,7 @@ from pipeline.adapters.realtime_protocol import (
 from pipeline.adapters.realtime_response import RealtimeResponseStream
 from pipeline.context.formatting import render_turn_line
 from pipeline.context.realtime_instructions import build_realtime_instructions
-from pipeline.events import EventEmitter
+from pipeline.events import EventEmitter, RealtimeResponseCompleted
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 from tests.conftest import EventLog
 from tests.support.bot_fakes import FakeVoiceLink
@@ -200,7 +199,7 @@ async def test_audio_arrives_in_order_decodes_to_its_duration_with_transcript_an
         reply.transcript, reply.status, reply.interrupted
     )
     assert (0.5, 5) == (reply.audio_s, reply.audio_chunks)
-    [event] = event_log.named(REALTIME_RESPONSE_COMPLETED)
+    [event] = event_log.named(RealtimeResponseCompleted.name)
     assert ("completed", 500, 5, 21, None) == (
         event["status"], event["audio_ms"], event["audio_chunks"], event["transcript_chars"], event["error_code"]
     )
@@ -334,7 +333,7 @@ async def test_server_error_event_becomes_a_coded_error_and_the_socket_stays(
         err.code, err.server_type, err.server_code
     )
     assert_key_absent(err)
-    statuses = [(e["status"], e["error_code"]) for e in event_log.named(REALTIME_RESPONSE_COMPLETED)]
+    statuses = [(e["status"], e["error_code"]) for e in event_log.named(RealtimeResponseCompleted.name)]
     assert [("error", "server"), ("completed", None)] == statuses
     assert 1 == len(stub.connections)
 
@@ -416,7 +415,7 @@ async def test_auth_error_event_on_admission_is_an_auth_error_without_the_key(
     assert RealtimeErrorCode.AUTH == caught.value.code
     assert_key_absent(caught.value)
     assert KEY not in repr(event_log)
-    assert ["error"] == [e["status"] for e in event_log.named(REALTIME_RESPONSE_COMPLETED)]
+    assert ["error"] == [e["status"] for e in event_log.named(RealtimeResponseCompleted.name)]
 
 
 async def test_refused_connection_is_unavailable(emitter: EventEmitter) -> None:
@@ -538,7 +537,7 @@ async def test_closing_the_voice_ends_an_open_response_as_closed(
         await anext(stream)
         await voice.aclose()
     assert stream.result is not None and ResponseStatus.CLOSED == stream.result.status
-    assert ["closed"] == [e["status"] for e in event_log.named(REALTIME_RESPONSE_COMPLETED)]
+    assert ["closed"] == [e["status"] for e in event_log.named(RealtimeResponseCompleted.name)]
     with pytest.raises(RuntimeError):
         await voice.respond("Alice: two")
 

@@ -15,13 +15,12 @@ import structlog
 
 from bot.app import StartupError, make_realtime_factory, make_voice, run_bot
 from bot.session.guild_session import GuildSession
-from bot.session.reply_jobs import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED
 from bot.settings import ReplyMode, Settings
 from pipeline.adapters.av_audio import encode_pcm
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import REALTIME_RATE, RealtimeConfig
-from pipeline.events import EventEmitter
+from pipeline.events import BotReplyCompleted, BotReplyDropped, EventEmitter
 from pipeline.models import CompactionPolicy, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -119,7 +118,7 @@ async def test_addressed_turn_is_answered_by_the_realtime_model_with_the_session
         before = r.session.session.snapshot()
         r.clock.set(20.0)
         await r.session.on_heard(speech_draft("Bob", "Clanky, what map are we on?", 20.0, user_id=2))
-        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        completed = (await r.events.wait_for(BotReplyCompleted.name))[0]
         last = r.session.session.snapshot().turns[-1]
     updates = [u["session"]["instructions"] for u in r.stub.of_type("session.update") if "instructions" in u["session"]]
     instructions = updates[-1]
@@ -171,7 +170,7 @@ async def test_barge_in_cancels_the_response_and_keeps_only_the_heard_words() ->
             await yield_until("the reader having the first 50 ms and its words", sentence_read)  # and it waits
             for i in range(20):
                 r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
-            completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+            completed = (await r.events.wait_for(BotReplyCompleted.name))[0]
             cancels = await r.stub.wait_for("response.cancel")
         finally:
             release.set()
@@ -198,7 +197,7 @@ async def test_realtime_failure_drops_the_reply_with_its_code(
         if script is not None:
             r.stub.responses.append(script)
         await r.session.on_heard(speech_draft("Bob", "Clanky, say something", 1.0, user_id=2))
-        dropped = (await r.events.wait_for(BOT_REPLY_DROPPED))[0]
+        dropped = (await r.events.wait_for(BotReplyDropped.name))[0]
         kinds = [t.kind for t in r.session.session.snapshot().turns]
     assert (reason, "realtime", 0, [TurnKind.SPEECH]) == (dropped["reason"], dropped["reply_mode"], r.link.plays, kinds)
 

@@ -15,9 +15,10 @@ import pytest
 
 from bot.session.config import GuildSessionConfig
 from bot.session.guild_session import GuildSession
-from bot.session.reply_jobs import BOT_REPLY_COMPLETED, BOT_REPLY_DROPPED, heard_sentences
+from bot.session.reply_jobs import heard_sentences
 from pipeline.adapters.openai_api import BrainError, BrainErrorCode, OpenAIBrain, OpenAISpeech
 from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.events import BotReplyCompleted, BotReplyDropped
 from pipeline.models import TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -99,7 +100,7 @@ async def test_addressed_turn_gets_a_spoken_reply_with_the_full_window() -> None
         await say_room(r)
         r.clock.set(20.0)
         await r.session.on_heard(speech_draft("Bob", "Clanky, what map are we on?", 20.0, user_id=2))
-        completed = await r.events.wait_for(BOT_REPLY_COMPLETED)
+        completed = await r.events.wait_for(BotReplyCompleted.name)
 
         chat = r.stub.bodies("/chat/completions")
         assert 1 == len(chat)
@@ -131,7 +132,7 @@ async def test_unaddressed_chatter_gets_no_reply() -> None:
     async with rig() as r:
         await say_room(r)
         await r.session.session.settle()
-        assert ([], [], 0) == (r.stub.bodies("/chat/completions"), r.events.named(BOT_REPLY_COMPLETED), r.link.plays)
+        assert ([], [], 0) == (r.stub.bodies("/chat/completions"), r.events.named(BotReplyCompleted.name), r.link.plays)
 
 
 async def test_deadline_passing_drops_the_reply_cleanly() -> None:
@@ -141,13 +142,13 @@ async def test_deadline_passing_drops_the_reply_cleanly() -> None:
         late = asyncio.Event()
         r.stub.chat.append(Reply(text="too late", hold=late))  # answers only once the deadline has passed
         await r.session.on_heard(speech_draft("Bob", "Clanky, are you there?", 1.0, user_id=2))
-        dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
+        dropped = await r.events.wait_for(BotReplyDropped.name)
         late.set()
         assert ("llm_timeout", [], 0) == (dropped[0]["reason"], r.stub.bodies("/audio/speech"), r.link.plays)
         assert [TurnKind.SPEECH] == [t.kind for t in r.session.session.snapshot().turns]
 
         await r.session.on_heard(speech_draft("Bob", "Clanky, now?", 2.0, user_id=2))
-        await r.events.wait_for(BOT_REPLY_COMPLETED)
+        await r.events.wait_for(BotReplyCompleted.name)
         assert TurnKind.BOT == r.session.session.snapshot().turns[-1].kind
 
 
@@ -161,7 +162,7 @@ async def test_stale_reply_is_dropped_when_the_room_moves_on() -> None:
         await r.session.on_heard(speech_draft("Alice", "Never mind, we're switching games.", 2.0, user_id=1))
         await r.session.on_heard(speech_draft("Maya", "Yeah, let's play something else.", 3.0, user_id=3))
         answer.set()  # the model answers once the room has moved on
-        dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
+        dropped = await r.events.wait_for(BotReplyDropped.name)
         assert ("stale", 2, [], 0) == (
             dropped[0]["reason"], dropped[0]["new_human_turns"], r.stub.bodies("/audio/speech"), r.link.plays
         )
@@ -177,8 +178,8 @@ async def test_one_interjection_is_within_the_allowance() -> None:
         await r.stub.until("the request in flight", lambda: bool(r.stub.bodies("/chat/completions")))
         await r.session.on_heard(speech_draft("Alice", "good question", 2.0, user_id=1))
         answer.set()  # the model answers after the interjection
-        await r.events.wait_for(BOT_REPLY_COMPLETED)
-        assert [] == r.events.named(BOT_REPLY_DROPPED)
+        await r.events.wait_for(BotReplyCompleted.name)
+        assert [] == r.events.named(BotReplyDropped.name)
 
 
 async def test_addressed_speaker_talking_over_the_bot_stops_playback() -> None:
@@ -195,10 +196,10 @@ async def test_addressed_speaker_talking_over_the_bot_stops_playback() -> None:
             r.link.frames.put_nowait(voice_frame(1, loud=True, sequence=i))  # Alice: not the addressed speaker
         await asyncio.wait_for(r.link.frames.join(), timeout=5.0)  # the session has taken every frame
         await asyncio.sleep(0)
-        assert (0, []) == (r.link.stops, r.events.named(BOT_REPLY_COMPLETED))
+        assert (0, []) == (r.link.stops, r.events.named(BotReplyCompleted.name))
         for i in range(20):
             r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
-        completed = await r.events.wait_for(BOT_REPLY_COMPLETED)
+        completed = await r.events.wait_for(BotReplyCompleted.name)
         release.set()
         assert True is completed[0]["interrupted"]
         assert 1 <= r.link.stops
@@ -211,7 +212,7 @@ async def test_tts_failure_drops_the_reply_with_its_code() -> None:
     async with rig() as r:
         r.stub.speech.append(Reply(status=500))
         await r.session.on_heard(speech_draft("Bob", "Clanky, say something", 1.0, user_id=2))
-        dropped = await r.events.wait_for(BOT_REPLY_DROPPED)
+        dropped = await r.events.wait_for(BotReplyDropped.name)
         assert ("tts_unavailable", 0) == (dropped[0]["reason"], r.link.plays)
         assert TurnKind.BOT not in [t.kind for t in r.session.session.snapshot().turns]
 
@@ -279,7 +280,7 @@ async def test_first_sentence_is_spoken_while_the_model_is_still_writing() -> No
         await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
         await r.stub.until("TTS of the first sentence", lambda: bool(r.stub.bodies("/audio/speech")))
         rest.set()
-        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        completed = (await r.events.wait_for(BotReplyCompleted.name))[0]
         tts = [rec for rec in r.stub.requests if rec.path.endswith("/audio/speech")]
         assert [FIRST, SECOND] == [rec.body["input"] for rec in tts]
         assert True is (tts[0].at < r.stub.chat_streamed_at[0])  # spoken while the answer was still coming
@@ -298,7 +299,7 @@ async def test_whole_answer_mode_speaks_the_answer_in_one_request() -> None:
     async with rig(config) as r:
         r.stub.chat.append(Reply(text=LONG_REPLY))  # split into sentences, it would be two TTS requests
         await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
-        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        completed = (await r.events.wait_for(BotReplyCompleted.name))[0]
         tts = [rec for rec in r.stub.requests if rec.path.endswith("/audio/speech")]
         assert ([LONG_REPLY], 1) == ([rec.body["input"] for rec in tts], completed["sentences"])
         assert True is (tts[0].at >= r.stub.chat_streamed_at[0])
@@ -320,7 +321,7 @@ async def test_barge_in_keeps_only_the_sentences_that_were_heard() -> None:
         await r.stub.until("the second sentence being queued", lambda: len(r.stub.bodies("/audio/speech")) == 2)
         for i in range(20):
             r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
-        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        completed = (await r.events.wait_for(BotReplyCompleted.name))[0]
         release.set()
         last = r.session.session.snapshot().turns[-1]
         assert (FIRST, "brain_interrupted") == (last.text, last.source)
@@ -347,7 +348,7 @@ async def test_deadline_mid_answer_speaks_the_complete_sentences_only() -> None:
     brain = CutOffBrain()
     async with rig(fake_brain=brain) as r:
         await r.session.on_heard(speech_draft("Bob", "Clanky, how often did I die?", 1.0, user_id=2))
-        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED))[0]
+        completed = (await r.events.wait_for(BotReplyCompleted.name))[0]
         assert ([FIRST], "timeout") == ([b["input"] for b in r.stub.bodies("/audio/speech")], completed["llm_error"])
         last = r.session.session.snapshot().turns[-1]
         assert (TurnKind.BOT, FIRST, "brain", 1) == (last.kind, last.text, last.source, brain.calls)
@@ -360,7 +361,7 @@ async def test_deadline_before_the_first_sentence_drops_the_reply() -> None:
         rest = asyncio.Event()  # three words, then the model goes quiet until the deadline has passed
         r.stub.chat.append(Reply(text="Well, let me think about that for quite a while", hold=rest, hold_after_words=3))
         await r.session.on_heard(speech_draft("Bob", "Clanky, are you there?", 1.0, user_id=2))
-        dropped = (await r.events.wait_for(BOT_REPLY_DROPPED))[0]
+        dropped = (await r.events.wait_for(BotReplyDropped.name))[0]
         rest.set()
         assert ("llm_timeout", [], 0) == (dropped["reason"], r.stub.bodies("/audio/speech"), r.link.plays)
 
@@ -474,7 +475,7 @@ async def test_barge_in_while_the_model_is_still_writing_ends_the_reply_at_once(
         await r.link.until("the first sentence played (the player waits)", lambda: r.link.silence_frames > 0)
         for i in range(20):
             r.link.frames.put_nowait(voice_frame(2, loud=True, sequence=i))  # Bob talks over the bot
-        completed = (await r.events.wait_for(BOT_REPLY_COMPLETED, timeout_s=2.0))[0]
+        completed = (await r.events.wait_for(BotReplyCompleted.name, timeout_s=2.0))[0]
         await asyncio.wait_for(brain.cancelled.wait(), timeout=5.0)
         last = r.session.session.snapshot().turns[-1]
         assert (FIRST, "brain_interrupted", True) == (last.text, last.source, completed["interrupted"])

@@ -7,9 +7,9 @@ import asyncio
 import contextlib
 
 from bot.session.config import GuildSessionConfig, session_id_for
-from bot.session.registry import SESSION_RESUMED_AFTER_RESTART
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.events import SessionResumedAfterRestart
 from pipeline.models import CompactionPolicy, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from tests.support.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft
@@ -67,7 +67,7 @@ async def test_restart_resumes_summary_cursor_and_transcript_and_rejoins(redis_s
                 snap.summary, snap.cursor, snap.covered_through_turn, snap.total_turns
             )
             assert [f"fact {i} about the raid" for i in range(10, 23)] == [t.text for t in snap.turns]
-            event = events.named(SESSION_RESUMED_AFTER_RESTART)[0]
+            event = events.named(SessionResumedAfterRestart.name)[0]
             assert (str(GUILD), CHANNEL, 10, 23) == (
                 event["guild_id"], event["channel_id"], event["cursor"], event["total_turns"]
             )

@@ -25,6 +25,7 @@ from pipeline.events import (
     ScreenNoteSkipped,
     UndeclaredEvent,
     bound_identity,
+    declared,
 )
 
 BASE = {"guild_id": "g1", "session_id": "s1", "source": "test"}
@@ -56,15 +57,14 @@ def emitter_with_log() -> tuple[EventEmitter, list[dict[str, Any]]]:
 @pytest.mark.parametrize("cls", DECLARED, ids=lambda c: c.name)
 def test_every_declared_event_round_trips_to_its_exact_dict(cls: type[Event]) -> None:
     """emit(Event) hands the sinks `{"event": name, identity, fields in declaration order}`, the same
-    dict it returns, and `emit_named(name, **fields)` (the transitional call shape) builds the same."""
+    dict it returns; `declared(name, **fields)` (reading a dict back) builds the same event."""
     event, fields = full(cls)
     emitter, seen = emitter_with_log()
     record = emitter.emit(event)
     expected = {"event": cls.name, **BASE, **fields}
     assert [expected] == seen
     assert json.dumps(expected) == json.dumps(record)  # same keys, same order
-    assert record == emitter.emit_named(cls.name, **fields)
-    assert record == emitter.emit(cls.name, **fields)
+    assert record == emitter.emit(declared(cls.name, **fields))
     assert event == EVENT_TYPES[cls.name](**fields)
 
 
@@ -95,13 +95,11 @@ def test_undeclared_names_and_fields_fail_loudly() -> None:
     """An unknown name, an unknown or missing field, or an undeclared Event subclass never reaches a sink."""
     emitter, seen = emitter_with_log()
     with pytest.raises(UndeclaredEvent):
-        emitter.emit_named("voice_context_compaction_exploded", cursor=1)
-    with pytest.raises(UndeclaredEvent):
-        emitter.emit("first", n=1)
+        emitter.emit(declared("voice_context_compaction_exploded", cursor=1))
     with pytest.raises(TypeError):
-        emitter.emit_named(CompactionSkipped.name, reason="x", cursor=0, total_turns=0, eligible_count=0, extra=1)
+        declared(CompactionSkipped.name, reason="x", cursor=0, total_turns=0, eligible_count=0, extra=1)
     with pytest.raises(TypeError):
-        emitter.emit_named(CompactionSkipped.name, reason="x")
+        declared(CompactionSkipped.name, reason="x")
 
     @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
     class Stray(Event):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.events import (
-    COMPACTION_COMPLETED,
-    COMPACTION_FAILED,
-    COMPACTION_SKIPPED,
-    COMPACTION_STARTED,
-    CONTEXT_WINDOW_PRUNED,
-    REALTIME_INSTRUCTIONS_BUILT,
+    CompactionCompleted,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStarted,
+    ContextWindowPruned,
     EventEmitter,
+    RealtimeInstructionsBuilt,
 )
 from pipeline.metrics import CompactionMetrics, escape_label_value
 
@@ -24,21 +24,21 @@ def ev(name: str, **fields: Any) -> dict[str, Any]:
 
 
 def skipped(reason: str, cursor: int, total: int, eligible: int) -> dict[str, Any]:
-    return ev(COMPACTION_SKIPPED, reason=reason, cursor=cursor, total_turns=total, eligible_count=eligible)
+    return ev(CompactionSkipped.name, reason=reason, cursor=cursor, total_turns=total, eligible_count=eligible)
 
 
 def completed(
     old: int, new: int, chars: int, latency_ms: int, *, recompacted: bool = False, outcome: str = "model"
 ) -> dict[str, Any]:
     return ev(
-        COMPACTION_COMPLETED, old_cursor=old, new_cursor=new, covered_through_turn=new - 1, summary_chars=chars,
+        CompactionCompleted.name, old_cursor=old, new_cursor=new, covered_through_turn=new - 1, summary_chars=chars,
         latency_ms=latency_ms, recompacted=recompacted, notes_folded=0, outcome=outcome,
     )
 
 
 def failed(error_class: str, attempt: int, latency_ms: int = 30_000, *, reason: str | None = None) -> dict[str, Any]:
     return ev(
-        COMPACTION_FAILED, model="m", error_class=error_class, retryable=True, latency_ms=latency_ms,
+        CompactionFailed.name, model="m", error_class=error_class, retryable=True, latency_ms=latency_ms,
         attempt=attempt, next_retry_s=2.0, reason=reason or error_class,
     )
 
@@ -65,11 +65,11 @@ def test_counters_by_outcome_reason_and_error_class() -> None:
         skipped("below_threshold", 0, 59, 9),
         skipped("below_threshold", 0, 60, 9),
         skipped("already_in_flight", 0, 61, 11),
-        ev(COMPACTION_STARTED, cursor=0, batch_size=10, recent_start=10, pending_note_count=0),
+        ev(CompactionStarted.name, cursor=0, batch_size=10, recent_start=10, pending_note_count=0),
         failed("timeout", 1),
         failed("timeout", 2),
         failed("auth", 3),
-        ev(COMPACTION_STARTED, cursor=0, batch_size=10, recent_start=11, pending_note_count=0),
+        ev(CompactionStarted.name, cursor=0, batch_size=10, recent_start=11, pending_note_count=0),
         completed(0, 10, 480, 900, recompacted=True),
         failed("rejected", 4, reason="refusal"),
         failed("rejected", 5, reason="refusal"),
@@ -164,11 +164,11 @@ def test_session_gauges_track_cursor_total_and_backlog() -> None:
 def test_pruned_and_realtime_instructions() -> None:
     """context_window_pruned counts prompts and pruned turns; instructions keep the latest length."""
     metrics = fed(
-        ev(CONTEXT_WINDOW_PRUNED, pruned_seqs=[3, 4, 5], tokens_before=9, tokens_after=7, ceiling=8, floor=6,
+        ev(ContextWindowPruned.name, pruned_seqs=[3, 4, 5], tokens_before=9, tokens_after=7, ceiling=8, floor=6,
            exact=True),
-        ev(CONTEXT_WINDOW_PRUNED, pruned_seqs=[6], tokens_before=9, tokens_after=7, ceiling=8, floor=6, exact=True),
-        ev(REALTIME_INSTRUCTIONS_BUILT, chars=5100, budget=5200, sections={}, shortened=[], dropped=[]),
-        ev(REALTIME_INSTRUCTIONS_BUILT, chars=4000, budget=5200, sections={}, shortened=[], dropped=[]),
+        ev(ContextWindowPruned.name, pruned_seqs=[6], tokens_before=9, tokens_after=7, ceiling=8, floor=6, exact=True),
+        ev(RealtimeInstructionsBuilt.name, chars=5100, budget=5200, sections={}, shortened=[], dropped=[]),
+        ev(RealtimeInstructionsBuilt.name, chars=4000, budget=5200, sections={}, shortened=[], dropped=[]),
     )
     assert [
         f"longcall_context_window_pruned_total{{{L}}} 2",
@@ -206,7 +206,7 @@ def test_every_family_is_declared_once_with_help_and_type() -> None:
 
 def test_malformed_event_is_counted_not_raised() -> None:
     """A sink must never break the emitter: a bad field is counted and nothing else changes."""
-    metrics = fed(ev(COMPACTION_COMPLETED, old_cursor=0, new_cursor="ten", summary_chars=1, latency_ms=1))
+    metrics = fed(ev(CompactionCompleted.name, old_cursor=0, new_cursor="ten", summary_chars=1, latency_ms=1))
     assert ['longcall_metrics_malformed_events_total{event="voice_context_compaction_completed"} 1'] == samples(
         metrics, "longcall_metrics_malformed_events_total"
     )
@@ -231,7 +231,7 @@ def test_works_as_an_emitter_sink() -> None:
     metrics = CompactionMetrics()
     emitter = EventEmitter(guild_id="g9", session_id="s9", source="replay")
     emitter.add_sink(metrics)
-    emitter.emit(COMPACTION_STARTED, cursor=0, batch_size=10, recent_start=10, pending_note_count=0)
+    emitter.emit(CompactionStarted(cursor=0, batch_size=10, recent_start=10, pending_note_count=0))
     assert ['longcall_compaction_started_total{guild_id="g9",session_id="s9",source="replay"} 1'] == samples(
         metrics, "longcall_compaction_started_total"
     )
@@ -261,11 +261,11 @@ def test_health_metrics_for_the_dashboard_panels() -> None:
 
 def test_recall_latency_and_chars_histograms_by_builder() -> None:
     """`context_recall` events feed a latency histogram (seconds) and a chars histogram."""
-    from pipeline.events import CONTEXT_RECALL
+    from pipeline.events import ContextRecall
 
     metrics = CompactionMetrics()
     for latency, chars in ((0.8, 0), (3.5, 900), (30.0, 1500)):
-        metrics(ev(CONTEXT_RECALL, builder="reply", query_chars=40, hits=[], seqs=[], chars=chars,
+        metrics(ev(ContextRecall.name, builder="reply", query_chars=40, hits=[], seqs=[], chars=chars,
                    latency_ms=latency, embed_ms=0.0, index_size=10, vectors=0, dense=False))
     labels = f'{L},builder="reply"'
     latency = samples(metrics, "longcall_recall_latency_seconds_bucket")

@@ -10,7 +10,7 @@ import pytest
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED, EventEmitter
+from pipeline.events import CompactionCompleted, CompactionFailed, EventEmitter
 from pipeline.models import (
     CompactionPolicy,
     SummarizerError,
@@ -141,7 +141,7 @@ async def test_compactor_with_real_client_folds_and_survives_failure(
         await feed(session, clock, 0, 61)
         clock.set(70.0)
         await feed(session, clock, 70, 71)  # after the 2 s backoff
-    assert ["unavailable"] == [e["error_class"] for e in event_log.named(COMPACTION_FAILED)]
-    completed = event_log.named(COMPACTION_COMPLETED)
+    assert ["unavailable"] == [e["error_class"] for e in event_log.named(CompactionFailed.name)]
+    completed = event_log.named(CompactionCompleted.name)
     assert ("small-model", 10) == (completed[0]["model"], completed[0]["new_cursor"])
     assert "Bob keeps dying as Hulk on the Tokyo map." == (await store.load_state(session_id)).summary

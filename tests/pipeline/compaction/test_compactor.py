@@ -12,13 +12,7 @@ import pytest
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.events import (
-    COMPACTION_COMPLETED,
-    COMPACTION_FAILED,
-    COMPACTION_SKIPPED,
-    COMPACTION_STARTED,
-    EventEmitter,
-)
+from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted, EventEmitter
 from pipeline.models import CompactionPolicy, Note, SummaryRequest, TurnDraft, TurnKind
 from pipeline.ports import SessionStore, Summarizer
 from pipeline.testing import FakeClock, ScriptedSummarizer, summarizer_error
@@ -97,7 +91,7 @@ async def test_ten_thousand_turns_lose_nothing(
             snap = session.snapshot()
             assert snap.turns[0].seq == snap.cursor  # lost_turns == 0: nothing between summary and window
             assert len(snap.turns) == snap.total_turns - snap.cursor
-    completed = event_log.named(COMPACTION_COMPLETED)
+    completed = event_log.named(CompactionCompleted.name)
     assert [10 * (k + 1) for k in range(len(completed))] == [e["new_cursor"] for e in completed]
     assert 9940 == session.snapshot().cursor  # (10_000 - 1 - 50) // 10 * 10
     folded = [t.seq for r in summarizer.requests for t in r.turns]
@@ -116,9 +110,9 @@ async def test_events_carry_contract_fields(
     session = await open_session(redis_store, session_id, emitter, clock, ScriptedSummarizer())
     async with running(session):
         await feed(session, clock, 0, 61)
-    started = event_log.named(COMPACTION_STARTED)[0]
-    completed = event_log.named(COMPACTION_COMPLETED)[0]
-    skipped = event_log.named(COMPACTION_SKIPPED)[0]
+    started = event_log.named(CompactionStarted.name)[0]
+    completed = event_log.named(CompactionCompleted.name)[0]
+    skipped = event_log.named(CompactionSkipped.name)[0]
     base = {"guild_id", "session_id", "source", "event"}
     assert base | {"cursor", "batch_size", "recent_start", "pending_note_count"} <= started.keys()
     assert base | {
@@ -161,7 +155,7 @@ async def test_failure_leaves_cursor_and_summary_intact(
         await feed(session, clock, 0, 71)
     state = await store.load_state(session_id)
     assert ("Alice and Bob picked the Tokyo map.", 10, 1) == (state.summary, state.cursor, state.failures)
-    failed = event_log.named(COMPACTION_FAILED)
+    failed = event_log.named(CompactionFailed.name)
     assert 1 == len(failed)
     assert (error_class, retryable, 1, 2.0, "fake-summarizer", error_class, "backoff") == (
         failed[0]["error_class"], failed[0]["retryable"], failed[0]["attempt"], failed[0]["next_retry_s"],
@@ -182,7 +176,7 @@ async def test_overlong_output_is_recompacted_then_clamped(
     session = await open_session(store, session_id, emitter, clock, summarizer)
     async with running(session):
         await feed(session, clock, 0, 71)
-    completed = event_log.named(COMPACTION_COMPLETED)
+    completed = event_log.named(CompactionCompleted.name)
     assert [True, True] == [e["recompacted"] for e in completed]
     assert summarizer.requests[1].recompaction and LONG.strip() == summarizer.requests[1].previous_summary
     state = await store.load_state(session_id)
@@ -216,10 +210,10 @@ async def test_backoff_on_fake_clock_then_fallback(
         clock.set(74.0)
         session.trigger()
         await session.settle()  # fallback folds
-    failed = event_log.named(COMPACTION_FAILED)
+    failed = event_log.named(CompactionFailed.name)
     assert [2.0, 4.0, 8.0] == [e["next_retry_s"] for e in failed]
     assert [1, 2, 3] == [e["attempt"] for e in failed]
-    completed = event_log.named(COMPACTION_COMPLETED)
+    completed = event_log.named(CompactionCompleted.name)
     assert [("offline-extractive", 10)] == [(e["model"], e["new_cursor"]) for e in completed]
     assert 3 == len(summarizer.requests)
 
@@ -270,7 +264,7 @@ def _compactor_thread(url: str, session_id: str, total: int, results: list[int],
         store = RedisSessionStore.from_url(url)
         clock = FakeClock(start=float(total))
         emitter = EventEmitter(guild_id="g", session_id=session_id, source="worker")
-        emitter.add_sink(lambda e: results.append(e["new_cursor"]) if e["event"] == COMPACTION_COMPLETED else None)
+        emitter.add_sink(lambda e: results.append(e["new_cursor"]) if e["event"] == CompactionCompleted.name else None)
 
         class Slow(ScriptedSummarizer):
             async def summarize(self, request: SummaryRequest):  # type: ignore[no-untyped-def]

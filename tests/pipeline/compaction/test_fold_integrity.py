@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.events import COMPACTION_COMPLETED, COMPACTION_FAILED, EventEmitter
+from pipeline.events import CompactionCompleted, CompactionFailed, EventEmitter
 from pipeline.models import CompactionPolicy, SummaryResult, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer, summarizer_error
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -42,9 +42,9 @@ async def test_invalid_output_is_never_committed_and_retried_once(
     session = await open_session(store, session_id, emitter, clock, summarizer, fallback=OfflineSummarizer())
     async with running(session):
         await feed(session, clock, 0, 71)
-    failed = event_log.named(COMPACTION_FAILED)
+    failed = event_log.named(CompactionFailed.name)
     assert [(reason, "rejected", "retry")] == [(e["reason"], e["error_class"], e["next_step"]) for e in failed]
-    completed = event_log.named(COMPACTION_COMPLETED)
+    completed = event_log.named(CompactionCompleted.name)
     assert [("model", 10), ("model", 20)] == [(e["outcome"], e["new_cursor"]) for e in completed]
     state = await store.load_state(session_id)
     assert state.summary.startswith(FIRST) and "Turns 10-19" in state.summary
@@ -63,9 +63,9 @@ async def test_invalid_twice_the_offline_summarizer_folds(
     async with running(session):
         await feed(session, clock, 0, 71)
     assert [(reason, "retry"), (reason, "fallback")] == [
-        (e["reason"], e["next_step"]) for e in event_log.named(COMPACTION_FAILED)
+        (e["reason"], e["next_step"]) for e in event_log.named(CompactionFailed.name)
     ]
-    completed = event_log.named(COMPACTION_COMPLETED)[-1]
+    completed = event_log.named(CompactionCompleted.name)[-1]
     assert ("fallback", reason, "offline-extractive", 20) == (
         completed["outcome"], completed["reason"], completed["model"], completed["new_cursor"]
     )
@@ -87,11 +87,11 @@ async def test_fallback_invalid_too_the_last_resort_folds(
     session = await open_session(store, session_id, emitter, clock, summarizer, fallback=fallback)
     async with running(session):
         await feed(session, clock, 0, 71)
-    failed = event_log.named(COMPACTION_FAILED)
+    failed = event_log.named(CompactionFailed.name)
     assert [("fake-summarizer", "retry"), ("fake-summarizer", "fallback"), ("broken-fallback", "degraded")] == [
         (e["model"], e["next_step"]) for e in failed
     ]
-    completed = event_log.named(COMPACTION_COMPLETED)[-1]
+    completed = event_log.named(CompactionCompleted.name)[-1]
     assert ("degraded", "refusal", 20) == (completed["outcome"], completed["reason"], completed["new_cursor"])
     state = await store.load_state(session_id)
     assert f"{FIRST}\n[00:10–00:19] James, Maya, Alice, Bob: 10 turns, not summarised; see transcript seq 10–19" == (
@@ -109,11 +109,11 @@ async def test_auth_error_goes_straight_to_the_fallback(
     session = await open_session(store, session_id, emitter, clock, summarizer, fallback=OfflineSummarizer())
     async with running(session):
         await feed(session, clock, 0, 61)
-    failed = event_log.named(COMPACTION_FAILED)
+    failed = event_log.named(CompactionFailed.name)
     assert [("auth", "auth", False, "fallback")] == [
         (e["error_class"], e["reason"], e["retryable"], e["next_step"]) for e in failed
     ]
-    completed = event_log.named(COMPACTION_COMPLETED)
+    completed = event_log.named(CompactionCompleted.name)
     assert [("fallback", "auth", 10)] == [(e["outcome"], e["reason"], e["new_cursor"]) for e in completed]
     assert 1 == len(summarizer.requests)
 
@@ -131,8 +131,8 @@ async def test_retry_after_is_honoured(session_id: str, emitter: EventEmitter, e
         clock.set(90.0)
         session.trigger()
         await session.settle()
-    assert [30.0] == [e["next_retry_s"] for e in event_log.named(COMPACTION_FAILED)]
-    assert [("model", 10)] == [(e["outcome"], e["new_cursor"]) for e in event_log.named(COMPACTION_COMPLETED)]
+    assert [30.0] == [e["next_retry_s"] for e in event_log.named(CompactionFailed.name)]
+    assert [("model", 10)] == [(e["outcome"], e["new_cursor"]) for e in event_log.named(CompactionCompleted.name)]
 
 
 async def test_backoff_keeps_growing_while_the_model_keeps_failing(
@@ -156,11 +156,11 @@ async def test_backoff_keeps_growing_while_the_model_keeps_failing(
                 text=f"Round {i}: I bet {i} coins on the Tokyo map.", started_at=i * 2.0, ended_at=i * 2.0 + 1,
             ))
             await session.settle()
-    failed = event_log.named(COMPACTION_FAILED)
+    failed = event_log.named(CompactionFailed.name)
     assert [2.0, 4.0, 8.0, 16.0, 32.0, 64.0] == [e["next_retry_s"] for e in failed]
     assert [1, 2, 3, 4, 5, 6] == [e["attempt"] for e in failed]
     assert ["backoff", "backoff", "fallback", "fallback", "fallback", "fallback"] == [e["next_step"] for e in failed]
-    completed = event_log.named(COMPACTION_COMPLETED)
+    completed = event_log.named(CompactionCompleted.name)
     outcomes = [e["outcome"] for e in completed]
     assert "fallback" == outcomes[0] and "model" == outcomes[-1]
     first_model = outcomes.index("model")

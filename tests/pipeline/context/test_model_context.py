@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline.context.model_context import ModelContext
-from pipeline.events import COMPACTION_STARTED, EventEmitter
+from pipeline.events import CompactionStarted, EventEmitter
 from pipeline.models import Note, Turn, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -23,7 +23,7 @@ async def test_reply_and_realtime_see_live_screen_notes_and_trigger(
     async with running(session):
         await session.add_note(Note(note_id="n1", at=3.0, by="James", text="Marvel Rivals, Tokyo 2099 map"))
         await feed(session, clock, 0, 61)
-        started_before = len(event_log.named(COMPACTION_STARTED))
+        started_before = len(event_log.named(CompactionStarted.name))
         current = Turn(seq=61, kind=TurnKind.SPEECH, speaker_id="maya", speaker_name="Maya",
                        text="Clanky, what map are we on?", started_at=61.0, ended_at=62.0)
         reply = context.reply(current)

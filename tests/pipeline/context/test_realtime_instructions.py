@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.context.realtime_instructions import RealtimeInstructions, build_realtime_instructions
-from pipeline.events import REALTIME_INSTRUCTIONS_BUILT, EventEmitter
+from pipeline.events import EventEmitter, RealtimeInstructionsBuilt
 from pipeline.models import ContextSnapshot, Note, Turn, TurnKind
 from tests.conftest import EventLog
 
@@ -73,7 +73,7 @@ def test_everything_fits_in_text_order(emitter: EventEmitter, event_log: EventLo
     assert expected_text == result.text
     expected = ([], [], (100, 101))
     assert expected == (result.shortened, result.dropped, result.shown_seqs)
-    [event] = event_log.named(REALTIME_INSTRUCTIONS_BUILT)
+    [event] = event_log.named(RealtimeInstructionsBuilt.name)
     expected_event = {
         "chars": len(expected_text),
         "budget": 5200,

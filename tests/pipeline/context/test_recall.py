@@ -14,7 +14,7 @@ from pipeline.context.realtime_instructions import HEADERS, Section, build_realt
 from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallLine, build_query
 from pipeline.context.recall_index import RecallIndex
 from pipeline.context.token_guard import GuardConfig, TokenGuard
-from pipeline.events import CONTEXT_RECALL, REALTIME_INSTRUCTIONS_BUILT, EventEmitter
+from pipeline.events import ContextRecall, EventEmitter, RealtimeInstructionsBuilt
 from pipeline.models import CompactionPolicy, EmbeddingUnavailable, Note, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.session import ConversationSession
@@ -254,7 +254,7 @@ async def test_builders_add_the_section_only_when_something_is_old_enough(
         ask = question(40, "where was the secret door again?")
         assert off.reply(ask).messages == on.reply(ask).messages
         assert off.realtime(ask).text == on.realtime(ask).text
-        assert [] == event_log.named(CONTEXT_RECALL)
+        assert [] == event_log.named(ContextRecall.name)
         await fill(session, clock, conversation(80, facts)[40:])
         assert session.snapshot().cursor > 3
         ask = question(80, "where was the secret door again?")
@@ -270,11 +270,11 @@ async def test_builders_add_the_section_only_when_something_is_old_enough(
     assert reply.messages[:-2] == plain.messages[:-1]
     assert "Bob: the secret door is behind the waterfall" in realtime.text
     assert 0 < realtime.sections["recall"] <= RecallConfig().realtime_budget_chars
-    reply_event, realtime_event = event_log.named(CONTEXT_RECALL)
+    reply_event, realtime_event = event_log.named(ContextRecall.name)
     assert ("reply", "realtime") == (reply_event["builder"], realtime_event["builder"])
     assert 3 in reply_event["seqs"] and reply_event["chars"] == len(section["content"])
     assert realtime_event["chars"] == realtime.sections["recall"]
-    assert event_log.named(REALTIME_INSTRUCTIONS_BUILT)[-1]["sections"]["recall"] == realtime.sections["recall"]
+    assert event_log.named(RealtimeInstructionsBuilt.name)[-1]["sections"]["recall"] == realtime.sections["recall"]
     cursor = session.snapshot().cursor
     assert all(seq < cursor for seq in reply_event["seqs"])
     assert {"query_chars", "hits", "latency_ms", "index_size"} <= set(reply_event)

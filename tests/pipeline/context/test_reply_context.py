@@ -17,7 +17,7 @@ from pipeline import prompts
 from pipeline.context.reply_context import ReplyContext, build_reply_messages
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import make_token_counter
-from pipeline.events import CONTEXT_WINDOW_PRUNED, EventEmitter
+from pipeline.events import ContextWindowPruned, EventEmitter
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 from pipeline.prompts import PromptNotFoundError, load_prompt
 from tests.conftest import EventLog
@@ -232,7 +232,7 @@ def test_token_guard_prunes_oldest_and_marks_the_gap(emitter: EventEmitter, even
     expected_marker = {"role": "system", "content": f"[{len(result.pruned_seqs)} earlier turns not shown]"}
     assert expected_marker == result.messages[2]
     assert result.messages[1]["content"].startswith("Earlier in this session")
-    [event] = event_log.named(CONTEXT_WINDOW_PRUNED)
+    [event] = event_log.named(ContextWindowPruned.name)
     expected_event = (list(result.pruned_seqs), True)
     assert expected_event == (event["pruned_seqs"], event["exact"])
     assert result.tokens.tokens <= 1_500 - 256 - 64

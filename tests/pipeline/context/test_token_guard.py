@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from pipeline.context.token_guard import GuardConfig, GuardResult, TokenGuard, gap_marker, history_budget
-from pipeline.events import CONTEXT_WINDOW_PRUNED, EventEmitter
+from pipeline.events import ContextWindowPruned, EventEmitter
 from pipeline.ports import TokenCount
 from tests.conftest import EventLog
 
@@ -76,7 +76,7 @@ def test_under_the_ceiling_nothing_is_pruned(emitter: EventEmitter, event_log: E
         result.tokens.tokens,
     )
     expected = []
-    assert expected == event_log.named(CONTEXT_WINDOW_PRUNED)
+    assert expected == event_log.named(ContextWindowPruned.name)
 
 
 def test_over_the_ceiling_prunes_oldest_whole_turns_down_to_the_floor(
@@ -104,7 +104,7 @@ def test_over_the_ceiling_prunes_oldest_whole_turns_down_to_the_floor(
         result.tokens.tokens,
     )
     expected_event = {
-        "event": CONTEXT_WINDOW_PRUNED,
+        "event": ContextWindowPruned.name,
         "pruned_seqs": [0, 1, 2],
         "tokens_before": 93,
         "tokens_after": 69,
@@ -113,7 +113,7 @@ def test_over_the_ceiling_prunes_oldest_whole_turns_down_to_the_floor(
         "exact": True,
         "history_budget": 100,
     }
-    [event] = event_log.named(CONTEXT_WINDOW_PRUNED)
+    [event] = event_log.named(ContextWindowPruned.name)
     assert expected_event == {k: event[k] for k in expected_event}
     assert {"guild_id", "session_id", "source"} <= event.keys()
 
@@ -153,7 +153,7 @@ def test_hysteresis_prunes_every_few_turns_not_every_turn(emitter: EventEmitter,
         if apply(session_guard, total, emitter).newly_pruned_seqs:
             prune_steps.append(total)
     assert list(range(9, 40, 3)) == prune_steps
-    assert len(prune_steps) == len(event_log.named(CONTEXT_WINDOW_PRUNED))
+    assert len(prune_steps) == len(event_log.named(ContextWindowPruned.name))
 
     memoryless_prunes = [total for total in range(1, 40) if apply(TokenGuard(CONFIG), total).newly_pruned_seqs]
     assert list(range(9, 40)) == memoryless_prunes
@@ -169,7 +169,7 @@ def test_held_turns_stay_hidden_without_a_new_event(emitter: EventEmitter, event
     expected = "[3 earlier turns not shown]"
     assert expected == result.messages[1]["content"]
     expected = 1
-    assert expected == len(event_log.named(CONTEXT_WINDOW_PRUNED))
+    assert expected == len(event_log.named(ContextWindowPruned.name))
 
 
 def test_hold_is_released_once_the_compactor_folds_past_it() -> None:

@@ -20,7 +20,7 @@ from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.evaluation.audio_replay import AudioReplay, AudioReplayReport
 from pipeline.evaluation.session_file import MembershipLine, NoteLine, SessionLine, TurnLine, load_session_file
 from pipeline.evaluation.wer import wer
-from pipeline.events import ASR_BACKLOG_MERGED, ASR_REJECTED, EventEmitter
+from pipeline.events import AsrBacklogMerged, AsrRejected, EventEmitter
 from pipeline.hearing.asr_guards import Verdict, judge
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
@@ -217,7 +217,7 @@ async def test_noise_reaching_whisper_never_becomes_a_turn(whisper: WhisperTrans
             await pipeline.wait_idle()
         await pipeline.flush()
         runner.cancel()
-    rejected = [e for e in log if e["event"] == ASR_REJECTED]
+    rejected = [e for e in log if e["event"] == AsrRejected.name]
     assert ([], True) == ([t.text for t in sink.turns], len(rejected) >= 1)
     assert sum(pipeline.stats().rejected.values()) == pipeline.stats().utterances
 
@@ -260,7 +260,7 @@ async def test_backlog_merges_never_loses_words_and_reports_lag() -> None:
     assert {s: [w for words in scripts[s] for w in words] for s in speakers} == heard
     assert [] == [t.text for t in sink.turns if any(not w.startswith(t.speaker_id + "w") for w in t.text.split())]
     assert stats.merged > 0
-    assert stats.merged == len([e for e in log if e["event"] == ASR_BACKLOG_MERGED])
+    assert stats.merged == len([e for e in log if e["event"] == AsrBacklogMerged.name])
     assert behind.lag_s > 5.0 and stats.max_lag_s >= behind.lag_s
     assert (0, 1) == (stats.queued, slow.max_concurrent)
 

@@ -19,7 +19,7 @@ from pipeline.adapters.ocr import RapidOcrReader
 from pipeline.adapters.openai_api import OpenAIVision
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import SCREEN_NOTE_ADDED, SCREEN_NOTE_SKIPPED, EventEmitter
+from pipeline.events import EventEmitter, ScreenNoteAdded, ScreenNoteSkipped
 from pipeline.models import Note, NoteSource
 from pipeline.testing import FakeClock
 from pipeline.transcript.screen_notes import (
@@ -194,7 +194,7 @@ async def test_near_duplicate_frames_are_dropped_before_the_queue() -> None:
     assert [SubmitStatus.QUEUED, SubmitStatus.DUPLICATE, SubmitStatus.QUEUED] == [
         first.status, again.status, changed.status
     ]
-    assert (2, ["duplicate"]) == (len(added), [e["reason"] for e in events.named(SCREEN_NOTE_SKIPPED)])
+    assert (2, ["duplicate"]) == (len(added), [e["reason"] for e in events.named(ScreenNoteSkipped.name)])
 
 
 async def test_a_flood_is_rate_limited_and_the_queue_is_bounded() -> None:
@@ -225,7 +225,7 @@ async def test_bad_upload_raises_and_stores_nothing() -> None:
     notes, added = intake(events)
     with pytest.raises(ImageError):
         await notes.submit_image(hud_png()[:5000], by="A", by_id="1", source=NoteSource.INGEST)
-    assert ([], 0, ["corrupt"]) == (added, notes.queued, [e["reason"] for e in events.named(SCREEN_NOTE_SKIPPED)])
+    assert ([], 0, ["corrupt"]) == (added, notes.queued, [e["reason"] for e in events.named(ScreenNoteSkipped.name)])
 
 
 async def test_events_carry_the_hash_never_the_image(redis_store: RedisSessionStore, session_id: str) -> None:
@@ -250,7 +250,7 @@ async def test_events_carry_the_hash_never_the_image(redis_store: RedisSessionSt
     stored = await redis_store.load_live_notes(session_id)
     raw = await redis_store._redis.get(f"lc:{{{session_id}}}:lnotes")
     encoded = base64.b64encode(data[:60]).decode()
-    assert (note.image_hash, [note]) == (events.named(SCREEN_NOTE_ADDED)[0]["image_hash"], stored)
+    assert (note.image_hash, [note]) == (events.named(ScreenNoteAdded.name)[0]["image_hash"], stored)
     assert encoded not in json.dumps(events) and encoded not in str(raw) and len(str(raw)) < 2000
 
 

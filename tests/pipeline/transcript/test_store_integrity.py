@@ -15,7 +15,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.events import SESSION_STORE_DIVERGED, SESSION_STORE_RESEEDED, EventEmitter
+from pipeline.events import EventEmitter, SessionStoreDiverged, SessionStoreReseeded
 from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, TurnDraft, TurnKind
 from pipeline.ports import SessionStore
 from pipeline.testing import FakeClock
@@ -194,7 +194,7 @@ async def test_redis_restarted_empty_is_reseeded_not_refolded(session_id: str, e
         window = await store.get_turns(session_id, 0, total)
         await admin.aclose()
         await store.aclose()
-    reseeded = event_log.named(SESSION_STORE_RESEEDED)
+    reseeded = event_log.named(SessionStoreReseeded.name)
     assert 1 == len(reseeded)
     assert ([0, before.cursor], before.cursor) == (reseeded[0]["lost_seqs"], reseeded[0]["cursor"])
     assert 80 == total
@@ -220,7 +220,7 @@ async def test_memory_store_wipe_is_reseeded_too(session_id: str, emitter: Event
         turn = await session.append(speech("t30", 30.0))
     assert (30, 31) == (turn.seq, await store.turn_count(session_id))
     assert cursor == (await store.load_state(session_id)).base  # seqs before it: only in the summary
-    assert 1 == len(event_log.named(SESSION_STORE_RESEEDED))
+    assert 1 == len(event_log.named(SessionStoreReseeded.name))
 
 
 async def test_lease_is_renewed_while_a_slow_fold_runs(session_id: str, emitter: EventEmitter) -> None:
@@ -292,6 +292,6 @@ async def test_a_store_holding_another_generation_is_adopted_with_an_event(
     turn = await old.append(speech("late", 21.0))
     assert (1, 2) == (turn.seq, old.total_turns)
     assert ["fresh", "late"] == [t.text.split(" reports ")[1].split(" on ")[0] for t in old.snapshot().turns]
-    diverged = event_log.named(SESSION_STORE_DIVERGED)
+    diverged = event_log.named(SessionStoreDiverged.name)
     assert [(12, 1)] == [(e["local_total_turns"], e["stored_total_turns"]) for e in diverged]
-    assert not event_log.named(SESSION_STORE_RESEEDED)
+    assert not event_log.named(SessionStoreReseeded.name)
