@@ -246,7 +246,7 @@ async def run_bot(settings: Settings) -> None:
         raise SettingsError(f"DASHBOARD_HOST: {err}") from None
     check_reply_mode(settings)
     check_opus()
-    test_api_base = os.environ.get(TEST_DISCORD_API_BASE_ENV)  # TEST ONLY: tests/fake_discord.py
+    test_api_base = os.environ.get(TEST_DISCORD_API_BASE_ENV)  # TEST ONLY: tests/support/fake_discord.py
     if test_api_base:
         point_discord_at_test_server(test_api_base)
     log.info("longcall_starting", settings=settings.redacted())

@@ -168,7 +168,7 @@ _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def point_discord_at_test_server(api_base: str) -> None:
-    """TEST ONLY (tests/fake_discord.py): send discord.py's REST calls to `api_base`
+    """TEST ONLY (tests/support/fake_discord.py): send discord.py's REST calls to `api_base`
     (`http://127.0.0.1:PORT/api/v10`), its gateway to `ws://` on the same host and port, and
     open voice websockets at loopback endpoints without TLS. Called by `bot.app.run_bot` only
     when LONGCALL_DISCORD_API_BASE is set; refuses anything but plain HTTP on loopback, so it

@@ -56,7 +56,7 @@ class SessionStore(Protocol):
     """Durable session data: the append-only transcript and the compaction state.
 
     The Redis implementation is the production one; the in-memory one serves tests and
-    single-process tools. Both pass `tests/test_store_contract.py`.
+    single-process tools. Both pass `tests/pipeline/transcript/test_store_contract.py`.
     """
 
     async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:

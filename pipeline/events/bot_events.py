@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pipeline.events.base import ABSENT, Absent, Event
 
-# -- session ownership across processes (bot/ownership.py, bot/guild_session.py) -----------------------
+# -- session ownership across processes (bot/ownership.py, bot/session/registry.py) -----------------
 # Every one carries `owner` (this process's owner id) and `fence` (the lease's fencing token).
 
 
@@ -56,7 +56,7 @@ class SessionNotOwned(Event):
     holder: str
 
 
-# -- the guild session (bot/guild_session.py) ----------------------------------------------------------
+# -- the guild session (bot/session/) --------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,7 +140,7 @@ class GuildSessionMoved(Event):
     humans: int
 
 
-# -- the realtime voice (bot/realtime.py) ---------------------------------------------------------------
+# -- the realtime voice (pipeline/adapters/openai_realtime.py) ------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
