@@ -255,7 +255,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.dashboard_server import serve_dashboard
+    from bot.dashboard.server import serve_dashboard
 
     host = args.host or settings.dashboard_host
     port = settings.dashboard_port if args.port is None else args.port

@@ -30,7 +30,7 @@ import discord
 import structlog
 
 from bot.client import TEST_DISCORD_API_BASE_ENV, LongcallBot, make_bot, point_discord_at_test_server
-from bot.dashboard import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
+from bot.dashboard.web import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
 from bot.logging_setup import configure_logging
 from bot.notes_api import register_notes_api
 from bot.notes_setup import make_note_writer, notes_config
@@ -192,7 +192,7 @@ def freeze_startup_heap() -> None:
 
 
 class _DashboardView:
-    """A guild session as the dashboard reads it (`bot.dashboard.SessionView`)."""
+    """A guild session as the dashboard reads it (`bot.dashboard.web.SessionView`)."""
 
     __slots__ = ("_s",)
 

@@ -1,5 +1,5 @@
 """What the dashboard reads about a session: from the store, or from the live process that runs it
-(its in-memory snapshot, turns not yet in Redis included). `bot.dashboard` renders and serves it."""
+(its in-memory snapshot, turns not yet in Redis included). `bot.dashboard.web` renders and serves it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from bot.dashboard_view import ModelView
+from bot.dashboard.view import ModelView
 from pipeline.compaction.planning import recent_start
 from pipeline.context.participants import render_card, render_cards
 from pipeline.context.reply_context import build_reply_messages
@@ -17,7 +17,7 @@ from pipeline.models import ContextSnapshot, ParticipantCard, StoreUnavailable
 from pipeline.ports import SessionStore
 
 if TYPE_CHECKING:
-    from bot.dashboard import DashboardConfig, SessionRegistry
+    from bot.dashboard.web import DashboardConfig, SessionRegistry
 
 
 class SessionReader:

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import test_utils, web
 
 from bot.__main__ import main
-from bot.dashboard import (
+from bot.dashboard.web import (
     COOKIE_NAME,
     DashboardBindError,
     DashboardConfig,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.dashboard_view import OUTCOMES, Timeline, _e
+from bot.dashboard.view import OUTCOMES, Timeline, _e
 from pipeline.context.formatting import mmss
 from pipeline.events import (
     AsrBacklogMerged,

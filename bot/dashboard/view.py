@@ -1,12 +1,12 @@
 """The dashboard's pages, from data already read: pure functions, no I/O.
 
-`bot.dashboard` reads a session from the store (and the live process, when it has one),
+`bot.dashboard.web` reads a session from the store (and the live process, when it has one),
 calls the reply builder, and hands the results here. Everything that reaches the page goes
 through `_e` (html.escape): transcripts, speaker names, summaries and event fields are user
 input. No inline script or style: behaviour lives in `static/dashboard.js`, looks in
 `static/dashboard.css`, and the Content-Security-Policy allows only those.
 
-The health tiles and the compaction chart are `bot.dashboard_panels`.
+The health tiles and the compaction chart are `bot.dashboard.panels`.
 """
 
 from __future__ import annotations

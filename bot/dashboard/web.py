@@ -38,10 +38,10 @@ from typing import Any, Protocol
 import structlog
 from aiohttp import web
 
-from bot.dashboard_panels import Tile, health_tiles, render_chart, render_tiles
-from bot.dashboard_reader import SessionReader
-from bot.dashboard_view import _e as esc
-from bot.dashboard_view import (
+from bot.dashboard.panels import Tile, health_tiles, render_chart, render_tiles
+from bot.dashboard.reader import SessionReader
+from bot.dashboard.view import _e as esc
+from bot.dashboard.view import (
     ago,
     iso,
     login_page,

@@ -1,7 +1,7 @@
 """`longcall dashboard`: the operator dashboard over every session in the store, no Discord token.
 
 Binds loopback unless told otherwise, and refuses a non-loopback address without
-DASHBOARD_TOKEN (`bot.dashboard.check_bind`). Stops on Ctrl-C / SIGTERM.
+DASHBOARD_TOKEN (`bot.dashboard.web.check_bind`). Stops on Ctrl-C / SIGTERM.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import contextlib
 import signal
 import sys
 
-from bot.dashboard import DashboardBindError, bound_port, check_bind, create_dashboard_app, start_dashboard
+from bot.dashboard.web import DashboardBindError, bound_port, check_bind, create_dashboard_app, start_dashboard
 from bot.runtime import dashboard_config, open_store
 from bot.settings import Settings
 

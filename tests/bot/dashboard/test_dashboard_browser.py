@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from bot.dashboard import DashboardConfig, bound_port, create_dashboard_app, start_dashboard
+from bot.dashboard.web import DashboardConfig, bound_port, create_dashboard_app, start_dashboard
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionCompleted, EventEmitter
@@ -34,7 +34,7 @@ from pipeline.transcript.session import ConversationSession
 from tests.support.dashboard_rig import GAMING_NIGHT, STOP_AT, replay_into
 
 T = TypeVar("T")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "out" / "test-screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[3] / "out" / "test-screenshots"
 TOKEN = "browser-test-token-0123456789"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")

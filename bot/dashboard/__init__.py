@@ -1,0 +1,4 @@
+"""The operator's dashboard, in reading order: `server` (the `longcall dashboard` command) →
+`web` (the aiohttp app: routes, auth, binding) → `reader` (a session from the store or the
+live process) → `view` (the model's view of it: summary, window, timeline) → `panels` (health
+tiles and the compaction chart); `static/` holds its script and style (no CDN)."""
