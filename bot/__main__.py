@@ -280,7 +280,7 @@ def cmd_serve_test(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_watch(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.watch_cli import cmd_watch as run
+    from bot.notes.watch import cmd_watch as run
 
     return run(args, settings.notes_ingest_token)
 
@@ -343,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "watch", help="capture your screen every few seconds and send it to the bot as notes", parents=[common]
     )
-    from bot.watch_cli import add_arguments
+    from bot.notes.watch import add_arguments
 
     add_arguments(p)
     p.set_defaults(func=cmd_watch)

@@ -32,8 +32,8 @@ import structlog
 from bot.client import TEST_DISCORD_API_BASE_ENV, LongcallBot, make_bot, point_discord_at_test_server
 from bot.dashboard.web import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
 from bot.logging_setup import configure_logging
-from bot.notes_api import register_notes_api
-from bot.notes_setup import make_note_writer, notes_config
+from bot.notes.api import register_notes_api
+from bot.notes.writer import make_note_writer, notes_config
 from bot.ownership import make_owner_id
 from bot.runtime import (
     dashboard_config,

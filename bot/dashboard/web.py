@@ -153,7 +153,7 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
 
 
 def _is_note_ingest(request: web.Request) -> bool:
-    """The screen-note ingest (bot/notes_api.py) checks its own bearer token, NOTES_INGEST_TOKEN:
+    """The screen-note ingest (bot/notes/api.py) checks its own bearer token, NOTES_INGEST_TOKEN:
     a capture tool never holds the dashboard's token, so the wall lets it through."""
     return request.method == "POST" and request.path.startswith("/api/sessions/") and request.path.endswith("/notes")
 

@@ -12,8 +12,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bot.__main__ import build_parser, main
-from bot.notes_api import register_notes_api
-from bot.watch_cli import WatchError, run_watch
+from bot.notes.api import register_notes_api
+from bot.notes.watch import WatchError, run_watch
 from pipeline.events import EventEmitter
 from pipeline.models import Note
 from pipeline.testing import FakeClock

@@ -14,7 +14,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.notes_api import register_notes_api
+from bot.notes.api import register_notes_api
 from pipeline.adapters.images import ImageLimits
 from pipeline.events import EventEmitter
 from pipeline.models import Note
@@ -167,7 +167,7 @@ async def test_a_slow_note_answers_202_queued() -> None:
 
 async def test_a_jpeg_photo_upload_is_noted() -> None:
     """A real photograph (CC0, tests/photos) sent as image/jpeg is noted like a screenshot."""
-    photo = (Path(__file__).parents[1] / "photos" / "coffee.jpg").read_bytes()
+    photo = (Path(__file__).parents[2] / "photos" / "coffee.jpg").read_bytes()
     async with api() as a, a.http.post(a.url(), data=photo, params={"by": "Alice"},
                                        headers={**auth(), "Content-Type": "image/jpeg"}) as response:
         body = await response.json()

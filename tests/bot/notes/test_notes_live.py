@@ -26,11 +26,11 @@ from aiohttp.test_utils import TestServer
 
 from bot.__main__ import build_parser
 from bot.cogs.notes import NotesCog
-from bot.notes_api import register_notes_api
+from bot.notes.api import register_notes_api
+from bot.notes.watch import run_watch
 from bot.session.config import GuildSessionConfig, session_id_for
 from bot.session.guild_session import GuildSession
 from bot.session.registry import GuildSessionRegistry
-from bot.watch_cli import run_watch
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAIVision
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.events import ChatTurnCorrected, ScreenNoteAdded
