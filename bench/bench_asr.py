@@ -26,13 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, read_audio_file
+from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
 from pipeline.evaluation.audio_replay import load_clips
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.events import AsrTranscribed, EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
+from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import Segmenter
 from pipeline.hearing.vad import VadKind, make_detector

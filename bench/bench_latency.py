@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, PcmResampler, read_audio_file
+from pipeline.adapters.av_audio import PcmResampler, read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
 from pipeline.evaluation.audio_replay import AudioReplay, load_clips
@@ -56,6 +56,7 @@ from pipeline.evaluation.session_file import load_session_file
 from pipeline.evaluation.wer import word_errors
 from pipeline.events import AsrTranscribed, BotReplyCompleted, EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
+from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig
 from pipeline.hearing.vad import VadKind, make_detector

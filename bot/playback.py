@@ -31,7 +31,8 @@ from typing import Any, Final, Protocol, TypeVar
 import discord
 import structlog
 
-from pipeline.adapters.av_audio import TTS_RATE, OpusFrameEncoder
+from pipeline.adapters.av_audio import OpusFrameEncoder
+from pipeline.hearing.pcm import TTS_RATE
 
 log = structlog.get_logger("longcall.playback")
 

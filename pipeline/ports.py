@@ -19,8 +19,8 @@ from pipeline.models import (
 )
 
 if TYPE_CHECKING:  # type-only: keeps this module free of numpy/PyAV at import time
-    from pipeline.adapters.av_audio import PcmInt16
-    from pipeline.adapters.whisper import Transcription
+    from pipeline.hearing.pcm import PcmInt16
+    from pipeline.models import Transcription
 
 
 @runtime_checkable

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.adapters.av_audio import resample, to_int16, write_opus_ogg
+from pipeline.adapters.av_audio import resample, write_opus_ogg
+from pipeline.hearing.pcm import to_int16
 
 BOT_NAME = "Clanky"
 CLIP_RATE = 24_000  # hibari's native rate; libopus takes it directly

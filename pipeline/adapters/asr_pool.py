@@ -28,8 +28,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from pipeline.adapters.av_audio import PcmInt16
-from pipeline.adapters.whisper import AsrError, AsrErrorCode, Transcription, WhisperConfig, WhisperTranscriber
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.hearing.pcm import PcmInt16
+from pipeline.models import AsrError, AsrErrorCode, Transcription
 
 _worker: WhisperTranscriber | None = None  # the model of this worker process
 _started: Any = None  # a barrier every worker passes once at start-up (see `_ready`)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pipeline.adapters.av_audio import PcmInt16
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
-from pipeline.adapters.whisper import AsrError, AsrErrorCode, Transcription
+from pipeline.hearing.pcm import PcmInt16
+from pipeline.models import AsrError, AsrErrorCode, Transcription
 
 
 def wav_bytes(audio: PcmInt16, sample_rate: int = 16_000) -> bytes:

@@ -27,11 +27,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pipeline.adapters.av_audio import DISCORD_CHANNELS, DISCORD_RATE, read_audio_file
+from pipeline.adapters.av_audio import read_audio_file
 from pipeline.evaluation.session_file import SessionFile, SessionLine, TurnLine
-from pipeline.evaluation.wer import EditOp, align, normalize
+from pipeline.evaluation.wer import EditOp, align
 from pipeline.events import EventEmitter
+from pipeline.hearing.pcm import DISCORD_CHANNELS, DISCORD_RATE
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline, HearingStats, TurnSink
+from pipeline.hearing.words import normalize
 from pipeline.models import Turn, TurnDraft
 from pipeline.ports import Transcriber
 

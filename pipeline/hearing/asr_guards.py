@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pipeline.adapters.whisper import Transcription
-from pipeline.evaluation.wer import normalize
+from pipeline.hearing.words import normalize
+from pipeline.models import Transcription
 
 
 class Verdict(StrEnum):

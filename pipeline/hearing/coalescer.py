@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from pipeline.evaluation.wer import normalize
+from pipeline.hearing.words import normalize
 from pipeline.models import TurnDraft, TurnKind
 
 VOICE_SOURCE = "voice"

@@ -35,7 +35,6 @@ from typing import Protocol
 
 import numpy as np
 
-from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16
 from pipeline.events import (
     ABSENT,
     Absent,
@@ -49,6 +48,7 @@ from pipeline.events import (
 from pipeline.hearing.asr_guards import GuardConfig, Verdict, clean_text, judge
 from pipeline.hearing.asr_queue import AsrJob, AsrQueue
 from pipeline.hearing.coalescer import Coalescer, CoalescerConfig, HeardPiece
+from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.segmenter import SegmenterConfig, Utterance
 from pipeline.hearing.streams import PcmFrame, SpeakerStreams, StreamsConfig
 from pipeline.hearing.vad import SpeechDetector, VadKind, make_detector

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, to_float32
+from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_float32
 from pipeline.hearing.vad import SpeechDetector
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, PcmResampler
+from pipeline.adapters.av_audio import PcmResampler
+from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig, Utterance
 from pipeline.hearing.vad import SpeechDetector
 

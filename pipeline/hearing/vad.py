@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pipeline.adapters.av_audio import PcmFloat32
 from pipeline.adapters.onnx_runtime import silero_session
+from pipeline.hearing.pcm import PcmFloat32
 
 SILERO_WINDOW = 512  # samples at 16 kHz (32 ms): the window the v6 model was trained on
 _SILERO_CONTEXT = 64  # samples of the previous window the model sees before each window

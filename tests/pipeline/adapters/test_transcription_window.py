@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber, _repeats, fitted_frames
-from pipeline.evaluation.wer import normalize
+from pipeline.hearing.words import normalize
 
 CLIP = Path(__file__).resolve().parents[3] / "samples" / "audio_night" / "03_james.ogg"
 

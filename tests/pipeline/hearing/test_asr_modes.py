@@ -22,13 +22,15 @@ import pytest
 from bot.runtime import make_transcriber
 from bot.settings import AsrMode, SettingsError, load_settings
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
-from pipeline.adapters.av_audio import TARGET_RATE, read_audio_file
+from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_transcriber import OpenAITranscriber, wav_bytes
-from pipeline.adapters.whisper import AsrError, WhisperConfig, WhisperTranscriber
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.evaluation.wer import wer
 from pipeline.events import EventEmitter
+from pipeline.hearing.pcm import TARGET_RATE
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
+from pipeline.models import AsrError
 from pipeline.ports import Transcriber
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink, frames, to_discord

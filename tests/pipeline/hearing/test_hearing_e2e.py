@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pipeline.adapters.av_audio import TARGET_RATE, PcmInt16, read_audio_file, to_int16
+from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.evaluation.audio_replay import AudioReplay, AudioReplayReport
 from pipeline.evaluation.session_file import MembershipLine, NoteLine, SessionLine, TurnLine, load_session_file
@@ -23,6 +23,7 @@ from pipeline.evaluation.wer import wer
 from pipeline.events import AsrBacklogMerged, AsrRejected, EventEmitter
 from pipeline.hearing.asr_guards import Verdict, judge
 from pipeline.hearing.coalescer import CoalescerConfig
+from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_int16
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import SegmenterConfig
 from pipeline.hearing.vad import VadKind

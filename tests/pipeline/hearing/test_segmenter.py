@@ -8,15 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.adapters.av_audio import (
-    TARGET_RATE,
-    PcmFloat32,
-    PcmInt16,
-    PcmResampler,
-    read_audio_file,
-    write_opus_ogg,
-    write_wav,
-)
+from pipeline.adapters.av_audio import PcmResampler, read_audio_file, write_opus_ogg, write_wav
+from pipeline.hearing.pcm import TARGET_RATE, PcmFloat32, PcmInt16
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig, Utterance
 from pipeline.hearing.vad import EnergyVad
 from pipeline.testing.audio import ToneSpeech, frames
