@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.context.realtime_instructions import build_realtime_instructions
-from pipeline.context.reply_context import build_reply_messages
+from pipeline.context.realtime_instructions import RealtimeSpec, build_realtime_instructions
+from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.token_guard import TokenGuard
 from pipeline.context.tokens import make_token_counter
 from pipeline.models import ContextSnapshot, Note, Turn, TurnKind
@@ -94,6 +94,8 @@ def _per_call_us(fns: dict[int, Callable[[], object]]) -> dict[int, float]:
 
 def run() -> list[dict[str, Any]]:
     counter = make_token_counter("gpt-4o-mini")
+    reply_spec = ReplySpec(bot_name=BOT, counter=counter, context_limit=counter.context_limit)
+    realtime_spec = RealtimeSpec(bot_name=BOT)
     histories = {total: _history(total) for total in HISTORIES}
     rows: list[dict[str, Any]] = []
     for window in WINDOWS:
@@ -106,18 +108,12 @@ def run() -> list[dict[str, Any]]:
 
             def build_reply(snap: ContextSnapshot = snap, current: Turn = current, guard: TokenGuard = guard) -> object:
                 return build_reply_messages(
-                    snap,
-                    current,
-                    bot_name=BOT,
-                    counter=counter,
-                    context_limit=counter.context_limit,
-                    participant_memory="Alice: prefers tanks.",
-                    guard=guard,
+                    snap, current, reply_spec, participant_memory="Alice: prefers tanks.", guard=guard
                 )
 
             def build_realtime(snap: ContextSnapshot = snap, current: Turn = current) -> object:
                 return build_realtime_instructions(
-                    snap, current, bot_name=BOT, participant_memory="Alice: prefers tanks."
+                    snap, current, realtime_spec, participant_memory="Alice: prefers tanks."
                 )
 
             reply_fns[total] = build_reply

@@ -30,7 +30,7 @@ from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.evaluation.compare import run_compare
-from pipeline.evaluation.replay import ReplayOptions
+from pipeline.evaluation.replay import ReplayOptions, ReplaySetup
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT / "samples" / "eval"
@@ -72,8 +72,12 @@ async def compare(paths: list[Path], out: Path, recall: dict[str, Any] | None = 
         store = RedisSessionStore.from_url(server.url)
         try:
             return await run_compare(
-                paths, store=store, summarizer=None, fallback=OfflineSummarizer(),
-                options=ReplayOptions(embedder=embedder()), out=out, recall_overrides=recall,
+                paths,
+                ReplaySetup(
+                    store=store, summarizer=None, fallback=OfflineSummarizer(),
+                    options=ReplayOptions(embedder=embedder()),
+                ),
+                out=out, recall_overrides=recall,
             )
         finally:
             await store.aclose()

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from bot.logging_setup import Redactor, configure_logging
 from bot.runtime import make_embedder, make_summarizers, open_store
 from bot.settings import Settings, SettingsError, load_settings
 from pipeline.context.model_context import ModelContextConfig
-from pipeline.evaluation.replay import AudioDriver, Replayer, ReplayOptions
+from pipeline.evaluation.replay import AudioDriver, Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import SessionFileError, load_session_file
 from pipeline.models import StoreUnavailable
 
@@ -66,40 +67,49 @@ def _audio_driver(settings: Settings) -> AudioDriver | None:
     return make_audio_driver(settings)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayRun:
+    """How one `replay` runs. `session_id`: the session's id; an earlier session of that id is
+    replaced (the demo's stable ids) or, with `resume`, continued after the turns it already
+    holds (a killed run's session). `stop_at_turn`: stop once turn N is the newest (`inspect`).
+    `keep`: the session stays in the store (for `longcall dashboard`). `quiet`: no progress bar."""
+
+    session_id: str = ""
+    resume: bool = False
+    stop_at_turn: int | None = None
+    keep: bool = True
+    quiet: bool = False
+
+
 async def replay(
-    settings: Settings, path: Path, out: Path, *, stop_at_turn: int | None = None, quiet: bool = False,
-    keep: bool = True, session_id: str = "", resume: bool = False,
+    settings: Settings, path: Path, out: Path, run: ReplayRun = ReplayRun()
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Replay a session file. `keep`: the session stays in the store (for `longcall dashboard`).
-    `session_id`: the session's id; an earlier session of that id is replaced (the demo's stable
-    ids) or, with `resume`, continued after the turns it already holds (a killed run's session)."""
+    """Replay a session file as `run` says."""
     session_file = load_session_file(path)
     primary, fallback = make_summarizers(settings)
     async with open_store(settings) as store:
-        if session_id and not resume:
-            await store.delete_session(session_id)
+        if run.session_id and not run.resume:
+            await store.delete_session(run.session_id)
+        options = ReplayOptions(
+            policy=settings.policy(),
+            bot_name=settings.bot_name,
+            model_context=_model_context(settings),
+            stop_at_turn=run.stop_at_turn,
+            session_id=run.session_id,
+            embedder=make_embedder(settings),
+            memory=settings.participant_memory(),
+        )
         replayer = Replayer(
             session_file,
-            store=store,
-            summarizer=primary,
-            fallback=fallback,
-            options=ReplayOptions(
-                policy=settings.policy(),
-                bot_name=settings.bot_name,
-                model_context=_model_context(settings),
-                stop_at_turn=stop_at_turn,
-                session_id=session_id,
-                embedder=make_embedder(settings),
-                memory=settings.participant_memory(),
-            ),
+            ReplaySetup(store=store, summarizer=primary, fallback=fallback, options=options),
             out_dir=out,
-            progress=None if quiet else Progress(f"replay {path.name}"),
+            progress=None if run.quiet else Progress(f"replay {path.name}"),
             audio_driver=_audio_driver(settings) if session_file.audio_dir else None,
         )
         try:
             report = await replayer.run()
         finally:
-            if not keep:
+            if not run.keep:
                 await store.delete_session(replayer.session_id)
         return report, replayer.inspection
 
@@ -133,9 +143,8 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
 
 
 def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
-    report, _ = asyncio.run(replay(
-        settings, Path(args.path), Path(args.out), session_id=args.session_id, resume=bool(args.session_id)
-    ))
+    run = ReplayRun(session_id=args.session_id, resume=bool(args.session_id))
+    report, _ = asyncio.run(replay(settings, Path(args.path), Path(args.out), run))
     print_headline(report, Path(args.out))
     return 0 if report["lost_turns"] == 0 else 1
 
@@ -161,11 +170,11 @@ async def compare(
 
     primary, fallback = make_summarizers(settings)
     async with open_store(settings) as store:
+        options = ReplayOptions(policy=settings.policy(), bot_name=settings.bot_name,
+                                model_context=_model_context(settings), embedder=make_embedder(settings),
+                                memory=settings.participant_memory())
         return await run_compare(
-            paths, store=store, summarizer=primary, fallback=fallback,
-            options=ReplayOptions(policy=settings.policy(), bot_name=settings.bot_name,
-                                  model_context=_model_context(settings), embedder=make_embedder(settings),
-                                  memory=settings.participant_memory()),
+            paths, ReplaySetup(store=store, summarizer=primary, fallback=fallback, options=options),
             out=out, recall_overrides=recall, progress=None if quiet else (lambda name: Progress(f"compare {name}")),
         )
 
@@ -194,7 +203,7 @@ def cmd_compare(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     out = Path(args.out)
     _, inspection = asyncio.run(
-        replay(settings, Path(args.path), out, stop_at_turn=args.at_turn, quiet=True, keep=False)
+        replay(settings, Path(args.path), out, ReplayRun(stop_at_turn=args.at_turn, quiet=True, keep=False))
     )
     if inspection is None:
         print(f"the session has fewer than {args.at_turn + 1} turns", file=sys.stderr)
@@ -242,7 +251,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             continue
         print(f"\n== {label}: {path.relative_to(SAMPLES.parent)}")
         target = out / path.stem
-        report, _ = asyncio.run(replay(settings, path, target, session_id=f"demo-{path.stem}"))
+        report, _ = asyncio.run(replay(settings, path, target, ReplayRun(session_id=f"demo-{path.stem}")))
         print_headline(report, target)
         status |= 0 if report["lost_turns"] == 0 else 1
     summarizer = "the OpenAI-compatible model" if settings.openai_api_key else "the offline summarizer"

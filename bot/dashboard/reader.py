@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from bot.dashboard.view import ModelView
 from pipeline.compaction.planning import recent_start
 from pipeline.context.participants import render_card, render_cards
-from pipeline.context.reply_context import build_reply_messages
+from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.tokens import make_token_counter
 from pipeline.events import CompactionCompleted, CompactionFailed
 from pipeline.models import ContextSnapshot, ParticipantCard, StoreUnavailable
@@ -78,10 +78,12 @@ class SessionReader:
             # The reply builder itself decides what the model sees (a fresh token guard: no
             # hysteresis from earlier replies; its events are not emitted: looking emits nothing), with the
             # same participant memory the bot's builder gets.
-            reply = build_reply_messages(
-                snapshot, current, bot_name=self._config.bot_name, counter=self._counter,
+            spec = ReplySpec(
+                bot_name=self._config.bot_name, counter=self._counter,
                 context_limit=self._counter.context_limit, policy=self._config.policy,
-                participant_memory=render_cards(cards or [], self._config.memory_max_chars),
+            )
+            reply = build_reply_messages(
+                snapshot, current, spec, participant_memory=render_cards(cards or [], self._config.memory_max_chars)
             )
         horizon = current.seq if current is not None else snapshot.total_turns
         if reply is not None and reply.shown_seqs:

@@ -17,9 +17,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from pipeline.compaction.planning import recent_start
-from pipeline.context.realtime_instructions import HEADERS, RealtimeInstructions, Section, build_realtime_instructions
+from pipeline.context.realtime_instructions import (
+    HEADERS,
+    RealtimeInstructions,
+    RealtimeSpec,
+    Section,
+    build_realtime_instructions,
+)
 from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallResult, build_query
-from pipeline.context.reply_context import ReplyContext, build_reply_messages
+from pipeline.context.reply_context import ReplyContext, ReplyRecall, ReplySpec, build_reply_messages
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import ModelTokenCounter, make_token_counter
 from pipeline.events import ContextRecall, Event
@@ -162,17 +168,18 @@ class ModelContext:
         snapshot = self._session.snapshot()
         budget = self._config.recall.reply_budget_chars - len(REPLY_HEADER) - 1
         recalled = self.recall_for(current, snapshot, budget_chars=budget)
-        context = build_reply_messages(
-            snapshot,
-            current,
+        spec = ReplySpec(
             bot_name=self._session.bot_name,
             counter=self._counter,
             context_limit=self._counter.context_limit,
-            participant_memory=self._participant_memory(),
             policy=self._session.policy,
-            guard=self._guard,
-            recall_section=recalled.render() if recalled is not None else "",
-            window_start_seq=recent_start(snapshot.cursor, snapshot.total_turns, self._session.policy),
+        )
+        recall = None
+        if recalled is not None:
+            window_start = recent_start(snapshot.cursor, snapshot.total_turns, self._session.policy)
+            recall = ReplyRecall(text=recalled.render(), window_start_seq=window_start)
+        context = build_reply_messages(
+            snapshot, current, spec, participant_memory=self._participant_memory(), recall=recall, guard=self._guard
         )
         events: list[Event | None] = [context.pruned_event]
         if recalled is not None:
@@ -188,16 +195,19 @@ class ModelContext:
         if current is not None:
             budget = self._config.recall.realtime_budget_chars - len(HEADERS[Section.RECALL]) - 1
             recalled = self.recall_for(current, snapshot, budget_chars=budget)
-        result = build_realtime_instructions(
-            snapshot,
-            current,
+        spec = RealtimeSpec(
             bot_name=self._session.bot_name,
-            participant_memory=self._participant_memory(),
             tool_policy=self._config.tool_policy,
             budget_chars=self._config.realtime_budget_chars,
             turn_text_cap=self._session.policy.turn_text_cap_chars,
-            recall_lines=recalled.lines if recalled is not None else (),
             recall_budget_chars=self._config.recall.realtime_budget_chars,
+        )
+        result = build_realtime_instructions(
+            snapshot,
+            current,
+            spec,
+            participant_memory=self._participant_memory(),
+            recall_lines=recalled.lines if recalled is not None else (),
         )
         events: list[Event | None] = [result.built_event]
         if recalled is not None:

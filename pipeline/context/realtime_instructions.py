@@ -85,6 +85,22 @@ def summary_heading(covered_through_turn: int) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RealtimeSpec:
+    """How a session's realtime instructions are built, the same from build to build: who the
+    bot is, its persona (default: the `realtime_persona` prompt) and tool policy, the total
+    budget, how many `fresh_turns` go before the summary, the per-turn cap, and the recall
+    section's own budget."""
+
+    bot_name: str
+    persona: str | None = None
+    tool_policy: str | None = None
+    budget_chars: int = DEFAULT_BUDGET_CHARS
+    fresh_turns: int = DEFAULT_FRESH_TURNS
+    turn_text_cap: int = DEFAULT_TURN_TEXT_CAP
+    recall_budget_chars: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RealtimeInstructions:
     text: str
     budget: int
@@ -236,22 +252,18 @@ def _add_recall(layout: _Layout, lines: Sequence[RecallLine], budget_chars: int)
 def build_realtime_instructions(
     snapshot: ContextSnapshot,
     current: Turn | None,
+    spec: RealtimeSpec,
     *,
-    bot_name: str,
-    persona: str | None = None,
     participant_memory: str | None = None,
-    tool_policy: str | None = None,
-    budget_chars: int = DEFAULT_BUDGET_CHARS,
-    fresh_turns: int = DEFAULT_FRESH_TURNS,
-    turn_text_cap: int = DEFAULT_TURN_TEXT_CAP,
     recall_lines: Sequence[RecallLine] = (),
-    recall_budget_chars: int = 0,
 ) -> RealtimeInstructions:
-    """The realtime model's instructions for this moment, never longer than `budget_chars`.
+    """The realtime model's instructions for this moment, never longer than `spec.budget_chars`.
 
-    Screen notes come from `snapshot.live_notes`. `persona` defaults to the
+    Screen notes come from `snapshot.live_notes`. `spec.persona` defaults to the
     `realtime_persona` prompt; `{bot_name}` is filled in either way.
     """
+    bot_name, persona, tool_policy = spec.bot_name, spec.persona, spec.tool_policy
+    budget_chars, fresh_turns, turn_text_cap = spec.budget_chars, spec.fresh_turns, spec.turn_text_cap
     if budget_chars < 1:
         raise ValueError(f"budget_chars must be positive, got {budget_chars}")
     layout = _Layout(budget_chars)
@@ -280,7 +292,7 @@ def build_realtime_instructions(
         heading = HEADERS[Section.PARTICIPANT_MEMORY]
         layout.add_text(Section.PARTICIPANT_MEMORY, heading, participant_memory)
     if recall_lines:
-        _add_recall(layout, recall_lines, recall_budget_chars)
+        _add_recall(layout, recall_lines, spec.recall_budget_chars)
     if snapshot.summary.strip():
         heading = summary_heading(snapshot.covered_through_turn)
         layout.add_text(Section.SESSION_SUMMARY, heading, snapshot.summary)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.context.formatting import cap_text, note_line, render_turn_line
-from pipeline.context.token_guard import GuardConfig, Message, TokenGuard
+from pipeline.context.token_guard import GuardConfig, Message, PromptParts, TokenGuard
 from pipeline.events import ContextWindowPruned
 from pipeline.models import CompactionPolicy, ContextSnapshot, Turn, TurnKind
 from pipeline.ports import TokenCount, TokenCounter
@@ -53,6 +53,31 @@ class ReplyContext:
     pruned_event: ContextWindowPruned | None = None  # the guard hid turns in this build: the caller emits it
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplySpec:
+    """How a session's reply prompts are built, the same from reply to reply: who the bot is,
+    its persona and turn cap (`policy.turn_text_cap_chars`), and the model's window (the
+    `counter` and `context_limit` the guard prices against; `guard_config` seeds a fresh
+    guard when the caller brings none)."""
+
+    bot_name: str
+    counter: TokenCounter
+    context_limit: int
+    persona: str | None = None
+    policy: CompactionPolicy | None = None
+    guard_config: GuardConfig | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyRecall:
+    """The recall section for one reply: its rendered text (`RecallResult.render()`) and the
+    first seq of the verbatim window proper (the planner's `recent_start`), which sets where the
+    section sits in the guard's drop order (None: after every prunable turn)."""
+
+    text: str
+    window_start_seq: int | None = None
+
+
 def summary_header(covered_through_turn: int) -> str:
     return f"Earlier in this session (summary of turns 0–{covered_through_turn}):"
 
@@ -75,27 +100,19 @@ def system_prompt(bot_name: str, persona: str | None = None) -> str:
 def build_reply_messages(
     snapshot: ContextSnapshot,
     current: Turn,
+    spec: ReplySpec,
     *,
-    bot_name: str,
-    counter: TokenCounter,
-    context_limit: int,
-    persona: str | None = None,
     participant_memory: str | None = None,
-    policy: CompactionPolicy | None = None,
+    recall: ReplyRecall | None = None,
     guard: TokenGuard | None = None,
-    guard_config: GuardConfig | None = None,
-    recall_section: str = "",
-    window_start_seq: int | None = None,
 ) -> ReplyContext:
     """The chat messages for replying to `current`, given the session's snapshot.
 
     Pass the session's own `guard` so pruning has hysteresis across replies; without one a
-    fresh guard (built from `guard_config`) judges this call alone. `recall_section` is the
-    rendered recall text (`RecallResult.render()`); `window_start_seq` is the first seq of the
-    verbatim window proper (the planner's `recent_start`), which sets its drop order.
+    fresh guard (built from `spec.guard_config`) judges this call alone.
     """
-    cap = (policy or CompactionPolicy()).turn_text_cap_chars
-    system: list[Message] = [{"role": "system", "content": system_prompt(bot_name, persona)}]
+    cap = (spec.policy or CompactionPolicy()).turn_text_cap_chars
+    system: list[Message] = [{"role": "system", "content": system_prompt(spec.bot_name, spec.persona)}]
     memory = (participant_memory or "").strip()
     if memory:
         system.append({"role": "system", "content": f"{MEMORY_HEADER}\n{memory}"})
@@ -115,16 +132,17 @@ def build_reply_messages(
         for turn in snapshot.turns
         if turn.seq >= snapshot.cursor and turn.seq != current.seq
     ]
+    recall_section = recall.text if recall is not None else ""
     recall_messages: list[Message] = [{"role": "system", "content": recall_section}] if recall_section else []
-    result = (guard or TokenGuard(guard_config)).apply(
+    parts = PromptParts(
         system_messages=system,
         turn_messages=verbatim,
         current_messages=[turn_message(current, cap=cap)],
-        counter=counter,
-        context_limit=context_limit,
         optional_messages=recall_messages,
-        optional_before_seq=window_start_seq,
+        optional_before_seq=recall.window_start_seq if recall is not None else None,
     )
+    guard = guard or TokenGuard(spec.guard_config)
+    result = guard.apply(parts, counter=spec.counter, context_limit=spec.context_limit)
     return ReplyContext(
         messages=result.messages,
         tokens=result.tokens,

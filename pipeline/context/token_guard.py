@@ -75,6 +75,20 @@ def gap_marker(count: int) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PromptParts:
+    """One prompt's messages before the guard lays them out: `system + [marker] + turns +
+    optional + current`. `turn_messages` are the verbatim turns as `(seq, message)`, oldest
+    first. The optional messages go before any turn with `seq >= optional_before_seq` does
+    (None: after every prunable turn)."""
+
+    system_messages: Sequence[Mapping[str, str]]
+    turn_messages: Sequence[tuple[int, Mapping[str, str]]]
+    current_messages: Sequence[Mapping[str, str]]
+    optional_messages: Sequence[Mapping[str, str]] = ()
+    optional_before_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GuardResult:
     """The guarded prompt and what the guard did to it."""
 
@@ -118,23 +132,11 @@ class TokenGuard:
     def reset(self) -> None:
         self._hold_from_seq = None
 
-    def apply(
-        self,
-        *,
-        system_messages: Sequence[Mapping[str, str]],
-        turn_messages: Sequence[tuple[int, Mapping[str, str]]],
-        current_messages: Sequence[Mapping[str, str]],
-        counter: TokenCounter,
-        context_limit: int,
-        optional_messages: Sequence[Mapping[str, str]] = (),
-        optional_before_seq: int | None = None,
-    ) -> GuardResult:
-        """Assemble `system + [marker] + shown turns + optional + current`, pruning if needed.
-
-        `turn_messages` are the verbatim turns as `(seq, message)`, oldest first. The
-        optional messages go before any turn with `seq >= optional_before_seq` does (None:
-        after every prunable turn).
-        """
+    def apply(self, parts: PromptParts, *, counter: TokenCounter, context_limit: int) -> GuardResult:
+        """Assemble `system + [marker] + shown turns + optional + current`, pruning if needed."""
+        system_messages, turn_messages = parts.system_messages, parts.turn_messages
+        current_messages, optional_messages = parts.current_messages, parts.optional_messages
+        optional_before_seq = parts.optional_before_seq
         config = self._config
         empty = counter.count_messages([])
         exact = empty.exact

@@ -21,16 +21,16 @@ import dataclasses
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipeline.context.model_context import ModelContext, ModelContextConfig
-from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplayOptions
+from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplaySetup
 from pipeline.evaluation.session_file import NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
 from pipeline.events import ContextRecall
 from pipeline.models import Turn, TurnKind
-from pipeline.ports import SessionStore, Summarizer
 from pipeline.transcript.session import ConversationSession
 
 SCHEMA = "longcall.compare/1"
@@ -99,6 +99,17 @@ def read_probe_meta(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompareOptions:
+    """What a comparison adds to a replay: the probe lines' extra fields (`read_probe_meta`),
+    the RecallConfig fields the rolling+recall mode overrides, and how often (in turns) the
+    context-size series is sampled."""
+
+    probe_meta: Sequence[dict[str, Any]] = ()
+    recall_overrides: Mapping[str, Any] | None = None
+    sample_every: int = 50
+
+
 class CompareReplayer(Replayer):
     """A replay whose probes are judged under every mode. `await run()` returns the replay
     report with `compare` rows added; `probe_rows` and `series` hold the comparison."""
@@ -106,29 +117,24 @@ class CompareReplayer(Replayer):
     def __init__(
         self,
         session_file: SessionFile,
+        setup: ReplaySetup,
         *,
-        store: SessionStore,
-        summarizer: Summarizer | None,
-        fallback: Summarizer | None,
-        options: ReplayOptions,
         out_dir: Path,
-        probe_meta: Sequence[dict[str, Any]] = (),
-        recall_overrides: dict[str, Any] | None = None,
-        sample_every: int = 50,
+        compare: CompareOptions = CompareOptions(),
         progress: ProgressCallback | None = None,
     ) -> None:
         if session_file.audio_dir is not None:
             raise ValueError("longcall compare takes transcript sessions (an audio session: use replay)")
+        options = setup.options
         base = options.model_context
         rolling = recall_config(base, enabled=False)
-        self._recall_config: ModelContextConfig | None = recall_config(base, enabled=True, **(recall_overrides or {}))
-        super().__init__(
-            session_file, store=store, summarizer=summarizer, fallback=fallback,
-            options=dataclasses.replace(options, model_context=rolling), out_dir=out_dir, progress=progress,
-        )
-        self._meta = list(probe_meta)
+        overrides = compare.recall_overrides or {}
+        self._recall_config: ModelContextConfig | None = recall_config(base, enabled=True, **overrides)
+        rolling_setup = dataclasses.replace(setup, options=dataclasses.replace(options, model_context=rolling))
+        super().__init__(session_file, rolling_setup, out_dir=out_dir, progress=progress)
+        self._meta = list(compare.probe_meta)
         self._probe_index = 0
-        self._sample_every = max(1, sample_every)
+        self._sample_every = max(1, compare.sample_every)
         self._window = options.policy.window
         self._recall: ModelContext | None = None
         self._transcript: list[tuple[int, float, str, str]] = []  # (seq, t, speaker, text)
@@ -370,24 +376,19 @@ def aggregate(
 async def compare_session(
     path: Path,
     session_file: SessionFile,
+    setup: ReplaySetup,
     *,
-    store: SessionStore,
-    summarizer: Summarizer | None,
-    fallback: Summarizer | None,
-    options: ReplayOptions,
     out_dir: Path,
-    recall_overrides: dict[str, Any] | None = None,
+    recall_overrides: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
 ) -> tuple[dict[str, Any], CompareReplayer]:
     """Replay one session under every mode; returns (run row for `aggregate`, the replayer)."""
-    replayer = CompareReplayer(
-        session_file, store=store, summarizer=summarizer, fallback=fallback, options=options, out_dir=out_dir,
-        probe_meta=read_probe_meta(path), recall_overrides=recall_overrides, progress=progress,
-    )
+    compare = CompareOptions(probe_meta=read_probe_meta(path), recall_overrides=recall_overrides)
+    replayer = CompareReplayer(session_file, setup, out_dir=out_dir, compare=compare, progress=progress)
     try:
         report = await replayer.run()
     finally:
-        await store.delete_session(replayer.session_id)
+        await setup.store.delete_session(replayer.session_id)
     run = {
         "session": report["session"],
         "turns": report["turns"],
@@ -414,13 +415,10 @@ def session_paths(paths: Sequence[Path]) -> list[Path]:
 
 async def run_compare(
     paths: Sequence[Path],
+    setup: ReplaySetup,
     *,
-    store: SessionStore,
-    summarizer: Summarizer | None,
-    fallback: Summarizer | None,
-    options: ReplayOptions,
     out: Path,
-    recall_overrides: dict[str, Any] | None = None,
+    recall_overrides: Mapping[str, Any] | None = None,
     progress: Any = None,
 ) -> dict[str, Any]:
     """Compare every session in `paths`; write out/compare.json and out/compare.html.
@@ -432,8 +430,7 @@ async def run_compare(
     for path in session_paths(paths):
         session_file = load_session_file(path)
         run, replayer = await compare_session(
-            path, session_file, store=store, summarizer=summarizer, fallback=fallback, options=options,
-            out_dir=out / path.stem, recall_overrides=recall_overrides,
+            path, session_file, setup, out_dir=out / path.stem, recall_overrides=recall_overrides,
             progress=progress(path.name) if progress is not None else None,
         )
         runs.append(run)

@@ -98,6 +98,17 @@ class ReplayOptions:
     memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplaySetup:
+    """What the replays of one run share: the store the sessions live in, who summarises (the
+    primary summarizer and its fallback; None: that one is absent) and the replay options."""
+
+    store: SessionStore
+    summarizer: Summarizer | None
+    fallback: Summarizer | None
+    options: ReplayOptions
+
+
 def _probe_turn(probe: ProbeLine, seq: int) -> Turn:
     return Turn(
         seq=seq, kind=TurnKind.SPEECH, speaker_id="probe", speaker_name="Someone", text=probe.question,
@@ -132,20 +143,17 @@ class Replayer:
     def __init__(
         self,
         session_file: SessionFile,
+        setup: ReplaySetup,
         *,
-        store: SessionStore,
-        summarizer: Summarizer | None,
-        fallback: Summarizer | None,
-        options: ReplayOptions,
         out_dir: Path,
         progress: ProgressCallback | None = None,
         audio_driver: AudioDriver | None = None,
     ) -> None:
         self._file = session_file
-        self._store = store
-        self._summarizer = summarizer
-        self._fallback = fallback
-        self._options = options
+        self._store = setup.store
+        self._summarizer = setup.summarizer
+        self._fallback = setup.fallback
+        self._options = options = setup.options
         self._out_dir = out_dir
         self._progress = progress
         self._audio_driver = audio_driver

@@ -22,7 +22,7 @@ from pipeline.adapters.realtime_protocol import (
 )
 from pipeline.adapters.realtime_response import RealtimeResponseStream
 from pipeline.context.formatting import render_turn_line
-from pipeline.context.realtime_instructions import build_realtime_instructions
+from pipeline.context.realtime_instructions import RealtimeSpec, build_realtime_instructions
 from pipeline.events import EventEmitter, RealtimeResponseCompleted
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 from tests.conftest import EventLog
@@ -138,8 +138,9 @@ async def test_built_instructions_are_sent_whole_latest_wins_and_unchanged_are_n
         summary="Alice and Bob are playing ranked. " * 20, cursor=0, covered_through_turn=-1,
         turns=turns, total_turns=200,
     )
-    first = build_realtime_instructions(snapshot, turns[-1], bot_name="Clanky").text
-    second = build_realtime_instructions(snapshot, turn("new question?", seq=200), bot_name="Clanky").text
+    spec = RealtimeSpec(bot_name="Clanky")
+    first = build_realtime_instructions(snapshot, turns[-1], spec).text
+    second = build_realtime_instructions(snapshot, turn("new question?", seq=200), spec).text
     assert len(first) <= 5200 and len(second) <= 5200 and first != second
     async with asyncio.timeout(GUARD_S):
         await voice.connect()

@@ -8,7 +8,7 @@ from typing import Any
 
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.context.model_context import ModelContextConfig
-from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.replay import Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.ports import SessionStore
 
@@ -25,9 +25,12 @@ async def replay_into(
 ) -> Replayer:
     """Replay a session file into `store` (kept there) with the offline summarizer."""
     replayer = Replayer(
-        load_session_file(path), store=store, summarizer=None, fallback=OfflineSummarizer(),
-        options=ReplayOptions(
-            stop_at_turn=stop_at_turn, session_id=session_id, model_context=model_context or ModelContextConfig()
+        load_session_file(path),
+        ReplaySetup(
+            store=store, summarizer=None, fallback=OfflineSummarizer(),
+            options=ReplayOptions(
+                stop_at_turn=stop_at_turn, session_id=session_id, model_context=model_context or ModelContextConfig()
+            ),
         ),
         out_dir=out,
     )

@@ -32,7 +32,7 @@ from bot.dashboard.web import (
 from bot.settings import Settings, SettingsError, load_settings
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.context.reply_context import build_reply_messages
+from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.tokens import make_token_counter
 from pipeline.events import CompactionCompleted, CompactionSkipped, EventEmitter
 from pipeline.metrics import CompactionMetrics
@@ -147,8 +147,8 @@ async def test_turns_pruned_by_the_token_guard_are_greyed_above_the_horizon(tmp_
     counter = make_token_counter(config.model, 2048)
     turns = await store.get_turns(sid, 0, 40)
     snapshot = ContextSnapshot(summary="", cursor=0, covered_through_turn=-1, turns=tuple(turns), total_turns=40)
-    reply = build_reply_messages(snapshot, turns[-1], bot_name="Clanky", counter=counter,
-                                 context_limit=counter.context_limit, policy=CompactionPolicy())
+    spec = ReplySpec(bot_name="Clanky", counter=counter, context_limit=counter.context_limit, policy=CompactionPolicy())
+    reply = build_reply_messages(snapshot, turns[-1], spec)
     assert reply.pruned_seqs and reply.shown_seqs
     async with test_utils.TestClient(test_utils.TestServer(create_dashboard_app(store, config))) as c:
         above, below = split_at_horizon(await (await c.get(f"/sessions/{sid}")).text())

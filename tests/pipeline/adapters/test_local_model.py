@@ -21,7 +21,7 @@ import pytest
 from bot.runtime import make_summarizers
 from bot.settings import load_settings
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
-from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.replay import Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import NoteLine, SessionFile, SessionLine, TurnLine, load_session_file
 from pipeline.transcript.store_memory import InMemorySessionStore
 
@@ -82,8 +82,9 @@ async def test_small_local_model_folds_through_the_local_profile(llama_server: s
                               "SUMMARY_MODEL": "local"})
     primary, fallback = make_summarizers(settings)
     assert isinstance(primary, OpenAISummarizer)
-    replayer = Replayer(short_session(TURNS), store=InMemorySessionStore(), summarizer=primary, fallback=fallback,
-                        options=ReplayOptions(policy=settings.policy()), out_dir=tmp_path)
+    setup = ReplaySetup(store=InMemorySessionStore(), summarizer=primary, fallback=fallback,
+                        options=ReplayOptions(policy=settings.policy()))
+    replayer = Replayer(short_session(TURNS), setup, out_dir=tmp_path)
     report = await replayer.run()
     await primary.aclose()
     assert 2048 == primary.context_limit  # read from the server's /v1/models (meta.n_ctx)

@@ -15,7 +15,7 @@ import pytest
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.replay import Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, Turn, TurnKind
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -161,8 +161,9 @@ async def test_bad_outputs_are_never_committed_and_are_counted(stub: OpenAIStub,
     store = InMemorySessionStore()
     summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key=KEY, base_url=stub.base_url), model="small-model")
     replayer = Replayer(
-        load_session_file(write_session(tmp_path / "bad.jsonl", plain_turns(121))), store=store,
-        summarizer=summarizer, fallback=OfflineSummarizer(), options=ReplayOptions(), out_dir=tmp_path / "out",
+        load_session_file(write_session(tmp_path / "bad.jsonl", plain_turns(121))),
+        ReplaySetup(store=store, summarizer=summarizer, fallback=OfflineSummarizer(), options=ReplayOptions()),
+        out_dir=tmp_path / "out",
     )
     report = await replayer.run()
     await summarizer.aclose()
@@ -207,8 +208,11 @@ async def test_poison_replay_folds_every_batch(model: str, stub: OpenAIStub, tmp
         stub.default_responder = copier
         summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key=KEY, base_url=stub.base_url), model="copier")
     replayer = Replayer(
-        load_session_file(write_session(tmp_path / "poison.jsonl", poison_turns(300))), store=InMemorySessionStore(),
-        summarizer=summarizer, fallback=OfflineSummarizer(), options=ReplayOptions(), out_dir=tmp_path / "out",
+        load_session_file(write_session(tmp_path / "poison.jsonl", poison_turns(300))),
+        ReplaySetup(
+            store=InMemorySessionStore(), summarizer=summarizer, fallback=OfflineSummarizer(), options=ReplayOptions()
+        ),
+        out_dir=tmp_path / "out",
     )
     report = await replayer.run()
     if summarizer is not None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.context.realtime_instructions import RealtimeInstructions, build_realtime_instructions
+from pipeline.context.realtime_instructions import RealtimeInstructions, RealtimeSpec, build_realtime_instructions
 from pipeline.events import EventEmitter, RealtimeInstructionsBuilt
 from pipeline.models import ContextSnapshot, Note, Turn, TurnKind
 from tests.conftest import EventLog
@@ -49,7 +49,9 @@ def snap(turns: list[str], summary: str = "", notes: list[str] | None = None, cu
 def build(snapshot: ContextSnapshot, **kwargs: object) -> RealtimeInstructions:
     current = snapshot.turns[-1] if snapshot.turns else None
     kwargs.setdefault("persona", PERSONA)
-    return build_realtime_instructions(snapshot, current, bot_name=BOT, **kwargs)  # type: ignore[arg-type]
+    memory = kwargs.pop("participant_memory", None)
+    spec = RealtimeSpec(bot_name=BOT, **kwargs)  # type: ignore[arg-type]
+    return build_realtime_instructions(snapshot, current, spec, participant_memory=memory)  # type: ignore[arg-type]
 
 
 def test_everything_fits_in_text_order(emitter: EventEmitter, event_log: EventLog) -> None:
@@ -87,7 +89,7 @@ def test_everything_fits_in_text_order(emitter: EventEmitter, event_log: EventLo
 
 def test_default_persona_prompt_is_loaded_with_the_bot_name() -> None:
     """Without a persona argument the realtime_persona prompt is used, name filled in."""
-    result = build_realtime_instructions(snap(["hi"]), None, bot_name="Clanky")
+    result = build_realtime_instructions(snap(["hi"]), None, RealtimeSpec(bot_name="Clanky"))
     assert result.text.startswith("You are Clanky,")
     assert "{bot_name}" not in result.text
 

@@ -10,10 +10,10 @@ from structlog.testing import capture_logs
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.context.model_context import ModelContext, ModelContextConfig
-from pipeline.context.realtime_instructions import HEADERS, Section, build_realtime_instructions
+from pipeline.context.realtime_instructions import HEADERS, RealtimeSpec, Section, build_realtime_instructions
 from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallLine, build_query
 from pipeline.context.recall_index import RecallIndex
-from pipeline.context.token_guard import GuardConfig, TokenGuard
+from pipeline.context.token_guard import GuardConfig, PromptParts, TokenGuard
 from pipeline.events import ContextRecall, EventEmitter, RealtimeInstructionsBuilt
 from pipeline.models import CompactionPolicy, EmbeddingUnavailable, Note, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
@@ -189,8 +189,11 @@ def test_guard_drops_recall_after_older_turns_and_before_the_window() -> None:
 
     def run(count: int, window_start: int) -> tuple[tuple[int, ...], bool]:
         result = TokenGuard(guard.config).apply(
-            system_messages=SYSTEM, turn_messages=[turn_msg(s) for s in range(count)], current_messages=CURRENT,
-            counter=WordCounter(), context_limit=LIMIT, optional_messages=recall, optional_before_seq=window_start,
+            PromptParts(
+                system_messages=SYSTEM, turn_messages=[turn_msg(s) for s in range(count)], current_messages=CURRENT,
+                optional_messages=recall, optional_before_seq=window_start,
+            ),
+            counter=WordCounter(), context_limit=LIMIT,
         )
         return result.pruned_seqs, result.optional_dropped
 
@@ -212,7 +215,7 @@ def test_realtime_recall_section_keeps_its_budget_at_turn_boundaries() -> None:
     lines = [RecallLine(order=float(i), rank=i, text=f"[00:0{i}] Bob: line number {i} " + "x" * 60) for i in range(6)]
     snapshot = ContextSnapshot(summary="", cursor=0, covered_through_turn=-1, turns=(), total_turns=0)
     result = build_realtime_instructions(
-        snapshot, None, bot_name="Clanky", recall_lines=lines, recall_budget_chars=300
+        snapshot, None, RealtimeSpec(bot_name="Clanky", recall_budget_chars=300), recall_lines=lines
     )
     block = result.text.split(HEADERS[Section.RECALL], 1)[1].strip()
     kept = block.split("\n")
@@ -462,10 +465,8 @@ def test_realtime_recall_comes_after_recent_turns_and_before_the_summary_tail() 
     summary = " ".join(f"Sentence {i} of the running summary says something about the evening." for i in range(30))
     snapshot = ContextSnapshot(summary=summary, cursor=100, covered_through_turn=99, turns=window, total_turns=104)
     lines = [RecallLine(order=float(i), rank=i, text=f"[00:0{i}] Bob: recalled line {i}") for i in range(3)]
-    result = build_realtime_instructions(
-        snapshot, turn(104, "Maya", "what did Bob say?"), bot_name="Clanky", persona="You are {bot_name}.",
-        budget_chars=900, recall_lines=lines, recall_budget_chars=400,
-    )
+    spec = RealtimeSpec(bot_name="Clanky", persona="You are {bot_name}.", budget_chars=900, recall_budget_chars=400)
+    result = build_realtime_instructions(snapshot, turn(104, "Maya", "what did Bob say?"), spec, recall_lines=lines)
     assert "session_summary" in result.shortened
     assert "recall" not in result.shortened and "recall" not in result.dropped
     assert all(line.text in result.text for line in lines)
@@ -531,7 +532,7 @@ async def test_turns_without_a_stored_vector_are_embedded_after_a_restart(
 def test_reply_builder_drops_the_recall_section_before_window_turns() -> None:
     """Through the reply builder: with room, the section sits right before the current turn;
     squeezed, it goes before any turn of the window does."""
-    from pipeline.context.reply_context import build_reply_messages
+    from pipeline.context.reply_context import ReplyRecall, ReplySpec, build_reply_messages
     from pipeline.models import ContextSnapshot
 
     window = tuple(turn(100 + i, "Alice", " ".join(["word"] * 30)) for i in range(20))
@@ -541,9 +542,9 @@ def test_reply_builder_drops_the_recall_section_before_window_turns() -> None:
     guard = GuardConfig(response_reserve_tokens=100, safety_margin_tokens=0, min_recent=4)
 
     def build(limit: int) -> tuple[int, tuple[int, ...]]:
+        spec = ReplySpec(bot_name="Clanky", counter=WordCounter(), context_limit=limit, persona="P", guard_config=guard)
         result = build_reply_messages(
-            snapshot, current, bot_name="Clanky", counter=WordCounter(), context_limit=limit, persona="P",
-            guard_config=guard, recall_section=section, window_start_seq=100,
+            snapshot, current, spec, recall=ReplyRecall(text=section, window_start_seq=100)
         )
         if result.recall_chars:
             assert section == result.messages[-2]["content"]

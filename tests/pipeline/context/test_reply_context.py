@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pipeline import prompts
-from pipeline.context.reply_context import ReplyContext, build_reply_messages
+from pipeline.context.reply_context import ReplyContext, ReplySpec, build_reply_messages
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import make_token_counter
 from pipeline.events import ContextWindowPruned, EventEmitter
@@ -77,9 +77,11 @@ def snapshot(cursor: int, total: int, summary: str = SUMMARY, in_flight: bool = 
 
 
 def build(snap: ContextSnapshot, current: Turn, **kwargs: Any) -> ReplyContext:
-    kwargs.setdefault("counter", COUNTER)
-    kwargs.setdefault("context_limit", LIMIT)
-    return build_reply_messages(snap, current, bot_name=BOT, **kwargs)
+    """The reply builder with this file's spec; `counter`/`context_limit` override the spec's."""
+    spec = ReplySpec(
+        bot_name=BOT, counter=kwargs.pop("counter", COUNTER), context_limit=kwargs.pop("context_limit", LIMIT)
+    )
+    return build_reply_messages(snap, current, spec, **kwargs)
 
 
 def check_golden(name: str, result: ReplyContext) -> None:

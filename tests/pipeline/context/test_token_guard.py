@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from pipeline.context.token_guard import GuardConfig, GuardResult, TokenGuard, gap_marker, history_budget
+from pipeline.context.token_guard import GuardConfig, GuardResult, PromptParts, TokenGuard, gap_marker, history_budget
 from pipeline.events import ContextWindowPruned, EventEmitter
 from pipeline.ports import TokenCount
 from tests.conftest import EventLog
@@ -41,9 +41,11 @@ CONFIG = GuardConfig(response_reserve_tokens=100, safety_margin_tokens=0, min_re
 
 def apply(guard: TokenGuard, count: int, events: EventEmitter | None = None, first: int = 0) -> GuardResult:
     result = guard.apply(
-        system_messages=SYSTEM,
-        turn_messages=[turn_msg(s) for s in range(first, count)],
-        current_messages=CURRENT,
+        PromptParts(
+            system_messages=SYSTEM,
+            turn_messages=[turn_msg(s) for s in range(first, count)],
+            current_messages=CURRENT,
+        ),
         counter=WordCounter(),
         context_limit=LIMIT,
     )
@@ -124,9 +126,7 @@ def test_never_prunes_system_summary_current_or_min_recent() -> None:
     turns = [(s, {"role": "user", "content": "x " * 40}) for s in range(20)]
     guard = TokenGuard(GuardConfig(response_reserve_tokens=100, safety_margin_tokens=0, min_recent=8))
     result = guard.apply(
-        system_messages=system,
-        turn_messages=turns,
-        current_messages=CURRENT,
+        PromptParts(system_messages=system, turn_messages=turns, current_messages=CURRENT),
         counter=WordCounter(),
         context_limit=400,
     )
@@ -184,9 +184,7 @@ def test_hold_is_released_once_the_compactor_folds_past_it() -> None:
 def test_estimated_counts_are_reported_as_not_exact() -> None:
     """A non-exact counter makes the result and the event say `exact=False`."""
     result = TokenGuard(CONFIG).apply(
-        system_messages=SYSTEM,
-        turn_messages=[turn_msg(s) for s in range(3)],
-        current_messages=CURRENT,
+        PromptParts(system_messages=SYSTEM, turn_messages=[turn_msg(s) for s in range(3)], current_messages=CURRENT),
         counter=WordCounter(exact=False),
         context_limit=LIMIT,
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.replay import Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.models import CompactionPolicy, TurnKind
 
@@ -28,8 +28,10 @@ async def test_a_typed_line_replays_as_a_chat_turn_and_is_folded(redis_server: P
     path.write_text("\n".join(json.dumps(line) for line in lines))
     store = RedisSessionStore.from_url(redis_server.url)
     replayer = Replayer(
-        load_session_file(path), store=store, summarizer=None, fallback=OfflineSummarizer(),
-        options=ReplayOptions(policy=CompactionPolicy(window=4, batch=4)), out_dir=tmp_path / "out",
+        load_session_file(path),
+        ReplaySetup(store=store, summarizer=None, fallback=OfflineSummarizer(),
+                    options=ReplayOptions(policy=CompactionPolicy(window=4, batch=4))),
+        out_dir=tmp_path / "out",
     )
     report = await replayer.run()
     turns = await store.get_turns(replayer.session_id, 0, 3)

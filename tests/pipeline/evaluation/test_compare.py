@@ -13,7 +13,7 @@ from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.evaluation.compare import COMPARE_REPORT_KEYS, MODES, SCHEMA, run_compare
-from pipeline.evaluation.replay import ReplayOptions
+from pipeline.evaluation.replay import ReplayOptions, ReplaySetup
 
 SPEAKERS = ["Alice", "Bob", "James", "Maya"]
 FILLER = [
@@ -54,8 +54,9 @@ async def _compare(redis_server: PrivateRedisServer, tmp_path: Path) -> dict[str
     store = RedisSessionStore.from_url(redis_server.url)
     try:
         return await run_compare(
-            [_session(tmp_path / "small.jsonl")], store=store, summarizer=None, fallback=OfflineSummarizer(),
-            options=ReplayOptions(), out=tmp_path / "out",
+            [_session(tmp_path / "small.jsonl")],
+            ReplaySetup(store=store, summarizer=None, fallback=OfflineSummarizer(), options=ReplayOptions()),
+            out=tmp_path / "out",
         )
     finally:
         await store.aclose()

@@ -11,7 +11,7 @@ from bot.__main__ import main
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.evaluation.replay import Replayer, ReplayOptions
+from pipeline.evaluation.replay import Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import load_session_file
 
 SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "gaming_night.jsonl"
@@ -32,8 +32,9 @@ async def test_replay_writes_reports_and_loses_nothing(redis_server: PrivateRedi
     """The real compactor over the sample: 0 lost turns, bounded summary, every report field, probes kept."""
     store = RedisSessionStore.from_url(redis_server.url)
     replayer = Replayer(
-        load_session_file(SAMPLE), store=store, summarizer=None, fallback=OfflineSummarizer(),
-        options=ReplayOptions(), out_dir=tmp_path,
+        load_session_file(SAMPLE),
+        ReplaySetup(store=store, summarizer=None, fallback=OfflineSummarizer(), options=ReplayOptions()),
+        out_dir=tmp_path,
     )
     report = await replayer.run()
     await store.aclose()
