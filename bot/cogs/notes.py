@@ -25,8 +25,8 @@ from discord.ext import commands
 from bot.session.guild_session import GuildSession
 from bot.session.registry import GuildSessionRegistry
 from pipeline.adapters.images import ImageError, ImageErrorCode
-from pipeline.context.formatting import cap_text
 from pipeline.models import Note, NoteSource
+from pipeline.transcript.formatting import cap_text
 from pipeline.transcript.screen_notes import SubmitStatus, Submitted
 
 log = structlog.get_logger("longcall.cogs.notes")

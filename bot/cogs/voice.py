@@ -16,10 +16,10 @@ from discord.ext import commands
 from bot.session.config import session_id_for
 from bot.session.ports import ChannelInfo
 from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
-from pipeline.context.formatting import cap_text
 from pipeline.context.reply_context import ReplyContext
 from pipeline.models import CompactionState, ContextSnapshot, StoreUnavailable, Turn, TurnKind
 from pipeline.ports import SessionStore
+from pipeline.transcript.formatting import cap_text
 
 log = structlog.get_logger("longcall.cogs.voice")
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.dashboard.view import OUTCOMES, Timeline, _e
-from pipeline.context.formatting import mmss
 from pipeline.events import (
     AsrBacklogMerged,
     AsrFailed,
@@ -24,6 +23,7 @@ from pipeline.events import (
     CompactionCompleted,
     CompactionFailed,
 )
+from pipeline.transcript.formatting import mmss
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.context.formatting import mmss
 from pipeline.context.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
 from pipeline.models import ContextSnapshot, Turn, TurnKind
+from pipeline.transcript.formatting import mmss
 
 HORIZON_TEXT = "The model can't see above this line"
 ROUTINE_SKIPS = frozenset({"below_threshold", "no_eligible_batch"})

@@ -28,8 +28,8 @@ import aiohttp
 
 from pipeline.adapters.images import ImageError, ImageLimits, decode_image, hamming
 from pipeline.adapters.ocr import RapidOcrReader
-from pipeline.context.formatting import note_line
 from pipeline.models import NoteSource
+from pipeline.transcript.formatting import note_line
 from pipeline.transcript.screen_notes import NoteWriter, Share
 
 POST_TIMEOUT_S = 90.0

@@ -8,10 +8,10 @@ from __future__ import annotations
 from bot.session.core import SessionCore
 from bot.session.ports import TextReply
 from bot.session.reply_jobs import ReplyDesk
-from pipeline.context.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE
 from pipeline.events import ChatTurnCorrected
 from pipeline.models import Turn, TurnDraft, TurnKind
 from pipeline.transcript.chat import ChatEntry, ChatLedger, CorrectionVerdict
+from pipeline.transcript.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE
 
 
 class ChatIntake:

@@ -19,9 +19,9 @@ from bot.session.reply_jobs import ReplyJob, Stages
 from bot.settings import ReplyMode
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import REALTIME_RATE, RealtimeError, RealtimeReply
-from pipeline.context.formatting import render_turn_line
 from pipeline.context.realtime_instructions import RealtimeInstructions
 from pipeline.events import BotReplyCompleted
+from pipeline.transcript.formatting import render_turn_line
 
 log = structlog.get_logger("longcall.guild_session")
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
-from pipeline.context.formatting import data_field, mmss, render_turn_line
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult
 from pipeline.prompts import render_prompt
+from pipeline.transcript.formatting import data_field, mmss, render_turn_line
 
 # The output token cap leaves room for an obedient summary of `max_chars` (about 4 chars a
 # token in English, fewer in small local tokenizers): an answer cut at the cap ends with

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 
-from pipeline.context.formatting import (
+from pipeline.models import Note, SummaryRequest, SummaryResult, Turn, TurnKind
+from pipeline.transcript.formatting import (
     CHAT_DELETE_SOURCE,
     TYPED_TAG,
     cap_text,
@@ -28,7 +29,6 @@ from pipeline.context.formatting import (
     one_line,
     speaker_label,
 )
-from pipeline.models import Note, SummaryRequest, SummaryResult, Turn, TurnKind
 
 MODEL_NAME = "offline-extractive"
 FACT_CAP_CHARS = 120

@@ -17,7 +17,6 @@ from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
 from pipeline.compaction.planning import backoff_delay
 from pipeline.compaction.summarizer_offline import last_resort_fold
 from pipeline.compaction.summary_validation import Rejection, RejectReason, validate_summary
-from pipeline.context.formatting import clamp_at_sentence
 from pipeline.events import CompactionFailed
 from pipeline.models import (
     CompactionPolicy,
@@ -30,6 +29,7 @@ from pipeline.models import (
     SummaryResult,
 )
 from pipeline.ports import Summarizer
+from pipeline.transcript.formatting import clamp_at_sentence
 
 # Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
 # a rejection reason or an error code from the model's last try, or one of these.

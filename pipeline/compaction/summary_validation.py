@@ -32,8 +32,8 @@ import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pipeline.context.formatting import speaker_label
 from pipeline.models import PEOPLE_KINDS, SummaryRequest
+from pipeline.transcript.formatting import speaker_label
 from pipeline.transcript.text_clean import ZWJ, is_emoji
 
 TOO_LONG_FACTOR = 2.0

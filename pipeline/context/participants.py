@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pipeline.context.formatting import cap_text, one_line, speaker_label
 from pipeline.models import PEOPLE_KINDS, ParticipantCard, Turn
+from pipeline.transcript.formatting import cap_text, one_line, speaker_label
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

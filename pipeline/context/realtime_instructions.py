@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from pipeline.context.formatting import clamp_at_sentence, note_line, render_turn_line
 from pipeline.context.recall import RecallLine, fit_lines
 from pipeline.events import RealtimeInstructionsBuilt
 from pipeline.models import ContextSnapshot, Turn
 from pipeline.prompts import render_prompt
+from pipeline.transcript.formatting import clamp_at_sentence, note_line, render_turn_line
 
 REALTIME_PERSONA_PROMPT = "realtime_persona"
 DEFAULT_BUDGET_CHARS = 5200

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.context.formatting import one_line
 from pipeline.models import Note, Turn, TurnKind
+from pipeline.transcript.formatting import one_line
 
 Vector = npt.NDArray[np.float32]
 

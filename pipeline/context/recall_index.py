@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy.typing as npt
 
-from pipeline.context.formatting import cap_text, mmss, note_line, one_line, render_turn_line
 from pipeline.context.recall import (
     INDEXED_KINDS,
     RecallConfig,
@@ -28,6 +27,7 @@ from pipeline.context.recall import (
 )
 from pipeline.context.recall_retrievers import LexicalIndex, VectorTable
 from pipeline.models import Note, Turn, TurnKind
+from pipeline.transcript.formatting import cap_text, mmss, note_line, one_line, render_turn_line
 
 
 @dataclass(slots=True)

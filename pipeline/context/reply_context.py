@@ -10,7 +10,7 @@ Order:
    each: people as `user` with `Speaker: text`; the bot's own spoken turns as `assistant`
    with the bare text (a `Clanky:` prefix there teaches the model to say its own name
    before every reply, which TTS then reads out); membership, effect and thought turns as
-   `user` lines tagged `[voice]`, `[effect]`, `[bot thought]` (see `pipeline.context.formatting`);
+   `user` lines tagged `[voice]`, `[effect]`, `[bot thought]` (see `pipeline.transcript.formatting`);
 6. system: `From earlier in this session ...` -- recalled old lines (`pipeline.context.recall`), when
    there are any: ephemeral, right before the current turn so the cacheable prefix above it
    stays the same from reply to reply; the token guard drops it after the older-than-window
@@ -19,7 +19,7 @@ Order:
 
 Transcript text appears inside the message of its own turn, behind its speaker label. The
 one exception is the recall section, where each old turn is one escaped line
-(`[mm:ss] Speaker: text`, rendered by `pipeline.context.formatting`, whitespace collapsed so no line
+(`[mm:ss] Speaker: text`, rendered by `pipeline.transcript.formatting`, whitespace collapsed so no line
 can pose as a header or a new speaker) under a header that calls them quoted data.
 """
 
@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.context.formatting import cap_text, note_line, render_turn_line
 from pipeline.context.token_guard import GuardConfig, Message, PromptParts, TokenGuard
 from pipeline.events import ContextWindowPruned
 from pipeline.models import CompactionPolicy, ContextSnapshot, Turn, TurnKind
 from pipeline.ports import TokenCount, TokenCounter
 from pipeline.prompts import render_prompt
+from pipeline.transcript.formatting import cap_text, note_line, render_turn_line
 
 PERSONA_PROMPT = "persona"
 MEMORY_HEADER = "What you remember about the people here:"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pipeline.context.formatting import mmss
 from pipeline.evaluation.report import _polyline
+from pipeline.transcript.formatting import mmss
 
 COLORS = {"drop-oldest": "#b42318", "rolling": "#ff7f0e", "rolling+recall": "#1a7f37", "ceiling": "#1f77b4",
           "transcript": "#888888"}

@@ -36,11 +36,11 @@ import structlog
 
 from pipeline.adapters.images import Frame, ImageError, ImageLimits, check_size, decode_image, hamming
 from pipeline.adapters.ocr import TextLine
-from pipeline.context.formatting import cap_text, mmss, one_line, speaker_label
 from pipeline.events import ABSENT, EventEmitter, ScreenNoteAdded, ScreenNoteFailed, ScreenNoteSkipped
 from pipeline.models import Note, NoteSource
 from pipeline.ports import Clock
 from pipeline.prompts import render_prompt
+from pipeline.transcript.formatting import cap_text, mmss, one_line, speaker_label
 
 log = structlog.get_logger("longcall.screen_notes")
 

@@ -21,10 +21,10 @@ from pipeline.adapters.realtime_protocol import (
     ResponseStatus,
 )
 from pipeline.adapters.realtime_response import RealtimeResponseStream
-from pipeline.context.formatting import render_turn_line
 from pipeline.context.realtime_instructions import RealtimeSpec, build_realtime_instructions
 from pipeline.events import EventEmitter, RealtimeResponseCompleted
 from pipeline.models import ContextSnapshot, Turn, TurnKind
+from pipeline.transcript.formatting import render_turn_line
 from tests.conftest import EventLog
 from tests.support.bot_fakes import FakeVoiceLink
 from tests.support.realtime_stub import RealtimeStub, ScriptedResponse, ServerError

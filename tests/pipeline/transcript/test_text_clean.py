@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.context.formatting import one_line, render_turn_line, speaker_label
 from pipeline.models import Turn, TurnKind
+from pipeline.transcript.formatting import one_line, render_turn_line, speaker_label
 from pipeline.transcript.text_clean import clean_text
 
 RAINBOW = "\U0001f3f3\ufe0f\u200d\U0001f308"  # 🏳️‍🌈: white flag, VS16, ZWJ, rainbow

@@ -1,4 +1,5 @@
-"""Rendering helpers shared by the context builders and the summarizer. Pure, no I/O.
+"""How a transcript turn reads as text, shared by the summarizers, the context builders and the
+reports. Pure, no I/O.
 
 Turn lines (what a model sees for one transcript turn):
 
