@@ -28,6 +28,7 @@ from pipeline.events import CompactionCompleted, EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_codec import encode_draft
 
 NAMES = ["Alice", "Bob", "James", "Maya"]
@@ -70,11 +71,11 @@ async def _measure(url: str, prefill: int, appends: int) -> dict[str, float]:
     session_id = f"bench-{uuid.uuid4().hex[:8]}"
     await _prefill(store, raw, session_id, prefill)
     clock = FakeClock(start=float(prefill))
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
         policy=CompactionPolicy(), clock=clock, events=EventEmitter(guild_id="b", session_id=session_id,
                                                                     source="bench"), bot_name="Clanky",
-    )
+    ))
     append_us: list[float] = []
     trigger_us: list[float] = []
     sent = _count_round_trips(store)
@@ -141,11 +142,11 @@ async def _memory(url: str, turns: int) -> dict[str, float]:
     store = RedisSessionStore.from_url(url)
     session_id = f"bench-mem-{uuid.uuid4().hex[:8]}"
     clock = FakeClock()
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
         policy=CompactionPolicy(), clock=clock, events=EventEmitter(guild_id="b", session_id=session_id,
                                                                     source="bench"), bot_name="Clanky",
-    )
+    ))
     samples: dict[int, float] = {}
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(session.run(), name=f"compactor:{session_id}")
@@ -186,10 +187,10 @@ async def _continuity(url: str, turns: int) -> dict[str, int]:
     emitter = EventEmitter(guild_id="b", session_id=session_id, source="bench")
     emitter.add_sink(lambda e: folds.append((int(e["old_cursor"]), int(e["new_cursor"])))
                      if e["event"] == CompactionCompleted.name else None)
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=None, fallback=OfflineSummarizer(),
         policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",
-    )
+    ))
     lost = 0
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(session.run(), name=f"compactor:{session_id}")

@@ -38,6 +38,7 @@ from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 
 TOTAL = 10_000
@@ -109,10 +110,10 @@ async def _session_10k() -> ConversationSession:
     await store.commit_fold(sid, FoldCommit(expected_cursor=0, summary="Earlier: " + "x " * 500, new_cursor=cursor,
                                             covered_through_turn=cursor - 1, last_at=cursor * 6.0))
     events = EventEmitter(guild_id="bench", session_id=sid, source="bench")
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=sid, store=store, summarizer=None, fallback=None, policy=CompactionPolicy(),
         clock=FakeClock(TOTAL * 6.0), events=events, bot_name="Clanky",
-    )
+    ))
     vectors = _unit(np.random.default_rng(1), TOTAL + len(QUESTIONS))
     for seq in range(TOTAL):
         session.recall.index.set_vector(turn_key(seq), vectors[seq])

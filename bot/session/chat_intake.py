@@ -39,7 +39,7 @@ class ChatIntake:
             )
         )
         self._chat.record(message_id, ChatEntry(seq=turn.seq, at=now, speaker_id=str(user_id), speaker_name=name))
-        await self._desk.consider(turn, heard_at=core.perf(), asr_ms=None, text_reply=reply)
+        self._desk.consider(turn, heard_at=core.perf(), asr_ms=None, text_reply=reply)
         return turn
 
     async def on_chat_edit(self, message_id: int, text: str | None, *, deleted: bool = False) -> Turn | None:

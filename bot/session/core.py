@@ -1,11 +1,14 @@
 """What every part of one guild session shares: its ids, conversation, clock and events, the
 stop signal and the owner lease. Every turn of the session -- speech, typed chat, membership,
-the bot's replies -- enters the conversation through `SessionCore.append` (the conversation
-session orders them under its append lock)."""
+the bot's replies -- enters the conversation session, which orders them under its append lock:
+speech straight from the hearing pipeline (`ConversationSession.heard`), the rest through
+`SessionCore.append`. A write the store refuses because another process owns the session
+reaches the core through the conversation's `on_lease_lost` listener and stops the session."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +18,7 @@ from bot.session.config import GuildSessionConfig, StopReason
 from bot.session.ports import VoiceLink
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.events import EventEmitter, SessionLeaseLost
-from pipeline.models import LeaseLost, Turn, TurnDraft, TurnKind
+from pipeline.models import Turn, TurnDraft, TurnKind
 from pipeline.ports import Clock
 from pipeline.transcript.screen_notes import ScreenNotes
 from pipeline.transcript.session import ConversationSession
@@ -52,6 +55,8 @@ class SessionCore:
         self.stop_reason: StopReason | None = None
         self._stop = asyncio.Event()
         self.last_activity = start.conversation.clock.now()  # the idle limit counts from here
+        # An append or fold commit refused by the owner fence: another process owns the session.
+        start.conversation.on_lease_lost(functools.partial(self.on_lease_lost, LeaseLostReason.WRITE_REFUSED))
 
     def touch(self) -> None:
         """Someone did something (spoke, typed, joined): the idle limit counts from now."""
@@ -79,11 +84,8 @@ class SessionCore:
         await self._stop.wait()
 
     async def append(self, draft: TurnDraft) -> Turn:
-        try:
-            return await self.conversation.append(draft)
-        except LeaseLost:
-            self.on_lease_lost(LeaseLostReason.WRITE_REFUSED)
-            raise
+        """Append a turn to the conversation (a refused write stops the session: see above)."""
+        return await self.conversation.append(draft)
 
     async def append_own(self, kind: TurnKind, text: str, *, source: str, started_at: float | None = None) -> Turn:
         """A turn of the bot itself (its reply, or a note about where it is) ending now."""
@@ -101,11 +103,6 @@ class SessionCore:
         )
 
     # -- ownership -------------------------------------------------------------------------------------
-
-    async def run_compactor(self) -> None:
-        await self.conversation.run()
-        if self.conversation.lease_lost:  # a fold commit was refused: another process owns the session
-            self.on_lease_lost(LeaseLostReason.WRITE_REFUSED)
 
     async def hold_lease(self) -> None:
         if self.lease is not None:

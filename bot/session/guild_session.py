@@ -6,7 +6,9 @@ A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
     hearing-feed:{guild}    decoded frames → hearing pipeline (+ barge-in detection, and the
                             senders' end-of-transmission silence as `speaking_state`)
                             -- bot/session/hearing_feed.py, bot/session/barge_in.py
-    hearing:{guild}         the hearing pipeline (segmenter, ASR, coalescer) → speech turns
+    hearing:{guild}         the hearing pipeline (segmenter, ASR, coalescer) → speech turns,
+                            appended straight to the conversation (`ConversationSession.heard`),
+                            whose listener hands each one to the reply desk
     compactor:{guild}       `ConversationSession.run()`: rolling compaction
     reply:{guild}           the reply worker (bot/session/reply_jobs.py): one reply at a time
                             through the session's `Replier` (brain → TTS → playback, or the
@@ -18,7 +20,9 @@ A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
 
 Every turn (speech, typed chat, membership, the bot's replies) goes through
 `ConversationSession.append`, which takes one at a time, so seqs are assigned in the order
-things happened.
+things happened. The bot only subscribes: heard turns reach the reply desk through the
+conversation's heard-turn listener, and a write refused by the owner fence reaches the core
+through its lease-lost listener.
 
 Session metadata (guild, channel, started_at, active) lives in the store's meta hash. A
 clean process shutdown leaves `active=1`, so the next start rejoins; `/leave`, the limits
@@ -39,7 +43,7 @@ from bot.session.brain_replier import BrainReplier
 from bot.session.chat_intake import ChatIntake
 from bot.session.config import META_ACTIVE, SessionDeps, StopReason
 from bot.session.core import SessionCore, SessionStart
-from bot.session.hearing_feed import HeardTurns, HearingFeed
+from bot.session.hearing_feed import HearingFeed
 from bot.session.ports import ChannelInfo, Hearing, TextReply
 from bot.session.presence import Presence, VoiceReconnector
 from bot.session.realtime_replier import RealtimeReplier
@@ -88,10 +92,9 @@ class GuildSession:
         policy = ReplyPolicy(ReplyPolicyConfig(bot_name=config.bot_name, bot_speaker_id=str(start.bot_user_id),
                                                wake_words=deps.wake_words, cooldown_s=deps.reply_cooldown_s))
         self._desk = ReplyDesk(core, self.replies, self.replier, policy=policy)
-        self._heard = HeardTurns(core, self._desk)
-        hearing = (
-            deps.hearing_factory(self._heard, core.events, core.clock) if deps.hearing_factory is not None else None
-        )
+        heard = start.conversation.heard  # the hearing pipeline's sink: straight into the conversation
+        heard.add_listener(self._desk.on_heard)
+        hearing = deps.hearing_factory(heard, core.events, core.clock) if deps.hearing_factory is not None else None
         self.reconnector = VoiceReconnector(core, start.link, stop_speaking=self.on_air.stop)
         self.presence = Presence(core, start.link, self.reconnector, hearing=hearing,
                                  save_meta=functools.partial(self._save_meta, active=True))
@@ -175,7 +178,7 @@ class GuildSession:
 
     async def on_heard(self, draft: TurnDraft) -> Turn:
         """A finished speech turn from the hearing pipeline: append it, maybe answer it."""
-        return await self._heard.append(draft)
+        return await self.session.heard.append(draft)
 
     async def on_chat(
         self, *, message_id: int, user_id: int, name: str, text: str, reply: TextReply | None = None
@@ -255,7 +258,7 @@ class GuildSession:
                     [tg.create_task(hearing_pipeline.run(), name=f"hearing:{gid}")]
                     if hearing_pipeline is not None else []
                 )
-                compactor = tg.create_task(core.run_compactor(), name=f"compactor:{gid}")
+                compactor = tg.create_task(self.session.run(), name=f"compactor:{gid}")
                 notes = tg.create_task(self.notes.run(), name=f"notes:{gid}") if self.notes is not None else None
                 log.info(
                     "guild_session_started",

@@ -1,41 +1,19 @@
-"""Audio in: decoded voice frames into the hearing pipeline, and heard turns out of it.
+"""Audio in: decoded voice frames into the hearing pipeline.
 
 `HearingFeed.run` takes each frame the voice link decoded (DAVE, Opus), lets the barge-in
 detector see it, and feeds it to the hearing pipeline (segmenter, ASR, coalescer), with the
-senders' end-of-transmission silence as `speaking_state`. `HeardTurns` is the hearing
-pipeline's sink: each finished speech turn is appended to the conversation, then
-considered for a reply."""
+senders' end-of-transmission silence as `speaking_state`. The hearing pipeline appends each
+finished speech turn to the conversation itself (`ConversationSession.heard`); the reply desk
+hears of it through that sink's listener (bot/session/guild_session.py subscribes it)."""
 
 from __future__ import annotations
 
 from bot.session.barge_in import OnAir
-from bot.session.core import SessionCore
 from bot.session.ports import Hearing, VoiceLink
 from bot.session.presence import Presence
-from bot.session.reply_jobs import ReplyDesk
 from bot.voice.rtp import FrameSource
-from pipeline.models import Turn, TurnDraft
 
 FRAME_MS = 20
-
-
-class HeardTurns:
-    """The session as the hearing pipeline's sink (`bot.session.ports.TurnSink`)."""
-
-    __slots__ = ("_core", "_desk")
-
-    def __init__(self, core: SessionCore, desk: ReplyDesk) -> None:
-        self._core = core
-        self._desk = desk
-
-    async def append(self, draft: TurnDraft) -> Turn:
-        """A finished speech turn: append it, maybe answer it."""
-        core = self._core
-        turn = await core.append(draft)
-        appended_at = core.perf()
-        asr_ms = max(0, round((core.clock.now() - draft.ended_at) * 1000))
-        await self._desk.consider(turn, heard_at=appended_at, asr_ms=asr_ms)
-        return turn
 
 
 class HearingFeed:

@@ -25,6 +25,7 @@ from pipeline.models import StoreUnavailable
 from pipeline.ports import SessionStore
 from pipeline.transcript.screen_notes import ScreenNotes
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 
 log = structlog.get_logger("longcall.guild_session")
 
@@ -312,7 +313,7 @@ async def open_session(
     for sink in deps.event_sinks:
         events.add_sink(sink)
     clock = OffsetClock(deps.clock_factory(), elapsed)
-    conversation = await ConversationSession.open(
+    conversation = await ConversationSession.open(ConversationDeps(
         session_id=sid,
         store=deps.store,
         summarizer=deps.summarizer,
@@ -324,7 +325,7 @@ async def open_session(
         owner_token=lease.token if lease is not None else "",
         embedder=deps.embedder,
         memory=deps.memory,
-    )
+    ))
     start = SessionStart(
         guild_id=guild_id,
         link=link,

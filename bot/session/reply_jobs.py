@@ -155,9 +155,16 @@ class ReplyDesk:
         self._policy = policy
         self._jobs: asyncio.Queue[ReplyJob] = asyncio.Queue(maxsize=core.config.reply_queue_max)
 
-    async def consider(
-        self, turn: Turn, *, heard_at: float, asr_ms: int | None, text_reply: TextReply | None = None
-    ) -> None:
+    def on_heard(self, turn: Turn) -> None:
+        """A speech turn the hearing pipeline appended (`ConversationSession.heard`'s listener):
+        maybe answer it. `asr_ms` is end of speech → turn appended."""
+        core = self._core
+        heard_at = core.perf()
+        asr_ms = max(0, round((core.clock.now() - turn.ended_at) * 1000))
+        self.consider(turn, heard_at=heard_at, asr_ms=asr_ms)
+
+    def consider(self, turn: Turn, *, heard_at: float, asr_ms: int | None, text_reply: TextReply | None = None) -> None:
+        """Decide on one appended turn; an accepted one is queued for the reply worker."""
         core, ledger = self._core, self._ledger
         own = self._policy.is_own(turn)
         if turn.kind in (TurnKind.SPEECH, TurnKind.CHAT) and not own:

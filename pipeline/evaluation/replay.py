@@ -36,6 +36,7 @@ from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
 from pipeline.ports import Embedder, SessionStore, Summarizer, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 
 ProgressCallback = Callable[[int, int], None]
 # An audio driver feeds an audio session's clips through the hearing pipeline into the
@@ -187,11 +188,11 @@ class Replayer:
             event_log = StoreEventLog(self._store, clock=self._clock)  # the dashboard's timeline
             emitter.add_sink(event_log)
             await self._save_meta(active=True)
-            session = await ConversationSession.open(
+            session = await ConversationSession.open(ConversationDeps(
                 session_id=self._session_id, store=self._store, summarizer=self._summarizer,
                 fallback=self._fallback, policy=self._options.policy, clock=self._clock, events=emitter,
                 bot_name=self._bot_name, embedder=self._options.embedder, memory=self._options.memory,
-            )
+            ))
             self._session = session
             self._resume_from = session.total_turns  # > 0: resuming a session an earlier run left
             self._opened_cursor = session.snapshot().cursor

@@ -196,15 +196,16 @@ async def test_a_refused_fold_commit_stops_the_compactor(redis_store: RedisSessi
     from pipeline.events import EventEmitter
     from pipeline.models import CompactionPolicy
     from pipeline.transcript.session import ConversationSession
+    from pipeline.transcript.session_deps import ConversationDeps
 
     grant = await redis_store.acquire_owner(session_id, "proc-a", TTL)
     assert grant is not None
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=redis_store, summarizer=None, fallback=OfflineSummarizer(),
         policy=CompactionPolicy(window=10, batch=5), clock=FakeClock(),
         events=EventEmitter(guild_id="7", session_id=session_id, source="test"), bot_name="Clanky",
         owner_token=grant.token,
-    )
+    ))
     for i in range(20):  # a fold is due; the compactor task is not running yet
         await session.append(draft(i))
     await redis_store.release_owner(session_id, grant.token)

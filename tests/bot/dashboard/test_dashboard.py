@@ -40,6 +40,7 @@ from pipeline.models import CompactionPolicy, ContextSnapshot, TurnDraft, TurnKi
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.support.dashboard_rig import GAMING_NIGHT, HOSTILE_NAME, STOP_AT, replay_into, write_hostile_session
 
@@ -400,10 +401,10 @@ async def test_live_session_and_metrics_in_the_bot_process(redis_store: RedisSes
     emitter.add_sink(metrics)
     emitter.add_sink(log)
     clock = FakeClock()
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=redis_store, summarizer=ScriptedSummarizer(), fallback=None,
         policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",
-    )
+    ))
     await redis_store.save_meta(session_id, {"guild_id": "g1", "channel_name": "general", "active": "1"})
 
     class View:

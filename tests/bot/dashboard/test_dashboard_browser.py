@@ -31,6 +31,7 @@ from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 from tests.support.dashboard_rig import GAMING_NIGHT, STOP_AT, replay_into
 
 T = TypeVar("T")
@@ -222,10 +223,10 @@ class _LiveSession:
         self.tasks: list[asyncio.Task[None]] = []
 
     async def open(self) -> None:
-        self.session = await ConversationSession.open(
+        self.session = await ConversationSession.open(ConversationDeps(
             session_id=self.sid, store=self.server.store, summarizer=ScriptedSummarizer(), fallback=None,
             policy=CompactionPolicy(), clock=self.clock, events=self.emitter, bot_name="Clanky",
-        )
+        ))
         await self.server.store.save_meta(self.sid, {"title": "live test session", "active": "1"})
         loop = asyncio.get_running_loop()
         self.tasks = [loop.create_task(self.session.run(), name="compactor:live"),

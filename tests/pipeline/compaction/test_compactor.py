@@ -17,6 +17,7 @@ from pipeline.models import CompactionPolicy, Note, SummaryRequest, TurnDraft, T
 from pipeline.ports import SessionStore, Summarizer
 from pipeline.testing import FakeClock, ScriptedSummarizer, summarizer_error
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 
@@ -42,10 +43,10 @@ async def open_session(
     policy: CompactionPolicy | None = None,
     fallback: Summarizer | None = None,
 ) -> ConversationSession:
-    return await ConversationSession.open(
+    return await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=summarizer, fallback=fallback,
         policy=policy or CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",
-    )
+    ))
 
 
 @asynccontextmanager

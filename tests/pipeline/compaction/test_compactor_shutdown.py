@@ -14,6 +14,7 @@ from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 
 
@@ -57,11 +58,11 @@ async def _spin_until(condition: object, spins: int = 10_000) -> bool:
 async def test_cancel_while_the_renewal_unwinds_ends_the_task_and_releases_the_lock() -> None:
     store = InMemorySessionStore()
     lease = SlowToCancelLease()
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id="s", store=store, summarizer=YieldingSummarizer(), fallback=None, policy=CompactionPolicy(),
         clock=FakeClock(), events=EventEmitter(guild_id="g", session_id="s", source="test"), bot_name="Clanky",
         lease_clock=lease,
-    )
+    ))
     task = asyncio.create_task(session.run(), name="compactor:s")
     for i in range(61):  # one batch of 10 is due
         await session.append(TurnDraft(kind=TurnKind.SPEECH, speaker_id="a", speaker_name="Alice",

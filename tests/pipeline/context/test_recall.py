@@ -18,6 +18,7 @@ from pipeline.events import ContextRecall, EventEmitter, RealtimeInstructionsBui
 from pipeline.models import CompactionPolicy, EmbeddingUnavailable, Note, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 from tests.pipeline.compaction.test_compactor import open_session, running, until
@@ -290,10 +291,10 @@ async def test_reworded_question_is_found_by_the_dense_side(
     potions': lexical recall misses it, the packaged dense model finds it."""
     store = InMemorySessionStore()
     clock = FakeClock()
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
         policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky", embedder=embedder,
-    )
+    ))
     facts = {8: ("Maya", "I'll grab the healing potions before we head out")}
     dense = ModelContext(session, ModelContextConfig(recall=RecallConfig(max_hits=3, neighbours=0)))
     lexical = ModelContext(
@@ -327,10 +328,10 @@ async def test_lexical_recall_goes_on_when_the_dense_model_cannot_load(
     """A dense model that cannot load is one clear log event; recall stays lexical."""
     store = InMemorySessionStore()
     clock = FakeClock()
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
         policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky", embedder=BrokenEmbedder(),
-    )
+    ))
     context = ModelContext(session)
     with capture_logs() as logs:
         async with running(session):
@@ -351,10 +352,10 @@ async def test_restart_mid_session_recalls_turns_from_before_it(
     clock = FakeClock()
 
     async def open_() -> ConversationSession:
-        return await ConversationSession.open(
+        return await ConversationSession.open(ConversationDeps(
             session_id=session_id, store=redis_store, summarizer=ScriptedSummarizer(), fallback=None,
             policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky", embedder=embedder,
-        )
+        ))
 
     facts = {
         4: ("Maya", "I'll grab the healing potions before we head out"),
@@ -392,10 +393,10 @@ async def test_every_turn_gets_its_vector_even_when_the_queue_is_full(
     with a vector for every turn."""
     store = InMemorySessionStore()
     clock = FakeClock()
-    session = await ConversationSession.open(
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
         policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky", embedder=embedder,
-    )
+    ))
     session.recall._max_queued = 2
     async with running(session):
         await until(lambda: session.recall.running)
@@ -422,10 +423,10 @@ async def test_openai_embeddings_endpoint_feeds_the_dense_side(
         )
         store = InMemorySessionStore()
         clock = FakeClock()
-        session = await ConversationSession.open(
+        session = await ConversationSession.open(ConversationDeps(
             session_id=session_id, store=store, summarizer=ScriptedSummarizer(), fallback=None,
             policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky", embedder=embedder,
-        )
+        ))
         context = ModelContext(session)
         async with running(session):
             await fill(session, clock, conversation(70, {3: ("Bob", "zebra stripes everywhere")}))
@@ -443,10 +444,10 @@ async def test_openai_embeddings_endpoint_feeds_the_dense_side(
         assert result.hits[0].dense_rank is not None
 
         stub.embeddings.append(Reply(status=401))
-        broken = await ConversationSession.open(
+        broken = await ConversationSession.open(ConversationDeps(
             session_id=f"{session_id}-b", store=store, summarizer=ScriptedSummarizer(), fallback=None,
             policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky", embedder=embedder,
-        )
+        ))
         with capture_logs() as logs:
             async with running(broken):
                 await fill(broken, clock, conversation(3, {}))
@@ -509,11 +510,11 @@ async def test_turns_without_a_stored_vector_are_embedded_after_a_restart(
     clock = FakeClock()
 
     async def open_(with_embedder: bool) -> ConversationSession:
-        return await ConversationSession.open(
+        return await ConversationSession.open(ConversationDeps(
             session_id=session_id, store=redis_store, summarizer=ScriptedSummarizer(), fallback=None,
             policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",
             embedder=embedder if with_embedder else None,
-        )
+        ))
 
     first = await open_(False)
     async with running(first):

@@ -20,6 +20,7 @@ from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, Tur
 from pipeline.ports import SessionStore
 from pipeline.testing import FakeClock
 from pipeline.transcript.session import ConversationSession
+from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 
@@ -76,10 +77,10 @@ async def open_session(
     store: SessionStore, session_id: str, clock: FakeClock, summarizer: object, events: EventEmitter,
     *, policy: CompactionPolicy = POLICY, lease_clock: FakeClock | None = None,
 ) -> ConversationSession:
-    return await ConversationSession.open(
+    return await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=summarizer, fallback=None,  # type: ignore[arg-type]
         policy=policy, clock=clock, events=events, bot_name="Clanky", lease_clock=lease_clock,
-    )
+    ))
 
 
 @asynccontextmanager

@@ -1,0 +1,74 @@
+"""Participant memory of one session: the cards refreshed from each committed fold's turns,
+and their writer (one store write per batch of changes)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import structlog
+
+from pipeline.context.participants import ParticipantMemoryConfig, render_cards, update_cards
+from pipeline.models import ParticipantCard, StoreUnavailable, Turn
+from pipeline.ports import SessionStore
+
+log = structlog.get_logger("longcall.session")
+
+
+class ParticipantCards:
+    """The session's participant cards. `refresh` runs on every committed fold (with the folded
+    turns, still in the window); `run` writes them; `wait_saved` waits for the last write."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        store: SessionStore,
+        config: ParticipantMemoryConfig,
+        cards: Sequence[ParticipantCard],
+        through: int,
+    ) -> None:
+        self._session_id = session_id
+        self._store = store
+        self.config = config
+        self._cards: dict[str, ParticipantCard] = {c.speaker_id: c for c in cards}
+        self.through = through  # folds before this are in the cards already
+        self._dirty = asyncio.Event()
+        self._saved = asyncio.Event()
+        self._saved.set()
+
+    @property
+    def cards(self) -> tuple[ParticipantCard, ...]:
+        return tuple(sorted(self._cards.values(), key=lambda c: (-c.turns, c.name)))
+
+    def text(self, max_chars: int | None = None) -> str:
+        """The cards as the builders' memory text ("" while there are none)."""
+        limit = self.config.max_chars if max_chars is None else max_chars
+        return render_cards(self.cards, limit) if limit > 0 else ""
+
+    def refresh(self, folded: Sequence[Turn], *, bot_name: str, cursor: int) -> None:
+        """A fold committed up to `cursor`: fold its turns into the cards."""
+        if folded:
+            self._cards = update_cards(self._cards, folded, bot_name=bot_name, config=self.config)
+            self._saved.clear()
+            self._dirty.set()
+        self.through = max(self.through, cursor)
+
+    async def wait_saved(self) -> None:
+        await self._saved.wait()
+
+    async def run(self) -> None:
+        """The cards' writer: one store write per batch of changes; retried on the next one."""
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            try:
+                await self._store.save_participant_cards(self._session_id, list(self._cards.values()))
+            except StoreUnavailable:
+                # The next fold writes every card again; settle() must not wait on an outage.
+                log.warning("participant_cards_not_persisted", session_id=self._session_id)
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from None
+            if not self._dirty.is_set():
+                self._saved.set()
