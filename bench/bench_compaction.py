@@ -24,11 +24,11 @@ from typing import Any
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_codec import encode_draft
 
 NAMES = ["Alice", "Bob", "James", "Maya"]

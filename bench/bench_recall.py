@@ -30,15 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.context.model_context import ModelContext, ModelContextConfig
 from pipeline.context.recall import RecallConfig, turn_key
 from pipeline.context.recall_index import RecallIndex
 from pipeline.context.recall_indexer import SessionRecall
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.model_context import ModelContext, ModelContextConfig
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 
 TOTAL = 10_000

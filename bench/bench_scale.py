@@ -178,7 +178,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
     from pipeline.adapters.redis_server import PrivateRedisServer
     from pipeline.adapters.redis_store import RedisSessionStore
     from pipeline.compaction.summarizer_offline import OfflineSummarizer
-    from pipeline.context.model_context import ModelContext, ModelContextConfig
+    from pipeline.conversation.model_context import ModelContext, ModelContextConfig
     from pipeline.events import BotReplyCompleted, CompactionCompleted, CompactionFailed
     from pipeline.metrics import CompactionMetrics
     from pipeline.models import CompactionPolicy, TurnDraft, TurnKind

@@ -20,7 +20,7 @@ import structlog
 from bot.logging_setup import Redactor, configure_logging
 from bot.runtime import make_embedder, make_summarizers, open_store
 from bot.settings import Settings, SettingsError, load_settings
-from pipeline.context.model_context import ModelContextConfig
+from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.evaluation.replay import AudioDriver, Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import SessionFileError, load_session_file
 from pipeline.models import StoreUnavailable

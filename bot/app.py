@@ -54,7 +54,8 @@ from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import RealtimeConfig
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.context.model_context import ModelContextConfig
+from pipeline.conversation.model_context import ModelContextConfig
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, EventSink
 from pipeline.hearing.pipeline import HearingPipeline
 from pipeline.metrics import CompactionMetrics
@@ -62,7 +63,6 @@ from pipeline.models import AsrError
 from pipeline.ports import Clock, SessionStore, Summarizer
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.screen_notes import NoteWriter
-from pipeline.transcript.session import ConversationSession
 
 log = structlog.get_logger("longcall.app")
 

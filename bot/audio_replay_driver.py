@@ -15,11 +15,11 @@ from bot.runtime import hearing_config, whisper_config
 from bot.settings import Settings
 from pipeline.adapters.whisper import WhisperTranscriber
 from pipeline.clock import FakeClock
+from pipeline.conversation.session import ConversationSession
 from pipeline.evaluation.audio_replay import AudioReplay
 from pipeline.evaluation.replay import AudioDriver
 from pipeline.evaluation.session_file import SessionFile, SessionLine
 from pipeline.ports import TurnSink
-from pipeline.transcript.session import ConversationSession
 
 
 def make_audio_driver(settings: Settings) -> AudioDriver:

@@ -52,11 +52,11 @@ from bot.dashboard.view import (
     visible_seqs,
 )
 from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.conversation.session import ConversationSession
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
 from pipeline.models import CompactionPolicy, StoreUnavailable
 from pipeline.ports import SessionStore
 from pipeline.transcript.event_log import EVENT_LOG_MAX
-from pipeline.transcript.session import ConversationSession
 
 log = structlog.get_logger("longcall.dashboard")
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bot.session.ports import Brain, HearingFactory, RealtimeFactory, Speech
-from pipeline.context.model_context import ModelContextConfig
 from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.events import EventSink
 from pipeline.hearing.sentences import SentenceSplitterConfig
 from pipeline.models import CompactionPolicy

@@ -17,11 +17,11 @@ from bot.ownership import LeaseLostReason, SessionLease
 from bot.session.config import GuildSessionConfig, StopReason
 from bot.session.ports import VoiceLink
 from pipeline.adapters.openai_realtime import RealtimeVoice
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, SessionLeaseLost
 from pipeline.models import Turn, TurnDraft, TurnKind
 from pipeline.ports import Clock
 from pipeline.transcript.screen_notes import ScreenNotes
-from pipeline.transcript.session import ConversationSession
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -50,8 +50,8 @@ from bot.session.realtime_replier import RealtimeReplier
 from bot.session.replier import Replier, ReplyTools
 from bot.session.reply_jobs import ReplyDesk, ReplyLedger
 from bot.settings import ReplyMode
-from pipeline.context.model_context import ModelContext
 from pipeline.context.reply_policy import ReplyPolicy, ReplyPolicyConfig
+from pipeline.conversation.model_context import ModelContext
 from pipeline.events import EventEmitter
 from pipeline.models import StoreUnavailable, Turn, TurnDraft
 

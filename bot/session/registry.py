@@ -20,12 +20,12 @@ from bot.session.config import META_ACTIVE, OffsetClock, SessionDeps, StopReason
 from bot.session.core import SessionStart
 from bot.session.guild_session import GuildSession
 from bot.session.ports import ChannelInfo, VoiceConnector, VoiceLink
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, SessionNotOwned, SessionOwned, SessionResumedAfterRestart, SessionTakenOver
 from pipeline.models import StoreUnavailable
 from pipeline.ports import SessionStore
 from pipeline.transcript.screen_notes import ScreenNotes
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 
 log = structlog.get_logger("longcall.guild_session")
 

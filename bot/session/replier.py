@@ -14,7 +14,7 @@ from bot.session.core import SessionCore
 from bot.session.ports import VoiceLink
 from bot.session.reply_jobs import ReplyJob, ReplyLedger, Stages
 from bot.settings import ReplyMode
-from pipeline.context.model_context import ModelContext
+from pipeline.conversation.model_context import ModelContext
 
 
 class Replier(Protocol):

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.context.model_context import ModelContext, ModelContextConfig
+from pipeline.conversation.model_context import ModelContext, ModelContextConfig
+from pipeline.conversation.session import ConversationSession
 from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplaySetup
 from pipeline.evaluation.session_file import NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
 from pipeline.events import ContextRecall
 from pipeline.models import Turn, TurnKind
-from pipeline.transcript.session import ConversationSession
 
 SCHEMA = "longcall.compare/1"
 MODES = ("drop-oldest", "rolling", "rolling+recall", "ceiling")

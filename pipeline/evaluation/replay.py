@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.clock import FakeClock
-from pipeline.context.model_context import ModelContext, ModelContextConfig
 from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.model_context import ModelContext, ModelContextConfig
+from pipeline.conversation.session import ConversationSession
 from pipeline.evaluation.report import render_html
 from pipeline.evaluation.session_file import MembershipLine, NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
 from pipeline.events import (
@@ -35,8 +37,6 @@ from pipeline.events import (
 from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
 from pipeline.ports import Embedder, SessionStore, Summarizer, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 
 ProgressCallback = Callable[[int, int], None]
 # An audio driver feeds an audio session's clips through the hearing pipeline into the

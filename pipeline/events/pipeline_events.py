@@ -222,7 +222,7 @@ class ChatTurnCorrected(Event):
     verdict: str
 
 
-# -- store integrity (pipeline/transcript/session.py) --------------------------------------------------
+# -- store integrity (pipeline/conversation/session.py) --------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -193,10 +193,10 @@ async def test_a_refused_fold_commit_stops_the_compactor(redis_store: RedisSessi
     """A fold that finishes after the session changed owner is not committed (the fence), and
     the compactor stops, marking the session's lease lost; the new owner's view is untouched."""
     from pipeline.compaction.summarizer_offline import OfflineSummarizer
+    from pipeline.conversation.deps import ConversationDeps
+    from pipeline.conversation.session import ConversationSession
     from pipeline.events import EventEmitter
     from pipeline.models import CompactionPolicy
-    from pipeline.transcript.session import ConversationSession
-    from pipeline.transcript.session_deps import ConversationDeps
 
     grant = await redis_store.acquire_owner(session_id, "proc-a", TTL)
     assert grant is not None

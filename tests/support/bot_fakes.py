@@ -321,7 +321,7 @@ def make_resources(
 ) -> Any:
     from bot.session.config import GuildSessionConfig, SessionDeps
     from pipeline.compaction.summarizer_offline import OfflineSummarizer
-    from pipeline.context.model_context import ModelContextConfig
+    from pipeline.conversation.model_context import ModelContextConfig
     from pipeline.models import CompactionPolicy
 
     return SessionDeps(

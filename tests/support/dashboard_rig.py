@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.context.model_context import ModelContextConfig
+from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.evaluation.replay import Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.ports import SessionStore

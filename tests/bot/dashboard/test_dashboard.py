@@ -34,13 +34,13 @@ from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.tokens import make_token_counter
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, CompactionSkipped, EventEmitter
 from pipeline.metrics import CompactionMetrics
 from pipeline.models import CompactionPolicy, ContextSnapshot, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.event_log import StoreEventLog
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.support.dashboard_rig import GAMING_NIGHT, HOSTILE_NAME, STOP_AT, replay_into, write_hostile_session
 

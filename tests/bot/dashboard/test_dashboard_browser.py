@@ -26,12 +26,12 @@ import pytest
 from bot.dashboard.web import DashboardConfig, bound_port, create_dashboard_app, start_dashboard
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, EventEmitter
 from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.event_log import StoreEventLog
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 from tests.support.dashboard_rig import GAMING_NIGHT, STOP_AT, replay_into
 
 T = TypeVar("T")

@@ -12,12 +12,12 @@ import pytest
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted, EventEmitter
 from pipeline.models import CompactionPolicy, Note, SummaryRequest, TurnDraft, TurnKind
 from pipeline.ports import SessionStore, Summarizer
 from pipeline.testing import FakeClock, ScriptedSummarizer, summarizer_error
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 

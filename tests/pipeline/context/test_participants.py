@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.context.model_context import ModelContext
 from pipeline.context.participants import ParticipantMemoryConfig, extract, render_cards, update_cards
 from pipeline.context.reply_context import MEMORY_HEADER
+from pipeline.conversation.model_context import ModelContext
 from pipeline.events import EventEmitter
 from pipeline.models import ParticipantCard, Turn, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer

@@ -9,16 +9,16 @@ from structlog.testing import capture_logs
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.redis_store import RedisSessionStore
-from pipeline.context.model_context import ModelContext, ModelContextConfig
 from pipeline.context.realtime_instructions import HEADERS, RealtimeSpec, Section, build_realtime_instructions
 from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallLine, build_query
 from pipeline.context.recall_index import RecallIndex
 from pipeline.context.token_guard import GuardConfig, PromptParts, TokenGuard
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.model_context import ModelContext, ModelContextConfig
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import ContextRecall, EventEmitter, RealtimeInstructionsBuilt
 from pipeline.models import CompactionPolicy, EmbeddingUnavailable, Note, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 from tests.pipeline.compaction.test_compactor import open_session, running, until

@@ -26,11 +26,11 @@ import structlog
 
 from pipeline.compaction.compactor import RollingCompactor
 from pipeline.context.recall_indexer import SessionRecall
+from pipeline.conversation.deps import ConversationDeps, StoredSession
 from pipeline.events import EventEmitter, SessionStoreDiverged, SessionStoreReseeded
 from pipeline.models import Note, StoreDiverged, StoreUnavailable, Turn, TurnDraft
 from pipeline.ports import SessionStore
 from pipeline.transcript.notes import NoteBuffer
-from pipeline.transcript.session_deps import ConversationDeps, StoredSession
 from pipeline.transcript.window import TurnWindow, contiguous_tail
 
 log = structlog.get_logger("longcall.session")

@@ -15,12 +15,12 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, SessionStoreDiverged, SessionStoreReseeded
 from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, TurnDraft, TurnKind
 from pipeline.ports import SessionStore
 from pipeline.testing import FakeClock
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
 

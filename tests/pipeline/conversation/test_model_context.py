@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.context.model_context import ModelContext
+from pipeline.conversation.model_context import ModelContext
 from pipeline.events import CompactionStarted, EventEmitter
 from pipeline.models import Note, Turn, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer

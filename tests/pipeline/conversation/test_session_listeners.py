@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, LeaseLost, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
-from pipeline.transcript.session import ConversationSession
-from pipeline.transcript.session_deps import ConversationDeps
 from pipeline.transcript.store_memory import InMemorySessionStore
 
 

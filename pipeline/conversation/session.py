@@ -28,6 +28,9 @@ import structlog
 from pipeline.compaction.compactor import RollingCompactor
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.recall_indexer import SessionRecall
+from pipeline.conversation.deps import ConversationDeps, StoredSession
+from pipeline.conversation.participant_cards import ParticipantCards
+from pipeline.conversation.store_sync import StoreSync
 from pipeline.models import (
     CompactionState,
     ContextSnapshot,
@@ -40,9 +43,6 @@ from pipeline.models import (
     TurnDraft,
 )
 from pipeline.transcript.notes import NoteBuffer
-from pipeline.transcript.participant_cards import ParticipantCards
-from pipeline.transcript.session_deps import ConversationDeps, StoredSession
-from pipeline.transcript.store_sync import StoreSync
 
 log = structlog.get_logger("longcall.session")
 

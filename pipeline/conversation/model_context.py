@@ -28,9 +28,9 @@ from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallResult, bu
 from pipeline.context.reply_context import ReplyContext, ReplyRecall, ReplySpec, build_reply_messages
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import ModelTokenCounter, make_token_counter
+from pipeline.conversation.session import ConversationSession
 from pipeline.events import ContextRecall, Event
 from pipeline.models import ContextSnapshot, Turn
-from pipeline.transcript.session import ConversationSession
 
 T = TypeVar("T")
 
