@@ -45,7 +45,7 @@ from bot.runtime import (
 )
 from bot.session.config import GuildSessionConfig, SessionDeps
 from bot.session.guild_session import GuildSession
-from bot.session.ports import Hearing, HearingFactory, RealtimeFactory, TurnSink
+from bot.session.ports import Hearing, HearingFactory, RealtimeFactory
 from bot.session.registry import GuildSessionRegistry
 from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
 from pipeline.adapters.av_audio import opus_available
@@ -57,10 +57,10 @@ from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, EventSink
-from pipeline.hearing.pipeline import HearingPipeline
+from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.metrics import CompactionMetrics
 from pipeline.models import AsrError
-from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.screen_notes import NoteWriter
 
@@ -156,7 +156,7 @@ def make_realtime_factory(settings: Settings) -> RealtimeFactory | None:
     return factory
 
 
-async def make_hearing(settings: Settings) -> HearingFactory:
+async def make_hearing(settings: Settings) -> SharedHearing:
     """Load and warm up the ASR model once (off the loop), and return the per-session factory:
     one long-lived transcriber shared by every guild's hearing pipeline (ASR_MODE: threads of
     this process, worker processes, or a remote endpoint). The factory's `aclose` (when the
@@ -173,13 +173,24 @@ async def make_hearing(settings: Settings) -> HearingFactory:
         ) from err
     log.info("asr_ready", model=settings.asr_model, mode=str(settings.asr_mode),
              load_ms=round((loop.time() - started) * 1000))
-    config = hearing_config(settings)
+    return SharedHearing(transcriber, hearing_config(settings))
 
-    def factory(sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
-        return HearingPipeline(transcriber, sink, events=events, clock=clock, config=config)
 
-    factory.aclose = getattr(transcriber, "aclose", None)  # type: ignore[attr-defined]
-    return factory
+class SharedHearing:
+    """The `HearingFactory`: one hearing pipeline per guild session over the one shared
+    transcriber; `aclose` closes the transcriber (worker processes, HTTP client) at shutdown."""
+
+    __slots__ = ("_config", "_transcriber")
+
+    def __init__(self, transcriber: Transcriber, config: HearingConfig) -> None:
+        self._transcriber = transcriber
+        self._config = config
+
+    def __call__(self, sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
+        return HearingPipeline(self._transcriber, sink, events=events, clock=clock, config=self._config)
+
+    async def aclose(self) -> None:
+        await aclose_quietly(self._transcriber)
 
 
 def freeze_startup_heap() -> None:

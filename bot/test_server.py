@@ -28,13 +28,13 @@ import structlog
 from bot.app import Models, aclose_quietly, session_deps
 from bot.logging_setup import configure_logging
 from bot.runtime import make_summarizers, open_store
-from bot.session.ports import Hearing, HearingFactory, TurnSink
+from bot.session.ports import Hearing, HearingFactory
 from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
 from bot.settings import Settings
 from bot.voice.rtp import VoiceFrame
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
-from pipeline.ports import Clock, SessionStore
+from pipeline.ports import Clock, SessionStore, TurnSink
 
 log = structlog.get_logger("longcall.test_server")
 

@@ -70,7 +70,7 @@ STAGES = ("hearing", "transcript", "compaction", "context", "conversation", "eva
 PURE = (
     "pipeline/models.py", "pipeline/ports.py", "pipeline/clock.py",
     "pipeline/hearing/pcm.py", "pipeline/hearing/words.py", "pipeline/hearing/segmenter.py",
-    "pipeline/hearing/asr_guards.py", "pipeline/hearing/coalescer.py", "pipeline/hearing/sentences.py",
+    "pipeline/hearing/asr_guards.py", "pipeline/hearing/coalescer.py", "pipeline/context/sentences.py",
     "pipeline/transcript/formatting.py", "pipeline/transcript/text_clean.py", "pipeline/transcript/window.py",
     "pipeline/compaction/planning.py", "pipeline/compaction/summary_validation.py",
     "pipeline/compaction/summarizer_offline.py",

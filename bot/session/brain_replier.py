@@ -24,8 +24,8 @@ from bot.session.reply_jobs import Answer, ReplyJob, Stages, heard_sentences
 from bot.settings import ReplyMode
 from pipeline.adapters.openai_api import BrainError, BrainErrorCode
 from pipeline.context.reply_context import ReplyContext
+from pipeline.context.sentences import SentenceSplitter
 from pipeline.events import BotReplyCompleted
-from pipeline.hearing.sentences import SentenceSplitter
 
 log = structlog.get_logger("longcall.guild_session")
 

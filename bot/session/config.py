@@ -11,9 +11,9 @@ from enum import StrEnum
 
 from bot.session.ports import Brain, HearingFactory, RealtimeFactory, Speech
 from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.context.sentences import SentenceSplitterConfig
 from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.events import EventSink
-from pipeline.hearing.sentences import SentenceSplitterConfig
 from pipeline.models import CompactionPolicy
 from pipeline.ports import Clock, Embedder, SessionOwnership, SessionStore, Summarizer
 from pipeline.transcript.screen_notes import NotesConfig, NoteWriter

@@ -14,8 +14,7 @@ from bot.playback import AudioPlayerLike
 from bot.voice.rtp import VoiceFrame
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.events import EventEmitter
-from pipeline.models import Turn, TurnDraft
-from pipeline.ports import Clock
+from pipeline.ports import Clock, TurnSink
 
 
 class Brain(Protocol):
@@ -43,12 +42,6 @@ class Hearing(Protocol):
     async def run(self) -> None: ...
 
     async def flush(self) -> None: ...
-
-
-class TurnSink(Protocol):
-    """Where the hearing pipeline delivers finished speech turns (`pipeline.hearing.pipeline.TurnSink`)."""
-
-    async def append(self, draft: TurnDraft) -> Turn: ...
 
 
 HearingFactory = Callable[[TurnSink, EventEmitter, Clock], Hearing]

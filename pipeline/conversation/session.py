@@ -50,7 +50,7 @@ OnHeard = Callable[[Turn], None]
 
 
 class HeardTurns:
-    """The hearing pipeline's sink (`pipeline.hearing.pipeline.TurnSink`): each finished speech
+    """The hearing pipeline's sink (`pipeline.ports.TurnSink`): each finished speech
     turn is appended to the conversation, then every listener sees the committed turn, in the
     order they subscribed. A refused append raises to the hearing pipeline (it retries)."""
 

@@ -32,10 +32,10 @@ from pipeline.evaluation.session_file import SessionFile, SessionLine, TurnLine
 from pipeline.evaluation.wer import EditOp, align
 from pipeline.events import EventEmitter
 from pipeline.hearing.pcm import DISCORD_CHANNELS, DISCORD_RATE
-from pipeline.hearing.pipeline import HearingConfig, HearingPipeline, HearingStats, TurnSink
+from pipeline.hearing.pipeline import HearingConfig, HearingPipeline, HearingStats
 from pipeline.hearing.words import normalize
 from pipeline.models import Turn, TurnDraft
-from pipeline.ports import Transcriber
+from pipeline.ports import Transcriber, TurnSink
 
 FRAME_S = 0.02
 OnEvent = Callable[[SessionLine], Awaitable[None] | None]

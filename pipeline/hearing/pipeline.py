@@ -31,7 +31,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
@@ -52,14 +51,8 @@ from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.segmenter import SegmenterConfig, Utterance
 from pipeline.hearing.streams import PcmFrame, SpeakerStreams, StreamsConfig
 from pipeline.hearing.vad import SpeechDetector, VadKind, make_detector
-from pipeline.models import Turn, TurnDraft
-from pipeline.ports import Clock, Transcriber
-
-
-class TurnSink(Protocol):
-    """Where finished turns go: the transcript (e.g. the session's `append_turn`)."""
-
-    async def append(self, draft: TurnDraft) -> Turn: ...
+from pipeline.models import TurnDraft
+from pipeline.ports import Clock, Transcriber, TurnSink
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,11 +20,10 @@ from av.audio.codeccontext import AudioCodecContext
 from av.codec import CodecContext
 
 from bot.playback import OPUS_SILENCE
-from bot.session.ports import TurnSink
 from bot.voice.rtp import FrameSource, VoiceFrame
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
-from pipeline.ports import Clock
+from pipeline.ports import Clock, TurnSink
 
 
 class FakeVoiceLink:

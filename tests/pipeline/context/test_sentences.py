@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.hearing.sentences import SentenceSplitter, SentenceSplitterConfig
+from pipeline.context.sentences import SentenceSplitter, SentenceSplitterConfig
 
 
 def stream(text: str, pieces: list[str] | None = None, config: SentenceSplitterConfig | None = None) -> list[list[str]]:
