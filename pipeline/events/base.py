@@ -17,6 +17,9 @@ ABSENT: Final = _Absent.ABSENT
 Absent: TypeAlias = Literal[_Absent.ABSENT]
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Event:
     """One declared event. Subclasses set `name` (the wire string) and declare the fields."""
@@ -26,12 +29,11 @@ class Event:
 
     def payload(self) -> dict[str, Any]:
         """The event's keys in declaration order, `ABSENT` ones left out (values as given)."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is not ABSENT:
-                out[f.name] = value
-        return out
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:  # once per class: dataclasses.fields() is too slow for every emit
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))
+        values = [(name, getattr(self, name)) for name in names]
+        return {name: value for name, value in values if value is not ABSENT}
 
     def log_level(self) -> str:
         return self.level
