@@ -22,7 +22,9 @@ class CompactorDeps:
     events: EventEmitter
     bot_name: str
     lease_clock: Clock | None = None  # fold lock leases (real time unless a test fakes it)
-    owner_token: str = ""  # the session owner lease every commit is fenced on ('' = none)
+    # This process's owner lease on the session (`OwnerGrant.token`): appends and fold commits
+    # carry it and raise `LeaseLost` once another process owns the session ('' = none).
+    owner_token: str = ""
 
 
 @dataclass(slots=True)

@@ -11,45 +11,21 @@ import structlog
 
 from pipeline.compaction.compactor_deps import CompactorDeps
 from pipeline.context.participants import ParticipantMemoryConfig
-from pipeline.events import EventEmitter
-from pipeline.models import CompactionPolicy, CompactionState, Note, ParticipantCard, Turn
-from pipeline.ports import Clock, Embedder, SessionStore, Summarizer
+from pipeline.models import CompactionState, Note, ParticipantCard, Turn
+from pipeline.ports import Embedder, SessionStore
 
 log = structlog.get_logger("longcall.session")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConversationDeps:
-    """One conversation session's dependencies (`await ConversationSession.open(deps)`)."""
+class ConversationDeps(CompactorDeps):
+    """One conversation session's dependencies (`await ConversationSession.open(deps)`): the
+    compactor's (session id, store, summarizers, policy, clocks, events, bot name, and the owner
+    lease token that appends and fold commits carry) plus recall's and the participant cards'.
+    The session hands itself to its compactor as the `CompactorDeps` it is."""
 
-    session_id: str
-    store: SessionStore
-    summarizer: Summarizer | None
-    fallback: Summarizer | None
-    policy: CompactionPolicy
-    clock: Clock
-    events: EventEmitter
-    bot_name: str
-    lease_clock: Clock | None = None  # fold lock leases (real time unless a test fakes it)
-    # This process's owner lease on the session (`OwnerGrant.token`): appends and fold commits
-    # carry it and raise `LeaseLost` once another process owns the session ('' = none).
-    owner_token: str = ""
     embedder: Embedder | None = None  # recall vectors (None: recall by words only)
     memory: ParticipantMemoryConfig | None = None  # participant cards (None: the defaults)
-
-    def compactor_deps(self) -> CompactorDeps:
-        return CompactorDeps(
-            session_id=self.session_id,
-            store=self.store,
-            summarizer=self.summarizer,
-            fallback=self.fallback,
-            policy=self.policy,
-            clock=self.clock,
-            events=self.events,
-            bot_name=self.bot_name,
-            lease_clock=self.lease_clock,
-            owner_token=self.owner_token,
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

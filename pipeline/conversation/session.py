@@ -85,7 +85,7 @@ class ConversationSession:
         self._notes = NoteBuffer(deps.policy, list(stored.live_notes))
         self._append_lock = asyncio.Lock()  # seqs are assigned in the order things happened
         self._lease_listeners: list[Callable[[], None]] = []
-        self.compactor = RollingCompactor(deps.compactor_deps(), state=stored.state, epoch=stored.epoch)
+        self.compactor = RollingCompactor(deps, state=stored.state, epoch=stored.epoch)
         # Every turn and note, for the context builders' "From earlier in this session".
         self.recall = SessionRecall(session_id=deps.session_id, store=deps.store, embedder=deps.embedder)
         self._sync = StoreSync(deps, stored, compactor=self.compactor, recall=self.recall, notes=self._notes)
