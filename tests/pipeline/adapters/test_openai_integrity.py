@@ -225,3 +225,14 @@ async def test_poison_replay_folds_every_batch(model: str, stub: OpenAIStub, tmp
     assert not any(ch in final for ch in "\x00\u202e\u200b")
     assert "1000 1037 1074" not in final
     assert report["summary_chars_max"] <= 1200
+
+
+def test_an_endpoint_never_shows_its_key() -> None:
+    """Adapters hold the key in an `OpenAIEndpoint`; its repr (what a log line or a traceback's
+    locals would print) names where it calls, never the key."""
+    from pipeline.adapters.openai_client import OpenAIEndpoint
+
+    endpoint = OpenAIEndpoint(api_key="sk-test-never-logged", base_url="http://127.0.0.1:9/v1")
+    assert "sk-test-never-logged" not in repr(endpoint)
+    assert "sk-test-never-logged" not in str(endpoint)
+    assert "http://127.0.0.1:9/v1" in repr(endpoint)
