@@ -18,7 +18,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check pipeline bot tests bench
-	$(BIN)/mypy pipeline
+	$(BIN)/mypy pipeline bot
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q

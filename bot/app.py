@@ -137,7 +137,7 @@ def make_realtime_factory(settings: Settings) -> RealtimeFactory | None:
     if settings.reply_mode is not ReplyMode.REALTIME:
         return None
     check_reply_mode(settings)
-    api_key = settings.openai_api_key
+    api_key = settings.openai_api_key or ""  # check_reply_mode refused an empty one already
     base_url = settings.openai_base_url
     config = RealtimeConfig(
         model=settings.realtime_model,

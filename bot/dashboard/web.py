@@ -332,9 +332,10 @@ class Dashboard:
         row = await self._reader.session_row(session_id)
         view = await self._reader.model_view(session_id, self._above(request))
         reply = view.reply
+        seqs = visible_seqs(view)
         row["model_view"] = {
-            "horizon_seq": (visible_seqs(view) or [None])[0],
-            "verbatim_seqs": visible_seqs(view),
+            "horizon_seq": next(iter(seqs), None),
+            "verbatim_seqs": seqs,
             "shown_seqs": list(reply.shown_seqs) if reply else [],
             "pruned_seqs": list(reply.pruned_seqs) if reply else [],
             "current_seq": view.current.seq if view.current else None,
