@@ -48,7 +48,7 @@ from pipeline.clock import MonotonicClock
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
 from pipeline.compaction.fold_lock import FoldLock
 from pipeline.compaction.planning import FoldConditions, plan_compaction, recent_start
-from pipeline.compaction.summarizing import FoldAttempts
+from pipeline.compaction.summarizing import Fold, FoldAttempts
 from pipeline.events import ABSENT, CompactionCompleted, CompactionSkipped, CompactionStarted
 from pipeline.models import (
     CompactionState,
@@ -343,20 +343,8 @@ class RollingCompactor:
                     self._session_id, expected_cursor=commit.new_cursor, failures=failures, next_retry_at=0.0
                 )
         self._ledger.folds_completed += 1
-        self._events.emit(
-            CompactionCompleted(
-                old_cursor=old_cursor,
-                new_cursor=commit.new_cursor,
-                covered_through_turn=commit.covered_through_turn,
-                summary_chars=len(text),
-                latency_ms=latency_ms,
-                recompacted=fold.recompacted,
-                notes_folded=len(notes),
-                model=fold.model,
-                outcome=fold.outcome.value,
-                reason=ABSENT if fold.reason is None else fold.reason,
-            )
-        )
+        self._events.emit(completed_event(fold, commit, old_cursor=old_cursor, latency_ms=latency_ms,
+                                          notes_folded=len(notes)))
         for listener in self._listeners:
             listener(self._state)
         return True
@@ -374,3 +362,21 @@ class RollingCompactor:
         if len(turns) != plan.end - plan.start or any(t.seq != plan.start + i for i, t in enumerate(turns)):
             raise StoreUnavailable(f"expected {plan.end - plan.start} turns from {plan.start}, got {len(turns)}")
         return list(turns)
+
+
+def completed_event(
+    fold: Fold, commit: FoldCommit, *, old_cursor: int, latency_ms: int, notes_folded: int
+) -> CompactionCompleted:
+    """The event for a committed fold: who folded it (`outcome`, and `reason` when not the model)."""
+    return CompactionCompleted(
+        old_cursor=old_cursor,
+        new_cursor=commit.new_cursor,
+        covered_through_turn=commit.covered_through_turn,
+        summary_chars=len(commit.summary),
+        latency_ms=latency_ms,
+        recompacted=fold.recompacted,
+        notes_folded=notes_folded,
+        model=fold.model,
+        outcome=fold.outcome.value,
+        reason=ABSENT if fold.reason is None else fold.reason,
+    )

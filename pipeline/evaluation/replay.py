@@ -240,67 +240,10 @@ class Replayer:
             await self._on_line(line)
             if stop is not None and session.total_turns > stop:
                 await session.settle()
-                self.inspection = self._inspect(session)
+                assert self._context is not None
+                self.inspection = inspect_context(session, self._context)
                 break
         return {}
-
-    def _inspect(self, session: ConversationSession) -> dict[str, Any]:
-        """What the brain and the realtime model would receive right now, and why."""
-        assert self._context is not None
-        snap = session.snapshot()
-        current = snap.turns[-1]
-        reply = self._context.reply(current)
-        recalled = self._context.last_recall
-        realtime = self._context.realtime(current)
-        counter = self._context.counter
-        return {
-            "recall": {
-                "enabled": self._context.config.recall.enabled,
-                "chars": reply.recall_chars,
-                "seqs": list(recalled.seqs) if recalled is not None else [],
-                "hits": [
-                    {"seq": h.seq, "note_id": h.note_id, "score": h.score, "speaker": h.speaker,
-                     "neighbour": h.neighbour, "lexical_rank": h.lexical_rank, "dense_rank": h.dense_rank}
-                    for h in (recalled.hits if recalled is not None else ())
-                ],
-                "section": recalled.render() if recalled is not None else "",
-                "latency_ms": round(recalled.latency_ms, 3) if recalled is not None else 0.0,
-                "index_size": len(session.recall.index),
-                "vectors": session.recall.index.vector_count,
-                "dense": session.recall.dense_available,
-            },
-            "participant_cards": [
-                {"speaker_id": c.speaker_id, "name": c.name, "who": c.who, "commitments": list(c.commitments),
-                 "preferences": list(c.preferences), "turns": c.turns, "last_seq": c.last_seq}
-                for c in session.participant_cards
-            ],
-            "participant_memory": session.participant_memory_text(),
-            "at_turn": current.seq,
-            "t": current.started_at,
-            "messages": reply.messages,
-            "instructions": realtime.text,
-            "tokens": {
-                "count": reply.tokens.tokens,
-                "display": reply.tokens.display(),
-                "exact": reply.tokens.exact,
-                "budget": reply.history_budget,
-                "context_limit": counter.context_limit,
-                "model": counter.model,
-            },
-            "realtime": {
-                "chars": len(realtime.text),
-                "budget": realtime.budget,
-                "sections": realtime.sections,
-                "shortened": realtime.shortened,
-                "dropped": realtime.dropped,
-            },
-            "cursor": snap.cursor,
-            "covered_through_turn": snap.covered_through_turn,
-            "summary_seqs": [0, snap.covered_through_turn] if snap.covered_through_turn >= 0 else [],
-            "verbatim_seqs": list(reply.shown_seqs),
-            "pruned_seqs": list(reply.pruned_seqs),
-            "in_flight": snap.in_flight,
-        }
 
     async def _on_line(self, line: SessionLine) -> None:
         """Apply one non-audio line at its time (the clock is already there)."""
@@ -450,3 +393,61 @@ class Replayer:
         }
         report.update(audio_fields)
         return report
+
+
+def inspect_context(session: ConversationSession, context: ModelContext) -> dict[str, Any]:
+    """What the brain and the realtime model would receive right now, and why."""
+    snap = session.snapshot()
+    current = snap.turns[-1]
+    reply = context.reply(current)
+    recalled = context.last_recall
+    realtime = context.realtime(current)
+    counter = context.counter
+    return {
+        "recall": {
+            "enabled": context.config.recall.enabled,
+            "chars": reply.recall_chars,
+            "seqs": list(recalled.seqs) if recalled is not None else [],
+            "hits": [
+                {"seq": h.seq, "note_id": h.note_id, "score": h.score, "speaker": h.speaker,
+                 "neighbour": h.neighbour, "lexical_rank": h.lexical_rank, "dense_rank": h.dense_rank}
+                for h in (recalled.hits if recalled is not None else ())
+            ],
+            "section": recalled.render() if recalled is not None else "",
+            "latency_ms": round(recalled.latency_ms, 3) if recalled is not None else 0.0,
+            "index_size": len(session.recall.index),
+            "vectors": session.recall.index.vector_count,
+            "dense": session.recall.dense_available,
+        },
+        "participant_cards": [
+            {"speaker_id": c.speaker_id, "name": c.name, "who": c.who, "commitments": list(c.commitments),
+             "preferences": list(c.preferences), "turns": c.turns, "last_seq": c.last_seq}
+            for c in session.participant_cards
+        ],
+        "participant_memory": session.participant_memory_text(),
+        "at_turn": current.seq,
+        "t": current.started_at,
+        "messages": reply.messages,
+        "instructions": realtime.text,
+        "tokens": {
+            "count": reply.tokens.tokens,
+            "display": reply.tokens.display(),
+            "exact": reply.tokens.exact,
+            "budget": reply.history_budget,
+            "context_limit": counter.context_limit,
+            "model": counter.model,
+        },
+        "realtime": {
+            "chars": len(realtime.text),
+            "budget": realtime.budget,
+            "sections": realtime.sections,
+            "shortened": realtime.shortened,
+            "dropped": realtime.dropped,
+        },
+        "cursor": snap.cursor,
+        "covered_through_turn": snap.covered_through_turn,
+        "summary_seqs": [0, snap.covered_through_turn] if snap.covered_through_turn >= 0 else [],
+        "verbatim_seqs": list(reply.shown_seqs),
+        "pruned_seqs": list(reply.pruned_seqs),
+        "in_flight": snap.in_flight,
+    }
