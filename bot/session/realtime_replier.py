@@ -54,10 +54,7 @@ class RealtimeReplier:
         try:
             await self._realtime.connect()
         except RealtimeError as err:
-            log.warning(
-                "realtime_warm_up_failed", error_code=str(err.code),
-                retryable=err.retryable,
-            )
+            log.warning("realtime_warm_up_failed", error_code=str(err.code), retryable=err.retryable)
 
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):  # closing must not keep the bot in the channel

@@ -203,9 +203,7 @@ class ReplyDesk:
                 await self._reply(job)
             except Exception as err:  # one failed reply must not end the session
                 self._ledger.replies_dropped += 1
-                log.exception(
-                    "bot_reply_crashed", seq=job.turn.seq, error_class=type(err).__name__
-                )
+                log.exception("bot_reply_crashed", seq=job.turn.seq, error_class=type(err).__name__)
 
     async def _reply(self, job: ReplyJob) -> None:
         stages = Stages(started=self._core.perf())
