@@ -76,16 +76,10 @@ class FoldAttempts:
     """The compactor's summarizer side: a valid summary for a batch, counting the model's
     failures in the shared ledger and emitting a `failed` event for each."""
 
-    __slots__ = ("_clock", "_events", "_fallback", "_ledger", "_policy", "_session_id", "_store", "_summarizer")
+    __slots__ = ("_deps", "_ledger")
 
     def __init__(self, deps: CompactorDeps, ledger: FoldLedger) -> None:
-        self._session_id = deps.session_id
-        self._store = deps.store
-        self._summarizer = deps.summarizer
-        self._fallback = deps.fallback
-        self._policy = deps.policy
-        self._clock = deps.clock
-        self._events = deps.events
+        self._deps = deps
         self._ledger = ledger
 
     @property
@@ -99,21 +93,21 @@ class FoldAttempts:
     async def produce(self, request: SummaryRequest) -> Fold | None:
         """A valid summary for `request` from the model, the fallback or the last resort;
         None only when the model is unreachable and the cursor should wait its backoff."""
-        model = self._summarizer
+        model = self._deps.summarizer
         reason: str | None = None
         loop = asyncio.get_running_loop()
         if model is None:
             reason = NO_MODEL
         elif (
-            self._state.failures >= self._policy.fallback_after_failures
-            and self._clock.now() < self._ledger.model_retry_at
+            self._state.failures >= self._deps.policy.fallback_after_failures
+            and self._deps.clock.now() < self._ledger.model_retry_at
         ):
             reason = MODEL_BACKOFF
         else:
             for attempt in (1, 2):
                 t0 = loop.time()
                 try:
-                    text, recompacted = await bounded_summary(model, request, self._policy)
+                    text, recompacted = await bounded_summary(model, request, self._deps.policy)
                 except Rejected as rej:
                     reason = rej.rejection.reason.value
                     step = NEXT_RETRY if attempt == 1 else NEXT_FALLBACK
@@ -123,7 +117,7 @@ class FoldAttempts:
                     continue
                 except SummarizerError as err:
                     reason = err.code.value
-                    if err.retryable and self._state.failures + 1 < self._policy.fallback_after_failures:
+                    if err.retryable and self._state.failures + 1 < self._deps.policy.fallback_after_failures:
                         await self._model_failed_wait(model.model, err, t0)
                         return None
                     failure = _Failure(
@@ -133,15 +127,15 @@ class FoldAttempts:
                     self._model_failed(failure, t0)
                     break
                 return Fold(text, recompacted, FoldOutcome.MODEL, model.model)
-        if self._fallback is not None:
+        if self._deps.fallback is not None:
             t0 = loop.time()
             try:
-                text, recompacted = await bounded_summary(self._fallback, request, self._policy)
+                text, recompacted = await bounded_summary(self._deps.fallback, request, self._deps.policy)
             except (Rejected, SummarizerError) as err:
                 why = err.rejection.reason.value if isinstance(err, Rejected) else err.code.value
-                self._events.emit(
+                self._deps.events.emit(
                     CompactionFailed(
-                        model=self._fallback.model,
+                        model=self._deps.fallback.model,
                         error_class="rejected" if isinstance(err, Rejected) else why,
                         reason=why,
                         retryable=False,
@@ -154,14 +148,14 @@ class FoldAttempts:
                 self._ledger.folds_failed += 1
                 reason = reason or why
             else:
-                return Fold(text, recompacted, FoldOutcome.FALLBACK, self._fallback.model, reason)
+                return Fold(text, recompacted, FoldOutcome.FALLBACK, self._deps.fallback.model, reason)
         return Fold(last_resort(request), False, FoldOutcome.DEGRADED, "last-resort", reason)
 
 
     def _model_delay(self, failures: int, retry_after_s: float | None) -> float:
-        delay = backoff_delay(failures, self._policy)
+        delay = backoff_delay(failures, self._deps.policy)
         if retry_after_s is not None:
-            delay = max(delay, min(retry_after_s, self._policy.backoff_cap_s))
+            delay = max(delay, min(retry_after_s, self._deps.policy.backoff_cap_s))
         return delay
 
 
@@ -170,7 +164,7 @@ class FoldAttempts:
         failures = self._state.failures + 1
         delay = self._model_delay(failures, failure.retry_after_s)
         self._state = replace(self._state, failures=failures)
-        self._ledger.model_retry_at = self._clock.now() + delay
+        self._ledger.model_retry_at = self._deps.clock.now() + delay
         self._ledger.folds_failed += 1
         self._emit_failed(failure, int((asyncio.get_running_loop().time() - t0) * 1000), failures, delay)
 
@@ -192,13 +186,13 @@ class FoldAttempts:
         `persist=False` when the store itself is down (the local state still backs off)."""
         failures = self._state.failures + 1
         delay = self._model_delay(failures, failure.retry_after_s)
-        next_retry_at = self._clock.now() + delay
+        next_retry_at = self._deps.clock.now() + delay
         self._state = replace(self._state, failures=failures, next_retry_at=next_retry_at)
         self._ledger.folds_failed += 1
         if persist:
             with contextlib.suppress(StoreUnavailable):
-                await self._store.record_failure(
-                    self._session_id,
+                await self._deps.store.record_failure(
+                    self._deps.session_id,
                     expected_cursor=self._state.cursor,
                     failures=failures,
                     next_retry_at=next_retry_at,
@@ -206,7 +200,7 @@ class FoldAttempts:
         self._emit_failed(failure, latency_ms, failures, delay)
 
     def _emit_failed(self, failure: _Failure, latency_ms: int, attempt: int, delay: float) -> None:
-        self._events.emit(
+        self._deps.events.emit(
             CompactionFailed(
                 model=failure.model,
                 error_class=failure.error_class,
