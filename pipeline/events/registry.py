@@ -5,49 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pipeline.events import bot_events, pipeline_events
 from pipeline.events.base import Event
-from pipeline.events.bot_events import (
-    BotReplyCompleted,
-    BotReplyDropped,
-    GuildSessionMoved,
-    RealtimeResponseCompleted,
-    SessionLeaseLost,
-    SessionNotOwned,
-    SessionOwned,
-    SessionResumedAfterRestart,
-    SessionTakenOver,
-    VoiceReconnect,
-)
-from pipeline.events.pipeline_events import (
-    AsrBacklogMerged,
-    AsrFailed,
-    AsrRejected,
-    AsrTranscribed,
-    ChatTurnCorrected,
-    CompactionCompleted,
-    CompactionFailed,
-    CompactionSkipped,
-    CompactionStarted,
-    ContextRecall,
-    ContextWindowPruned,
-    HearingAppendFailed,
-    RealtimeInstructionsBuilt,
-    ScreenNoteAdded,
-    ScreenNoteFailed,
-    ScreenNoteSkipped,
-    SessionStoreDiverged,
-    SessionStoreReseeded,
-)
 
-DECLARED: Final[tuple[type[Event], ...]] = (
-    CompactionSkipped, CompactionStarted, CompactionCompleted, CompactionFailed,
-    ContextWindowPruned, RealtimeInstructionsBuilt, ContextRecall,
-    AsrTranscribed, AsrRejected, AsrFailed, AsrBacklogMerged, HearingAppendFailed,
-    ScreenNoteAdded, ScreenNoteSkipped, ScreenNoteFailed, ChatTurnCorrected,
-    SessionStoreReseeded, SessionStoreDiverged,
-    SessionOwned, SessionTakenOver, SessionLeaseLost, SessionNotOwned,
-    BotReplyCompleted, BotReplyDropped, SessionResumedAfterRestart, VoiceReconnect, GuildSessionMoved,
-    RealtimeResponseCompleted,
+# Every Event class the two declaration modules define, in the order they define them: a new
+# event is declared by writing its class, never by listing it again here.
+DECLARED: Final[tuple[type[Event], ...]] = tuple(
+    value
+    for module in (pipeline_events, bot_events)
+    for value in vars(module).values()
+    if isinstance(value, type) and issubclass(value, Event) and value is not Event
+    and value.__module__ == module.__name__
 )
 EVENT_TYPES: Final[Mapping[str, type[Event]]] = {cls.name: cls for cls in DECLARED}
 
