@@ -84,18 +84,7 @@ class OpenAIBrain(OpenAIAdapter):
 
     async def reply(self, messages: Sequence[Mapping[str, str]], *, deadline_s: float | None = None) -> str:
         deadline = self._deadline_s if deadline_s is None else deadline_s
-        payload: list[Any] = [dict(m) for m in messages]
-        try:
-            async with asyncio.timeout(deadline):
-                response = await self._client.chat.completions.create(
-                    model=self._model,
-                    messages=payload,
-                    temperature=self._temperature,
-                    max_tokens=self._max_tokens,
-                )
-        except (TimeoutError, *CLIENT_ERRORS) as err:  # ValueError: a malformed JSON body
-            code, message = _translate(err)
-            raise BrainError(code, message) from err
+        response = await self._create(messages, asyncio.get_running_loop().time() + deadline, stream=False)
         if not response.choices:
             raise BrainError(BrainErrorCode.EMPTY, "no choices")
         text = (response.choices[0].message.content or "").strip()
@@ -116,19 +105,7 @@ class OpenAIBrain(OpenAIAdapter):
         """
         deadline = self._deadline_s if deadline_s is None else deadline_s
         deadline_at = asyncio.get_running_loop().time() + deadline
-        payload: list[Any] = [dict(m) for m in messages]
-        try:
-            async with asyncio.timeout_at(deadline_at):
-                stream = await self._client.chat.completions.create(
-                    model=self._model,
-                    messages=payload,
-                    temperature=self._temperature,
-                    max_tokens=self._max_tokens,
-                    stream=True,
-                )
-        except (TimeoutError, *CLIENT_ERRORS) as err:
-            code, message = _translate(err)
-            raise BrainError(code, message) from err
+        stream = await self._create(messages, deadline_at, stream=True)
         said = False
         try:
             chunks = stream.__aiter__()
@@ -146,6 +123,22 @@ class OpenAIBrain(OpenAIAdapter):
                 await stream.close()
         if not said:
             raise BrainError(BrainErrorCode.EMPTY, "empty content")
+
+    async def _create(self, messages: Sequence[Mapping[str, str]], deadline_at: float, *, stream: bool) -> Any:
+        """One chat completion request (the whole answer, or its stream) before the deadline."""
+        payload: list[Any] = [dict(m) for m in messages]
+        try:
+            async with asyncio.timeout_at(deadline_at):
+                return await self._client.chat.completions.create(
+                    model=self._model,
+                    messages=payload,
+                    temperature=self._temperature,
+                    max_tokens=self._max_tokens,
+                    stream=stream,
+                )
+        except (TimeoutError, *CLIENT_ERRORS) as err:  # ValueError: a malformed JSON body
+            code, message = _translate(err)
+            raise BrainError(code, message) from err
 
 
 async def _next_delta(chunks: AsyncIterator[Any], deadline_at: float) -> Any | None:
