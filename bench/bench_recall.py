@@ -177,7 +177,7 @@ def _dense_query() -> dict[str, Any]:
     timings = []
     for i in range(60):
         t0 = time.perf_counter()
-        model.embed_now(f"Alice: {QUESTIONS[i % len(QUESTIONS)]}")
+        model.embed_blocking([f"Alice: {QUESTIONS[i % len(QUESTIONS)]}"])
         timings.append((time.perf_counter() - t0) * 1000)
     batch = [f"Bob: {q}" for q in QUESTIONS * 2]
     t0 = time.perf_counter()
@@ -190,7 +190,7 @@ def _dense_query() -> dict[str, Any]:
         "p95_ms": round(_pct(timings, 0.95), 3),
         "load_ms": round(load_ms, 1),
         "batch16_ms_per_text": round(per_text, 3),
-        "note": "MiniLM-L6 int8, one thread; off the loop on the live path",
+        "note": "MiniLM-L6 int8, one thread; embedded off the loop (prepare_query) before a build",
     }
 
 
@@ -200,9 +200,6 @@ async def _append_cost() -> dict[str, Any]:
 
         async def embed(self, texts: Any) -> list[list[float]]:
             return []
-
-        def embed_now(self, text: str) -> list[float] | None:
-            return None
 
     recall = SessionRecall(session_id="bench", store=InMemorySessionStore(), embedder=_Embedder())
     timings = []

@@ -199,9 +199,7 @@ class SessionOwnership(Protocol):
 
 
 class Embedder(Protocol):
-    """Sentence vectors for recall. `embed` never blocks the loop; `embed_now` is the
-    synchronous path for one short query (None when it cannot answer without waiting,
-    e.g. a network-backed embedder, or the model is not loaded)."""
+    """Sentence vectors for recall. `embed` never blocks the loop."""
 
     @property
     def model(self) -> str: ...
@@ -209,8 +207,6 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text; raises `EmbeddingUnavailable` when the model cannot run."""
         ...
-
-    def embed_now(self, text: str) -> list[float] | None: ...
 
 
 class TurnSink(Protocol):

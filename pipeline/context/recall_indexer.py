@@ -72,7 +72,7 @@ class SessionRecall:
         self._idle.set()
         self._running = False
         self._in_batch = 0
-        self._query_cache: tuple[str, Vector | None] | None = None
+        self._query_cache: tuple[str, Vector] | None = None  # prepare_query's last embedding
         self.embedded = 0
         self.embed_failures = 0
 
@@ -252,22 +252,14 @@ class SessionRecall:
             self._query_cache = (text, np.asarray(rows[0], dtype=np.float32))
 
     def query_vector(self, current: Turn) -> Vector | None:
-        """The current turn's vector: its own when it is indexed already, else a synchronous
-        embedding of it (one short text; None from a network-backed embedder)."""
+        """The current turn's vector: its own when it is indexed already, else the one
+        `prepare_query` embedded off the loop. Never embeds here (this runs on the event loop):
+        without either, the query is lexical only."""
         if not self._dense_ok or self._embedder is None:
             return None
         vector = self.index.vector(turn_key(current.seq))
         indexed = self.index.turn(current.seq)
         if vector is not None and indexed is not None and indexed.text == current.text:
             return vector
-        text = embed_text(current)
-        if self._query_cache is not None and self._query_cache[0] == text:
-            return self._query_cache[1]
-        try:
-            raw = self._embedder.embed_now(text)
-        except EmbeddingUnavailable as err:
-            self._disable_dense(str(err))
-            return None
-        result = np.asarray(raw, dtype=np.float32) if raw is not None else None
-        self._query_cache = (text, result)
-        return result
+        cached = self._query_cache
+        return cached[1] if cached is not None and cached[0] == embed_text(current) else None

@@ -137,8 +137,8 @@ class ModelContext:
         )
 
     async def prepare(self, current: Turn) -> None:
-        """Optional, before `reply`/`realtime` on a live path: embeds the query off the event
-        loop so the synchronous builders never embed on it."""
+        """Before `reply`/`realtime`: embeds the query off the event loop (the synchronous
+        builders never embed). Skipped, recall's query for that build is lexical only."""
         config = self._config.recall
         if config.enabled and config.dense_weight > 0:
             await self._session.recall.prepare_query(current)

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.context.reply_context import ReplyContext
 from pipeline.conversation.model_context import ModelContext, ModelContextConfig
 from pipeline.conversation.session import ConversationSession
-from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplaySetup
+from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplaySetup, probe_turn
 from pipeline.evaluation.session_file import NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
 from pipeline.events import ContextRecall
-from pipeline.models import Turn, TurnKind
+from pipeline.models import TurnKind
 
 SCHEMA = "longcall.compare/1"
 MODES = ("drop-oldest", "rolling", "rolling+recall", "ceiling")
@@ -207,19 +208,15 @@ class CompareReplayer(Replayer):
             row["recall_tokens"] = recalled.tokens.tokens
         self.compare_series.append(row)
 
-    def _probe(self, session: ConversationSession, probe: ProbeLine) -> None:
+    async def _probe(self, session: ConversationSession, probe: ProbeLine) -> ReplyContext:
         assert self._context is not None
         meta = self._meta[self._probe_index] if self._probe_index < len(self._meta) else {}
         self._probe_index += 1
-        super()._probe(session, probe)  # the replay report's own probe row (rolling)
+        # The replay report's own probe row, and the rolling reply it was judged on.
+        rolling = await super()._probe(session, probe)
+        self.build_ms["rolling"].append(self.last_probe_build_ms)
         total = session.total_turns
-        question = Turn(
-            seq=total, kind=TurnKind.SPEECH, speaker_id="probe", speaker_name="Someone", text=probe.question,
-            started_at=probe.t, ended_at=probe.t,
-        )
-        t0 = time.perf_counter()
-        rolling = self._context.reply(question)
-        self.build_ms["rolling"].append((time.perf_counter() - t0) * 1000)
+        question = probe_turn(probe, total)
         rolling_text = _session_text(rolling.messages)
         drop_text = self._drop_oldest_text()
         ceiling_text = self._ceiling_text()
@@ -245,6 +242,7 @@ class CompareReplayer(Replayer):
         self.build_ms["drop-oldest"].append(0.0)
         if self._recall is not None:
             t1 = time.perf_counter()
+            await self._recall.prepare(question)  # the question's dense vector, as on the live path
             recalled = self._recall.reply(question)
             self.build_ms["rolling+recall"].append((time.perf_counter() - t1) * 1000)
             text = _session_text(recalled.messages)
@@ -267,6 +265,7 @@ class CompareReplayer(Replayer):
             "chars": chars,
             "tokens": tokens,
         })
+        return rolling
 
     def _age(self, meta: dict[str, Any], probe: ProbeLine, total: int) -> tuple[int | None, float | None]:
         """Turns and seconds between the (latest) answer turn and the probe: from the probe's

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from pipeline.clock import FakeClock
 from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.context.reply_context import ReplyContext
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.model_context import ModelContext, ModelContextConfig
 from pipeline.conversation.session import ConversationSession
@@ -110,7 +111,7 @@ class ReplaySetup:
     options: ReplayOptions
 
 
-def _probe_turn(probe: ProbeLine, seq: int) -> Turn:
+def probe_turn(probe: ProbeLine, seq: int) -> Turn:
     return Turn(
         seq=seq, kind=TurnKind.SPEECH, speaker_id="probe", speaker_name="Someone", text=probe.question,
         started_at=probe.t, ended_at=probe.t,
@@ -162,6 +163,7 @@ class Replayer:
         self._session_id = options.session_id or f"replay-{uuid.uuid4().hex[:12]}"
         self._clock = FakeClock()
         self._probe_rows: list[dict[str, Any]] = []
+        self.last_probe_build_ms = 0.0  # the last probe's reply build, recall's query embedding included
         self._context_tokens: list[int] = []
         self._tokens_exact = True
         self._series: list[tuple[float, int, int, int]] = []  # (t, total, cursor, summary_chars)
@@ -268,7 +270,7 @@ class Replayer:
             )
         elif isinstance(line, ProbeLine):
             await session.settle()
-            self._probe(session, line)
+            await self._probe(session, line)
         self._tick(session, line.t)
 
     async def _append(
@@ -300,10 +302,16 @@ class Replayer:
         self._context_tokens.append(context.tokens.tokens)
         self._tokens_exact = self._tokens_exact and context.tokens.exact
 
-    def _probe(self, session: ConversationSession, probe: ProbeLine) -> None:
+    async def _probe(self, session: ConversationSession, probe: ProbeLine) -> ReplyContext:
+        """Judge one probe against what the brain would receive; returns that reply context
+        (its build time, with recall's query embedding, in `last_probe_build_ms`)."""
         assert self._context is not None
         total = session.total_turns
-        context = self._context.reply(_probe_turn(probe, total))
+        question = probe_turn(probe, total)
+        started = time.perf_counter()
+        await self._context.prepare(question)
+        context = self._context.reply(question)
+        self.last_probe_build_ms = (time.perf_counter() - started) * 1000
         self._context_tokens.append(context.tokens.tokens)
         self._tokens_exact = self._tokens_exact and context.tokens.exact
         # Session content only: not the persona prompt (messages[0]) and not the question itself.
@@ -333,6 +341,7 @@ class Replayer:
                 "recall_chars": context.recall_chars,
             }
         )
+        return context
 
     def _report(
         self, session: ConversationSession, rec: _Recorder, audio_fields: dict[str, Any], wall_s: float

@@ -303,6 +303,7 @@ async def test_reworded_question_is_found_by_the_dense_side(
     async with running(session):
         await fill(session, clock, conversation(80, facts))
         ask = question(80, "What was Maya bringing to the raid?", speaker="Bob")
+        await dense.prepare(ask)  # the query's vector, embedded off the loop as the live path does
         with_dense = dense.recall_for(ask, session.snapshot(), budget_chars=1000)
         without = lexical.recall_for(ask, session.snapshot(), budget_chars=1000)
     assert with_dense is not None and without is not None
@@ -316,9 +317,6 @@ class BrokenEmbedder:
     model = "broken"
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        raise EmbeddingUnavailable("model file missing")
-
-    def embed_now(self, text: str) -> list[float] | None:
         raise EmbeddingUnavailable("model file missing")
 
 
@@ -378,8 +376,9 @@ async def test_restart_mid_session_recalls_turns_from_before_it(
         await fill(second, clock, lines[70:])
         snapshot = second.snapshot()
         by_word = context.recall_for(question(90, "where was the secret door?"), snapshot, budget_chars=800)
-        by_meaning = context.recall_for(question(90, "What was Maya bringing to the raid?", "Bob"), snapshot,
-                                        budget_chars=800)
+        ask = question(90, "What was Maya bringing to the raid?", "Bob")
+        await context.prepare(ask)  # the query's vector, embedded off the loop as the live path does
+        by_meaning = context.recall_for(ask, snapshot, budget_chars=800)
         note = context.recall_for(question(90, "who had the golden key?"), snapshot, budget_chars=800)
     assert by_word is not None and 9 in by_word.seqs
     assert by_meaning is not None and 4 in by_meaning.seqs
