@@ -17,8 +17,9 @@ previous summary's facts are re-scored with the same function, so an early, sali
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from pipeline.models import Note, SummaryRequest, SummaryResult, Turn, TurnKind
+from pipeline.models import PEOPLE_KINDS, Note, SummaryRequest, SummaryResult, Turn, TurnKind
 from pipeline.transcript.formatting import (
     CHAT_DELETE_SOURCE,
     TYPED_TAG,
@@ -192,9 +193,18 @@ def summarize_extractive(request: SummaryRequest) -> str:
     return text if len(text) <= budget else cap_text(text, budget)
 
 
+def batch_speakers(turns: Sequence[Turn]) -> list[str]:
+    """Who spoke or typed in a batch (and the bot), first appearance first: the names a fold
+    must keep (`summary_validation` checks them against the same kinds)."""
+    people = [speaker_label(t.speaker_name) for t in turns if t.kind in _SPEAKING_KINDS]
+    return list(dict.fromkeys(people))
+
+
+_SPEAKING_KINDS = PEOPLE_KINDS | {TurnKind.BOT}
+
+
 def _small_talk(turns: tuple[Turn, ...], bot_name: str) -> str:
-    people = [speaker_label(t.speaker_name) for t in turns if t.kind in (TurnKind.SPEECH, TurnKind.BOT)]
-    names = list(dict.fromkeys(people)) or [bot_name]
+    names = batch_speakers(turns) or [bot_name]
     span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
     return f"- {span} Small talk between {', '.join(names[:6])}."
 
@@ -210,8 +220,7 @@ def last_resort_fold(request: SummaryRequest) -> str:
     validates, so the cursor always advances.
     """
     turns = request.turns
-    people = [speaker_label(t.speaker_name) for t in turns if t.kind in (TurnKind.SPEECH, TurnKind.BOT)]
-    names = list(dict.fromkeys(people))
+    names = batch_speakers(turns)
     who = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     if not turns:
         return request.previous_summary.strip()
