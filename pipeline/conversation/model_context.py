@@ -149,12 +149,8 @@ class ModelContext:
         return built.value
 
     def reply(self, current: Turn) -> ReplyContext:
-        """`build_reply`, its events emitted on the session's emitter (the bot's reply path);
-        then, when the guard pruned, the compactor is asked to catch up."""
-        context = self._emit(self.build_reply(current))
-        if context.urge_compaction:
-            self._session.trigger()  # the guard pruned: ask the compactor to catch up
-        return context
+        """`build_reply`, its events emitted on the session's emitter (the bot's reply path)."""
+        return self._emit(self.build_reply(current))
 
     def realtime(self, current: Turn | None) -> RealtimeInstructions:
         """`build_realtime`, its events emitted on the session's emitter (the bot's realtime path)."""
@@ -162,8 +158,9 @@ class ModelContext:
 
     def build_reply(self, current: Turn) -> Built[ReplyContext]:
         """Reply messages for `current` (which need not be in the transcript, e.g. a probe), with
-        the guard's `context_window_pruned` and the `context_recall` events it made. When
-        `urge_compaction` is set the caller triggers the compactor after emitting (`reply`)."""
+        the guard's `context_window_pruned` and the `context_recall` events it made. The
+        compactor is triggered first, so a due fold is already on its way when the guard prunes
+        (`urge_compaction` reports it; a second trigger here would plan the same again)."""
         self._session.trigger()
         snapshot = self._session.snapshot()
         budget = self._config.recall.reply_budget_chars - len(REPLY_HEADER) - 1

@@ -70,7 +70,9 @@ class StoreEventLog:
     async def flush(self) -> bool:
         """Write everything buffered; False (and kept for the next try) if the store is down."""
         while self._buffer:
-            batch = list(self._buffer)
+            # The batch leaves the buffer while it is written: events emitted meanwhile (or the
+            # oldest dropped when the buffer is full) never mix with it.
+            batch, self._buffer = self._buffer, deque()
             by_session: dict[str, list[dict[str, Any]]] = {}
             for record in batch:
                 by_session.setdefault(str(record.get("session_id", "")), []).append(record)
@@ -82,9 +84,12 @@ class StoreEventLog:
                     for session_id, records in by_session.items():
                         await self._store.append_events(session_id, records, self._max_len)
             except StoreUnavailable:
+                batch.extend(self._buffer)  # kept for the next try, oldest first, still bounded
+                while len(batch) > _BUFFER_MAX:
+                    batch.popleft()
+                    self._dropped += 1
+                self._buffer = batch
                 return False
-            for _ in batch:
-                self._buffer.popleft()
         return True
 
     async def run(self) -> None:

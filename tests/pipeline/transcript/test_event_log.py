@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionStarted, EventEmitter
 from pipeline.testing import FakeClock
@@ -66,3 +68,36 @@ async def test_an_outage_keeps_events_for_the_next_write() -> None:
     await log.close()
     assert [1, 2] == [e["cursor"] for e in await store.load_events("s", 10)]
     assert 0 == log.dropped
+
+
+async def test_events_emitted_while_a_write_is_in_flight_are_neither_lost_nor_written_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A full buffer drops its oldest while a batch is being written; the records that arrive
+    meanwhile are the ones written next (before, the finished write removed them instead)."""
+    monkeypatch.setattr("pipeline.transcript.event_log._BUFFER_MAX", 3)
+
+    class HeldStore(InMemorySessionStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.writing = asyncio.Event()
+            self.release = asyncio.Event()
+
+        async def append_events(self, session_id: str, events: object, max_len: int) -> None:
+            self.writing.set()
+            await self.release.wait()
+            await super().append_events(session_id, events, max_len)  # type: ignore[arg-type]
+
+    store = HeldStore()
+    log = StoreEventLog(store)
+    emitter = EventEmitter(guild_id="g", session_id="s", source="test")
+    emitter.add_sink(log)
+    emitter.emit(started(1))
+    flushing = asyncio.create_task(log.flush())
+    await store.writing.wait()
+    for cursor in (2, 3, 4, 5):  # the buffer holds 3: cursor 2 is dropped as the oldest
+        emitter.emit(started(cursor))
+    store.release.set()
+    assert await flushing
+    assert [1, 3, 4, 5] == [e["cursor"] for e in await store.load_events("s", 10)]
+    assert 1 == log.dropped
