@@ -195,8 +195,10 @@ class NotesCog(commands.Cog):
             return
         session = self._chat_session(payload.guild_id, payload.channel_id)
         content = payload.data.get("content")
-        if session is None or not isinstance(content, str):
-            return  # an embed resolving, not a text edit
+        # Discord sends the whole message on every update (a link preview loading, a pin): only
+        # one with an `edited_timestamp` is the author changing the text.
+        if session is None or not isinstance(content, str) or payload.data.get("edited_timestamp") is None:
+            return
         await session.on_chat_edit(payload.message_id, content)
 
     @commands.Cog.listener()

@@ -46,6 +46,7 @@ GUILD = 11
 VOICE = 1100
 TEXT = 1200
 SID = session_id_for(GUILD)
+EDITED = "2026-11-23T18:00:00.000000+00:00"  # a MESSAGE_UPDATE that is a real edit carries edited_timestamp
 TOKEN = "live-ingest-token-0123456789"
 
 
@@ -265,13 +266,18 @@ async def test_edits_within_grace_correct_the_turn_and_late_ones_are_only_record
         await lv.cog.on_message(fake_message(james, message_id=801, channel_id=VOICE, content="I main Hulk forever"))
         await lv.cog.on_message(fake_message(james, message_id=802, channel_id=VOICE, content="My rank is Gold 3 now"))
         lv.clock.advance(10.0)
-        edit = SimpleNamespace(guild_id=GUILD, channel_id=VOICE, message_id=801, data={"content": "I main Thor now"})
+        preview = SimpleNamespace(guild_id=GUILD, channel_id=VOICE, message_id=802,  # a link preview loading
+                                  data={"content": "My rank is Gold 3 now", "edited_timestamp": None})
+        await lv.cog.on_raw_message_edit(preview)  # type: ignore[arg-type]
+        edit = SimpleNamespace(guild_id=GUILD, channel_id=VOICE, message_id=801,
+                               data={"content": "I main Thor now", "edited_timestamp": EDITED})
         await lv.cog.on_raw_message_edit(edit)  # type: ignore[arg-type]
         delete = SimpleNamespace(guild_id=GUILD, channel_id=VOICE, message_id=802)
         await lv.cog.on_raw_message_delete(delete)  # type: ignore[arg-type]
         lv.clock.advance(100.0)
         await lv.cog.on_raw_message_edit(  # type: ignore[arg-type]
-            SimpleNamespace(guild_id=GUILD, channel_id=VOICE, message_id=801, data={"content": "too late"})
+            SimpleNamespace(guild_id=GUILD, channel_id=VOICE, message_id=801,
+                            data={"content": "too late", "edited_timestamp": EDITED})
         )
         turns = await lv.store.get_turns(SID, 0, 10)
         instructions = lv.session.model_context.realtime(None).text
