@@ -116,5 +116,10 @@ class OffsetClock:
     def now(self) -> float:
         return self._base.now() + self._offset
 
+    def carry_on_from(self, t: float) -> None:
+        """Session time never runs backwards: a session rejoined after `/leave` (no stored start
+        to carry on from) continues after its last turn instead of at zero."""
+        self._offset += max(0.0, t - self.now())
+
     async def sleep(self, seconds: float) -> None:
         await self._base.sleep(seconds)

@@ -326,6 +326,9 @@ async def open_session(
         embedder=deps.embedder,
         memory=deps.memory,
     ))
+    last = conversation.recent(1)
+    if last:
+        clock.carry_on_from(last[-1].ended_at)
     start = SessionStart(
         guild_id=guild_id,
         link=link,

@@ -4,6 +4,7 @@ and what each way of ending leaves in the store."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -203,6 +204,33 @@ async def test_leave_ends_the_session_for_good() -> None:
         assert False is await registry.leave(GUILD)
         meta = await store.load_meta(SID)
         assert ("0", "leave", 1) == (meta["active"], meta["last_stop_reason"], await store.turn_count(SID))
+
+
+async def test_a_session_rejoined_after_leave_carries_on_in_session_time() -> None:
+    """/leave, then /join: the transcript continues, and so does its clock (each session's
+    clock starts at zero, so new turns were stamped before the old ones)."""
+    store = InMemorySessionStore()
+    clocks: list[FakeClock] = []
+
+    def fresh_clock() -> FakeClock:
+        clocks.append(FakeClock())
+        return clocks[-1]
+
+    resources = dataclasses.replace(
+        make_resources(store, clock=FakeClock(), events=Events(), hearing_factory=ScriptedHearing, wall=lambda: WALL),
+        clock_factory=fresh_clock,
+    )
+    async with RunningRegistry(resources, FakeConnector(humans=[(1, "Alice")])) as registry:
+        session = await registry.join(GUILD, CHANNEL)
+        clocks[-1].advance(3600.0)
+        await session.on_member_joined(2, "Bob")
+        assert True is await registry.leave(GUILD)
+        session = await registry.join(GUILD, CHANNEL)
+        await session.on_member_joined(3, "Cara")
+        await registry.leave(GUILD)
+    turns = await store.get_turns(SID, 0, await store.turn_count(SID))
+    assert [t.started_at for t in turns] == sorted(t.started_at for t in turns)
+    assert turns[-1].started_at >= 3600.0
 
 
 async def test_a_crashing_session_does_not_take_the_registry_down() -> None:
