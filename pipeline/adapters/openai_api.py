@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, OpenAIError, classify
+from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
 from pipeline.models import EmbeddingUnavailable
 
 # -- the brain and the voice (reply path) --------------------------------------------------------
@@ -148,12 +148,9 @@ async def _next_delta(chunks: AsyncIterator[Any], deadline_at: float) -> Any | N
             return await anext(chunks)
     except StopAsyncIteration:
         return None
-    except (TimeoutError, *CLIENT_ERRORS) as err:
+    except Exception as err:  # the HTTP layer's read errors too: `classify` sorts them
         code, message = _translate(err)
         raise BrainError(code, message) from err
-    except Exception as err:  # the HTTP layer's read errors arrive untranslated mid-stream
-        code = BrainErrorCode.TIMEOUT if "timeout" in type(err).__name__.lower() else BrainErrorCode.UNAVAILABLE
-        raise BrainError(code, type(err).__name__) from err
 
 
 TTS_SAMPLE_RATE = 24_000  # OpenAI's `pcm` format: 24 kHz, signed 16-bit little-endian, mono
@@ -197,7 +194,7 @@ class OpenAISpeech(OpenAIAdapter):
                     )
                     chunks = response.iter_bytes(self._chunk_bytes).__aiter__()
                     first = await anext(chunks, b"")
-            except (TimeoutError, *CLIENT_ERRORS) as err:
+            except Exception as err:  # the HTTP layer's read errors too: `classify` sorts them
                 code, message = _translate(err)
                 raise SpeechError(code, message) from err
             if not first:
@@ -218,12 +215,9 @@ class OpenAISpeech(OpenAIAdapter):
             return await anext(chunks)
         except StopAsyncIteration:
             return None
-        except OpenAIError as err:
+        except Exception as err:  # the HTTP layer's read errors too: `classify` sorts them
             code, message = _translate(err)
             raise SpeechError(code, message) from err
-        except Exception as err:  # the HTTP layer's read errors arrive untranslated mid-stream
-            code = BrainErrorCode.TIMEOUT if "timeout" in type(err).__name__.lower() else BrainErrorCode.UNAVAILABLE
-            raise SpeechError(code, type(err).__name__) from err
 
 
 # -- vision (screen-watch notes) --------------------------------------------------------------------

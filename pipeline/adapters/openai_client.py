@@ -121,7 +121,11 @@ def classify(err: BaseException) -> Failure:
         return Failure(ApiFailure.BAD_REQUEST, f"HTTP {err.status_code}")
     if isinstance(err, openai.APIStatusError):
         return Failure(ApiFailure.UNAVAILABLE, f"HTTP {err.status_code}", retry_after_s(err.response.headers))
-    return Failure(ApiFailure.GARBAGE, type(err).__name__)
+    if isinstance(err, CLIENT_ERRORS):
+        return Failure(ApiFailure.GARBAGE, type(err).__name__)
+    # The HTTP layer's own errors (a streamed body failing to read) reach us untranslated.
+    kind = ApiFailure.TIMEOUT if "timeout" in type(err).__name__.lower() else ApiFailure.UNAVAILABLE
+    return Failure(kind, type(err).__name__)
 
 
 def retry_after_s(headers: Mapping[str, str] | None) -> float | None:

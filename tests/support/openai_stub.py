@@ -42,6 +42,8 @@ class Reply:
     # with `hold_after_words`, the first that many words go out at once and the rest wait.
     hold: asyncio.Event | None = None
     hold_after_words: int | None = None
+    # Speech: the connection drops before the promised body arrives (a read error in the client).
+    cut_body: bool = False
 
 
 @dataclass(slots=True)
@@ -224,9 +226,16 @@ class OpenAIStub:
             await asyncio.sleep(reply.delay_s)
         if reply.status != 200:
             return web.json_response({"error": {"message": "scripted error"}}, status=reply.status)
+        audio = reply.audio or b""
+        if reply.cut_body:
+            response = web.StreamResponse(headers={"Content-Type": "application/octet-stream",
+                                                   "Content-Length": str(len(audio) + 4096)})
+            await response.prepare(request)
+            assert request.transport is not None
+            request.transport.close()  # nothing of the promised body comes
+            return response
         response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
         await response.prepare(request)
-        audio = reply.audio or b""
         for i in range(0, len(audio), 4096):  # streamed in chunks, as the real endpoint does
             await response.write(audio[i : i + 4096])
         await response.write_eof()

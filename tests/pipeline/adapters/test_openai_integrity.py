@@ -236,3 +236,20 @@ def test_an_endpoint_never_shows_its_key() -> None:
     assert "sk-test-never-logged" not in repr(endpoint)
     assert "sk-test-never-logged" not in str(endpoint)
     assert "http://127.0.0.1:9/v1" in repr(endpoint)
+
+
+async def test_speech_whose_body_breaks_before_the_first_chunk_is_a_speech_error() -> None:
+    """The HTTP layer's read error (not an OpenAIError) on the first chunk becomes
+    `SpeechError(unavailable)`, like one mid-stream, so the reply path drops the reply with a
+    `tts_*` reason instead of crashing on an exception it does not know."""
+    from pipeline.adapters.openai_api import OpenAISpeech, SpeechError
+
+    async with OpenAIStub() as stub:
+        stub.speech.append(Reply(audio=b"\x00\x01" * 2400, cut_body=True))
+        speech = OpenAISpeech(endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+                              model="tts", voice="alloy")
+        with pytest.raises(SpeechError) as raised:
+            async for _ in speech.stream("hello"):
+                pass
+        await speech.aclose()
+    assert "unavailable" == str(raised.value.code)
