@@ -368,3 +368,4 @@ class AsrError(Exception):
     def __init__(self, code: AsrErrorCode, message: str = "") -> None:
         super().__init__(f"{code}: {message}" if message else str(code))
         self.code = code
+        self.message = message

@@ -61,7 +61,7 @@ def _transcribe(audio: PcmInt16, prompt: str | None = None) -> Transcription | t
     try:
         return _worker.transcribe_sync(audio, prompt=prompt)
     except AsrError as err:
-        return (str(err.code), str(err))
+        return (str(err.code), err.message)  # the parent's AsrError adds the code again
 
 
 class ProcessPoolTranscriber:
