@@ -410,12 +410,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"longcall: configuration error: {err}", file=sys.stderr)
         return 2
-    secrets = [settings.openai_api_key, settings.discord_token, settings.redis_url, settings.dashboard_token,
-               settings.notes_ingest_token]
     # The tools log warnings only; `run` logs at LOG_LEVEL (run_bot configures the same again).
     redactor = configure_logging(fmt=settings.log_format.value,
                                  level=settings.log_level if args.command in ("run", "serve-test") else "WARNING",
-                                 secrets=secrets)
+                                 secrets=settings.secret_values())
     try:
         return int(args.func(settings, args))
     except KeyboardInterrupt:

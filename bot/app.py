@@ -247,8 +247,7 @@ async def run_bot(settings: Settings) -> None:
     configure_logging(
         fmt=settings.log_format.value,
         level=settings.log_level,
-        secrets=[settings.discord_token, settings.openai_api_key, settings.redis_url, settings.dashboard_token,
-                 settings.notes_ingest_token],
+        secrets=settings.secret_values(),
     )
     token = require_discord_token(settings)
     try:

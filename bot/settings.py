@@ -201,6 +201,11 @@ class Settings:
     def participant_memory(self) -> ParticipantMemoryConfig:
         return ParticipantMemoryConfig(max_chars=self.participant_memory_max_chars)
 
+    def secret_values(self) -> list[str]:
+        """The values of every secret variable (SECRET_VARIABLES) that is set: what the log
+        redactor scrubs wherever they appear."""
+        return [value for f in fields(self) if f.name.upper() in SECRET_VARIABLES and (value := getattr(self, f.name))]
+
     def redacted(self) -> dict[str, Any]:
         """Settings safe to log or show on the dashboard: secrets become set/unset."""
         out: dict[str, Any] = {}

@@ -168,7 +168,7 @@ def feed_hearing(store: SessionStore, feed_dir: Path) -> HearingFactory:
 async def run_test_server(settings: Settings, *, guilds: Sequence[int], join: Sequence[int], feed_dir: Path) -> None:
     """Serve until SIGINT/SIGTERM, then stop every session as `longcall run` does."""
     configure_logging(fmt=settings.log_format.value, level=settings.log_level,
-                      secrets=[settings.openai_api_key, settings.redis_url])
+                      secrets=settings.secret_values())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -79,6 +79,21 @@ def test_redacted_view_hides_secrets() -> None:
     assert LogFormat.JSON == settings.log_format
 
 
+def test_every_secret_variable_reaches_the_log_redactor() -> None:
+    """`secret_values()` (what every command hands the redactor) holds each secret variable's
+    value when set: the list is derived from SECRET_VARIABLES, not written out per command."""
+    from bot.settings import SECRET_VARIABLES
+
+    env = {
+        "DISCORD_TOKEN": "discord.token.value", "OPENAI_API_KEY": "sk-test-0123456789",
+        "REDIS_URL": "redis://:pw-0123456789@127.0.0.1:6399/0", "DASHBOARD_TOKEN": "d" * 20,
+        "NOTES_INGEST_TOKEN": "n" * 20,
+    }
+    assert set(env) == SECRET_VARIABLES
+    assert sorted(env.values()) == sorted(load_settings(env).secret_values())
+    assert [] == load_settings({}).secret_values()
+
+
 def test_env_example_lists_every_variable_with_its_default() -> None:
     """.env.example documents exactly the variables the settings read."""
     from pathlib import Path
