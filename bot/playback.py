@@ -31,13 +31,13 @@ from typing import Any, Final, Protocol, TypeVar
 import discord
 import structlog
 
+from bot.voice.opus import FRAME_SAMPLES, OPUS_SILENCE, SAMPLE_RATE
 from pipeline.adapters.av_audio import OpusFrameEncoder
 from pipeline.hearing.pcm import TTS_RATE
 
 log = structlog.get_logger("longcall.playback")
 
-FRAME_S: Final = 0.020
-OPUS_SILENCE: Final = b"\xf8\xff\xfe"
+FRAME_S: Final = FRAME_SAMPLES / SAMPLE_RATE  # 20 ms
 _T = TypeVar("_T")
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from bot.session.barge_in import OnAir
 from bot.session.ports import Hearing, VoiceLink
 from bot.session.presence import Presence
+from bot.voice.opus import CHANNELS, FRAME_SAMPLES, SAMPLE_RATE
 from bot.voice.rtp import FrameSource
 
-FRAME_MS = 20
+FRAME_MS = FRAME_SAMPLES * 1000 // SAMPLE_RATE  # 20
 
 
 class HearingFeed:
@@ -40,7 +41,7 @@ class HearingFeed:
                 continue
             speaker_id = str(user_id)
             name = self._presence.name_of(user_id) or self._link.display_name(user_id)
-            hearing.feed(speaker_id, name, frame.pcm, sample_rate=48_000, channels=2)
+            hearing.feed(speaker_id, name, frame.pcm, sample_rate=SAMPLE_RATE, channels=CHANNELS)
             # Discord clients end a transmission with Opus silence frames, then send nothing:
             # the silence after it is real, so hearing need not wait out its jitter tolerance.
             silent = self._presence.silent

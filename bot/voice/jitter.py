@@ -94,14 +94,22 @@ class ReorderWindow:
         return False
 
     def bind(self, user_id: int) -> list[VoiceFrame]:
+        """The SSRC's user is known now: its held packets join the window and play out."""
+        if not self.restore_held(user_id):
+            return []
+        return self.drain(force=False)
+
+    def restore_held(self, user_id: int) -> bool:
+        """Bind the stream to `user_id` and give the packets held until then back to the
+        window (those playout has not passed). True if any were held."""
         self.user_id = user_id
         if not self.held:
-            return []
+            return False
         for ext, ts, opus in self.held:
             if self.next_seq is None or ext >= self.next_seq:
                 self.buffer[ext] = (ts, opus)
         self.held.clear()
-        return self.drain(force=False)
+        return True
 
     def drain(self, *, force: bool) -> list[VoiceFrame]:
         """Play out in sequence order. A hole waits until a packet `reorder_frames` newer has

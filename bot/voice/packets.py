@@ -269,11 +269,7 @@ class PacketProcessor:
             c.trial_mapped += 1
             c.decrypted += 1
             self._ssrc_users[stream.ssrc] = user_id
-            stream.user_id = user_id
-            # Plaintext frames held from before are older: give them back to the window first.
-            for held_ext, held_ts, held_opus in stream.held:
-                stream.buffer[held_ext] = (held_ts, held_opus)
-            stream.held.clear()
+            stream.restore_held(user_id)  # plaintext frames held from before are older: window first
             return opus
         c.drop(DropReason.UNMAPPED)
         return None

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bot.playback import OPUS_SILENCE, Playback, StreamingOpusSource
+from bot.playback import Playback, StreamingOpusSource
+from bot.voice.opus import OPUS_SILENCE
 from pipeline.adapters.av_audio import OpusFrameEncoder, encode_pcm, opus_available
 from tests.support.bot_fakes import FakeVoiceLink, decode_opus_frames, tone_pcm
 

@@ -19,7 +19,7 @@ import numpy as np
 from av.audio.codeccontext import AudioCodecContext
 from av.codec import CodecContext
 
-from bot.playback import OPUS_SILENCE
+from bot.voice.opus import OPUS_SILENCE
 from bot.voice.rtp import FrameSource, VoiceFrame
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
