@@ -307,6 +307,10 @@ class ScreenNotes:
             self._skip(SubmitStatus.QUEUE_FULL, source, frame.image_hash)
             return Submitted(status=SubmitStatus.QUEUE_FULL, image_hash=frame.image_hash, retry_after_s=10.0)
         now = self._clock.now()
+        wait = self._bucket.wait_s(now)  # again: images submitted at once all passed the first check
+        if wait > 0:
+            self._skip(SubmitStatus.RATE_LIMITED, source, frame.image_hash)
+            return Submitted(status=SubmitStatus.RATE_LIMITED, image_hash=frame.image_hash, retry_after_s=wait)
         self._bucket.take(now)
         self._recent.append(frame.image_hash)
         future: asyncio.Future[Note] = asyncio.get_running_loop().create_future()

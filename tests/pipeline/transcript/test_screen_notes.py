@@ -213,6 +213,20 @@ async def test_a_flood_is_rate_limited_and_the_queue_is_bounded() -> None:
     assert (SubmitStatus.QUEUED, SubmitStatus.QUEUE_FULL, 1) == (queued.status, refused.status, full.queued)
 
 
+async def test_images_submitted_at_once_share_one_rate_limit() -> None:
+    """Three different screens submitted together (all decoding at the same time) spend the
+    burst of two once: the third is refused after its decode, not queued on a spent bucket."""
+    events = EventLog()
+    notes, _ = intake(events, clock=FakeClock(0.0), per_minute=6, burst=2, queue_max=5)
+    images = [hud_png(), hud_png(map_name="KLYNTAR", hp=90), photo_like_png()]
+    results = await asyncio.gather(
+        *(notes.submit_image(data, by="A", by_id="1", source=NoteSource.INGEST) for data in images)
+    )
+    statuses = sorted(str(r.status) for r in results)
+    assert sorted([str(SubmitStatus.QUEUED)] * 2 + [str(SubmitStatus.RATE_LIMITED)]) == statuses
+    assert 2 == notes.queued
+
+
 def test_token_bucket_refills_over_time() -> None:
     bucket = TokenBucket(per_minute=6, burst=1)
     bucket.take(0.0)
