@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.context.reply_context import ReplyContext
+from pipeline.context.tokens import ModelTokenCounter, make_token_counter
 from pipeline.conversation.model_context import ModelContext, ModelContextConfig
 from pipeline.conversation.session import ConversationSession
 from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplaySetup, probe_turn
 from pipeline.evaluation.session_file import NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
-from pipeline.events import ContextRecall
 from pipeline.models import TurnKind
 
 SCHEMA = "longcall.compare/1"
@@ -135,6 +135,7 @@ class CompareReplayer(Replayer):
         super().__init__(session_file, rolling_setup, out_dir=out_dir, progress=progress)
         self._meta = list(compare.probe_meta)
         self._probe_index = 0
+        self._baseline_counter: ModelTokenCounter | None = None  # counts the baselines' texts
         self._sample_every = max(1, compare.sample_every)
         self._window = options.policy.window
         self._recall: ModelContext | None = None
@@ -232,12 +233,14 @@ class CompareReplayer(Replayer):
             "rolling+recall": None,
             "ceiling": len(ceiling_text),
         }
-        counter = self._context.counter
+        if self._baseline_counter is None:  # its own memo: whole transcripts would crowd the builder's out
+            self._baseline_counter = make_token_counter(self._context.counter.model)
+        baseline = self._baseline_counter
         tokens: dict[str, int | None] = {
-            "drop-oldest": counter.count_text(drop_text).tokens,
+            "drop-oldest": baseline.count_text(drop_text).tokens,
             "rolling": rolling.tokens.tokens,
             "rolling+recall": None,
-            "ceiling": counter.count_text(ceiling_text).tokens,
+            "ceiling": baseline.count_text(ceiling_text).tokens,
         }
         self.build_ms["drop-oldest"].append(0.0)
         if self._recall is not None:
@@ -284,15 +287,8 @@ class CompareReplayer(Replayer):
         return total - latest, round(probe.t - said_at, 1)
 
     def recall_latencies(self) -> list[float]:
-        """latency_ms of the context_recall events this run wrote."""
-        path = self._out_dir / "events.jsonl"
-        out: list[float] = []
-        if path.is_file():
-            for raw in path.read_text(encoding="utf-8").splitlines():
-                event = json.loads(raw)
-                if event.get("event") == ContextRecall.name and "latency_ms" in event:
-                    out.append(float(event["latency_ms"]))
-        return out
+        """latency_ms of the context_recall events this run emitted (every build here is a reply)."""
+        return list(self._recorder.recall_latency_ms) if self._recorder is not None else []
 
 
 def _retention(rows: Sequence[dict[str, Any]], mode: str) -> float | None:

@@ -163,6 +163,7 @@ class Replayer:
         self._session_id = options.session_id or f"replay-{uuid.uuid4().hex[:12]}"
         self._clock = FakeClock()
         self._probe_rows: list[dict[str, Any]] = []
+        self._recorder: _Recorder | None = None  # this run's event tallies (set by `run`)
         self.last_probe_build_ms = 0.0  # the last probe's reply build, recall's query embedding included
         self._context_tokens: list[int] = []
         self._tokens_exact = True
@@ -184,7 +185,7 @@ class Replayer:
         wall0 = time.perf_counter()
         # Line-buffered: a replay killed mid-run keeps every event it emitted (and `tail -f` works).
         with (self._out_dir / "events.jsonl").open("w", encoding="utf-8", buffering=1) as events_file:
-            recorder = _Recorder(out=events_file)
+            recorder = self._recorder = _Recorder(out=events_file)
             emitter = EventEmitter(guild_id=self._options.guild_id, session_id=self._session_id, source="replay")
             emitter.add_sink(recorder)
             event_log = StoreEventLog(self._store, clock=self._clock)  # the dashboard's timeline
