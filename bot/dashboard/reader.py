@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.dashboard.view import ModelView
@@ -99,11 +101,19 @@ class SessionReader:
             participant_cards=None if cards is None else [(card.name, render_card(card)) for card in cards],
         )
 
-    async def session_row(self, session_id: str) -> dict[str, Any]:
+    async def session_rows(self) -> list[dict[str, Any]]:
+        """Every session's row, read side by side (the index page and `/api/sessions`)."""
+        return list(await asyncio.gather(*(self.session_row(sid) for sid in await self.session_ids())))
+
+    async def session_row(self, session_id: str, events: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """One session's summary row; `events`: its event log when the caller loaded it already
+        (the session page), else the newest 300 are read to find the last fold."""
         store = self._store
-        meta = await store.load_meta(session_id)
-        state = await store.load_state(session_id)
-        total = await store.turn_count(session_id)
+        meta, state, total = await asyncio.gather(
+            store.load_meta(session_id), store.load_state(session_id), store.turn_count(session_id)
+        )
+        if events is None:
+            events = await store.load_events(session_id, 300)
         live = self._live.sessions().get(session_id)
         if live is not None:
             snap = live.session.snapshot()
@@ -111,7 +121,6 @@ class SessionReader:
             failures = live.session.compactor.state.failures
         else:
             cursor, summary_chars, failures = state.cursor, len(state.summary), state.failures
-        events = await store.load_events(session_id, 300)
         folds = (CompactionCompleted.name, CompactionFailed.name)
         last_fold = next((e for e in reversed(events) if e.get("event") in folds), None)
         eligible = max(0, recent_start(cursor, total, self._config.policy) - cursor)

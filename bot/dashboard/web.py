@@ -211,7 +211,7 @@ class Dashboard:
 
     async def _index_body(self) -> str:
         try:
-            rows = [await self._reader.session_row(sid) for sid in await self._reader.session_ids()]
+            rows = await self._reader.session_rows()
         except StoreUnavailable:
             return '<section class="card"><p class="bad">Redis does not answer.</p></section>'
         now = self._clock()
@@ -256,9 +256,9 @@ class Dashboard:
             return DEFAULT_ABOVE
 
     async def _session_body(self, session_id: str, above: int) -> str:
-        row = await self._reader.session_row(session_id)
-        view = await self._reader.model_view(session_id, above)
         events = await self._store.load_events(session_id, EVENT_LOG_MAX)
+        row = await self._reader.session_row(session_id, events)
+        view = await self._reader.model_view(session_id, above)
         tl = timeline(events, row["started_at"])
         live = self._live.sessions().get(session_id)
         redis = await self._reader.redis_health(session_id)
@@ -322,8 +322,7 @@ class Dashboard:
         return web.json_response({"version": version})
 
     async def api_sessions(self, request: web.Request) -> web.Response:
-        rows = [await self._reader.session_row(sid) for sid in await self._reader.session_ids()]
-        return web.json_response({"sessions": rows}, dumps=_dumps)
+        return web.json_response({"sessions": await self._reader.session_rows()}, dumps=_dumps)
 
     async def api_session(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
