@@ -24,6 +24,7 @@ from pipeline.hearing.pcm import (
     TTS_RATE,
     PcmInt16,
     downmix,
+    wav_bytes,
 )
 
 _LAYOUTS = {1: "mono", 2: "stereo"}
@@ -152,13 +153,7 @@ def write_opus_ogg(
 
 def write_wav(path: Path | str, pcm: PcmInt16, *, sample_rate: int = TARGET_RATE) -> None:
     """Write mono int16 PCM as a WAV file (debugging, fixtures)."""
-    import wave
-
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(sample_rate)
-        out.writeframes(pcm.astype("<i2").tobytes())
+    Path(path).write_bytes(wav_bytes(pcm, sample_rate))
 
 
 # -- Opus -------------------------------------------------------------------------------------------

@@ -116,11 +116,6 @@ def _check_opened(fmt: str, size: tuple[int, int], limits: ImageLimits) -> None:
         )
 
 
-def hash_image_file(data: bytes, limits: ImageLimits | None = None) -> str:
-    """The dHash of an encoded image (the watch CLI's change detector)."""
-    return decode_image(data, limits or ImageLimits()).image_hash
-
-
 def dhash(image: Image.Image, size: int = HASH_SIZE) -> str:
     """Difference hash: is each cell brighter than its right neighbour (by more than the dead
     band), on a (size+1) x size grayscale thumbnail. Robust to scaling and noise; one resize."""

@@ -7,22 +7,8 @@ import time
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
-from pipeline.hearing.pcm import PcmInt16
+from pipeline.hearing.pcm import PcmInt16, wav_bytes
 from pipeline.models import AsrError, AsrErrorCode, Transcription
-
-
-def wav_bytes(audio: PcmInt16, sample_rate: int = 16_000) -> bytes:
-    """16-bit mono PCM as a WAV file in memory (what `/v1/audio/transcriptions` takes). Pure."""
-    import io
-    import wave
-
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(sample_rate)
-        out.writeframes(audio.astype("<i2").tobytes())
-    return buffer.getvalue()
 
 
 class OpenAITranscriber(OpenAIAdapter):

@@ -87,10 +87,6 @@ class RealtimeResponseStream:
             with contextlib.suppress(RuntimeError):  # already expiring
                 waiting.reschedule(asyncio.get_running_loop().time())
 
-    async def cancel(self) -> None:
-        """Cancel the response and wait until the server has ended it (bounded)."""
-        await self.aclose()
-
     async def aclose(self) -> None:
         if self.finished:
             return

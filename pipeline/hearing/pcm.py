@@ -4,6 +4,8 @@ int16/float32 conversion, downmixing and durations. Resampling and files are PyA
 
 from __future__ import annotations
 
+import io
+import wave
 from typing import Final
 
 import numpy as np
@@ -42,3 +44,14 @@ def to_int16(audio: PcmFloat32) -> PcmInt16:
 def duration_s(pcm: PcmInt16, sample_rate: int = TARGET_RATE) -> float:
     """Seconds of mono audio, from the sample count."""
     return float(pcm.size) / sample_rate
+
+
+def wav_bytes(audio: PcmInt16, sample_rate: int = TARGET_RATE) -> bytes:
+    """16-bit mono PCM as a WAV file in memory (what `/v1/audio/transcriptions` takes)."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(sample_rate)
+        out.writeframes(audio.astype("<i2").tobytes())
+    return buffer.getvalue()

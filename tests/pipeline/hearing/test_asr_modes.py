@@ -24,11 +24,11 @@ from bot.settings import AsrMode, SettingsError, load_settings
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
 from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.openai_client import OpenAIEndpoint
-from pipeline.adapters.openai_transcriber import OpenAITranscriber, wav_bytes
+from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.evaluation.wer import wer
 from pipeline.events import EventEmitter
-from pipeline.hearing.pcm import TARGET_RATE
+from pipeline.hearing.pcm import TARGET_RATE, wav_bytes
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.models import AsrError
 from pipeline.ports import Transcriber
