@@ -273,12 +273,8 @@ class PrivateRedisServer:
         while time.monotonic() < deadline:
             if self._proc is None or self._proc.poll() is not None:
                 return False
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=0.2
-            ) as sock:
-                sock.sendall(b"PING\r\n")
-                if sock.recv(16).startswith(b"+PONG"):
-                    return True
+            if self._ping():
+                return True
             time.sleep(0.005)
         return False
 
