@@ -64,11 +64,13 @@ from pipeline.transcript.store_codec import (
     DEDUPE_WINDOW,
     decode_card,
     decode_note,
+    decode_notes,
     decode_state,
     decode_turn,
     encode_card,
     encode_draft,
     encode_note,
+    encode_notes,
 )
 
 T = TypeVar("T")
@@ -269,23 +271,21 @@ class RedisSessionStore:
         return [decode_note(item) for item in raw if item is not None]
 
     async def save_live_notes(self, session_id: str, notes: Sequence[Note]) -> None:
-        payload = json.dumps([json.loads(encode_note(n)) for n in notes], separators=(",", ":"))
-        await self._call(self._redis.set, _keys(session_id)["lnotes"], payload)
+        await self._call(self._redis.set, _keys(session_id)["lnotes"], encode_notes(notes))
 
     async def load_live_notes(self, session_id: str) -> list[Note]:
         raw = await self._call(self._redis.get, _keys(session_id)["lnotes"])
         if not raw:
             return []
-        return [decode_note(json.dumps(item)) for item in json.loads(raw)]
+        return decode_notes(raw)
 
     async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> int:
         k = _keys(session_id)
-        token = await self._call(self._acquire, keys=[k["lock"], k["fence"]], args=[owner, max(1, int(ttl_s * 1000))])
+        token = await self._call(self._acquire, keys=[k["lock"], k["fence"]], args=[owner, _ms(ttl_s)])
         return int(token)
 
     async def renew_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
-        ttl_ms = max(1, int(ttl_s * 1000))
-        result = await self._call(self._renew, keys=[_keys(session_id)["lock"]], args=[owner, ttl_ms])
+        result = await self._call(self._renew, keys=[_keys(session_id)["lock"]], args=[owner, _ms(ttl_s)])
         return int(result) == 1
 
     async def release_lock(self, session_id: str, owner: str) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pipeline.models import CompactionState, Note, ParticipantCard, Turn, TurnDraft, TurnKind
 
@@ -54,7 +55,19 @@ def encode_note(note: Note) -> str:
 
 
 def decode_note(raw: str | bytes) -> Note:
-    data = json.loads(raw)
+    return note_from_dict(json.loads(raw))
+
+
+def encode_notes(notes: Sequence[Note]) -> str:
+    """Several notes as one JSON array (the live note buffer)."""
+    return "[" + ",".join(encode_note(n) for n in notes) + "]"
+
+
+def decode_notes(raw: str | bytes) -> list[Note]:
+    return [note_from_dict(data) for data in json.loads(raw)]
+
+
+def note_from_dict(data: Mapping[str, Any]) -> Note:
     return Note(
         note_id=data["id"], at=float(data["at"]), by=data["by"], text=data["x"], why=data.get("why", ""),
         source=data.get("src", "screen"), image_hash=data.get("ih", ""),
