@@ -198,6 +198,7 @@ class SummaryRequest:
     bot_name: str
     max_chars: int
     recompaction: bool = False
+    turn_cap: int = 1200  # a turn's text in the prompt (CompactionPolicy.turn_text_cap_chars)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

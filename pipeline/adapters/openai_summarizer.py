@@ -25,7 +25,7 @@ from pipeline.transcript.formatting import data_field, mmss, render_turn_line
 CHARS_PER_OUTPUT_TOKEN = 3
 
 
-def format_batch(request: SummaryRequest, turn_cap: int = 1200) -> str:
+def format_batch(request: SummaryRequest, turn_cap: int | None = None) -> str:
     """The user message: previous summary, then new turns and notes as quoted data.
 
     Every field that comes from people (speaker names, note authors, note text and why, turn
@@ -37,7 +37,8 @@ def format_batch(request: SummaryRequest, turn_cap: int = 1200) -> str:
     if request.turns:
         first, last = request.turns[0].seq, request.turns[-1].seq
         lines.append(f"NEW TURNS {first}-{last} (BEGIN transcript data)")
-        lines += [f"[{mmss(t.started_at)}] {data_field(render_turn_line(t, turn_cap))}" for t in request.turns]
+        cap = request.turn_cap if turn_cap is None else turn_cap
+        lines += [f"[{mmss(t.started_at)}] {data_field(render_turn_line(t, cap))}" for t in request.turns]
         lines.append("(END transcript data)")
     if request.notes:
         lines += ["", "SCREEN-WATCH NOTES (BEGIN data)"]
@@ -135,12 +136,12 @@ class OpenAISummarizer(OpenAIAdapter):
 
     def _turn_cap(self, request: SummaryRequest, system: str, max_tokens: int) -> int:
         """The per-turn text cap that keeps the prompt inside the context limit (3 chars a token,
-        a conservative guess for small local tokenizers), between 80 and 1200 chars."""
+        a conservative guess for small local tokenizers), between 80 chars and the request's cap."""
         if self._context_limit is None or not request.turns:
-            return 1200
+            return request.turn_cap
         room_chars = (self._context_limit - max_tokens - 64) * 3 - len(system) - len(request.previous_summary)
         room_chars -= sum(len(n.text) + len(n.why) + 60 for n in request.notes) + 120
-        return max(80, min(1200, room_chars // len(request.turns) - 40))
+        return max(80, min(request.turn_cap, room_chars // len(request.turns) - 40))
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         if self._discover:

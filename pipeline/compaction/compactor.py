@@ -291,6 +291,7 @@ class RollingCompactor:
             notes=notes,
             bot_name=self._bot_name,
             max_chars=self._policy.summary_cap_chars,
+            turn_cap=self._policy.turn_text_cap_chars,
         )
         loop = asyncio.get_running_loop()
         t0 = loop.time()
