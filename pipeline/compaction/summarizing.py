@@ -158,7 +158,6 @@ class FoldAttempts:
             delay = max(delay, min(retry_after_s, self._deps.policy.backoff_cap_s))
         return delay
 
-
     def _model_failed(self, failure: _Failure, t0: float) -> None:
         """A model failure that does not stop this fold (a retry or the fallback follows)."""
         failures = self._state.failures + 1
@@ -215,12 +214,12 @@ class FoldAttempts:
 
 
 def last_resort(request: SummaryRequest) -> str:
-        text = last_resort_fold(request)
-        if validate_summary(text, request) is None:
-            return text
-        # The previous summary itself does not pass (written by an older version): keep the line alone.
-        return last_resort_fold(replace(request, previous_summary=""))
-
+    """The deterministic fold for when nothing else validated (`last_resort_fold`)."""
+    text = last_resort_fold(request)
+    if validate_summary(text, request) is None:
+        return text
+    # The previous summary itself does not pass (written by an older version): keep the line alone.
+    return last_resort_fold(replace(request, previous_summary=""))
 
 
 async def bounded_summary(
@@ -245,8 +244,9 @@ async def bounded_summary(
     _check(replace(again, text=text), request)  # judged against the batch it must cover
     return text, True
 
-def _check(result: SummaryResult, request: SummaryRequest, *, max_chars: int | None = None) -> None:
-    rejection = validate_summary(result.text, request, finish_reason=result.finish_reason, max_chars=max_chars)
+
+def _check(result: SummaryResult, request: SummaryRequest) -> None:
+    rejection = validate_summary(result.text, request, finish_reason=result.finish_reason)
     if rejection is not None:
         raise Rejected(rejection)
 
