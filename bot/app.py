@@ -429,8 +429,7 @@ async def _serve_dashboard(
     app = create_dashboard_app(
         store, dashboard_config(settings), live=_DashboardRegistry(registry), metrics=metrics
     )
-    register_notes_api(app, lambda sid: next((s for s in registry.sessions() if s.session_id == sid), None),
-                       token=settings.notes_ingest_token)
+    register_notes_api(app, registry.serving, token=settings.notes_ingest_token)
     try:
         runner = await start_dashboard(app, settings.dashboard_host, settings.dashboard_port)
     except OSError as err:

@@ -65,6 +65,12 @@ class GuildSessionRegistry:
     def get(self, guild_id: int) -> GuildSession | None:
         return self._sessions.get(guild_id)
 
+    def serving(self, session_id: str) -> GuildSession | None:
+        """The session with this id while it still takes input (not once it is stopping: what
+        arrives after its drain would be lost)."""
+        session = next((s for s in self._sessions.values() if s.session_id == session_id), None)
+        return None if session is None or session.stopping else session
+
     def sessions(self) -> list[GuildSession]:
         return list(self._sessions.values())
 

@@ -233,6 +233,18 @@ async def test_a_session_rejoined_after_leave_carries_on_in_session_time() -> No
     assert turns[-1].started_at >= 3600.0
 
 
+async def test_note_ingest_finds_only_a_session_still_taking_input() -> None:
+    """`registry.serving(session_id)` (the HTTP note ingest's lookup) answers with the live
+    session, and with nothing once it is stopping: a note arriving after its drain would be lost."""
+    _, _, _, _, running = setup()
+    async with running as registry:
+        session = await registry.join(GUILD, CHANNEL)
+        assert session is registry.serving(SID)
+        assert registry.serving("guild-404") is None
+        session.request_stop(StopReason.LEAVE)
+        assert registry.serving(SID) is None
+
+
 async def test_a_crashing_session_does_not_take_the_registry_down() -> None:
     """One guild's failing voice connection ends only that session; the registry keeps serving others."""
     store, _, _, connector, running = setup()
