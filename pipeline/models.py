@@ -18,6 +18,9 @@ class TurnKind(StrEnum):
     EFFECT = "effect"
     THOUGHT = "thought"
     CHAT = "chat"  # typed in the voice channel's text chat (or the session's text channel)
+    # A tombstone: the turn's words were removed (a person's request, or retention). The seq
+    # stays so nothing else shifts; text, speaker and turn id are gone (pipeline/transcript/privacy.py).
+    REMOVED = "removed"
 
 
 # Turns people made, spoken or typed in the call's text chat: what speaker attribution and

@@ -163,3 +163,30 @@ RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+# Tombstones (issue 23): overwrite turns in place, their seqs kept. KEYS turns, state; ARGV
+# (seq, payload) pairs. Seqs before the base or past the end are skipped. Returns how many were written.
+TOMBSTONE = """
+local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
+local length = redis.call('LLEN', KEYS[1])
+local written = 0
+for i = 1, #ARGV, 2 do
+  local index = tonumber(ARGV[i]) - base
+  if index >= 0 and index < length then
+    redis.call('LSET', KEYS[1], index, ARGV[i + 1])
+    written = written + 1
+  end
+end
+return written
+"""
+
+# A refold's summary replaces the running one while the cursor has not moved; the fence moves on
+# so a fold in flight (started from the old summary) is refused at its commit. KEYS state, fence;
+# ARGV expected cursor, summary. Returns 1, or 0 when the cursor moved.
+REPLACE_SUMMARY = """
+local cur = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
+if cur ~= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'summary', ARGV[2])
+redis.call('INCR', KEYS[2])
+return 1
+"""

@@ -31,8 +31,10 @@ the Lua scripts can touch them together.
 - `events`  the session's event log (JSON per event), capped with LTRIM; the dashboard's
             timeline for sessions that are not live in this process.
 
-One key outside the per-session tag: `lc:sessions`, a sorted set of session ids by the time
-they first saved meta -- the registry the dashboard lists.
+Keys outside the per-session tag: `lc:sessions`, a sorted set of session ids by the time
+they first saved meta -- the registry the dashboard lists; `lc:optout:<scope>`, a set of the
+user ids that opted out of being recorded in a guild (a preference, not content: it outlives
+the guild's session data, so an admin's wipe never opts anyone back in).
 """
 
 from __future__ import annotations
@@ -98,6 +100,10 @@ def _keys(session_id: str) -> dict[str, str]:
 
 SESSIONS_KEY = "lc:sessions"
 
+
+def _optout_key(scope: str) -> str:
+    return f"lc:optout:{scope}"
+
 POOL_MAX = 64  # connections per process (REDIS_POOL_MAX); one Redis serves many processes
 POOL_TIMEOUT_S = 5.0  # how long a command waits for a free connection (REDIS_POOL_TIMEOUT_S)
 
@@ -119,6 +125,8 @@ class RedisSessionStore:
         self._acquire_owner = client.register_script(lua.ACQUIRE_OWNER)
         self._renew_owner = client.register_script(lua.RENEW_OWNER)
         self._save_vectors = client.register_script(lua.SAVE_VECTORS)
+        self._tombstone = client.register_script(lua.TOMBSTONE)
+        self._replace_summary = client.register_script(lua.REPLACE_SUMMARY)
 
     @classmethod
     def from_url(
@@ -404,3 +412,92 @@ class RedisSessionStore:
     async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
         raw = await self._call(self._redis.hvals, _keys(session_id)["cards"])
         return sorted((decode_card(item) for item in raw), key=lambda c: (-c.turns, c.name))
+
+    # -- what people control about their data (issue 23) --------------------------------------------
+
+    async def tombstone_turns(self, session_id: str, tombstones: Sequence[Turn]) -> int:
+        if not tombstones:
+            return 0
+        k = _keys(session_id)
+        written = 0
+        for start in range(0, len(tombstones), 500):  # bounded script arguments per call
+            args: list[str | int] = []
+            for turn in tombstones[start : start + 500]:
+                args += [turn.seq, encode_draft(turn.draft())]
+            written += int(await self._call(self._tombstone, keys=[k["turns"], k["state"]], args=args))
+        return written
+
+    async def replace_summary(self, session_id: str, *, expected_cursor: int, summary: str) -> bool:
+        k = _keys(session_id)
+        result = await self._call(self._replace_summary, keys=[k["state"], k["fence"]],
+                                  args=[expected_cursor, summary])
+        return int(result) == 1
+
+    async def delete_recall_entries(
+        self, session_id: str, *, vector_keys: Sequence[str], note_ids: Sequence[str]
+    ) -> None:
+        k = _keys(session_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            if vector_keys:
+                pipe.hdel(k["rvec"], *vector_keys)
+            if note_ids:
+                pipe.hdel(k["rnote"], *note_ids)
+            await self._call(pipe.execute)
+
+    async def delete_notes(self, session_id: str, note_ids: Sequence[str]) -> None:
+        if not note_ids:
+            return
+        k = _keys(session_id)
+        gone = set(note_ids)
+        live = [n for n in await self.load_live_notes(session_id) if n.note_id not in gone]
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.zrem(k["pnotes"], *note_ids)
+            pipe.hdel(k["pnote"], *note_ids)
+            pipe.hdel(k["rnote"], *note_ids)
+            pipe.set(k["lnotes"], encode_notes(live))
+            await self._call(pipe.execute)
+
+    async def delete_participant_card(self, session_id: str, speaker_id: str) -> None:
+        await self._call(self._redis.hdel, _keys(session_id)["cards"], speaker_id)
+
+    async def scrub_events(self, session_id: str, keep: Callable[[Mapping[str, Any]], bool]) -> int:
+        key = _keys(session_id)["events"]
+        raw = await self._call(self._redis.lrange, key, 0, -1)
+        kept = [item for item in raw if keep(json.loads(item))]
+        if len(kept) == len(raw):
+            return 0
+        # Events a live session logs between the read and the rewrite are lost: a moment of the
+        # timeline, never a turn (the log is the dashboard's, not the transcript).
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            if kept:
+                pipe.rpush(key, *kept)
+            await self._call(pipe.execute)
+        return len(raw) - len(kept)
+
+    async def set_opted_out(self, scope: str, user_id: str, opted_out: bool) -> None:
+        key = _optout_key(scope)
+        await self._call(self._redis.sadd if opted_out else self._redis.srem, key, user_id)
+
+    async def opted_out(self, scope: str) -> frozenset[str]:
+        return frozenset(str(u) for u in await self._call(self._redis.smembers, _optout_key(scope)))
+
+    async def expire_session(self, session_id: str, ttl_s: float | None) -> None:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key in _keys(session_id).values():
+                if ttl_s is None:
+                    pipe.persist(key)
+                else:
+                    pipe.pexpire(key, _ms(ttl_s))
+            await self._call(pipe.execute)
+
+    async def compact_log(self) -> bool:
+        """Ask the server to rewrite its append-only file (what deleted and expired sessions
+        took is given back on disk). False when it has no AOF or a rewrite is running."""
+        try:
+            await self._call(self._redis.bgrewriteaof)
+        except StoreUnavailable:
+            raise
+        except Exception:  # ResponseError: AOF off, or a rewrite already in progress
+            return False
+        return True

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import structlog
@@ -154,6 +154,15 @@ class SessionRecall:
             self._space.clear()
             await self._space.wait()
         self._enqueue(key, text)
+
+    async def rebuild(self, turns: Sequence[Turn], *, drop_keys: Collection[str]) -> None:
+        """Start the index over from `turns` and the store (after a removal): nothing removed
+        stays searchable, and queued lines of `drop_keys` are never embedded."""
+        gone = set(drop_keys)
+        self._pending = deque(item for item in self._pending if item[0] not in gone)
+        self._query_cache = None
+        self.index = RecallIndex()
+        await self.restore(turns)
 
     def _enqueue(self, key: str, text: str) -> None:
         self._pending.append((key, text))

@@ -250,3 +250,57 @@ class SessionStoreDiverged(Event):
     stored_cursor: int
     stored_total_turns: int
     dropped_unsynced: int
+
+
+# -- what people control about their data (pipeline/conversation/forgetting.py, issue 23) -------------
+# These record that something was removed or refused, never what: no words, no names, no user ids.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PersonDataRemoved(Event):
+    """Turns became tombstones (`reason`: request -- a person asked, retention -- they expired)
+    and their derived data went with them: recall vectors, notes, cards, logged events, and the
+    summary refolded over `refolded_through` (-1: it held none of them) by `refold_model`."""
+
+    name: ClassVar[str] = "person_data_removed"
+    reason: str
+    requested_via: str  # discord | operator | retention
+    turns_removed: int
+    notes_removed: int
+    cards_removed: int
+    events_removed: int
+    refolded_through: int
+    refold_model: str
+    latency_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrivacyPreferenceChanged(Event):
+    """Someone opted out of (or back into) being recorded in this guild."""
+
+    name: ClassVar[str] = "privacy_preference_changed"
+    opted_out: bool
+    opted_out_count: int  # people opted out in the guild now
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrivacyNoticeGiven(Event):
+    """The recording notice went out (`trigger`: bot_joined, member_joined) in the channel's chat,
+    and `spoken` says whether it was also said out loud."""
+
+    name: ClassVar[str] = "privacy_notice_given"
+    trigger: str
+    posted: bool
+    spoken: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetentionSwept(Event):
+    """One pass of the retention sweep over the store."""
+
+    name: ClassVar[str] = "retention_swept"
+    sessions_checked: int
+    sessions_deleted: int
+    sessions_trimmed: int
+    turns_removed: int
+    latency_ms: int
