@@ -35,6 +35,7 @@ from bot.logging_setup import configure_logging
 from bot.notes.api import register_notes_api
 from bot.notes.writer import make_note_writer, notes_config
 from bot.ownership import make_owner_id
+from bot.privacy_ops import run_retention
 from bot.runtime import (
     dashboard_config,
     hearing_config,
@@ -43,7 +44,7 @@ from bot.runtime import (
     make_transcriber,
     open_store,
 )
-from bot.session.config import GuildSessionConfig, SessionDeps
+from bot.session.config import DEFAULT_NOTICE, DEFAULT_SPOKEN_NOTICE, GuildSessionConfig, PrivacyConfig, SessionDeps
 from bot.session.guild_session import GuildSession
 from bot.session.ports import Hearing, HearingFactory, RealtimeFactory
 from bot.session.registry import GuildSessionRegistry
@@ -55,6 +56,7 @@ from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import RealtimeConfig
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.conversation.model_context import ModelContextConfig
+from pipeline.conversation.retention import SweepDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, EventSink
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
@@ -90,6 +92,17 @@ def session_config(settings: Settings) -> GuildSessionConfig:
         brain_deadline_s=settings.brain_timeout_s,
         chat_reply_text=settings.chat_reply is ChatReply.TEXT,
         chat_edit_grace_s=settings.chat_edit_grace_s,
+    )
+
+
+def privacy_config(settings: Settings) -> PrivacyConfig:
+    """The recording notice (PRIVACY_NOTICE: empty = the built-in wording, "off" = none) and retention."""
+    notice = settings.privacy_notice or DEFAULT_NOTICE
+    return PrivacyConfig(
+        notice="" if notice.strip().lower() == "off" else notice,
+        notice_spoken=settings.privacy_notice_spoken,
+        spoken_notice=settings.privacy_spoken_notice or DEFAULT_SPOKEN_NOTICE,
+        retention=settings.retention(),
     )
 
 
@@ -318,6 +331,7 @@ def session_deps(
         lease_ttl_s=settings.owner_lease_ttl_s,
         embedder=make_embedder(settings),
         memory=settings.participant_memory(),
+        privacy=privacy_config(settings),
     )
 
 
@@ -376,6 +390,7 @@ async def _serve_bot(
                                    settings.owner_scan_s),
             name="session-orphans",
         )
+        sweeper = tg.create_task(_sweep_retention(settings, bot), name="retention-sweep")
         client = tg.create_task(_run_client(bot, token, client_error), name="discord-client")
         stopper = tg.create_task(stop.wait(), name="stop-signal")
         await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -385,7 +400,7 @@ async def _serve_bot(
             async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
                 await asyncio.shield(registry_task)
         await bot.close()
-        for task in (dashboard, stopper, client, registry_task, orphans):
+        for task in (dashboard, stopper, client, registry_task, orphans, sweeper):
             task.cancel()
         event_log.stop()  # the last events (sessions stopping) are written, then the task ends
     if client_error:
@@ -402,6 +417,26 @@ async def _serve_bot(
             ) from err
         raise err
     log.info("longcall_stopped")
+
+
+async def _sweep_retention(settings: Settings, bot: LongcallBot) -> None:
+    """Retention (pipeline/conversation/retention.py) over the store, with this process's live
+    sessions scrubbed in memory too; sessions another process serves are never deleted whole."""
+    registry, store = bot.registry, bot.registry.store
+    ownership = registry.deps.ownership
+
+    def live(sid: str) -> ConversationSession | None:
+        session = registry.serving(sid)
+        return session.session if session is not None else None
+
+    async def owned(sid: str) -> bool:
+        return bool(ownership is not None and await ownership.session_owner(sid))
+
+    compact = store.compact_log if isinstance(store, RedisSessionStore) else None
+    deps = SweepDeps(store=store, retention=settings.retention(), policy=settings.policy(), bot_name=settings.bot_name,
+                     live=live, is_owned=owned, compact_log=compact)
+    await run_retention(deps, interval_s=settings.retention_sweep_interval_s, clock=registry.deps.clock_factory(),
+                        wall=registry.deps.wall)
 
 
 async def aclose_quietly(*resources: object) -> None:

@@ -10,14 +10,20 @@ process) or wait until it ends.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+import structlog
+
 from pipeline.conversation.forgetting import Removal, Scope, remove_person
+from pipeline.conversation.retention import SweepDeps, sweep
 from pipeline.events import Event, EventEmitter
-from pipeline.ports import SessionOwnership, SessionStore
+from pipeline.models import StoreUnavailable
+from pipeline.ports import Clock, SessionOwnership, SessionStore
 from pipeline.transcript.privacy import Person, is_tombstone, notes_by, removed_label
+
+log = structlog.get_logger("longcall.privacy")
 
 EVENT_LOG_MAX = 2000  # the stored event log's cap (bot.dashboard keeps the same)
 EXPORT_PAGE = 1000  # turns read per round trip
@@ -101,3 +107,16 @@ def session_line(session_id: str, meta: Mapping[str, str], total: int, cursor: i
     kind = "replay" if meta.get("source") == "replay" else "live" if meta.get("guild_id") else "-"
     active = " active" if meta.get("active") == "1" else ""
     return f"{session_id}\t{kind}{active}\t{when}\t{total} turns\tcursor {cursor}"
+
+
+async def run_retention(deps: SweepDeps, *, interval_s: float, clock: Clock, wall: Callable[[], float]) -> None:
+    """The app's `retention-sweep` task: a sweep now, then every `interval_s`; cancel to stop."""
+    while True:
+        try:
+            swept = await sweep(deps, now=wall())
+            EventEmitter(guild_id="", session_id="", source="bot").emit(swept)
+        except StoreUnavailable:
+            log.warning("retention_sweep_skipped", reason="store_unavailable")
+        except Exception as err:  # one bad pass must not end the sweeper
+            log.warning("retention_sweep_failed", error_class=type(err).__name__)
+        await clock.sleep(interval_s)

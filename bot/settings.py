@@ -19,6 +19,7 @@ from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.recall import RecallConfig
 from pipeline.hearing.vad import VadKind
 from pipeline.models import CompactionPolicy
+from pipeline.transcript.privacy import RetentionPolicy
 
 T = TypeVar("T")
 
@@ -166,6 +167,13 @@ class Settings:
     read_text_chat: bool = False  # needs the privileged Message Content intent
     chat_reply: ChatReply = ChatReply.VOICE
     chat_edit_grace_s: float = 120.0
+    # Privacy (docs/privacy.md): the recording notice, retention
+    privacy_notice: str = ""  # empty: the built-in wording; "off": no notice (see docs/privacy.md first)
+    privacy_notice_spoken: bool = False  # also say one short line out loud (needs TTS)
+    privacy_spoken_notice: str = ""  # empty: the built-in spoken line
+    transcript_retention_days: float = 30.0
+    replay_retention_days: float = 1.0
+    retention_sweep_interval_s: float = 3600.0
     # Operations
     log_format: LogFormat = LogFormat.CONSOLE
     log_level: str = "INFO"
@@ -197,6 +205,9 @@ class Settings:
             lexical_weight=self.recall_lexical_weight,
             dense_weight=self.recall_dense_weight if self.recall_embedder is not RecallEmbedder.OFF else 0.0,
         )
+
+    def retention(self) -> RetentionPolicy:
+        return RetentionPolicy(live_days=self.transcript_retention_days, replay_days=self.replay_retention_days)
 
     def participant_memory(self) -> ParticipantMemoryConfig:
         return ParticipantMemoryConfig(max_chars=self.participant_memory_max_chars)
@@ -425,6 +436,12 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "READ_TEXT_CHAT": ("read_text_chat", _bool),
     "CHAT_REPLY": ("chat_reply", _enum(ChatReply)),
     "CHAT_EDIT_GRACE_S": ("chat_edit_grace_s", _float(0.0, 86400.0)),
+    "PRIVACY_NOTICE": ("privacy_notice", _text),
+    "PRIVACY_NOTICE_SPOKEN": ("privacy_notice_spoken", _bool),
+    "PRIVACY_SPOKEN_NOTICE": ("privacy_spoken_notice", _text),
+    "TRANSCRIPT_RETENTION_DAYS": ("transcript_retention_days", _float(0.001, 36500.0)),
+    "REPLAY_RETENTION_DAYS": ("replay_retention_days", _float(0.001, 36500.0)),
+    "RETENTION_SWEEP_INTERVAL_S": ("retention_sweep_interval_s", _float(1.0, 86400.0)),
     "LOG_FORMAT": ("log_format", _enum(LogFormat)),
     "LOG_LEVEL": ("log_level", _level),
     "DASHBOARD_HOST": ("dashboard_host", _text),
