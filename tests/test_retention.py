@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Iterator
 
+import pytest
 import redis.asyncio as aioredis
 
 from bot.cogs.voice import VoiceCog
@@ -36,12 +38,19 @@ def line(i: int, word: str) -> TurnDraft:
                      text=f"{word} number {i} is on the Tokyo map.", started_at=float(i), ended_at=i + 0.5)
 
 
+@pytest.fixture
+def own_redis() -> Iterator[PrivateRedisServer]:
+    """A server of its own: a sweep goes over every session in the store, other tests' too."""
+    with PrivateRedisServer() as server:
+        yield server
+
+
 async def test_a_session_made_through_the_registry_expires_after_its_retention(
-    redis_server: PrivateRedisServer,
+    own_redis: PrivateRedisServer,
 ) -> None:
     """Join, talk, /leave on a fake wall clock: the session records its run, its keys get a TTL
     of the retention period, and the sweep deletes it 30 days after its last use, not before."""
-    store = RedisSessionStore.from_url(redis_server.url)
+    store = RedisSessionStore.from_url(own_redis.url)
     sid = session_id_for(GUILD)
     await store.delete_session(sid)
     wall = [T0]
@@ -58,7 +67,7 @@ async def test_a_session_made_through_the_registry_expires_after_its_retention(
                 await session.on_chat(message_id=i, user_id=1, name="Alice", text=f"Saffron Otter {i}")
             await registry.leave(GUILD)
         assert [r.first_seq for r in parse_runs((await store.load_meta(sid))["runs"])] == [0]
-        client = aioredis.Redis.from_url(redis_server.url)
+        client = aioredis.Redis.from_url(own_redis.url)
         ttl_ms = await client.pttl(f"lc:{{{sid}}}:turns")
         await client.aclose()
         assert 29 * DAY_S * 1000 < ttl_ms <= 30 * DAY_S * 1000  # gone by itself, even with no sweep
@@ -69,7 +78,7 @@ async def test_a_session_made_through_the_registry_expires_after_its_retention(
         swept = await sweep(deps, now=T0 + 31 * DAY_S)
         assert 1 == swept.sessions_deleted
         assert (0, [], []) == (await store.turn_count(sid), await store.load_meta(sid) or [],
-                               await keys_holding(redis_server.url, "Saffron Otter"))
+                               await keys_holding(own_redis.url, "Saffron Otter"))
         assert sid not in await store.list_sessions()
     finally:
         await store.delete_session(sid)
@@ -77,12 +86,12 @@ async def test_a_session_made_through_the_registry_expires_after_its_retention(
 
 
 async def test_a_session_in_use_loses_only_its_expired_runs(
-    redis_server: PrivateRedisServer, session_id: str, emitter: EventEmitter
+    own_redis: PrivateRedisServer, session_id: str, emitter: EventEmitter
 ) -> None:
     """Two runs ten days apart, used again on day 20: on day 41 the first run's turns are
     tombstoned and the summary refolded without them; on day 51 the whole session goes; a replay
     goes after a day."""
-    store = RedisSessionStore.from_url(redis_server.url)
+    store = RedisSessionStore.from_url(own_redis.url)
     try:
         session = await ConversationSession.open(ConversationDeps(
             session_id=session_id, store=store, summarizer=OfflineSummarizer(), fallback=None, policy=POLICY,
@@ -109,7 +118,7 @@ async def test_a_session_in_use_loses_only_its_expired_runs(
         turns = await store.get_turns(session_id, 0, 40)
         assert (1, 20) == (trimmed.sessions_trimmed, trimmed.turns_removed)
         assert [t.seq for t in turns if is_tombstone(t)] == list(range(20))
-        assert [] == await keys_holding(redis_server.url, "Marmalade")
+        assert [] == await keys_holding(own_redis.url, "Marmalade")
         assert "Turquoise" in (await store.load_state(session_id)).summary
         again = await sweep(deps, now=T0 + 42 * DAY_S)
         assert (0, 0) == (again.sessions_trimmed, again.turns_removed)  # nothing twice

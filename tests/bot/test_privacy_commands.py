@@ -5,6 +5,7 @@ the admin's `/forget server`."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -207,3 +208,32 @@ async def test_forget_server_needs_manage_guild() -> None:
         assert ("Forgotten" in text, None, 0, {}) == (
             True, r.registry.get(GUILD), await store.turn_count(SID), await store.load_meta(SID)
         )
+
+
+async def test_the_notice_can_also_be_spoken() -> None:
+    """With PRIVACY_NOTICE_SPOKEN, the short spoken line goes through TTS (the real OpenAI client
+    against the local stub) and plays in the call once the bot joins."""
+    from bot.session.config import PrivacyConfig
+    from pipeline.adapters.openai_api import OpenAISpeech
+    from pipeline.adapters.openai_client import OpenAIEndpoint
+    from tests.support.bot_fakes import tone_pcm
+    from tests.support.openai_stub import OpenAIStub
+
+    async with OpenAIStub() as stub:
+        stub.default_speech_audio = tone_pcm(0.3)
+        speech = OpenAISpeech(endpoint=OpenAIEndpoint(api_key="k", base_url=stub.base_url), model="tts-1",
+                              voice="alloy")
+        events = Events()
+        resources = make_resources(InMemorySessionStore(), clock=FakeClock(), events=events, speech=speech)
+        resources = dataclasses.replace(resources, privacy=PrivacyConfig(notice_spoken=True, spoken_notice="Heads up."))
+        connector = FakeConnector(humans=[(ALICE, "Alice")])
+        try:
+            async with RunningRegistry(resources, connector) as registry:
+                await registry.join(GUILD, 1100)
+                given = await events.wait_for(PrivacyNoticeGiven.name)
+                link = connector.links[0]
+                assert (True, True) == (given[0]["posted"], given[0]["spoken"])
+                assert ["Heads up."] == [b["input"] for b in stub.bodies("/audio/speech")]
+                assert 1 == link.plays and link.played
+        finally:
+            await speech.aclose()
