@@ -208,6 +208,8 @@ class GuildSession:
 
     async def move_to(self, channel: ChannelInfo) -> None:
         await self.presence.move_to(channel)
+        self.privacy.told({uid for uid, _ in channel.humans})  # the new channel's people: told once, now
+        self.privacy.request_notice("bot_moved")
 
     def request_voice_reconnect(self, reason: str, *, user_id: int | None = None) -> bool:
         return self.reconnector.request(reason, user_id=user_id)

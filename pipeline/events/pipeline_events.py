@@ -285,7 +285,7 @@ class PrivacyPreferenceChanged(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrivacyNoticeGiven(Event):
-    """The recording notice went out (`trigger`: bot_joined, member_joined) in the channel's chat,
+    """The recording notice went out (`trigger`: bot_joined, bot_moved, member_joined) in the channel's chat,
     and `spoken` says whether it was also said out loud."""
 
     name: ClassVar[str] = "privacy_notice_given"

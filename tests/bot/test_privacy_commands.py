@@ -18,6 +18,7 @@ from bot.cogs.voice import VoiceCog
 from bot.dashboard.web import create_dashboard_app
 from bot.session.config import GuildSessionConfig, session_id_for
 from bot.session.guild_session import GuildSession
+from bot.session.ports import ChannelInfo
 from bot.session.registry import GuildSessionRegistry
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
@@ -89,6 +90,11 @@ async def test_notice_goes_out_when_the_bot_joins_and_once_per_newcomer() -> Non
         assert ["bot_joined", "member_joined"] == [e["trigger"] for e in notices]
         assert 2 == len(link.posted) and "/optout" in link.posted[0] and "Clanky transcribes" in link.posted[0]
         assert "30 days" in link.posted[0]
+        await session.move_to(ChannelInfo(channel_id=2200, name="other", humans=((4, "Dana"),)))
+        await session.on_member_joined(4, "Dana")  # told by the move's notice already
+        notices = await r.events.wait_for(PrivacyNoticeGiven.name, count=3)
+        assert ["bot_joined", "member_joined", "bot_moved"] == [e["trigger"] for e in notices]
+        assert 3 == len(link.posted)
 
 
 async def test_optout_drops_voice_chat_and_joins_and_optin_restores() -> None:
