@@ -211,6 +211,12 @@ class GuildSession:
         self.privacy.told({uid for uid, _ in channel.humans})  # the new channel's people: told once, now
         self.privacy.request_notice("bot_moved")
 
+    def refuses_note_by(self, by: str) -> bool:
+        """Notes name whose screen they show: someone in the call who opted out gets none."""
+        wanted = by.strip().casefold()
+        return any(self.privacy.is_opted_out(uid) for uid, name in self.presence.humans.items()
+                   if name.casefold() == wanted)
+
     def request_voice_reconnect(self, reason: str, *, user_id: int | None = None) -> bool:
         return self.reconnector.request(reason, user_id=user_id)
 
