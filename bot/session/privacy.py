@@ -27,7 +27,7 @@ from bot.session.core import SessionCore
 from bot.session.ports import Speech, VoiceLink
 from pipeline.conversation.forgetting import Removal, Scope, remove_person
 from pipeline.events import PrivacyNoticeGiven, PrivacyPreferenceChanged
-from pipeline.models import StoreUnavailable, Turn, TurnDraft
+from pipeline.models import Turn, TurnDraft
 from pipeline.ports import SessionStore, TurnSink
 from pipeline.transcript.privacy import Person
 
@@ -178,8 +178,3 @@ class SessionPrivacy:
             log.warning("privacy_notice_not_spoken", error_class=type(err).__name__)
             return False
         return result.started
-
-    async def load_opted_out(self) -> None:
-        """Re-read the preferences (another process may have changed them)."""
-        with contextlib.suppress(StoreUnavailable):
-            self._apply(await self._store.opted_out(self.scope))
