@@ -17,13 +17,13 @@ from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.redis_server import PrivateRedisServer, RedisServerError
-from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.adapters.redis_store import RedisSessionStore, RedisTopology
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig
 from pipeline.hearing.segmenter import SegmenterConfig
-from pipeline.models import StoreUnavailable
+from pipeline.models import RedisMode, StoreUnavailable
 from pipeline.ports import Embedder, Summarizer
 
 log = structlog.get_logger("longcall.runtime")
@@ -83,10 +83,12 @@ def hearing_config(settings: Settings) -> HearingConfig:
 
 @asynccontextmanager
 async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
-    """REDIS_URL if set (must answer PING); else a private redis-server on loopback."""
+    """REDIS_URL (REDIS_MODE single or cluster) or the sentinels' primary, which must answer
+    PING; without either, a private redis-server on loopback."""
     server: PrivateRedisServer | None = None
     url = settings.redis_url
-    if url is None:
+    mode = settings.redis_mode
+    if url is None and mode is RedisMode.SINGLE:
         try:
             server = PrivateRedisServer(data_dir=settings.redis_data_dir)
             await server.astart()  # spawns here (it dies with this process), polls PING in a thread
@@ -95,16 +97,23 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
         url = server.url
         log.info("redis_embedded_started", port=server.port, persistent=settings.redis_data_dir is not None,
                  shared=server.shared)
-    store = RedisSessionStore.from_url(
-        url, pool_max=settings.redis_pool_max, pool_timeout_s=settings.redis_pool_timeout_s
+    where = RedisTopology(mode=mode, url=url or "", sentinels=settings.redis_sentinels,
+                          service=settings.redis_sentinel_service)
+    store = RedisSessionStore.connect(
+        where, pool_max=settings.redis_pool_max, pool_timeout_s=settings.redis_pool_timeout_s
     )
     try:
         try:
             await store.ping()
         except StoreUnavailable:
+            if mode is RedisMode.SENTINEL:
+                raise SettingsError(
+                    "REDIS_SENTINELS do not name a reachable primary for REDIS_SENTINEL_SERVICE: check the "
+                    "sentinels' addresses, the service name and the password in REDIS_URL"
+                ) from None
             raise SettingsError(
-                "REDIS_URL is set but Redis does not answer: check the host, port and password, "
-                "or unset REDIS_URL to use a private embedded redis-server"
+                f"REDIS_URL is set but Redis{' Cluster' if mode is RedisMode.CLUSTER else ''} does not answer: "
+                "check the host, port and password, or unset REDIS_URL to use a private embedded redis-server"
             ) from None
         yield store
     finally:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.recall import RecallConfig
 from pipeline.hearing.vad import VadKind
-from pipeline.models import CompactionPolicy
+from pipeline.models import CompactionPolicy, RedisMode
 
 T = TypeVar("T")
 
@@ -86,6 +86,9 @@ class Settings:
     wake_words: tuple[str, ...] = ()
     # Storage
     redis_url: str | None = None
+    redis_mode: RedisMode = RedisMode.SINGLE  # cluster: REDIS_URL names any node; sentinel: REDIS_SENTINELS
+    redis_sentinels: tuple[tuple[str, int], ...] = ()  # host:port of each sentinel (REDIS_MODE=sentinel)
+    redis_sentinel_service: str = ""  # the primary's name the sentinels monitor
     redis_data_dir: Path | None = DEFAULT_REDIS_DATA_DIR  # None: the private server keeps data in memory only
     redis_pool_max: int = 64  # connections per process; a command waits for a free one
     redis_pool_timeout_s: float = 5.0  # ... this long at most, then the store counts as unavailable
@@ -317,6 +320,18 @@ def _redis_url(name: str, raw: str) -> str:
     return value
 
 
+def _host_ports(name: str, raw: str) -> tuple[tuple[str, int], ...]:
+    """`host:port,host:port` (REDIS_SENTINELS)."""
+    out: list[tuple[str, int]] = []
+    for part in (p.strip() for p in raw.split(",") if p.strip()):
+        host, colon, port = part.rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SettingsError(f"{name} must be host:port pairs separated by commas, e.g. "
+                                f"10.0.0.5:26379,10.0.0.6:26379; got {part!r}")
+        out.append((host.strip("[]"), int(port)))
+    return tuple(out)
+
+
 def _path(name: str, raw: str) -> Path:
     return Path(raw.strip()).expanduser()
 
@@ -356,6 +371,9 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "BOT_NAME": ("bot_name", _text),
     "WAKE_WORDS": ("wake_words", _words),
     "REDIS_URL": ("redis_url", _redis_url),
+    "REDIS_MODE": ("redis_mode", _enum(RedisMode)),
+    "REDIS_SENTINELS": ("redis_sentinels", _host_ports),
+    "REDIS_SENTINEL_SERVICE": ("redis_sentinel_service", _text),
     "REDIS_DATA_DIR": ("redis_data_dir", _data_dir),
     "REDIS_POOL_MAX": ("redis_pool_max", _int(1, 10_000)),
     "REDIS_POOL_TIMEOUT_S": ("redis_pool_timeout_s", _float(0.1, 120.0)),
@@ -474,6 +492,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
             "COMPACTION_BATCH_TURNS must not exceed CONTEXT_WINDOW_TURNS "
             f"({settings.compaction_batch_turns} > {settings.context_window_turns})"
         )
+    _check_redis_mode(settings)
     if not settings.bot_name:
         raise SettingsError("BOT_NAME must not be empty")
     if settings.shard_ids and settings.shard_count is None:
@@ -483,6 +502,23 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
     if settings.notes_ingest_token is not None and len(settings.notes_ingest_token) < 16:
         raise SettingsError("NOTES_INGEST_TOKEN must be at least 16 characters (e.g. `openssl rand -hex 24`)")
     return settings
+
+
+def _check_redis_mode(settings: Settings) -> None:
+    """REDIS_MODE's companions: a cluster or Sentinel is never the private embedded server."""
+    mode = settings.redis_mode
+    if mode is RedisMode.CLUSTER and not settings.redis_url:
+        raise SettingsError("REDIS_MODE=cluster needs REDIS_URL naming any node of the cluster, "
+                            "e.g. redis://10.0.0.5:7000/0 (the client discovers the others)")
+    if mode is RedisMode.CLUSTER and settings.redis_url and settings.redis_url.startswith("unix://"):
+        raise SettingsError("REDIS_MODE=cluster needs a redis:// or rediss:// REDIS_URL (cluster nodes talk TCP)")
+    if mode is RedisMode.SENTINEL and not settings.redis_sentinels:
+        raise SettingsError("REDIS_MODE=sentinel needs REDIS_SENTINELS, e.g. 10.0.0.5:26379,10.0.0.6:26379")
+    if mode is RedisMode.SENTINEL and not settings.redis_sentinel_service:
+        raise SettingsError("REDIS_MODE=sentinel needs REDIS_SENTINEL_SERVICE: the primary's name in the "
+                            "sentinels' `sentinel monitor` line")
+    if mode is not RedisMode.SENTINEL and (settings.redis_sentinels or settings.redis_sentinel_service):
+        raise SettingsError("REDIS_SENTINELS and REDIS_SENTINEL_SERVICE are only read with REDIS_MODE=sentinel")
 
 
 def require_discord_token(settings: Settings) -> str:

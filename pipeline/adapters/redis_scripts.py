@@ -5,8 +5,10 @@ KEYS, ARGV and result. Plain strings: registered by the store on its client.
 """
 
 # KEYS turns, state, tids, tidq, owner, ofence; ARGV epoch ('' = unchecked), turn id ('' = no dedupe),
-# payload, dedupe window, owner token ('' = unchecked). Returns {seq, 1 if it was already
-# stored}, {-1, stored epoch} or {-2, the lease holder}.
+# payload, dedupe window, owner token ('' = unchecked), the least seq the caller expects (-1 =
+# unchecked). Returns {seq, 1 if it was already stored}, {-1, stored epoch}, {-2, the lease
+# holder} or {-3, next seq} when the store holds fewer turns than the caller saw stored (a
+# promoted replica that missed the newest writes): nothing is written then.
 APPEND = """
 if ARGV[5] ~= '' then
   local holder = redis.call('GET', KEYS[5])
@@ -20,6 +22,8 @@ if ARGV[2] ~= '' then
   local seen = redis.call('HGET', KEYS[3], ARGV[2])
   if seen then return {tonumber(seen), 1} end
 end
+local next_seq = tonumber(meta[2] or '0') + redis.call('LLEN', KEYS[1])
+if next_seq < tonumber(ARGV[6] or '-1') then return {-3, next_seq} end
 local seq = tonumber(meta[2] or '0') + redis.call('RPUSH', KEYS[1], ARGV[3]) - 1
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[2], seq)

@@ -32,7 +32,9 @@ the Lua scripts can touch them together.
             timeline for sessions that are not live in this process.
 
 One key outside the per-session tag: `lc:sessions`, a sorted set of session ids by the time
-they first saved meta -- the registry the dashboard lists.
+they first saved meta -- the registry the dashboard lists. No command touches it together
+with a session's keys, so under Redis Cluster (`REDIS_MODE=cluster`) every command, script
+and transaction stays in one slot (docs/redis.md has the layout and the failover story).
 """
 
 from __future__ import annotations
@@ -41,9 +43,15 @@ import base64
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ClusterError, MasterDownError, ReadOnlyError, RedisClusterException, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -55,6 +63,8 @@ from pipeline.models import (
     Note,
     OwnerGrant,
     ParticipantCard,
+    RedisMode,
+    StoreBehind,
     StoreDiverged,
     StoreUnavailable,
     Turn,
@@ -101,11 +111,34 @@ SESSIONS_KEY = "lc:sessions"
 POOL_MAX = 64  # connections per process (REDIS_POOL_MAX); one Redis serves many processes
 POOL_TIMEOUT_S = 5.0  # how long a command waits for a free connection (REDIS_POOL_TIMEOUT_S)
 
+# What a store call may meet while a primary fails and a replica takes over: a dropped
+# connection, a cluster without that slot's primary for a moment (CLUSTERDOWN, TRYAGAIN,
+# MASTERDOWN), a demoted primary refusing writes (READONLY), no slot table yet. All mean
+# "not now", never "lost": callers keep what they hold and retry (`StoreUnavailable`).
+_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError, MasterDownError,
+                ReadOnlyError, RedisClusterException)
+
+
+def _failover_retry(timeout_s: float) -> Retry:
+    """The cluster client retries a command across a failover (re-reading the slot table
+    each time) for about `4 * timeout_s` before the caller sees `StoreUnavailable`."""
+    return Retry(ExponentialBackoff(cap=timeout_s, base=0.05), retries=8)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RedisTopology:
+    """Where the store lives: REDIS_MODE, REDIS_URL, and for Sentinel its addresses and service."""
+
+    mode: RedisMode = RedisMode.SINGLE
+    url: str = ""
+    sentinels: tuple[tuple[str, int], ...] = ()
+    service: str = ""
+
 
 class RedisSessionStore:
     """SessionStore over a real Redis server. Connection errors become `StoreUnavailable`."""
 
-    def __init__(self, client: aioredis.Redis) -> None:
+    def __init__(self, client: aioredis.Redis | RedisCluster) -> None:
         self._redis = client
         self._append = client.register_script(lua.APPEND)
         self._get_turns = client.register_script(lua.GET_TURNS)
@@ -139,6 +172,33 @@ class RedisSessionStore:
         )
         return cls(aioredis.Redis.from_pool(pool))
 
+    @classmethod
+    def connect(
+        cls, where: RedisTopology, *, timeout_s: float = 2.0, pool_max: int = POOL_MAX,
+        pool_timeout_s: float = POOL_TIMEOUT_S,
+    ) -> RedisSessionStore:
+        """The store for REDIS_MODE. `single`: `from_url`. `cluster`: redis-py's cluster client
+        from any node's URL (it discovers the rest; up to `pool_max` connections per node).
+        `sentinel`: the primary that the sentinels name for the service, re-resolved after a
+        failover; the URL (may be empty) carries the password and db for the data nodes."""
+        if where.mode is RedisMode.SINGLE:
+            return cls.from_url(where.url, timeout_s=timeout_s, pool_max=pool_max, pool_timeout_s=pool_timeout_s)
+        common: dict[str, Any] = {
+            "decode_responses": True, "socket_timeout": timeout_s, "socket_connect_timeout": timeout_s,
+        }
+        if where.mode is RedisMode.CLUSTER:
+            # Cluster failover: redis-py re-reads the slot table after a connection error or
+            # CLUSTERDOWN and retries (redis/asyncio/cluster.py, `_execute_command`).
+            return cls(RedisCluster.from_url(where.url, max_connections=max(1, pool_max),
+                                             retry=_failover_retry(timeout_s), **common))
+        options = aioredis.connection.parse_url(where.url) if where.url else {}
+        data: dict[str, Any] = {k: options[k] for k in ("username", "password", "db") if k in options}
+        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+            list(where.sentinels), sentinel_kwargs={"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s},
+            **common,
+        )
+        return cls(sentinel.master_for(where.service, max_connections=max(1, pool_max), **data))
+
     async def aclose(self) -> None:
         await self._redis.aclose()
 
@@ -149,19 +209,23 @@ class RedisSessionStore:
     async def _call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         try:
             return await fn(*args, **kwargs)
-        except (RedisConnectionError, RedisTimeoutError, OSError) as err:
+        except _UNAVAILABLE as err:
             # Translate once at the adapter; the message never includes the URL (it may hold a password).
             raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
+    async def append_turn(
+        self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1
+    ) -> Turn:
         k = _keys(session_id)
         seq, flag = await self._call(
             self._append,
             keys=[k["turns"], k["state"], k["tids"], k["tidq"], k["owner"], k["ofence"]],
-            args=[epoch, draft.turn_id, encode_draft(draft), DEDUPE_WINDOW, owner],
+            args=[epoch, draft.turn_id, encode_draft(draft), DEDUPE_WINDOW, owner, at_least],
         )
         if int(seq) == -2:
             raise LeaseLost(session_id, _owner_id(str(flag)))
+        if int(seq) == -3:
+            raise StoreBehind(session_id, int(flag))
         if int(seq) < 0:
             raise StoreDiverged(session_id, str(flag))
         return Turn.from_draft(draft, int(seq))
