@@ -38,11 +38,17 @@ def redis_sentinel() -> Iterator[LocalSentinel]:
 
 
 @pytest.fixture(params=["single", "cluster"])
-def redis_target(request: pytest.FixtureRequest) -> RedisTarget:
-    """Each test taking it runs on one Redis and on a Redis Cluster (REDIS_MODE=cluster)."""
+def redis_target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> RedisTarget:
+    """Each test taking it runs on one Redis and on a Redis Cluster. REDIS_MODE (and for a
+    cluster REDIS_URL) is set in this process's environment, so `longcall` subprocesses started
+    with `os.environ` use the same topology."""
     if request.param == "cluster":
-        return request.getfixturevalue("redis_cluster").target  # type: ignore[no-any-return]
-    return single_target(request.getfixturevalue("redis_server"))
+        target: RedisTarget = request.getfixturevalue("redis_cluster").target
+    else:
+        target = single_target(request.getfixturevalue("redis_server"))
+    for name, value in target.env.items():
+        monkeypatch.setenv(name, value)
+    return target
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionCompleted, SessionOwned, SessionTakenOver
 from tests.support.fake_discord import FakeDiscord
+from tests.support.redis_cluster import RedisTarget
 from tests.support.waits import ProcessLog, RedisWatch
 
 pytestmark = pytest.mark.slow
@@ -98,16 +99,16 @@ class Processes:
 
 @pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
 async def test_sigkilled_process_sessions_move_to_the_other_process_through_discord(
-    redis_server: PrivateRedisServer, tmp_path: Path
+    redis_target: RedisTarget, tmp_path: Path
 ) -> None:
     base = random.randrange(10**15, 10**16)
     guilds = [base + i for i in range(4)]
     a_guilds, b_guilds = guilds[:2], guilds[2:]
     discord = FakeDiscord(guilds)
     await discord.start()
-    procs = Processes(redis_server.url, discord.api_base, tmp_path)
-    store = RedisSessionStore.from_url(redis_server.url)
-    watch = RedisWatch(redis_server.url)
+    procs = Processes(redis_target.url, discord.api_base, tmp_path)
+    store = redis_target.store()
+    watch = RedisWatch(*redis_target.node_urls)
     await watch.start()
 
     async def owners() -> list[str | None]:

@@ -24,6 +24,7 @@ import pytest
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionCompleted, SessionLeaseLost, SessionOwned, SessionTakenOver
+from tests.support.redis_cluster import RedisTarget
 from tests.support.waits import ProcessLog, RedisWatch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,16 +128,16 @@ def folds_of(events: Iterable[dict[str, Any]], guild: int) -> list[tuple[int, in
 
 @pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
 async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
-    redis_server: PrivateRedisServer, tmp_path: Path
+    redis_target: RedisTarget, tmp_path: Path
 ) -> None:
     """A serves guilds 1-2, B guilds 3-4; A is SIGKILLed; B owns 1-2 within TTL + 2 s, and
     every guild's transcript holds seqs 0..49 once each, in feed order, folded exactly once."""
     base = random.randrange(10**6, 10**9)
     guilds = [base + i for i in range(4)]
     a_guilds, b_guilds = guilds[:2], guilds[2:]
-    cluster = Cluster(redis_server.url, tmp_path, guilds)
-    store = RedisSessionStore.from_url(redis_server.url)
-    watch = RedisWatch(redis_server.url)
+    cluster = Cluster(redis_target.url, tmp_path, guilds)
+    store = redis_target.store()
+    watch = RedisWatch(*redis_target.node_urls)
     await watch.start()
     try:
         write_feed(cluster.feed, guilds, FIRST)
