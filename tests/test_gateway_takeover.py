@@ -23,8 +23,6 @@ from typing import Any
 
 import pytest
 
-from pipeline.adapters.redis_server import PrivateRedisServer
-from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionCompleted, SessionOwned, SessionTakenOver
 from tests.support.fake_discord import FakeDiscord
 from tests.support.redis_cluster import RedisTarget
