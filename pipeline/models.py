@@ -347,7 +347,7 @@ class StoreDiverged(Exception):
 class StoreBehind(Exception):
     """The store holds fewer turns than the caller saw it acknowledge: a replica promoted after
     a failover missed the newest writes (replication is asynchronous). Nothing was written; the
-    caller writes back what it holds (`pipeline.conversation.store_repair`)."""
+    caller writes back what it holds (`pipeline.transcript.store_repair`)."""
 
     def __init__(self, session_id: str, stored_total: int) -> None:
         super().__init__(f"session {session_id}: store holds {stored_total} turns, fewer than acknowledged")

@@ -44,7 +44,9 @@ from pipeline.events.pipeline_events import (
     ScreenNoteFailed,
     ScreenNoteSkipped,
     SessionStoreDiverged,
+    SessionStoreReconnected,
     SessionStoreReseeded,
+    SessionStoreWritesRestored,
 )
 from pipeline.events.registry import DECLARED, EVENT_TYPES, UndeclaredEvent, declared
 
@@ -81,7 +83,9 @@ __all__ = [
     "SessionOwned",
     "SessionResumedAfterRestart",
     "SessionStoreDiverged",
+    "SessionStoreReconnected",
     "SessionStoreReseeded",
+    "SessionStoreWritesRestored",
     "SessionTakenOver",
     "UndeclaredEvent",
     "VoiceReconnect",
