@@ -167,3 +167,13 @@ RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+
+# KEYS[1] = cards. ARGV: (speaker id, card JSON) pairs. Replaces the whole hash in one step (a
+# script, not MULTI: redis-py's cluster transactions fail oddly when a connection drops mid-way).
+SAVE_CARDS = """
+redis.call('DEL', KEYS[1])
+for i = 1, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return 1
+"""

@@ -39,6 +39,7 @@ and transaction stays in one slot (docs/redis.md has the layout and the failover
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -138,8 +139,15 @@ class RedisTopology:
 class RedisSessionStore:
     """SessionStore over a real Redis server. Connection errors become `StoreUnavailable`."""
 
-    def __init__(self, client: aioredis.Redis | RedisCluster) -> None:
+    def __init__(
+        self, client: aioredis.Redis | RedisCluster, *, max_in_flight: int = 0, wait_s: float = POOL_TIMEOUT_S
+    ) -> None:
+        """`max_in_flight` > 0: at most that many store calls at once, the others wait up to
+        `wait_s` (the cluster client has no blocking pool: past its per-node connection cap it
+        fails at once with MaxConnectionsError, as redis-py's default pool did under bursts)."""
         self._redis = client
+        self._gate = asyncio.Semaphore(max_in_flight) if max_in_flight > 0 else None
+        self._gate_wait_s = wait_s
         self._append = client.register_script(lua.APPEND)
         self._get_turns = client.register_script(lua.GET_TURNS)
         self._commit = client.register_script(lua.COMMIT_FOLD)
@@ -152,6 +160,7 @@ class RedisSessionStore:
         self._acquire_owner = client.register_script(lua.ACQUIRE_OWNER)
         self._renew_owner = client.register_script(lua.RENEW_OWNER)
         self._save_vectors = client.register_script(lua.SAVE_VECTORS)
+        self._save_cards = client.register_script(lua.SAVE_CARDS)
 
     @classmethod
     def from_url(
@@ -189,15 +198,17 @@ class RedisSessionStore:
         if where.mode is RedisMode.CLUSTER:
             # Cluster failover: redis-py re-reads the slot table after a connection error or
             # CLUSTERDOWN and retries (redis/asyncio/cluster.py, `_execute_command`).
-            return cls(RedisCluster.from_url(where.url, max_connections=max(1, pool_max),
-                                             retry=_failover_retry(timeout_s), **common))
+            client = RedisCluster.from_url(where.url, max_connections=max(1, pool_max),
+                                           retry=_failover_retry(timeout_s), **common)
+            return cls(client, max_in_flight=max(1, pool_max), wait_s=pool_timeout_s)
         options = aioredis.connection.parse_url(where.url) if where.url else {}
         data: dict[str, Any] = {k: options[k] for k in ("username", "password", "db") if k in options}
         sentinel = Sentinel(  # type: ignore[no-untyped-call]
             list(where.sentinels), sentinel_kwargs={"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s},
             **common,
         )
-        return cls(sentinel.master_for(where.service, max_connections=max(1, pool_max), **data))
+        client = sentinel.master_for(where.service, max_connections=max(1, pool_max), **data)
+        return cls(client, max_in_flight=max(1, pool_max), wait_s=pool_timeout_s)
 
     async def aclose(self) -> None:
         await self._redis.aclose()
@@ -205,11 +216,17 @@ class RedisSessionStore:
     async def ping(self) -> None:
         await self._call(self._redis.ping)
 
-    @staticmethod
-    async def _call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         try:
-            return await fn(*args, **kwargs)
-        except _UNAVAILABLE as err:
+            if self._gate is None:
+                return await fn(*args, **kwargs)
+            async with asyncio.timeout(self._gate_wait_s):
+                await self._gate.acquire()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                self._gate.release()
+        except (*_UNAVAILABLE, TimeoutError) as err:
             # Translate once at the adapter; the message never includes the URL (it may hold a password).
             raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
 
@@ -458,12 +475,10 @@ class RedisSessionStore:
         return {key: base64.b64decode(value) for key, value in fields.items()}
 
     async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
-        key = _keys(session_id)["cards"]
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(key)
-            if cards:
-                pipe.hset(key, mapping={c.speaker_id: encode_card(c) for c in cards})
-            await self._call(pipe.execute)
+        args: list[str] = []
+        for card in cards:
+            args += [card.speaker_id, encode_card(card)]
+        await self._call(self._save_cards, keys=[_keys(session_id)["cards"]], args=args)
 
     async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
         raw = await self._call(self._redis.hvals, _keys(session_id)["cards"])
