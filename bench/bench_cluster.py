@@ -69,7 +69,7 @@ def _key_memory(cluster: LocalRedisCluster, guilds: list[int]) -> dict[str, Any]
     """MEMORY USAGE of each kind of key, averaged over sampled sessions, with turns per session."""
     rc = redis.RedisCluster.from_url(cluster.target.url, decode_responses=True)
     totals = dict.fromkeys(KEY_KINDS, 0)
-    turns = 0
+    turns = events = 0
     sample = guilds[:: max(1, len(guilds) // 60)]
     try:
         for g in sample:
@@ -77,10 +77,12 @@ def _key_memory(cluster: LocalRedisCluster, guilds: list[int]) -> dict[str, Any]
                 key = f"lc:{{guild-{g}}}:{kind}"
                 totals[kind] += int(rc.memory_usage(key) or 0)
             turns += int(rc.llen(f"lc:{{guild-{g}}}:turns"))
+            events += int(rc.llen(f"lc:{{guild-{g}}}:events"))
     finally:
         rc.close()
     per_session = {k: round(v / len(sample)) for k, v in totals.items() if v}
     return {"sampled_sessions": len(sample), "turns_per_session": round(turns / len(sample), 1),
+            "events_per_session": round(events / len(sample), 1),
             "bytes_per_session_by_key": per_session, "bytes_per_session": sum(per_session.values())}
 
 
