@@ -184,9 +184,14 @@ class StoreSync:
             repair = await restore_lost_turns(self._append_once, stored_total=stored_total, upto=upto,
                                               held=self.window.all())
             if not repair.complete:  # cannot happen while the window holds every unfolded turn
+                queued = [draft for draft, _ in self._unsynced]
                 self._unsynced.clear()
                 self.total = repair.lost[0]
                 self.window.drop_from(repair.lost[0])
+                for draft in queued:  # still to be written, at the seqs that now follow
+                    turn = self._queue_unsynced(draft)
+                    self.total = turn.seq + 1
+                    self.window.append(turn)
             self._events.emit(SessionStoreWritesRestored(
                 what="turns", stored=stored_total, held=upto, restored_seqs=list(repair.restored),
                 lost_seqs=list(repair.lost),

@@ -62,6 +62,13 @@ class InMemorySessionStore:
         """Lose every session, as a Redis restarted without persistence does."""
         self._sessions.clear()
 
+    def lose_newest(self, session_id: str, keep: int) -> None:
+        """Keep only the turns below seq `keep`, as a replica promoted before the newest writes
+        reached it does (their turn ids go too)."""
+        s = self._get(session_id)
+        s.turns = [t for t in s.turns if t.seq < keep]
+        s.turn_ids = OrderedDict((tid, seq) for tid, seq in s.turn_ids.items() if seq < keep)
+
     def _holder(self, s: _Session) -> str:
         """The lease token holding the session now ('' = nobody)."""
         return s.owner[0] if s.owner is not None and s.owner[1] > self._monotonic() else ""
