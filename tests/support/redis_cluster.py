@@ -300,6 +300,18 @@ class LocalSentinel:
                 host="127.0.0.1", port=n.port, decode_responses=True, socket_timeout=2
             ).execute_command("SENTINEL", "REPLICAS", self.SERVICE), 20)
 
+    def wait_healthy(self, timeout_s: float = 30) -> None:
+        """Until the sentinel sees its primary up (flags exactly `master`: no s_down or o_down)
+        and the primary answers: a loaded machine can make a sentinel doubt it for a moment."""
+        def healthy() -> bool:
+            c = redis.Redis(host="127.0.0.1", port=self.sentinels[0].port, decode_responses=True, socket_timeout=2)
+            state = c.execute_command("SENTINEL", "MASTER", self.SERVICE)
+            flags = dict(zip(state[::2], state[1::2], strict=False)).get("flags", "") if isinstance(state, list) \
+                else state.get("flags", "")
+            return bool(flags == "master" and self.current_primary().client().ping())
+
+        _wait("the sentinel's primary up", healthy, timeout_s)
+
     def kill_primary(self) -> _Node:
         old = self.current_primary()
         old.kill()
@@ -311,6 +323,7 @@ class LocalSentinel:
             return now is not old and now.client().info("replication")["role"] == "master"
 
         _wait("sentinel promoting the replica", promoted, timeout_s)
+        self.wait_healthy(timeout_s)
         return self.current_primary()
 
     def __enter__(self) -> LocalSentinel:
