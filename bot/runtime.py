@@ -111,10 +111,17 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
                     "REDIS_SENTINELS do not name a reachable primary for REDIS_SENTINEL_SERVICE: check the "
                     "sentinels' addresses, the service name and the password in REDIS_URL"
                 ) from None
+            if mode is RedisMode.CLUSTER:
+                raise SettingsError(
+                    "REDIS_MODE=cluster but no Redis Cluster answers at REDIS_URL: check the host, port and "
+                    "password, and that the server runs with cluster-enabled yes (else use REDIS_MODE=single)"
+                ) from None
             raise SettingsError(
-                f"REDIS_URL is set but Redis{' Cluster' if mode is RedisMode.CLUSTER else ''} does not answer: "
-                "check the host, port and password, or unset REDIS_URL to use a private embedded redis-server"
+                "REDIS_URL is set but Redis does not answer: check the host, port and password, "
+                "or unset REDIS_URL to use a private embedded redis-server"
             ) from None
+        if mode is RedisMode.SINGLE and await store.cluster_enabled():
+            raise SettingsError("REDIS_URL names a Redis Cluster node: set REDIS_MODE=cluster")
         yield store
     finally:
         await store.aclose()

@@ -216,6 +216,14 @@ class RedisSessionStore:
     async def ping(self) -> None:
         await self._call(self._redis.ping)
 
+    async def cluster_enabled(self) -> bool:
+        """Whether the server is a Redis Cluster node (`INFO cluster`): a plain client on one
+        would meet MOVED for every other node's slots."""
+        info = await self._call(self._redis.info, "cluster")
+        if isinstance(self._redis, RedisCluster):  # one reply per node
+            return True
+        return bool(int(info.get("cluster_enabled", 0)))
+
     async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         try:
             if self._gate is None:
