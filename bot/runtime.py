@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import structlog
 
-from bot.dashboard.web import DashboardConfig
+from bot.dashboard.config import DashboardConfig
 from bot.settings import LOCAL_SUMMARY_CONTEXT_LIMIT, AsrMode, RecallEmbedder, Settings, SettingsError, SummaryProfile
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
 from pipeline.adapters.embeddings import MiniLMEmbedder

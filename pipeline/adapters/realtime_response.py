@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 
+from pipeline.adapters.openai_client import RealtimeSocket
 from pipeline.adapters.realtime_protocol import (
     SOCKET_SUSPECT,
+    RealtimeConfig,
     RealtimeError,
     RealtimeErrorCode,
     RealtimeReply,
@@ -27,10 +30,32 @@ from pipeline.adapters.realtime_protocol import (
     translated,
 )
 
-if TYPE_CHECKING:
-    from pipeline.adapters.openai_realtime import RealtimeVoice
-
 log = structlog.get_logger("longcall.realtime")
+
+
+class RealtimeVoice(Protocol):
+    """What a response stream needs from the connection that made it (the class of that name in
+    pipeline/adapters/openai_realtime.py); a protocol here so the two modules do not import each other."""
+
+    @property
+    def config(self) -> RealtimeConfig: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def socket(self) -> RealtimeSocket | None: ...
+    @property
+    def dirty(self) -> bool: ...
+    @property
+    def log_fields(self) -> dict[str, Any]: ...
+    def housekeeping_purpose(self, event_id: str | None) -> str | None: ...
+    def housekeeping_id(self, purpose: str) -> str: ...
+    def instructions_rejected(self) -> None: ...
+    def mark_dirty(self) -> None: ...
+    def response_finished(
+        self, stream: RealtimeResponseStream, reply: RealtimeReply, *, created_ms: int | None
+    ) -> None: ...
+    async def send_turn(self, stream: RealtimeResponseStream) -> None: ...
+    async def discard(self) -> None: ...
 
 
 class RealtimeResponseStream:
