@@ -152,7 +152,7 @@ class Settings:
     # Session ownership across processes (bot/ownership.py)
     owner_lease_ttl_s: float = 15.0
     owner_scan_interval_s: float | None = None  # default: a third of OWNER_LEASE_TTL_S
-    # Screen-watch notes and text chat (README "Screen notes and text chat")
+    # Screen-watch notes and text chat (docs/notes-and-chat.md)
     vision_model: str = ""  # empty = offline notes (OCR + image facts)
     vision_base_url: str | None = None  # empty = OPENAI_BASE_URL
     vision_timeout_s: float = 20.0
