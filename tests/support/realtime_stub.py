@@ -111,10 +111,12 @@ class RealtimeStub:
         # a violation fails the test at shutdown unless `strict` is turned off.
         self.violations: list[str] = []
         self.strict = True
+        self.validate = True  # off only where its cost would distort a timing (bench/)
         self.connections: list[ConnectionInfo] = []
         self.reject_status: int | None = None  # refuse the websocket handshake with this HTTP status
         self.admission_error: ServerError | None = None  # send this instead of session.created, then close
         self.hold_session_created = False  # never send session.created (connect deadline tests)
+        self.session_created_delay_s = 0.0  # bench/: a stand-in for the real service's session setup time
         self.session_update_error: ServerError | None = None  # answer the next session.update with this
         self.clock: Callable[[], float] = time.monotonic
         self.session_limit_s: float | None = None  # expire sessions this old (on `clock`)
@@ -213,7 +215,8 @@ class RealtimeStub:
     async def _send(self, ws: ServerConnection, event: dict[str, Any]) -> None:
         full = {"event_id": self._event_id(), **event}
         self.sent.append(full)
-        self.violations += server_event_violations(full)
+        if self.validate:
+            self.violations += server_event_violations(full)
         await ws.send(json.dumps(full))
 
     async def _error(self, ws: ServerConnection, error: ServerError, cause: dict[str, Any] | None) -> None:
@@ -247,11 +250,14 @@ class RealtimeStub:
                 await self._error(ws, self.admission_error, None)
                 await ws.close(1008, "admission refused")
                 return
+            if self.session_created_delay_s:
+                await self._wait_released(self.session_created_delay_s)
             await self._send(ws, {"type": "session.created", "session": session})
             async for raw in ws:
                 event = json.loads(raw)
                 self.received.append(Received(connection=index, event=event))
-                self.violations += client_event_violations(event)
+                if self.validate:
+                    self.violations += client_event_violations(event)
                 async with self._arrived:
                     self._arrived.notify_all()
                 if self._past_limit(ws):
