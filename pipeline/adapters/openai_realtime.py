@@ -63,7 +63,7 @@ from pipeline.adapters.realtime_protocol import (
     translated,
 )
 from pipeline.adapters.realtime_response import RealtimeResponseStream
-from pipeline.events import EventEmitter, RealtimeResponseCompleted
+from pipeline.events import EventEmitter, RealtimeResponseCompleted, RealtimeSessionReplaced
 
 log = structlog.get_logger("longcall.realtime")
 
@@ -154,8 +154,7 @@ class RealtimeVoice:
                 return False
             self._conn, self._opened_at = conn, self._clock()
             await old.close_quietly()
-        log.info("realtime_session_rotated", age_s=round(old_age or 0.0, 1), connect_ms=connect_ms,
-                 between_turns=True, **self._events.base)
+        self.session_replaced("rotation", age_s=old_age, connect_ms=connect_ms, between_turns=True)
         return True
 
     async def refresh_instructions(self, text: str) -> bool:
@@ -270,13 +269,16 @@ class RealtimeVoice:
         """The open connection, connecting first when needed (returns the connect ms then). A
         session past `session_max_s` is replaced first."""
         age = self.session_age_s
+        too_old = False
         if self._conn is not None and not self._dirty:
             if age is None or age < self._config.session_max_s:
                 return self._conn, None
-            log.info("realtime_session_rotated", age_s=round(age, 1), between_turns=False, **self._events.base)
+            too_old = True
         await self.discard()
         conn, connect_ms = await self._open_connection()
         self._conn, self._opened_at = conn, self._clock()
+        if too_old:
+            self.session_replaced("age_limit", age_s=age, connect_ms=connect_ms)
         return conn, connect_ms
 
     async def _open_connection(self) -> tuple[RealtimeSocket, int]:
@@ -362,8 +364,11 @@ class RealtimeVoice:
             except RealtimeError as err:
                 if err.code is not RealtimeErrorCode.CLOSED or stream.reconnects >= self._config.max_reconnects:
                     raise
+                age = self.session_age_s
                 await self.discard()
                 stream.note_reconnect()
+                # The new socket's connect time shows in this response's connect_ms.
+                self.session_replaced("connection_lost", age_s=age, connect_ms=None)
 
     async def discard(self) -> None:
         """Forget the connection (closing it); the next call reconnects."""
@@ -373,6 +378,18 @@ class RealtimeVoice:
         self._sent_instructions = None
         if conn is not None:
             await conn.close_quietly()
+
+    def session_replaced(
+        self, reason: str, *, age_s: float | None, connect_ms: int | None, between_turns: bool = False,
+        server_code: str | None = None,
+    ) -> None:
+        """One `realtime_session_replaced` event (a rotation, or a lost connection reopened)."""
+        self._events.emit(
+            RealtimeSessionReplaced(
+                model=self._config.model, reason=reason, between_turns=between_turns,
+                age_s=None if age_s is None else round(age_s, 1), connect_ms=connect_ms, server_code=server_code,
+            )
+        )
 
     def mark_dirty(self) -> None:
         if self._conn is not None:

@@ -183,8 +183,7 @@ class RealtimeResponseStream:
             except RealtimeError as err:
                 if not (err.lost and self._may_resend()):
                     raise
-                log.info("realtime_connection_lost", server_code=err.server_code, **self._voice.log_fields)
-                await self._resend()
+                await self._resend(err.server_code)
                 continue
             if chunk:
                 return chunk
@@ -231,14 +230,18 @@ class RealtimeResponseStream:
             and self.reconnects < self._voice.config.max_reconnects
         )
 
-    async def _resend(self) -> None:
+    async def _resend(self, server_code: str | None = None) -> None:
         """The connection is lost: a new socket, the turn sent again, and only that socket's
         response read (what the old one said is gone with it)."""
+        age = self._voice.session_age_s
         await self._voice.discard()
         self.note_reconnect()
         self._events = ResponseEvents(self._voice.clock)
         self._item_id, self._request_ids = None, None
+        connected_before = self._connect_ms or 0
         await self._voice.send_turn(self)
+        connect_ms = None if self._connect_ms is None else self._connect_ms - connected_before
+        self._voice.session_replaced("connection_lost", age_s=age, connect_ms=connect_ms, server_code=server_code)
 
     def _handle(self, event: dict[str, Any]) -> bytes | None:
         if event.get("type") == "error":

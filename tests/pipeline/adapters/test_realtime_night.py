@@ -13,7 +13,8 @@ import pytest
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import RealtimeConfig, RealtimeReply, ResponseStatus
-from pipeline.events import EventEmitter
+from pipeline.events import EventEmitter, RealtimeSessionReplaced
+from tests.conftest import EventLog
 from tests.support.realtime_stub import RealtimeStub, ServerError
 
 GUARD_S = 5.0
@@ -65,7 +66,7 @@ async def ask(voice: RealtimeVoice, line: str) -> RealtimeReply:
 
 @pytest.mark.parametrize("close_on_expiry", [True, False])
 async def test_an_unsolicited_error_between_turns_never_makes_a_turn_play_an_earlier_answer(
-    stub: RealtimeStub, emitter: EventEmitter, clock: FakeClock, close_on_expiry: bool
+    stub: RealtimeStub, emitter: EventEmitter, clock: FakeClock, close_on_expiry: bool, event_log: EventLog
 ) -> None:
     """An error nobody asked for arrives while idle (the socket stays up, or closes after
     session_expired): the next turn is sent again on a new socket and every turn hears its own
@@ -86,6 +87,8 @@ async def test_an_unsolicited_error_between_turns_never_makes_a_turn_play_an_ear
     assert [f"Answer to Alice: {n}" for n in ("one", "two", "three", "four")] == said
     assert [ResponseStatus.COMPLETED] * 3 == [r.status for r in replies]
     assert (1, 2) == (replies[0].reconnects, len(stub.connections))
+    [replaced] = event_log.named(RealtimeSessionReplaced.name)
+    assert ("connection_lost", False) == (replaced["reason"], replaced["between_turns"])
 
 
 async def test_an_expiry_noticed_at_the_turn_itself_resends_it(
@@ -129,7 +132,7 @@ async def test_three_hours_with_an_expiry_every_hour_answer_every_turn_with_its_
 
 
 async def test_sessions_are_rotated_between_turns_before_the_limit(
-    stub: RealtimeStub, emitter: EventEmitter, clock: FakeClock
+    stub: RealtimeStub, emitter: EventEmitter, clock: FakeClock, event_log: EventLog
 ) -> None:
     """With rotation (55 min, between turns from 45 min) the server never expires a session in 3
     hours; each new session gets the latest instructions, and no turn after the first pays a
@@ -150,6 +153,8 @@ async def test_sessions_are_rotated_between_turns_before_the_limit(
     # Replaced at 45, 90, 135 and 180 minutes (the last after the last turn).
     assert (0, 5, 4) == (stub.expired, len(stub.connections), rotations)
     assert [None] * 35 == [r.connect_ms for r in replies[1:]]
+    replaced = event_log.named(RealtimeSessionReplaced.name)
+    assert [("rotation", True, 2700.0)] * 4 == [(e["reason"], e["between_turns"], e["age_s"]) for e in replaced]
     for index in range(1, 5):
         [opening] = stub.of_type("session.update", connection=index)[:1]
         assert opening["session"]["instructions"].startswith("Context up to turn")
@@ -170,3 +175,4 @@ async def test_a_session_past_its_limit_is_replaced_before_the_next_turn(
     finally:
         await voice.aclose()
     assert ("Answer to Alice: two", 2) == (reply.transcript, len(stub.connections))
+    assert reply.connect_ms is not None  # this turn paid the connect: rotate_if_due was not called in time
