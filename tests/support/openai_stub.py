@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support.sdk_conformance import request_violations
+from tests.support.sdk_conformance import request_violations, response_violations
 
 
 @dataclass(slots=True)
@@ -138,6 +138,10 @@ class OpenAIStub:
         if self.strict and self.violations and exc_type is None:
             raise AssertionError("requests the openai SDK's types reject:\n" + "\n".join(self.violations))
 
+    def _check_answer(self, path: str, body: dict[str, Any], *, chunk: bool = False) -> None:
+        if self.validate:
+            self.violations += response_violations(path, body, chunk=chunk)
+
     def _check(self, path: str, body: dict[str, Any]) -> None:
         if self.validate:
             self.violations += request_violations(path, body)
@@ -193,16 +197,16 @@ class OpenAIStub:
             {"index": 0, "finish_reason": finish_reason, "logprobs": None,
              "message": {"role": "assistant", "content": text, "refusal": None}}
         ]
-        return web.json_response(
-            {
-                "id": "chatcmpl-test",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "test"),
-                "choices": choices,
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        )
+        answer = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "test"),
+            "choices": choices,
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        self._check_answer(request.path, answer)
+        return web.json_response(answer)
 
     async def _stream_chat(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -227,6 +231,7 @@ class OpenAIStub:
                 "choices": [{"index": 0, "finish_reason": finish_reason if i == len(words) - 1 else None,
                              "delta": {"content": word + (" " if i < len(words) - 1 else "")}}],
             }
+            self._check_answer(request.path, chunk, chunk=True)
             try:
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             except ConnectionResetError:  # the client stopped reading (barge-in, a dropped reply)
@@ -306,10 +311,11 @@ class OpenAIStub:
             if body.get("encoding_format") == "base64":
                 encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
             data.append({"object": "embedding", "index": i, "embedding": encoded})
-        return web.json_response(
-            {"object": "list", "data": data, "model": body.get("model", "test"),
-             "usage": {"prompt_tokens": 1, "total_tokens": 1}}
-        )
+        answer = {"object": "list", "data": data, "model": body.get("model", "test"),
+                  "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        if body.get("encoding_format") != "base64":  # the SDK's type declares float vectors only
+            self._check_answer(request.path, answer)
+        return web.json_response(answer)
 
 
 # -- what OpenAI refuses (the stub answers these as the API does) ---------------------------------------

@@ -21,10 +21,13 @@ from typing import Any, get_type_hints
 
 from openai.types.audio.speech_create_params import SpeechCreateParams
 from openai.types.audio.transcription_create_params import TranscriptionCreateParamsNonStreaming
+from openai.types.chat.chat_completion import ChatCompletion
+from openai.types.chat.chat_completion_chunk import ChatCompletionChunk
 from openai.types.chat.completion_create_params import (
     CompletionCreateParamsNonStreaming,
     CompletionCreateParamsStreaming,
 )
+from openai.types.create_embedding_response import CreateEmbeddingResponse
 from openai.types.embedding_create_params import EmbeddingCreateParams
 from openai.types.realtime.realtime_client_event import RealtimeClientEvent
 from openai.types.realtime.realtime_server_event import RealtimeServerEvent
@@ -109,6 +112,17 @@ def request_violations(path: str, body: Mapping[str, Any]) -> list[str]:
     if path.endswith("/models"):
         return []
     return [f"{where}: no SDK request type known for this endpoint"]
+
+
+def response_violations(path: str, body: Mapping[str, Any], *, chunk: bool = False) -> list[str]:
+    """What a stub answered (a chat completion, one streamed chunk, an embeddings list with float
+    vectors) against the SDK's response model."""
+    where = f"answer to {path}"
+    if path.endswith("/chat/completions"):
+        return violations(ChatCompletionChunk if chunk else ChatCompletion, dict(body), where)
+    if path.endswith("/embeddings"):
+        return violations(CreateEmbeddingResponse, dict(body), where)
+    return []
 
 
 # -- realtime events ---------------------------------------------------------------------------------

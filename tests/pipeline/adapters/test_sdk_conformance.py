@@ -23,7 +23,12 @@ from pipeline.model_profiles import ServerKind
 from pipeline.models import SummaryRequest, Turn, TurnKind
 from tests.support.openai_stub import OpenAIStub
 from tests.support.realtime_stub import RealtimeStub, ScriptedResponse
-from tests.support.sdk_conformance import client_event_violations, request_violations, server_event_violations
+from tests.support.sdk_conformance import (
+    client_event_violations,
+    request_violations,
+    response_violations,
+    server_event_violations,
+)
 
 GUARD_S = 5.0
 
@@ -147,6 +152,17 @@ def test_the_checker_rejects_beta_shaped_and_incomplete_realtime_events() -> Non
     assert [] == server_event_violations(
         {"type": "rate_limits.updated", "event_id": "e3", "rate_limits": [{"name": "tokens", "limit": 5}]}
     )
+
+
+def test_the_checker_rejects_answers_the_sdk_models_do_not_describe() -> None:
+    """The stub's own chat answers are checked too: a choice without its finish_reason, or a
+    chunk with a field the SDK does not know, is a violation."""
+    answer = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}
+    assert any("finish_reason" in v for v in response_violations("/v1/chat/completions", answer))
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "hi", "speaker": "x"}, "finish_reason": None}]}
+    assert any("speaker" in v for v in response_violations("/v1/chat/completions", chunk, chunk=True))
 
 
 async def test_a_stub_fails_the_test_on_a_request_the_sdk_rejects() -> None:
