@@ -148,11 +148,12 @@ class RealtimeVoice:
                 return False
             old, old_age = self._conn, self.session_age_s
             try:
-                conn, connect_ms = await self._open_connection()
+                conn, connect_ms, holds = await self._open_connection()
             except RealtimeError as err:
                 log.info("realtime_rotation_deferred", error_code=str(err.code), **self._events.base)
                 return False
-            self._conn, self._opened_at = conn, self._clock()
+            # What the new session holds, even if newer instructions went to the old one meanwhile.
+            self._conn, self._opened_at, self._sent_instructions = conn, self._clock(), holds
             await old.close_quietly()
         self.session_replaced("rotation", age_s=old_age, connect_ms=connect_ms, between_turns=True)
         return True
@@ -275,14 +276,15 @@ class RealtimeVoice:
                 return self._conn, None
             too_old = True
         await self.discard()
-        conn, connect_ms = await self._open_connection()
-        self._conn, self._opened_at = conn, self._clock()
+        conn, connect_ms, holds = await self._open_connection()
+        self._conn, self._opened_at, self._sent_instructions = conn, self._clock(), holds
         if too_old:
             self.session_replaced("age_limit", age_s=age, connect_ms=connect_ms)
         return conn, connect_ms
 
-    async def _open_connection(self) -> tuple[RealtimeSocket, int]:
-        """A new socket with its session configured (the latest instructions); not yet in use."""
+    async def _open_connection(self) -> tuple[RealtimeSocket, int, str | None]:
+        """A new socket with its session configured (the latest instructions); not yet in use.
+        Returns it, the connect ms, and the instructions its session holds."""
         started = self._clock()
         conn: RealtimeSocket | None = None
         opened = False
@@ -297,7 +299,7 @@ class RealtimeVoice:
                         close_timeout_s=self._config.close_timeout_s,
                         max_queue=_MAX_QUEUED_FRAMES,
                     )
-                    await self._open_session(conn)
+                    holds = await self._open_session(conn)
             opened = True
         finally:
             if not opened and conn is not None:
@@ -305,9 +307,9 @@ class RealtimeVoice:
         assert conn is not None
         connect_ms = ms_between(started, self._clock()) or 0
         log.info(REALTIME_CONNECTED, model=self._config.model, connect_ms=connect_ms, **self._events.base)
-        return conn, connect_ms
+        return conn, connect_ms, holds
 
-    async def _open_session(self, conn: RealtimeSocket) -> None:
+    async def _open_session(self, conn: RealtimeSocket) -> str | None:
         """Wait for session.created, then configure the session and wait for session.updated."""
         while True:
             event = await conn.recv()
@@ -324,7 +326,7 @@ class RealtimeVoice:
                 raise server_error(event.get("error") or {}, "session configuration rejected")
             if event.get("type") == "session.updated":
                 break
-        self._sent_instructions = instructions
+        return instructions
 
     async def _sync_instructions(self, conn: RealtimeSocket) -> None:
         desired = self._desired_instructions
