@@ -171,16 +171,18 @@ def realtime_reasoning_effort(model: str, kind: ServerKind) -> str | None:
 class TranscriptionProfile:
     """How one transcription model is asked: `verbose_json` brings Whisper's per-segment scores
     (the hallucination guards read them) and only Whisper-style models give it; the gpt-4o
-    transcribers and gpt-transcribe answer `json` only; the diarize model takes no prompt."""
+    transcribers and gpt-transcribe answer `json` only; the diarize model takes no prompt and
+    needs a chunking strategy for audio over 30 s (MAX_UTTERANCE_S may allow that)."""
 
     response_format: str  # "verbose_json" or "json"
     sends_prompt: bool
+    chunking_strategy: str | None = None
 
 
 def transcription_profile(model: str) -> TranscriptionProfile:
     name = _name(model)
     if "diarize" in name:
-        return TranscriptionProfile(response_format="json", sends_prompt=False)
+        return TranscriptionProfile(response_format="json", sends_prompt=False, chunking_strategy="auto")
     if name.startswith("gpt-"):  # gpt-4o(-mini)-transcribe, gpt-transcribe and their successors
         return TranscriptionProfile(response_format="json", sends_prompt=True)
     return TranscriptionProfile(response_format="verbose_json", sends_prompt=True)  # whisper-1, local Whisper
@@ -191,6 +193,8 @@ def transcription_params(model: str, *, language: str | None, prompt: str | None
     prompt (its last 800 chars) when the model takes one."""
     profile = transcription_profile(model)
     out: dict[str, Any] = {"response_format": profile.response_format}
+    if profile.chunking_strategy is not None:
+        out["chunking_strategy"] = profile.chunking_strategy
     if language:
         out["language"] = language
     if prompt and profile.sends_prompt:

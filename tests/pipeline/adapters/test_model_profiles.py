@@ -166,7 +166,7 @@ def _text(_audio: bytes, _fields: dict[str, str]) -> dict[str, str]:
         ("whisper-1", {"response_format": "verbose_json", "language": "en", "prompt": "Clanky"}),
         ("gpt-transcribe", {"response_format": "json", "language": "en", "prompt": "Clanky"}),
         ("gpt-4o-mini-transcribe", {"response_format": "json", "language": "en", "prompt": "Clanky"}),
-        ("gpt-4o-transcribe-diarize", {"response_format": "json", "language": "en"}),
+        ("gpt-4o-transcribe-diarize", {"response_format": "json", "language": "en", "chunking_strategy": "auto"}),
     ],
 )
 async def test_transcription_format_and_prompt_follow_the_model(
