@@ -68,7 +68,7 @@ def test_the_import_reader_sees_lazy_and_dotted_imports(tmp_path: Path) -> None:
 STAGES = ("hearing", "transcript", "compaction", "context", "conversation", "evaluation")
 # Pure modules: no adapter, so no outside library behind them (numpy aside) and no I/O.
 PURE = (
-    "pipeline/models.py", "pipeline/ports.py", "pipeline/clock.py",
+    "pipeline/models.py", "pipeline/ports.py", "pipeline/clock.py", "pipeline/model_profiles.py",
     "pipeline/hearing/pcm.py", "pipeline/hearing/words.py", "pipeline/hearing/segmenter.py",
     "pipeline/hearing/asr_guards.py", "pipeline/hearing/coalescer.py", "pipeline/context/sentences.py",
     "pipeline/transcript/formatting.py", "pipeline/transcript/text_clean.py", "pipeline/transcript/window.py",
