@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.recall import RecallConfig
 from pipeline.hearing.vad import VadKind
+from pipeline.model_profiles import DEFAULT_CHAT_MODEL, DEFAULT_REALTIME_MODEL, ReasoningEffort, ServerKind
 from pipeline.models import CompactionPolicy, RedisMode
 
 T = TypeVar("T")
@@ -95,19 +96,22 @@ class Settings:
     # Models
     openai_api_key: str | None = None
     openai_base_url: str | None = None
-    summary_model: str = "gpt-4o-mini"
+    openai_server_kind: ServerKind = ServerKind.AUTO  # which parameters models get (docs/models.md)
+    openai_reasoning_effort: ReasoningEffort | None = None  # None: each model family's lowest
+    summary_model: str = DEFAULT_CHAT_MODEL
     summary_timeout_s: float = 30.0
     summary_profile: SummaryProfile = SummaryProfile.CLOUD
     summary_base_url: str | None = None  # default: OPENAI_BASE_URL
     summary_max_tokens: int | None = None  # default: from SUMMARY_MAX_CHARS (cloud), 384 (local)
     summary_context_limit: int | None = None  # default: unlimited (cloud); /v1/models, else 2048 (local)
-    brain_model: str = "gpt-4o-mini"
+    brain_model: str = DEFAULT_CHAT_MODEL
     brain_timeout_s: float = 20.0
     brain_context_limit: int | None = None
     tts_model: str = "gpt-4o-mini-tts"
     tts_voice: str = "alloy"
-    realtime_model: str = "gpt-realtime"
+    realtime_model: str = DEFAULT_REALTIME_MODEL
     realtime_voice: str = "alloy"
+    realtime_session_max_s: float = 55 * 60.0  # rotated before the server's 60-minute limit
     reply_mode: ReplyMode = ReplyMode.BRAIN
     reply_cooldown_s: float = 8.0
     # Compaction (DESIGN.md section 3)
@@ -143,7 +147,7 @@ class Settings:
     # threads in this process, or with ASR_MODE=processes worker processes (one model, ~250 MB, each).
     asr_workers: int = 2
     asr_remote_url: str | None = None  # ASR_MODE=remote; empty = OPENAI_BASE_URL
-    asr_remote_model: str = "whisper-1"
+    asr_remote_model: str = ""  # empty: gpt-transcribe on OpenAI, whisper-1 on a local server
     asr_remote_timeout_s: float = 30.0
     hearing_vad: VadKind = VadKind.SILERO
     end_of_utterance_ms: int = 700
@@ -155,7 +159,7 @@ class Settings:
     # Session ownership across processes (bot/ownership.py)
     owner_lease_ttl_s: float = 15.0
     owner_scan_interval_s: float | None = None  # default: a third of OWNER_LEASE_TTL_S
-    # Screen-watch notes and text chat (README "Screen notes and text chat")
+    # Screen-watch notes and text chat (docs/notes-and-chat.md)
     vision_model: str = ""  # empty = offline notes (OCR + image facts)
     vision_base_url: str | None = None  # empty = OPENAI_BASE_URL
     vision_timeout_s: float = 20.0
@@ -379,6 +383,8 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "REDIS_POOL_TIMEOUT_S": ("redis_pool_timeout_s", _float(0.1, 120.0)),
     "OPENAI_API_KEY": ("openai_api_key", _secret),
     "OPENAI_BASE_URL": ("openai_base_url", _text),
+    "OPENAI_SERVER_KIND": ("openai_server_kind", _enum(ServerKind)),
+    "OPENAI_REASONING_EFFORT": ("openai_reasoning_effort", _enum(ReasoningEffort)),
     "SUMMARY_MODEL": ("summary_model", _text),
     "SUMMARY_TIMEOUT_S": ("summary_timeout_s", _float(0.1, 3600.0)),
     "SUMMARY_PROFILE": ("summary_profile", _enum(SummaryProfile)),
@@ -392,6 +398,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "TTS_VOICE": ("tts_voice", _text),
     "REALTIME_MODEL": ("realtime_model", _text),
     "REALTIME_VOICE": ("realtime_voice", _text),
+    "REALTIME_SESSION_MAX_S": ("realtime_session_max_s", _float(60.0, 24 * 3600.0)),
     "REPLY_MODE": ("reply_mode", _enum(ReplyMode)),
     "REPLY_COOLDOWN_S": ("reply_cooldown_s", _float(0.0, 86400.0)),
     "CONTEXT_WINDOW_TURNS": ("context_window_turns", _int(1, 1000)),

@@ -382,12 +382,19 @@ class Transcription:
 class AsrErrorCode(StrEnum):
     MODEL_LOAD = "model_load"
     INFERENCE = "inference"
+    # A remote endpoint's failures (ASR_MODE=remote), as the client sorts them:
+    TIMEOUT = "timeout"
+    UNAVAILABLE = "unavailable"
+    RATE_LIMITED = "rate_limited"
+    AUTH = "auth"
+    BAD_REQUEST = "bad_request"
 
 
 class AsrError(Exception):
     """Raised by the adapter; callers branch on `code`."""
 
-    def __init__(self, code: AsrErrorCode, message: str = "") -> None:
+    def __init__(self, code: AsrErrorCode, message: str = "", *, retry_after_s: float | None = None) -> None:
         super().__init__(f"{code}: {message}" if message else str(code))
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s  # what a rate-limiting server asked for, if it did

@@ -161,7 +161,6 @@ async def test_cluster_primary_killed_mid_fold(
     await store.aclose()
 
 
-@pytest.mark.flaky(reruns=2)  # on a loaded 2-core box a sentinel can doubt the new primary for a moment
 async def test_sentinel_primary_killed_mid_session_loses_no_turn_and_folds_once(
     own_sentinel: LocalSentinel, session_id: str, emitter: EventEmitter, event_log: EventLog
 ) -> None:
