@@ -12,8 +12,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.events import DECLARED, Event  # noqa: E402
-from pipeline.events import bot_events  # noqa: E402
+from pipeline.events import (  # noqa: E402
+    DECLARED,
+    Event,
+    bot_events,
+)
 
 PAGE = ROOT / "docs" / "events.md"
 
