@@ -36,6 +36,7 @@ samples: $(STAMP)
 # docs/configuration.md from .env.example (tests/test_docs.py fails when it is stale)
 docs: $(STAMP)
 	$(BIN)/python docs/make_configuration.py
+	$(BIN)/python docs/make_events.py
 
 # docs/img/dashboard.png through headless Chromium (apt-get install chromium chromium-driver)
 screenshot: $(STAMP)

@@ -217,6 +217,20 @@ def test_the_configuration_reference_is_generated_from_env_example() -> None:
     assert env_example_names(ROOT) == generator.names((ROOT / ".env.example").read_text(encoding="utf-8"))
 
 
+def test_the_events_reference_is_generated_from_the_declarations() -> None:
+    """docs/events.md lists every declared event with its fields: run `make docs` after declaring
+    or changing one."""
+    spec = importlib.util.spec_from_file_location("make_events", ROOT / "docs" / "make_events.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (ROOT / "docs" / "events.md").read_text(encoding="utf-8")
+    assert module.render() == page, "stale: run `make docs`"
+    from pipeline.events import DECLARED
+
+    assert all(f"`{cls.name}`" in page for cls in DECLARED)
+
+
 def test_the_readme_is_short_and_its_picture_small() -> None:
     assert (ROOT / "README.md").stat().st_size <= README_MAX_BYTES
     images = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", (ROOT / "README.md").read_text(encoding="utf-8"))
