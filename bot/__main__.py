@@ -351,9 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--join", default="", help="guild ids to /join at start, comma-separated")
     p.add_argument("--feed-dir", required=True, help="folder of <guild_id>.jsonl scripted turns")
     p.set_defaults(func=cmd_serve_test)
+    p = sub.add_parser("sessions", parents=[common],
+                       help="list, show, export, forget a person in, or delete the sessions stored in Redis")
     from bot.privacy_cli import add_arguments as add_sessions
 
-    add_sessions(sub, common)
+    add_sessions(p, common)
     p = sub.add_parser(
         "watch", help="capture your screen every few seconds and send it to the bot as notes", parents=[common]
     )

@@ -43,6 +43,7 @@ from bot.runtime import (
     make_summarizers,
     make_transcriber,
     open_store,
+    warn_model_shutdowns,
 )
 from bot.session.config import DEFAULT_NOTICE, DEFAULT_SPOKEN_NOTICE, GuildSessionConfig, PrivacyConfig, SessionDeps
 from bot.session.guild_session import GuildSession
@@ -61,6 +62,7 @@ from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, EventSink
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.metrics import CompactionMetrics
+from pipeline.model_profiles import realtime_reasoning_effort
 from pipeline.models import AsrError
 from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
@@ -131,13 +133,17 @@ def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | N
     if not settings.openai_api_key:
         log.warning("reply_path_disabled", reason="OPENAI_API_KEY is not set: the bot listens and summarizes only")
         return None, None
+    endpoint = OpenAIEndpoint(
+        api_key=settings.openai_api_key, base_url=settings.openai_base_url, server_kind=settings.openai_server_kind
+    )
     brain = OpenAIBrain(
-        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
+        endpoint=endpoint,
         model=settings.brain_model,
         deadline_s=settings.brain_timeout_s,
+        reasoning_effort=settings.openai_reasoning_effort,
     )
     speech = OpenAISpeech(
-        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
+        endpoint=endpoint,
         model=settings.tts_model,
         voice=settings.tts_voice,
     )
@@ -152,16 +158,19 @@ def make_realtime_factory(settings: Settings) -> RealtimeFactory | None:
     check_reply_mode(settings)
     api_key = settings.openai_api_key or ""  # check_reply_mode refused an empty one already
     base_url = settings.openai_base_url
+    endpoint = OpenAIEndpoint(api_key=api_key, base_url=base_url, server_kind=settings.openai_server_kind)
     config = RealtimeConfig(
         model=settings.realtime_model,
         voice=settings.realtime_voice,
         max_instructions_chars=settings.realtime_instructions_max_chars,
+        session_max_s=settings.realtime_session_max_s,
+        reasoning_effort=realtime_reasoning_effort(settings.realtime_model, endpoint.kind),
     )
     log.info("reply_path_realtime", model=config.model, voice=config.voice)
 
     def factory(events: EventEmitter) -> RealtimeVoice:
         return RealtimeVoice(
-            endpoint=OpenAIEndpoint(api_key=api_key, base_url=base_url),
+            endpoint=endpoint,
             events=events,
             config=config,
         )
@@ -269,6 +278,7 @@ async def run_bot(settings: Settings) -> None:
         raise SettingsError(f"DASHBOARD_HOST: {err}") from None
     check_reply_mode(settings)
     check_opus()
+    warn_model_shutdowns(settings)
     test_api_base = os.environ.get(TEST_DISCORD_API_BASE_ENV)  # TEST ONLY: tests/support/fake_discord.py
     if test_api_base:
         point_discord_at_test_server(test_api_base)

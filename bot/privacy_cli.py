@@ -20,7 +20,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from bot.privacy_ops import SessionLiveElsewhere, export_rows, forget_stored, session_line
 from bot.runtime import open_store
@@ -36,10 +36,8 @@ class UnknownSession(LookupError):
     """No such session in the store."""
 
 
-def add_arguments(sub: Any, common: argparse.ArgumentParser) -> None:
-    """The `sessions` command and its actions, on `longcall`'s subparsers."""
-    p = sub.add_parser("sessions", parents=[common],
-                       help="list, show, export, forget a person in, or delete the sessions stored in Redis")
+def add_arguments(p: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """The `sessions` command's actions, on its parser."""
     actions = p.add_subparsers(dest="action", required=True)
     actions.add_parser("list", parents=[common], help="every stored session, newest first")
     a = actions.add_parser("show", parents=[common], help="one session: when, how much, who spoke")

@@ -59,14 +59,18 @@ class SessionStore(Protocol):
     single-process tools. Both pass `tests/pipeline/transcript/test_store_contract.py`.
     """
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
+    async def append_turn(
+        self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1
+    ) -> Turn:
         """Append and return the turn with its absolute `seq` (one round trip).
 
         Idempotent per `draft.turn_id`: a draft whose id was appended recently (the newest
         `DEDUPE_WINDOW` ids) is not stored again; its first seq is returned. With `epoch`,
         raises `StoreDiverged` (and writes nothing) unless the store holds that generation.
         With `owner` (an `OwnerGrant.token`), raises `LeaseLost` (and writes nothing) unless
-        that lease still holds the session."""
+        that lease still holds the session. With `at_least` >= 0, raises `StoreBehind` (and
+        writes nothing) when the store's next seq is below it: it lost acknowledged turns
+        (a replica promoted by a failover missed them)."""
         ...
 
     async def get_turns(self, session_id: str, start: int, end: int) -> list[Turn]:

@@ -49,8 +49,8 @@ from bot.session.ports import ChannelInfo, Hearing, TextReply
 from bot.session.presence import Presence, VoiceReconnector
 from bot.session.privacy import SessionPrivacy
 from bot.session.realtime_replier import RealtimeReplier
-from bot.session.replier import Replier, ReplyTools
-from bot.session.reply_jobs import ReplyDesk, ReplyLedger
+from bot.session.replier import ReplyTools
+from bot.session.reply_jobs import Replier, ReplyDesk, ReplyLedger
 from bot.settings import ReplyMode
 from pipeline.context.reply_policy import ReplyPolicy, ReplyPolicyConfig
 from pipeline.conversation.model_context import ModelContext

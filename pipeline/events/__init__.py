@@ -18,6 +18,7 @@ from pipeline.events.bot_events import (
     BotReplyDropped,
     GuildSessionMoved,
     RealtimeResponseCompleted,
+    RealtimeSessionReplaced,
     SessionLeaseLost,
     SessionNotOwned,
     SessionOwned,
@@ -48,7 +49,9 @@ from pipeline.events.pipeline_events import (
     ScreenNoteFailed,
     ScreenNoteSkipped,
     SessionStoreDiverged,
+    SessionStoreReconnected,
     SessionStoreReseeded,
+    SessionStoreWritesRestored,
 )
 from pipeline.events.registry import DECLARED, EVENT_TYPES, UndeclaredEvent, declared
 
@@ -81,6 +84,7 @@ __all__ = [
     "RealtimeInstructionsBuilt",
     "RetentionSwept",
     "RealtimeResponseCompleted",
+    "RealtimeSessionReplaced",
     "ScreenNoteAdded",
     "ScreenNoteFailed",
     "ScreenNoteSkipped",
@@ -89,7 +93,9 @@ __all__ = [
     "SessionOwned",
     "SessionResumedAfterRestart",
     "SessionStoreDiverged",
+    "SessionStoreReconnected",
     "SessionStoreReseeded",
+    "SessionStoreWritesRestored",
     "SessionTakenOver",
     "UndeclaredEvent",
     "VoiceReconnect",

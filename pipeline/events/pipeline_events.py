@@ -252,6 +252,38 @@ class SessionStoreDiverged(Event):
     dropped_unsynced: int
 
 
+# -- store failover (pipeline/transcript/store_repair.py; docs/redis.md) -------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStoreReconnected(Event):
+    """The store answered again after an outage (a Redis primary failing over, a restart, a
+    network cut): the turns queued meanwhile were written in order."""
+
+    name: ClassVar[str] = "session_store_reconnected"
+    level: ClassVar[str] = "warning"
+    written_turns: int
+    first_seq: int
+    total_turns: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStoreWritesRestored(Event):
+    """The store held less than it had acknowledged -- a replica promoted by a failover missed
+    the newest writes (Redis replicates asynchronously) -- and this process wrote back what it
+    holds. `what`: turns (`restored_seqs` [from, to) re-appended by turn id, at their seqs) or
+    fold (the summary and cursor of a commit the store lost). `lost_seqs` [from, to): turns the
+    process no longer held (empty when everything came back)."""
+
+    name: ClassVar[str] = "session_store_writes_restored"
+    level: ClassVar[str] = "warning"
+    what: str
+    stored: int
+    held: int
+    restored_seqs: list[int]
+    lost_seqs: list[int]
+
+
 # -- what people control about their data (pipeline/conversation/forgetting.py, issue 23) -------------
 # These record that something was removed or refused, never what: no words, no names, no user ids.
 

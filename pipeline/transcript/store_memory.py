@@ -16,6 +16,7 @@ from pipeline.models import (
     Note,
     OwnerGrant,
     ParticipantCard,
+    StoreBehind,
     StoreDiverged,
     StoreUnavailable,
     Turn,
@@ -69,6 +70,13 @@ class InMemorySessionStore:
         """Lose every session, as a Redis restarted without persistence does."""
         self._sessions.clear()
 
+    def lose_newest(self, session_id: str, keep: int) -> None:
+        """Keep only the turns below seq `keep`, as a replica promoted before the newest writes
+        reached it does (their turn ids go too)."""
+        s = self._get(session_id)
+        s.turns = [t for t in s.turns if t.seq < keep]
+        s.turn_ids = OrderedDict((tid, seq) for tid, seq in s.turn_ids.items() if seq < keep)
+
     def _holder(self, s: _Session) -> str:
         """The lease token holding the session now ('' = nobody)."""
         return s.owner[0] if s.owner is not None and s.owner[1] > self._monotonic() else ""
@@ -82,13 +90,17 @@ class InMemorySessionStore:
         if token and self._acquired_since(s, token):
             raise LeaseLost(session_id, self._holder(s).rpartition("#")[0])
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
+    async def append_turn(
+        self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1
+    ) -> Turn:
         s = self._get(session_id)
         self._check_owner(session_id, s, owner)
         if epoch and s.state.epoch != epoch:
             raise StoreDiverged(session_id, s.state.epoch)
         if draft.turn_id and draft.turn_id in s.turn_ids:
             return Turn.from_draft(draft, s.turn_ids[draft.turn_id])
+        if s.state.base + len(s.turns) < at_least:
+            raise StoreBehind(session_id, s.state.base + len(s.turns))
         turn = Turn.from_draft(draft, s.state.base + len(s.turns))
         s.turns.append(turn)
         if draft.turn_id:

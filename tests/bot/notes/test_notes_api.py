@@ -197,7 +197,8 @@ async def test_ingest_passes_the_dashboard_token_wall_with_its_own_token() -> No
     """On the bot's web server the dashboard's token wall guards every page; the ingest has its
     own token (a capture tool never holds the dashboard's), so it answers on NOTES_INGEST_TOKEN
     behind the wall, and a wrong token still gets 401 -- from the ingest, not the wall."""
-    from bot.dashboard.web import DashboardConfig, create_dashboard_app
+    from bot.dashboard.config import DashboardConfig
+    from bot.dashboard.web import create_dashboard_app
     from pipeline.transcript.store_memory import InMemorySessionStore
 
     added: list[Note] = []

@@ -65,7 +65,6 @@ def _tone(hz: float, seconds: float) -> np.ndarray[Any, Any]:
     return np.repeat(mono[:, None], 2, axis=1).reshape(-1)
 
 
-@pytest.mark.flaky(reruns=2)  # real sockets and threads on a shared 2-core box
 async def test_opted_out_members_packets_are_dropped_before_decoding() -> None:
     loop = asyncio.get_running_loop()
     gateway = FakeVoiceGateway(guild_id=GUILD_ID, channel_id=CHANNEL_ID, bot_user_id=BOT_ID)

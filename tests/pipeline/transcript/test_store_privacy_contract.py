@@ -15,6 +15,7 @@ from pipeline.models import FoldCommit, Note, ParticipantCard, TurnDraft, TurnKi
 from pipeline.ports import SessionStore
 from pipeline.transcript.privacy import RemovalReason, is_tombstone, removed_label, tombstone
 from pipeline.transcript.store_memory import InMemorySessionStore
+from tests.support.redis_cluster import single_target
 
 
 def draft(i: int, speaker: str = "Alice") -> TurnDraft:
@@ -22,14 +23,19 @@ def draft(i: int, speaker: str = "Alice") -> TurnDraft:
                      started_at=float(i), ended_at=i + 0.5, turn_id=f"id{i}")
 
 
-@pytest.fixture(params=["redis", "memory"])
-async def store(request: pytest.FixtureRequest, redis_server: PrivateRedisServer) -> AsyncIterator[SessionStore]:
-    if request.param == "redis":
-        redis_store = RedisSessionStore.from_url(redis_server.url)
-        yield redis_store
-        await redis_store.aclose()
-    else:
+@pytest.fixture(params=["redis", "cluster", "memory"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
+    """One Redis, a real Redis Cluster (every key of a session in one slot) and memory."""
+    if request.param == "memory":
         yield InMemorySessionStore()
+        return
+    if request.param == "redis":
+        target = single_target(request.getfixturevalue("redis_server"))
+    else:
+        target = request.getfixturevalue("redis_cluster").target
+    redis_store = target.store()
+    yield redis_store
+    await redis_store.aclose()
 
 
 async def test_tombstones_keep_seqs_and_drop_words_and_speaker(store: SessionStore, session_id: str) -> None:
