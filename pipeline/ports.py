@@ -82,11 +82,13 @@ class SessionStore(Protocol):
         ...
 
     async def reseed(
-        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn]
+        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn], owner: str = ""
     ) -> bool:
-        """Write back a session the store lost: generation, summary, cursor, and `turns`
-        (contiguous seqs; the store holds seqs from the first of them on, or from the cursor
-        when empty). Only if the store has no generation for it; False otherwise."""
+        """Write back a session the store lost: generation, summary and its items, cursor, and
+        `turns` (contiguous seqs; the store holds seqs from the first of them on, or from the
+        cursor when empty). With `owner` (the lease token of the process that held it), the owner
+        lease's fencing counter is written back too when the store lost it, so that process's
+        lease is renewable again. Only if the store has no generation for it; False otherwise."""
         ...
 
     async def load_state(self, session_id: str) -> CompactionState: ...
