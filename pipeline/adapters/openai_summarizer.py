@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
+from pipeline.compaction.update_parsing import UPDATE_SCHEMA, item_mentions
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult, TurnKind
 from pipeline.prompts import render_prompt
-from pipeline.compaction.update_parsing import UPDATE_SCHEMA, item_mentions
 from pipeline.transcript.formatting import cap_text, data_field, mmss, render_turn_line, speaker_label
 
 # The output token cap leaves room for an obedient summary of `max_chars` (about 4 chars a
@@ -110,7 +110,6 @@ class OpenAISummarizer(OpenAIAdapter):
         temperature: float = 0.2,
         max_tokens: int | None = None,
         context: ContextLimit | None = None,
-        structured: bool = True,
     ) -> None:
         # Retries are the compactor's job (backoff, fallback); the client makes one attempt.
         super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=0)
@@ -120,7 +119,8 @@ class OpenAISummarizer(OpenAIAdapter):
         self._context_limit = context.tokens
         self._discover = context.discover
         self._default_context_limit = context.default
-        self._structured = structured  # ask for the update's JSON schema (`response_format`)
+        # Ask for the update's JSON schema (`response_format`) until the server refuses it (400).
+        self._structured = True
 
     @property
     def context_limit(self) -> int | None:
@@ -148,10 +148,11 @@ class OpenAISummarizer(OpenAIAdapter):
         """One chat completion; with `structured`, the update's JSON schema as `response_format`
         (OpenAI structured outputs; llama.cpp and Ollama accept the same field)."""
         if structured:
-            return await self._client.chat.completions.create(
-                model=self._model, messages=messages, temperature=self._temperature, max_tokens=max_tokens,  # type: ignore[arg-type]
-                response_format={"type": "json_schema",
-                                 "json_schema": {"name": "memory_update", "strict": True, "schema": UPDATE_SCHEMA}},
+            response_format = {"type": "json_schema",
+                               "json_schema": {"name": "memory_update", "strict": True, "schema": UPDATE_SCHEMA}}
+            return await self._client.chat.completions.create(  # type: ignore[call-overload]
+                model=self._model, messages=messages, temperature=self._temperature, max_tokens=max_tokens,
+                response_format=response_format,
             )
         return await self._client.chat.completions.create(
             model=self._model, messages=messages, temperature=self._temperature, max_tokens=max_tokens,  # type: ignore[arg-type]

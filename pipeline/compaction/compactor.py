@@ -18,7 +18,8 @@ remains (catch-up). Each fold:
    cursor and the fencing token, so a stale, duplicate or lease-expired fold is dropped.
 
 Every update is checked structurally (`pipeline.compaction.update_validation`: citations inside
-the batch, people of the batch or memory, items not mentioned kept) before it can be applied. The fold that cannot fail, per attempt:
+the batch, people of the batch or memory, items not mentioned kept) before it can be applied.
+The fold that cannot fail, per attempt:
 
 - the model's output is invalid (refusal, no-op, loop, ...): a `failed` event with the
   `reason`, one immediate retry; invalid again: the offline summarizer folds the batch;

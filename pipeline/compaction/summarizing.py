@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass, replace
 
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
-from pipeline.compaction.planning import backoff_delay
 from pipeline.compaction.memory_items import apply_update, render_summary
+from pipeline.compaction.planning import backoff_delay
 from pipeline.compaction.summarizer_offline import last_resort_update
 from pipeline.compaction.summary_validation import Rejection, RejectReason
 from pipeline.compaction.update_parsing import ParsedUpdate, parse_update

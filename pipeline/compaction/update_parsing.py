@@ -87,14 +87,15 @@ _TAG = re.compile(r"^\[([a-z ]{2,16})\]\s*", re.IGNORECASE)
 _WAS = re.compile(r"\s*\(was:[^)]*\)\s*$")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+.*|\*\*[^*]{1,60}\*\*:?|__[^_]{1,60}__:?|[A-Z][\w ]{0,40}:)\s*$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
-STOPWORDS = frozenset(
+_STOPWORD_TEXT = (
     "a an the and or but if of to in on at for with from by as is are was were be been being it its this that "
     "these those he she they them his her their there here i me my we our you your not no so do does did have "
     "has had will would can could should just about into over also than then too very up out what who when where "
     "which while all any some said says say says talked talk mentioned asked told "
     # the words of our own trace items ("Small talk between ...", "10 turns, not summarised")
-    "small between chat chatted turns summarised transcript see seq".split()
+    "small between chat chatted turns summarised transcript see seq"
 )
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 def words(text: str) -> list[str]:

@@ -55,8 +55,9 @@ def digest(request: SummaryRequest) -> str:
     speakers = sorted({speaker_label(t.speaker_name) for t in request.turns})
     lead = speaker_label(first.speaker_name)
     said = " ".join(first.text.split()[:12])
-    item = {"who": [lead, *[s for s in speakers if s != lead]], "kind": "fact", "seqs": list(range(first.seq, last.seq + 1)),
-            "what": f"Turns {first.seq}-{last.seq}: {lead} said \"{said}\"", "supersedes": ""}
+    item = {"who": [lead, *[s for s in speakers if s != lead]], "kind": "fact",
+            "seqs": list(range(first.seq, last.seq + 1)), "supersedes": "",
+            "what": f"Turns {first.seq}-{last.seq}: {lead} said \"{said}\""}
     return json.dumps({"add": [item], "merge": []}, ensure_ascii=False)
 
 

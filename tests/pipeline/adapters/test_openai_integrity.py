@@ -5,7 +5,6 @@ report.json counts them; a poison-input replay folds every batch outside the win
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any

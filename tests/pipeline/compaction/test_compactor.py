@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import asyncio
+import json
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
