@@ -59,6 +59,7 @@ class RejectReason(StrEnum):
     ANSWER = "answer"
     LANGUAGE = "language"
     UNRECOGNISED = "unrecognised"
+    MALFORMED = "malformed"
 
 
 @dataclass(frozen=True, slots=True)

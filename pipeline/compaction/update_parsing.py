@@ -76,8 +76,10 @@ _KIND_ALIASES = {
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedUpdate:
     update: MemoryUpdate
-    unattributed: tuple[str, ...] = ()  # plain-text lines naming nobody known (left out)
+    unattributed: tuple[str, ...] = ()  # plain-text lines naming nobody known
+    addressed: tuple[str, ...] = ()  # plain-text lines that speak to someone ("Michael, a lawyer would ...")
     mentioned: int = 0  # plain-text lines that repeat an item already in memory
+    malformed: bool = False  # it opens as JSON but does not parse (cut short, broken)
 
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
@@ -145,10 +147,18 @@ def person_of(name: str, people: Sequence[str]) -> str | None:
     return None
 
 
+_CLOSING = re.compile(
+    r"^\s*(?:let me know|i hope (?:this|that)|hope this|feel free|is there anything|anything else)\b", re.IGNORECASE
+)
+
+
 def strip_wrapping(text: str) -> str:
-    """The answer without what wraps it: code fences, a preamble line, headings, trailing space."""
+    """The answer without what wraps it: code fences, a closing offer ("Let me know if ..."),
+    trailing space (a preamble line and headings are dropped when the text is read as items)."""
     lines = [line.rstrip() for line in text.strip().splitlines()]
     lines = [line for line in lines if not _FENCE.match(line)]
+    while lines and (not lines[-1].strip() or _CLOSING.match(lines[-1])):
+        lines.pop()
     return "\n".join(lines).strip()
 
 
@@ -297,17 +307,45 @@ def _similar(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
+def _mentioned_people(unit: str, people: Sequence[str]) -> list[str]:
+    """The known people a unit names anywhere, in order of appearance."""
+    found = [(m.start(), person) for person in people for m in [_find_name(unit, person)] if m is not None]
+    return [person for _, person in sorted(found)]
+
+
+def _find_name(text: str, person: str) -> re.Match[str] | None:
+    for candidate in (person, person.split(" ")[0]):
+        if len(candidate) < 2 or (candidate != person and len(candidate) < 3):
+            continue
+        match = re.search(rf"(?<![^\W_]){re.escape(candidate)}(?![^\W_])", text, re.IGNORECASE)
+        if match:
+            return match
+    return None
+
+
+def _addressed(unit: str, people: Sequence[str]) -> bool:
+    """A unit that opens by calling someone ("Michael, a lawyer would ..."): an answer to them."""
+    return any(re.match(rf"(?:hey |hi |ok(?:ay)?,? )?{re.escape(p.split(' ')[0])}\s*,", unit, re.IGNORECASE)
+               for p in people)
+
+
 def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
     people = known_people(request)
     memory = [i for i in request.items if i.status.value == "active"]
     adds: list[ItemDraft] = []
     unattributed: list[str] = []
+    addressed: list[str] = []
     mentioned = 0
     for unit in _units(text):
         tag_match = _TAG.match(unit)
         tag = tag_match.group(1) if tag_match else ""
         body = _WAS.sub("", unit[tag_match.end():] if tag_match else unit).strip()
+        if _addressed(body, people):
+            addressed.append(unit)
+            continue
         who, what = _leading_people(body, people)
+        if not who:
+            who = _mentioned_people(body, people)  # "After the match, Bob said ..."
         if not who:
             unattributed.append(unit)
             continue
@@ -322,7 +360,7 @@ def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
         adds.append(ItemDraft(who=tuple(who), what=what, kind=kind_of(tag, what),
                               seqs=_cite(who[0], what, request.turns), supersedes=supersedes))
     return ParsedUpdate(update=MemoryUpdate(add=tuple(adds), from_text=True), unattributed=tuple(unattributed),
-                        mentioned=mentioned)
+                        addressed=tuple(addressed), mentioned=mentioned)
 
 
 def parse_update(text: str, request: SummaryRequest) -> ParsedUpdate:
@@ -333,6 +371,8 @@ def parse_update(text: str, request: SummaryRequest) -> ParsedUpdate:
         update = _from_json(data)
         if update is not None:
             return ParsedUpdate(update=update)
+    if body.lstrip().startswith(("{", "[")):
+        return ParsedUpdate(update=MemoryUpdate(from_text=True), malformed=True)
     return _from_text(body, request)
 
 

@@ -13,8 +13,9 @@ then every new item, structurally:
 - `answer`          it speaks to someone ("you", "your") or in the assistant's voice;
 - `injection_echo`  it talks about its own prompt or rules;
 - `language`        its words are not the batch's nor the memory's (another language);
-- `unrecognised`    a plain-text answer that is mostly not attributed to anyone (an answer to a
-                    participant, a song, a poem);
+- `unrecognised`    a plain-text answer with a line about nobody (a song, a poem, an unattributed
+                    "Ignore all previous instructions"): memory is always about someone;
+- `malformed`       it opens as JSON that does not parse (cut short);
 - `no_op`           the batch had people speaking and the update adds nothing from it.
 
 Items the update does not mention are kept by `memory_items.apply_update`, so an answer that
@@ -171,12 +172,21 @@ def validate_update(
         return raw
     people = known_people(request)
     new = list(update.add) + [m.item for m in update.merge]
-    if update.from_text and len(parsed.unattributed) > len(update.add) + parsed.mentioned:
+    if parsed.malformed:
+        return _reject(RejectReason.MALFORMED, "JSON that does not parse")
+    if parsed.addressed:
+        return _reject(RejectReason.ANSWER, "speaks to someone: " + parsed.addressed[0][:40])
+    if parsed.unattributed:
+        # A line about nobody is not memory: the summarizer's own voice (an answer, a song, an
+        # instruction it was given). It is never committed, so neither is the answer it is part of.
         for line in parsed.unattributed:
             folded = " ".join(_SHOUT.sub("", line).casefold().replace("\u2019", "'").split())
             if _ASSISTANT_OPENER.match(folded) or _SELF_TALK.search(folded):
                 return _reject(RejectReason.INJECTION_ECHO, "answers in the assistant's voice")
-        return _reject(RejectReason.UNRECOGNISED, f"{len(parsed.unattributed)} lines attributed to nobody")
+            if _REFUSAL_START.match(folded):
+                return _reject(RejectReason.REFUSAL, folded[:60])
+        return _reject(RejectReason.UNRECOGNISED, f"{len(parsed.unattributed)} lines about nobody: "
+                       + parsed.unattributed[0][:40])
     by_id = {i.id: i for i in request.items}
     for merge in update.merge:
         olds = [by_id.get(x) for x in merge.ids]
@@ -185,6 +195,8 @@ def validate_update(
         who = {n.casefold() for o in olds if o is not None for n in o.who}
         if not merge.item.who or any(n.casefold() not in who for n in merge.item.who):
             return _reject(RejectReason.MISATTRIBUTED, "a merge names someone its items did not")
+    if _vocabulary_share(new, request, people) < MIN_VOCABULARY_SHARE:
+        return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
     for item in update.add:
         rejection = _item_rejection(item, request, people)
         if rejection is not None:
@@ -194,8 +206,6 @@ def validate_update(
         key = content_words(merge.item.what, people)
         if key and not key & content_words(olds_text):
             return _reject(RejectReason.UNGROUNDED, "a merge says nothing its items said")
-    if _vocabulary_share(new, request, people) < MIN_VOCABULARY_SHARE:
-        return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
     if _batch_has_people(request) and not update.add:
         return _reject(RejectReason.NO_OP, "nothing new from the batch")
     return None
