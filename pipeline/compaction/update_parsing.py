@@ -314,7 +314,7 @@ def _mentioned_people(unit: str, people: Sequence[str]) -> list[str]:
 
 
 def _find_name(text: str, person: str) -> re.Match[str] | None:
-    for candidate in (person, person.split(" ")[0]):
+    for candidate in (person, person.split(" ", maxsplit=1)[0]):
         if len(candidate) < 2 or (candidate != person and len(candidate) < 3):
             continue
         match = re.search(rf"(?<![^\W_]){re.escape(candidate)}(?![^\W_])", text, re.IGNORECASE)

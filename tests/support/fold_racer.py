@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -24,6 +25,15 @@ from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult
 from pipeline.testing import FakeClock
 
 BARRIER_S = 20.0  # a guard against a broken run, never reached when the processes meet
+
+
+async def until(met: Callable[[], bool]) -> None:
+    """Poll the other process's state in Redis (another process: no shared event to wait on)."""
+    deadline = time.monotonic() + BARRIER_S
+    while True:
+        if met() or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.005)
 
 
 class NeverRenews:
@@ -55,9 +65,7 @@ class Racer:
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         self._sync.rpush(self._key("entered"), f"{self._name}:{request.turns[0].seq}")
         self._sync.rpush(self._key("signal"), self._name)  # for a test waiting with BLPOP
-        deadline = time.monotonic() + BARRIER_S
-        while not self._met() and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
+        await until(self._met)
         lead = request.turns[0].speaker_name
         item = {"who": [lead], "kind": "fact", "what": f"{lead} reports on the Tokyo map (folded by {self._name}).",
                 "seqs": [t.seq for t in request.turns], "supersedes": ""}
@@ -99,12 +107,8 @@ async def main() -> None:
     compactor = RollingCompactor(deps, state=state, epoch=state.epoch)
     task = asyncio.get_running_loop().create_task(compactor.run(), name=f"compactor:{args.name}")
     sync.rpush(key("ready"), args.name)
-    deadline = time.monotonic() + BARRIER_S
-    while time.monotonic() < deadline and (
-        int(sync.llen(key("ready"))) < 2
-        or (args.after_entered and f"{args.after_entered}:0" not in sync.lrange(key("entered"), 0, -1))
-    ):
-        await asyncio.sleep(0.005)
+    await until(lambda: int(sync.llen(key("ready"))) >= 2 and (
+        not args.after_entered or f"{args.after_entered}:0" in sync.lrange(key("entered"), 0, -1)))
     compactor.request(total)
     await compactor.wait_idle()
     sync.set(key(f"after_commit:{args.name}"), "1")
