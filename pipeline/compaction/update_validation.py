@@ -53,6 +53,7 @@ from pipeline.transcript.formatting import speaker_label
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
 TEXT_TOO_LONG_FACTOR = 2.0  # a plain-text summary far over the budget ignored the output rules
 MIN_VOCABULARY_SHARE = 0.3  # of a new item's words that the batch or memory also uses
+MAX_REPEATS = 3  # the same item this many times in one answer is a loop
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|'[^']{3,}'")
 _SHOUT = re.compile(r"^[A-Z]{3,}[.!]+\s*")  # "PWNED. Sure! ...": a word the transcript asked for
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you'll|you've|yourself)\b", re.IGNORECASE)
@@ -172,6 +173,10 @@ def validate_update(
         return raw
     people = known_people(request)
     new = list(update.add) + [m.item for m in update.merge]
+    said = [" ".join(words(d.what)) for d in new]
+    top = max((said.count(x) for x in set(said)), default=0)
+    if top >= MAX_REPEATS:
+        return _reject(RejectReason.REPETITION, f"one item said {top} times")
     if parsed.malformed:
         return _reject(RejectReason.MALFORMED, "JSON that does not parse")
     if parsed.addressed:

@@ -46,8 +46,8 @@ async def test_a_call_that_ignores_cancellation_frees_the_fold_at_its_deadline(
     policy = CompactionPolicy(summarizer_timeout_s=0.05, fallback_after_failures=1)
     session = await open_session(store, session_id, emitter, clock, stubborn, fallback=OfflineSummarizer(),
                                  policy=policy)  # type: ignore[arg-type]
-    try:
-        async with running(session):
+    async with running(session):
+        try:
             async with asyncio.timeout(10):  # a guard for the old code, which never returned
                 await feed(session, clock, 0, 61)
             assert 1 == stubborn.calls and stubborn.cancels >= 1
@@ -59,8 +59,8 @@ async def test_a_call_that_ignores_cancellation_frees_the_fold_at_its_deadline(
             for _ in range(5):
                 await asyncio.sleep(0)
             assert "late answer" not in (await store.load_state(session_id)).summary
-    finally:
-        stubborn.release.set()
+        finally:
+            stubborn.release.set()  # before the session closes (it waits for the fold in flight)
     failed = event_log.named(CompactionFailed.name)
     assert [("timeout", "fallback")] == [(e["error_class"], e["next_step"]) for e in failed]
     assert [("fallback", 10)] == [(e["outcome"], e["new_cursor"]) for e in event_log.named(CompactionCompleted.name)]
