@@ -21,7 +21,7 @@ from pipeline.compaction.planning import backoff_delay
 from pipeline.compaction.summarizer_offline import last_resort_update
 from pipeline.compaction.summary_validation import Rejection, RejectReason
 from pipeline.compaction.update_parsing import ParsedUpdate, parse_update
-from pipeline.compaction.update_validation import validate_update
+from pipeline.compaction.update_validation import clipped, validate_update
 from pipeline.events import CompactionFailed
 from pipeline.models import (
     CompactionPolicy,
@@ -247,7 +247,8 @@ async def bounded_summary(
     rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason)
     if rejection is not None:
         raise Rejected(rejection)
-    items = apply_update(request.items, parsed.update, created_at=_created_at(request), turns=request.turns)
+    items = apply_update(request.items, clipped(parsed.update, request), created_at=_created_at(request),
+                         turns=request.turns)
     text, left_out = render_summary(items, request.max_chars)
     return items, text, left_out
 

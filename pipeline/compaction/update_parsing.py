@@ -80,6 +80,7 @@ class ParsedUpdate:
     addressed: tuple[str, ...] = ()  # plain-text lines that speak to someone ("Michael, a lawyer would ...")
     mentioned: int = 0  # plain-text lines that repeat an item already in memory
     malformed: bool = False  # it opens as JSON but does not parse (cut short, broken)
+    altered: tuple[str, ...] = ()  # lines restating an item with a name or number changed ("Friday" -> "Monday")
 
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
@@ -303,8 +304,26 @@ def kind_of(tag: str, text: str) -> ItemKind:
     return ItemKind.FACT
 
 
-def _similar(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a | b) if a | b else 0.0
+RESTATED = 0.75  # of a plain-text line's words that an item in memory already says: a restatement
+CORRECTS = 0.5  # ... that an item of the same person says: a correction of that item
+
+
+_SPECIFIC = re.compile(r"(?<![^\W_])(?:[A-Z][^\W_]*|[^\W_]*\d[^\W_]*)")
+
+
+def _specifics(text: str) -> set[str]:
+    """The names, days and numbers a line states (capitalised words after its first, any word
+    with a digit), folded."""
+    out = set()
+    for match in _SPECIFIC.finditer(text):
+        if match.start() and match.group(0) != "I":
+            out.add(match.group(0).casefold())
+    return out
+
+
+def _coverage(new: set[str], old: set[str]) -> float:
+    """How much of a line an older item already says (its share of the line's content words)."""
+    return len(new & old) / len(new) if new else 1.0
 
 
 def _mentioned_people(unit: str, people: Sequence[str]) -> list[str]:
@@ -335,6 +354,8 @@ def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
     adds: list[ItemDraft] = []
     unattributed: list[str] = []
     addressed: list[str] = []
+    altered: list[str] = []
+    batch_words = {w for t in request.turns for w in words(t.text)}
     mentioned = 0
     for unit in _units(text):
         tag_match = _TAG.match(unit)
@@ -350,17 +371,23 @@ def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
             unattributed.append(unit)
             continue
         key = content_words(what, who)
-        same_person = [i for i in memory if i.who and i.who[0].casefold() == who[0].casefold()]
-        best = max(same_person, key=lambda i: _similar(key, content_words(i.what, i.who)), default=None)
-        score = _similar(key, content_words(best.what, best.who)) if best is not None else 0.0
-        if best is not None and (score >= 0.99 or not key - content_words(best.what, best.who)):
-            mentioned += 1  # an item already in memory, restated
+        theirs = [i for i in memory if {n.casefold() for n in i.who} & {n.casefold() for n in who}]
+        best = max(theirs, key=lambda i: _coverage(key, content_words(i.what, i.who)), default=None)
+        coverage = _coverage(key, content_words(best.what, best.who)) if best is not None else 0.0
+        if best is not None and coverage >= RESTATED:
+            # An item already in memory, restated or paraphrased: harmless unless it changes one of
+            # the item's specifics (a name, a day, a number) into one the batch never said.
+            if _specifics(what) - set(words(best.what)) - batch_words - {w for p in people for w in words(p)}:
+                altered.append(unit)
+            else:
+                mentioned += 1
             continue
-        supersedes = best.id if best is not None and score >= 0.5 else ""
+        same_person = best is not None and bool(best.who) and best.who[0].casefold() == who[0].casefold()
+        supersedes = best.id if best is not None and same_person and coverage >= CORRECTS else ""
         adds.append(ItemDraft(who=tuple(who), what=what, kind=kind_of(tag, what),
                               seqs=_cite(who[0], what, request.turns), supersedes=supersedes))
     return ParsedUpdate(update=MemoryUpdate(add=tuple(adds), from_text=True), unattributed=tuple(unattributed),
-                        addressed=tuple(addressed), mentioned=mentioned)
+                        addressed=tuple(addressed), mentioned=mentioned, altered=tuple(altered))
 
 
 def parse_update(text: str, request: SummaryRequest) -> ParsedUpdate:

@@ -6,7 +6,8 @@ first checked as text (`summary_validation`: empty, cut at the token limit, a lo
 then every new item, structurally:
 
 - `unknown_person`  it names someone who is neither in the batch nor in the memory;
-- `bad_citation`    it cites no turn, or a seq outside the batch;
+- `bad_citation`    it cites no turn of the batch (citations outside it are dropped), or
+                    supersedes or merges an item that is not in the memory;
 - `misattributed`   the person it is about said none of the turns it cites (nor wrote a note);
 - `ungrounded`      nothing of it comes from the turns it cites (a paraphrase of the old
                     summary, one word of an old fact changed: "Friday" -> "Monday");
@@ -28,6 +29,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pipeline.compaction.summary_validation import (
     _ASSISTANT_OPENER,
@@ -47,7 +49,7 @@ from pipeline.compaction.update_parsing import (
     strip_wrapping,
     words,
 )
-from pipeline.models import PEOPLE_KINDS, ItemDraft, ItemStatus, SummaryRequest, TurnKind
+from pipeline.models import PEOPLE_KINDS, ItemDraft, ItemStatus, MemoryUpdate, SummaryRequest, TurnKind
 from pipeline.transcript.formatting import speaker_label
 
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
@@ -86,11 +88,65 @@ def _raw_rejection(
     return None
 
 
+def in_batch(seqs: Sequence[int], request: SummaryRequest) -> tuple[int, ...]:
+    """The cited seqs inside the batch: a citation of a turn just before it (context the model
+    saw earlier) is dropped, not fatal; an item citing nothing of the batch is rejected."""
+    if not request.turns:
+        return tuple(seqs)
+    first, last = request.turns[0].seq, request.turns[-1].seq
+    return tuple(s for s in seqs if first <= s <= last)
+
+
+def clipped(update: MemoryUpdate, request: SummaryRequest) -> MemoryUpdate:
+    """`update` with each new item's citations kept to the batch (`in_batch`)."""
+    return replace(update, add=tuple(replace(d, seqs=in_batch(d.seqs, request)) for d in update.add))
+
+
 def _quotes(what: str, cited: str) -> bool:
     """Whether `what` is (nearly all) the cited turns' own words: a quotation."""
     said = words(what)
     pool = set(words(cited))
     return len(said) >= 3 and sum(1 for w in said if w in pool) >= 0.9 * len(said)
+
+
+_NAME_WORD = re.compile(r"(?<![^\W_])[A-Z][^\W_]+(?:'s)?")
+
+
+def _near(word: str, pool: set[str]) -> bool:
+    """`word` in `pool`, or one edit away from a word of it (a typo the model corrected)."""
+    if word in pool:
+        return True
+    if len(word) < 5:
+        return False
+    for other in pool:
+        if abs(len(other) - len(word)) <= 1 and _one_edit(word, other):
+            return True
+    return False
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i:] == b[i + 1:] if len(a) < len(b) else a[i + 1:] == b[i + 1:]
+
+
+def _invented_names(what: str, request: SummaryRequest, people: Sequence[str]) -> str:
+    """A capitalised word in an item (a place, a day, a title: "Monday", "Denver") that neither
+    the batch nor the memory says: an item may not invent the specifics it records."""
+    pool = {w for t in request.turns for w in words(t.text)}
+    pool |= {w for n in request.notes for w in words(f"{n.by} {n.text} {n.why}")}
+    pool |= {w for i in request.items for w in words(i.what)}
+    pool |= {w for name in people for w in words(name)}
+    for match in _NAME_WORD.finditer(what):
+        if match.start() == 0 or what[: match.start()].rstrip().endswith((".", "!", "?", ":", ";")):
+            continue  # a sentence's first word
+        word = match.group(0).casefold().removesuffix("'s")
+        if not _near(word, pool) and not _near(f"{word}'s", pool):
+            return match.group(0)
+    return ""
 
 
 def _speaker_of(seq: int, request: SummaryRequest) -> str:
@@ -123,8 +179,9 @@ def _item_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[s
     if not request.turns:
         return None
     first, last = request.turns[0].seq, request.turns[-1].seq
-    if not item.seqs or any(s < first or s > last for s in item.seqs):
+    if not in_batch(item.seqs, request):
         return _reject(RejectReason.BAD_CITATION, f"cites {list(item.seqs)[:6]}, batch {first}-{last}")
+    item = replace(item, seqs=in_batch(item.seqs, request))
     subject = person_of(item.who[0], people) or item.who[0]
     speakers = {_speaker_of(s, request) for s in item.seqs}
     authors = {speaker_label(n.by).casefold() for n in request.notes}
@@ -136,6 +193,9 @@ def _item_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[s
     source = content_words(cited)
     if key and not key & source:
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
+    invented = _invented_names(what, request, people)
+    if invented:
+        return _reject(RejectReason.UNGROUNDED, f"names {invented!r}, which neither the batch nor the memory does")
     if item.supersedes:
         old = next((i for i in request.items if i.id == item.supersedes), None)
         if old is None or old.status is not ItemStatus.ACTIVE:
@@ -179,6 +239,9 @@ def validate_update(
         return _reject(RejectReason.REPETITION, f"one item said {top} times")
     if parsed.malformed:
         return _reject(RejectReason.MALFORMED, "JSON that does not parse")
+    if parsed.altered:
+        return _reject(RejectReason.UNGROUNDED, "changes an item with words the batch never said: "
+                       + parsed.altered[0][:40])
     if parsed.addressed:
         return _reject(RejectReason.ANSWER, "speaks to someone: " + parsed.addressed[0][:40])
     if parsed.unattributed:
