@@ -118,10 +118,7 @@ def _near(word: str, pool: set[str]) -> bool:
         return True
     if len(word) < 5:
         return False
-    for other in pool:
-        if abs(len(other) - len(word)) <= 1 and _one_edit(word, other):
-            return True
-    return False
+    return any(abs(len(other) - len(word)) <= 1 and _one_edit(word, other) for other in pool)
 
 
 def _one_edit(a: str, b: str) -> bool:
