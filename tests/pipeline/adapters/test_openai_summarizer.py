@@ -134,7 +134,7 @@ async def test_compactor_with_real_client_folds_and_survives_failure(
     stub: OpenAIStub, session_id: str, emitter: EventEmitter, event_log: EventLog
 ) -> None:
     """Through the compactor: a 500 leaves the summary alone, the next attempt commits the model's text."""
-    stub.chat.extend([Reply(status=500), Reply(text="Bob keeps dying as Hulk on the Tokyo map.")])
+    stub.chat.extend([Reply(status=500), Reply(text="Bob keeps giving facts about the Tokyo map.")])
     store = InMemorySessionStore()
     clock = FakeClock()
     session = await open_session(
@@ -148,7 +148,7 @@ async def test_compactor_with_real_client_folds_and_survives_failure(
     assert ["unavailable"] == [e["error_class"] for e in event_log.named(CompactionFailed.name)]
     completed = event_log.named(CompactionCompleted.name)
     assert ("small-model", 10) == (completed[0]["model"], completed[0]["new_cursor"])
-    assert "- Bob keeps dying as Hulk on the Tokyo map." == (await store.load_state(session_id)).summary
+    assert "- Bob keeps giving facts about the Tokyo map." == (await store.load_state(session_id)).summary
 
 
 async def test_a_server_that_refuses_response_format_is_asked_in_plain_text(stub: OpenAIStub) -> None:
