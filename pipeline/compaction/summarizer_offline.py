@@ -94,8 +94,9 @@ def _condense(text: str) -> str:
     flat = _PHRASE_LOOP.sub(r"\1 …", _WORD_LOOP.sub(r"\1 …", flat))
     visible = flat.replace(" ", "")
     if visible and sum(ch.isalpha() for ch in visible) < 0.3 * len(visible):
-        numbers = len(re.findall(r"\d+", flat))
-        flat = f"read out a list of {numbers} numbers" if numbers >= 3 else ""
+        found = re.findall(r"\d+", flat)
+        # Described, not copied; the first number says which list (and grounds the item in the turn).
+        flat = f"read out a list of {len(found)} numbers from {found[0]}" if len(found) >= 3 else ""
     return cap_text(flat, FACT_CAP_CHARS)
 
 

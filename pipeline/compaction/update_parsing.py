@@ -132,7 +132,7 @@ def known_people(request: SummaryRequest) -> list[str]:
     names += [speaker_label(n.by) for n in request.notes]
     names += [request.bot_name]
     names += [n for item in request.items for n in item.who]
-    return [n for n in dict.fromkeys(names) if n and n != "Unknown"]
+    return [n for n in dict.fromkeys(names) if n]
 
 
 def person_of(name: str, people: Sequence[str]) -> str | None:
