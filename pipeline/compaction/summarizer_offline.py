@@ -180,8 +180,10 @@ def extract_update(request: SummaryRequest) -> MemoryUpdate:
     for note in request.notes:
         text = _condense(note.text)
         if text:
+            # How and when it arrived ("(look, 00:05) ..."), as the text summary said it.
+            what = f"({_provenance(note).strip()[1:-1]}) {text}" if _provenance(note) else text
             found.append((3.0 + salience(note.text), note.at,
-                          ItemDraft(who=(speaker_label(note.by),), what=text, kind=ItemKind.SCREEN, seqs=(last_seq,))))
+                          ItemDraft(who=(speaker_label(note.by),), what=what, kind=ItemKind.SCREEN, seqs=(last_seq,))))
     superseded = {seq for t in request.turns if (seq := corrected_seq(t)) is not None}
     for turn in request.turns:
         if turn.seq in superseded:
@@ -208,8 +210,10 @@ def extract_update(request: SummaryRequest) -> MemoryUpdate:
     drafts = [d for _, _, d in sorted(kept, key=lambda f: f[1])]
     if not drafts and request.turns:
         names = batch_speakers(request.turns) or [request.bot_name]
-        drafts.append(ItemDraft(who=tuple(names[:6]), what=f"Small talk between {', '.join(names[:6])}.",
-                                seqs=tuple(t.seq for t in request.turns)))
+        turns = request.turns
+        span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
+        drafts.append(ItemDraft(who=tuple(names[:6]), what=f"{', '.join(names[:6])}: small talk {span}",
+                                seqs=tuple(t.seq for t in turns)))
     return MemoryUpdate(add=tuple(drafts))
 
 
