@@ -356,6 +356,7 @@ def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
     addressed: list[str] = []
     altered: list[str] = []
     batch_words = {w for t in request.turns for w in words(t.text)}
+    memory_words = {i.id: content_words(i.what, i.who) for i in memory}
     mentioned = 0
     for unit in _units(text):
         tag_match = _TAG.match(unit)
@@ -371,9 +372,10 @@ def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
             unattributed.append(unit)
             continue
         key = content_words(what, who)
-        theirs = [i for i in memory if {n.casefold() for n in i.who} & {n.casefold() for n in who}]
-        best = max(theirs, key=lambda i: _coverage(key, content_words(i.what, i.who)), default=None)
-        coverage = _coverage(key, content_words(best.what, best.who)) if best is not None else 0.0
+        folded_who = {n.casefold() for n in who}
+        theirs = [i for i in memory if folded_who & {n.casefold() for n in i.who}]
+        best = max(theirs, key=lambda i: _coverage(key, memory_words[i.id]), default=None)
+        coverage = _coverage(key, memory_words[best.id]) if best is not None else 0.0
         if best is not None and coverage >= RESTATED:
             # An item already in memory, restated or paraphrased: harmless unless it changes one of
             # the item's specifics (a name, a day, a number) into one the batch never said.

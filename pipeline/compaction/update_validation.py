@@ -130,13 +130,18 @@ def _one_edit(a: str, b: str) -> bool:
     return a[i:] == b[i + 1:] if len(a) < len(b) else a[i + 1:] == b[i + 1:]
 
 
-def _invented_names(what: str, request: SummaryRequest, people: Sequence[str]) -> str:
-    """A capitalised word in an item (a place, a day, a title: "Monday", "Denver") that neither
-    the batch nor the memory says: an item may not invent the specifics it records."""
+def name_pool(request: SummaryRequest, people: Sequence[str]) -> set[str]:
+    """Every word the batch, its notes, the memory and the people's names say (folded)."""
     pool = {w for t in request.turns for w in words(t.text)}
     pool |= {w for n in request.notes for w in words(f"{n.by} {n.text} {n.why}")}
     pool |= {w for i in request.items for w in words(i.what)}
     pool |= {w for name in people for w in words(name)}
+    return pool
+
+
+def _invented_names(what: str, pool: set[str]) -> str:
+    """A capitalised word in an item (a place, a day, a title: "Monday", "Denver") that neither
+    the batch nor the memory says (`pool`): an item may not invent the specifics it records."""
     for match in _NAME_WORD.finditer(what):
         if match.start() == 0 or what[: match.start()].rstrip().endswith((".", "!", "?", ":", ";")):
             continue  # a sentence's first word
@@ -153,7 +158,9 @@ def _speaker_of(seq: int, request: SummaryRequest) -> str:
     return ""
 
 
-def _item_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[str]) -> Rejection | None:
+def _item_rejection(
+    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str]
+) -> Rejection | None:
     if not item.who:
         return _reject(RejectReason.UNKNOWN_PERSON, "names nobody")
     for name in item.who:
@@ -190,7 +197,7 @@ def _item_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[s
     source = content_words(cited)
     if key and not key & source:
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
-    invented = _invented_names(what, request, people)
+    invented = _invented_names(what, pool)
     if invented:
         return _reject(RejectReason.UNGROUNDED, f"names {invented!r}, which neither the batch nor the memory does")
     if item.supersedes:
@@ -262,8 +269,9 @@ def validate_update(
             return _reject(RejectReason.MISATTRIBUTED, "a merge names someone its items did not")
     if _vocabulary_share(new, request, people) < MIN_VOCABULARY_SHARE:
         return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
+    pool = name_pool(request, people)
     for item in update.add:
-        rejection = _item_rejection(item, request, people)
+        rejection = _item_rejection(item, request, people, pool)
         if rejection is not None:
             return rejection
     for merge in update.merge:
