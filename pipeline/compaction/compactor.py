@@ -271,6 +271,8 @@ class RollingCompactor:
             return False
         if self._epoch and stored.epoch != self._epoch:
             raise StoreDiverged(self._session_id, stored.epoch)
+        if stored.items == self._state.items:  # unchanged since our last commit: keep the objects we hold
+            stored = replace(stored, items=self._state.items)
         self._adopt(stored)
         plan = plan_compaction(self._state, self._total, self._policy, now=started)
         if not isinstance(plan, FoldPlan):

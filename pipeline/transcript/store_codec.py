@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -119,6 +120,11 @@ def encode_items(items: Sequence[MemoryItem]) -> str:
 def decode_items(raw: str | bytes) -> tuple[MemoryItem, ...]:
     if not raw:
         return ()
+    return _decode_items(raw if isinstance(raw, str) else raw.decode("utf-8"))
+
+
+@functools.lru_cache(maxsize=16)  # every fold re-reads the state: the same items decode once (immutable values)
+def _decode_items(raw: str) -> tuple[MemoryItem, ...]:
     return tuple(
         MemoryItem(
             id=row["id"], who=tuple(row.get("w", ())), who_ids=tuple(row.get("wi", ())), what=row["x"],
