@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import resource
 import statistics
 import time
@@ -23,11 +24,14 @@ from typing import Any
 
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.compaction.memory_items import MAX_STORED_ITEMS, apply_update, render_summary
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.compaction.update_parsing import parse_update
+from pipeline.compaction.update_validation import validate_update
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, EventEmitter
-from pipeline.models import CompactionPolicy, FoldCommit, TurnDraft, TurnKind
+from pipeline.models import CompactionPolicy, FoldCommit, MemoryItem, SummaryRequest, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.store_codec import encode_draft
 
@@ -178,15 +182,21 @@ def _poison_draft(i: int) -> TurnDraft:
     return draft
 
 
-async def _continuity(url: str, turns: int) -> dict[str, int]:
+async def _continuity(url: str, turns: int) -> dict[str, Any]:
     """Append `turns` turns, folding as a live session does; count turns lost and fold gaps."""
     store = RedisSessionStore.from_url(url)
     session_id = f"bench-lost-{uuid.uuid4().hex[:8]}"
     clock = FakeClock()
     folds: list[tuple[int, int]] = []
+    fold_ms: list[float] = []
     emitter = EventEmitter(guild_id="b", session_id=session_id, source="bench")
-    emitter.add_sink(lambda e: folds.append((int(e["old_cursor"]), int(e["new_cursor"])))
-                     if e["event"] == CompactionCompleted.name else None)
+
+    def on_event(e: dict[str, Any]) -> None:
+        if e["event"] == CompactionCompleted.name:
+            folds.append((int(e["old_cursor"]), int(e["new_cursor"])))
+            fold_ms.append(float(e["latency_ms"]))
+
+    emitter.add_sink(on_event)
     session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=store, summarizer=None, fallback=OfflineSummarizer(),
         policy=CompactionPolicy(), clock=clock, events=emitter, bot_name="Clanky",
@@ -210,7 +220,47 @@ async def _continuity(url: str, turns: int) -> dict[str, int]:
     cursor = session.snapshot().cursor
     await store.delete_session(session_id)
     await store.aclose()
-    return {"lost": max(lost, gaps, abs(expected - cursor)), "folds": len(folds), "cursor": cursor}
+    return {"lost": max(lost, gaps, abs(expected - cursor)), "folds": len(folds), "cursor": cursor,
+            "fold_ms_p50": statistics.median(fold_ms) if fold_ms else 0.0,
+            "fold_ms_p95": _p95(fold_ms)}
+
+
+def _p95(values: list[float]) -> float:
+    return sorted(values)[int(0.95 * (len(values) - 1))] if values else 0.0
+
+
+def _update_latency(rounds: int = 300) -> dict[str, float]:
+    """One fold's structured update, our side of it (parse, validate, apply, render) on a full
+    memory (`MAX_STORED_ITEMS` items), for a JSON answer and a plain-text one: microseconds."""
+    memory = tuple(
+        MemoryItem(id=f"m{10 * k}.0", who=(NAMES[k % 4],), what=f"{NAMES[k % 4]} makes callout number {k} on Tokyo.",
+                   seqs=tuple(range(10 * k, 10 * k + 3)), created_at=10 * k)
+        for k in range(MAX_STORED_ITEMS)
+    )
+    start = 10 * MAX_STORED_ITEMS
+    turns = tuple(Turn.from_draft(_draft(i), i) for i in range(start, start + 10))
+    request = SummaryRequest(previous_summary="", items=memory, turns=turns, notes=(), bot_name="Clanky",
+                             max_chars=1200)
+    answers = {
+        "json": json.dumps({"add": [{"who": [t.speaker_name], "kind": "fact", "seqs": [t.seq], "supersedes": "",
+                                     "what": f"{t.speaker_name} makes callout number {t.seq} on the Tokyo map."}
+                                    for t in turns[:4]], "merge": []}),
+        "text": "Here is the updated summary:\n" + "\n".join(
+            f"- {t.speaker_name}: makes callout number {t.seq} on the Tokyo map, push now." for t in turns[:4]),
+    }
+    out: dict[str, float] = {}
+    for style, answer in answers.items():
+        samples = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            parsed = parse_update(answer, request)
+            assert validate_update(parsed, answer, request) is None
+            items = apply_update(memory, parsed.update, created_at=start, turns=turns)
+            render_summary(items, 1200)
+            samples.append((time.perf_counter() - t0) * 1e6)
+        out[f"{style}_us_p50"] = statistics.median(samples)
+        out[f"{style}_us_p95"] = _p95(samples)
+    return out
 
 
 async def _run() -> list[dict[str, Any]]:
@@ -225,6 +275,7 @@ async def _run() -> list[dict[str, Any]]:
         t0 = time.perf_counter()
         continuity = await _continuity(server.url, 20_000)
         continuity_s = time.perf_counter() - t0
+    update = _update_latency()
     return [
         {"name": "append_turn_us_p50", "at_100": round(small["append_us_p50"], 1),
          "at_100000": round(large["append_us_p50"], 1),
@@ -242,6 +293,14 @@ async def _run() -> list[dict[str, Any]]:
          "met": continuity["lost"] == 0,
          "note": f"{continuity['folds']} folds by the offline summarizer, cursor {continuity['cursor']}, "
                  f"poison in every 37th turn and its speaker name; {continuity_s:.0f} s"},
+        {"name": "fold_latency_ms_items", "p50": round(continuity["fold_ms_p50"], 2),
+         "p95": round(continuity["fold_ms_p95"], 2),
+         "note": "a whole fold (lock, read, offline update, validate, apply, render, CAS commit to Redis) "
+                 "in the 20k run"},
+        {"name": "structured_update_us", "json_p50": round(update["json_us_p50"]),
+         "json_p95": round(update["json_us_p95"]), "text_p50": round(update["text_us_p50"]),
+         "text_p95": round(update["text_us_p95"]),
+         "note": f"parse + validate + apply + render on a full memory ({MAX_STORED_ITEMS} items), 4 new items"},
     ]
 
 

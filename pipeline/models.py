@@ -28,9 +28,23 @@ class TurnKind(StrEnum):
 PEOPLE_KINDS = frozenset({TurnKind.SPEECH, TurnKind.CHAT})
 
 
+def storable_text(text: str) -> str:
+    """`text` as every store can hold it: a lone surrogate (an unpaired half of a UTF-16 pair,
+    which UTF-8 cannot encode) becomes U+FFFD, a surrogate pair becomes its character. Applied
+    where text enters the transcript, so the Redis and in-memory stores hold the same text."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnDraft:
-    """A turn before the transcript gives it a sequence number."""
+    """A turn before the transcript gives it a sequence number. Its names and text are made
+    storable on construction (`storable_text`)."""
 
     kind: TurnKind
     speaker_id: str
@@ -43,6 +57,13 @@ class TurnDraft:
     # Client-generated id: the store keeps a turn once per id, so an append retried after a
     # client timeout (the first attempt may have landed) is not stored twice. "" = no dedupe.
     turn_id: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("speaker_id", "speaker_name", "text", "source", "turn_id"):
+            value = getattr(self, name)
+            fixed = storable_text(value)
+            if fixed is not value:
+                object.__setattr__(self, name, fixed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +123,13 @@ class Note:
     source: str = "screen"  # a `NoteSource` value: screen (replayed), look, channel, ingest, watch
     image_hash: str = ""  # perceptual hash of the image the note describes; never the image itself
 
+    def __post_init__(self) -> None:
+        for name in ("by", "text", "why"):
+            value = getattr(self, name)
+            fixed = storable_text(value)
+            if fixed is not value:
+                object.__setattr__(self, name, fixed)
+
 
 class NoteSource(StrEnum):
     """Where a screen-watch note came from."""
@@ -146,6 +174,36 @@ class CompactionPolicy:
                 raise ValueError(f"{name} must be a finite number above 0, got {value}")
 
 
+class ItemKind(StrEnum):
+    """What a memory item records (docs/summary-items.md)."""
+
+    FACT = "fact"  # who said, likes, has or is what
+    PLAN = "plan"  # a decision or commitment: who agreed to do what, when
+    QUESTION = "question"  # an open question and who asked it
+    NOW = "now"  # what the group is doing at the moment (game, map, topic)
+    SCREEN = "screen"  # screen context tied to a person
+
+
+class ItemStatus(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"  # a later item corrected it; kept as history
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryItem:
+    """One cited unit of the session's memory. The running summary is rendered from these."""
+
+    id: str  # "m<created_at>.<n>": unique per session (one fold per batch start)
+    who: tuple[str, ...]  # display names, the person the item is about first
+    who_ids: tuple[str, ...] = ()  # their speaker ids where known (same order, "" unknown)
+    what: str
+    kind: ItemKind = ItemKind.FACT
+    seqs: tuple[int, ...] = ()  # the turns it comes from (notes: the batch's last seq)
+    supersedes: str = ""  # the id of the older item this one corrects
+    status: ItemStatus = ItemStatus.ACTIVE
+    created_at: int = 0  # the first seq of the batch whose fold made it
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionState:
     """The durable per-session compaction state (everything but the turns themselves)."""
@@ -163,6 +221,8 @@ class CompactionState:
     # The first seq the store still holds verbatim (> 0 only after a re-seed: the turns before
     # it were lost with the store; the summary covers those before the cursor).
     base: int = 0
+    # The memory items the summary is rendered from (committed with it, in the same CAS).
+    items: tuple[MemoryItem, ...] = ()
 
 
 class SkipReason(StrEnum):
@@ -202,6 +262,37 @@ class SummaryRequest:
     max_chars: int
     recompaction: bool = False
     turn_cap: int = 1200  # a turn's text in the prompt (CompactionPolicy.turn_text_cap_chars)
+    items: tuple[MemoryItem, ...] = ()  # the memory the update applies to (previous_summary renders it)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ItemDraft:
+    """A memory item a summarizer proposes: new, or a correction of `supersedes`."""
+
+    who: tuple[str, ...]
+    what: str
+    kind: ItemKind = ItemKind.FACT
+    seqs: tuple[int, ...] = ()
+    supersedes: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ItemMerge:
+    """Old items `ids` folded into one (`item`): their seqs carry over, they leave the memory."""
+
+    ids: tuple[str, ...]
+    item: ItemDraft
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryUpdate:
+    """What one fold changes in the memory: items added (or correcting older ones) and old
+    items merged. Items it does not mention are kept."""
+
+    add: tuple[ItemDraft, ...] = ()
+    merge: tuple[ItemMerge, ...] = ()
+    # Parsed from plain text (no JSON): items read from attributed lines.
+    from_text: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -211,6 +302,9 @@ class SummaryResult:
     # Why generation stopped, as the server said ("stop", "length", ...); None when unknown.
     # "length" means the text was cut at the token limit: the validator rejects it.
     finish_reason: str | None = None
+    # A summarizer that builds the structured update itself (the offline one) sets it; for a
+    # model the compactor reads `text` into one (`pipeline.compaction.update_parsing`).
+    update: MemoryUpdate | None = None
 
 
 class FoldOutcome(StrEnum):
@@ -275,6 +369,7 @@ class FoldCommit:
     # The session owner's lease token (`OwnerGrant.token`): refused with `LeaseLost` unless this
     # process still holds the session ('' = not checked: tools, tests, single-process runs).
     owner: str = ""
+    items: tuple[MemoryItem, ...] = ()  # the memory `summary` was rendered from
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pipeline.models import (
     CompactionState,
     FoldCommit,
+    MemoryItem,
     Note,
     OwnerGrant,
     ParticipantCard,
@@ -86,11 +87,13 @@ class SessionStore(Protocol):
         ...
 
     async def reseed(
-        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn]
+        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn], owner: str = ""
     ) -> bool:
-        """Write back a session the store lost: generation, summary, cursor, and `turns`
-        (contiguous seqs; the store holds seqs from the first of them on, or from the cursor
-        when empty). Only if the store has no generation for it; False otherwise."""
+        """Write back a session the store lost: generation, summary and its items, cursor, and
+        `turns` (contiguous seqs; the store holds seqs from the first of them on, or from the
+        cursor when empty). With `owner` (the lease token of the process that held it), the owner
+        lease's fencing counter is written back too when the store lost it, so that process's
+        lease is renewable again. Only if the store has no generation for it; False otherwise."""
         ...
 
     async def load_state(self, session_id: str) -> CompactionState: ...
@@ -182,10 +185,13 @@ class SessionStore(Protocol):
         seqs kept). Seqs the store does not hold are skipped; returns how many were written."""
         ...
 
-    async def replace_summary(self, session_id: str, *, expected_cursor: int, summary: str) -> bool:
-        """Overwrite the running summary (a refold after a removal) only while the cursor is
-        still `expected_cursor`. Advances the fold fence, so a fold in flight that started from
-        the old summary is refused at its commit (stale) and refolds from this one."""
+    async def replace_summary(
+        self, session_id: str, *, expected_cursor: int, summary: str, items: Sequence[MemoryItem] = ()
+    ) -> bool:
+        """Overwrite the running summary and the memory items it renders (a refold after a
+        removal) only while the cursor is still `expected_cursor`. Advances the fold fence, so a
+        fold in flight that started from the old summary is refused at its commit (stale) and
+        refolds from this one."""
         ...
 
     async def delete_recall_entries(

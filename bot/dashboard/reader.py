@@ -16,7 +16,7 @@ from pipeline.context.participants import render_card, render_cards
 from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.tokens import make_token_counter
 from pipeline.events import CompactionCompleted, CompactionFailed
-from pipeline.models import ContextSnapshot, ParticipantCard, StoreUnavailable
+from pipeline.models import ContextSnapshot, MemoryItem, ParticipantCard, StoreUnavailable
 from pipeline.ports import SessionStore
 
 
@@ -97,7 +97,18 @@ class SessionReader:
         return ModelView(
             snapshot=snapshot, reply=reply, current=current, above=above_turns, older_available=start,
             participant_cards=None if cards is None else [(card.name, render_card(card)) for card in cards],
+            memory_items=await self.memory_items(session_id),
         )
+
+    async def memory_items(self, session_id: str) -> tuple[MemoryItem, ...]:
+        """The items the session's summary is rendered from (() when Redis cannot be read)."""
+        view = self._live.sessions().get(session_id)
+        if view is not None:
+            return view.session.compactor.state.items
+        try:
+            return (await self._store.load_state(session_id)).items
+        except StoreUnavailable:
+            return ()
 
     async def session_rows(self) -> list[dict[str, Any]]:
         """Every session's row, read side by side (the index page and `/api/sessions`)."""

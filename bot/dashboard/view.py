@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.context.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
-from pipeline.models import ContextSnapshot, Turn, TurnKind
+from pipeline.models import ContextSnapshot, ItemStatus, MemoryItem, Turn, TurnKind
 from pipeline.transcript.formatting import mmss
 from pipeline.transcript.privacy import removed_label
 
@@ -148,6 +148,36 @@ class ModelView:
     above: list[Turn]  # stored turns before the horizon, oldest first
     older_available: int  # turns before `above` not shown
     participant_cards: list[tuple[str, str]] | None  # None: the store could not be read
+    memory_items: tuple[MemoryItem, ...] = ()  # what the summary is rendered from (docs/summary-items.md)
+
+
+def _seq_span(seqs: tuple[int, ...]) -> str:
+    if not seqs:
+        return "no seqs"
+    return f"seq {seqs[0]}" if len(seqs) == 1 else f"seqs {seqs[0]}–{seqs[-1]} ({len(seqs)})"
+
+
+def memory_items_html(items: tuple[MemoryItem, ...]) -> str:
+    """The summary's items, newest first: kind, who, the seqs cited, and a superseded marker
+    (with the item that corrected it) on history kept after a correction."""
+    if not items:
+        return ""
+    corrected_by = {i.supersedes: i.id for i in items if i.supersedes}
+    superseded = sum(1 for i in items if i.status is ItemStatus.SUPERSEDED)
+    rows = []
+    for item in sorted(items, key=lambda i: (-i.created_at, i.id)):
+        old = item.status is ItemStatus.SUPERSEDED
+        what = f"<s>{_e(item.what)}</s>" if old else _e(item.what)
+        by = _e(corrected_by.get(item.id, "?"))
+        marker = f' <span class="superseded" data-testid="superseded">superseded by {by}</span>' if old else ""
+        rows.append(
+            f'<li data-testid="summary-item" data-id="{_e(item.id)}" data-kind="{_e(item.kind.value)}" '
+            f'data-who="{_e(", ".join(item.who))}" data-seqs="{_e(",".join(map(str, item.seqs)))}" '
+            f'data-status="{_e(item.status.value)}"><span class="muted">[{_e(item.kind.value)}] '
+            f"{_e(', '.join(item.who) or '—')} · {_e(_seq_span(item.seqs))}</span> {what}{marker}</li>"
+        )
+    return (f'<details class="summary-items"><summary>{len(items)} memory items'
+            f'{f" ({superseded} superseded)" if superseded else ""}</summary><ul>{"".join(rows)}</ul></details>')
 
 
 def visible_seqs(view: ModelView) -> list[int]:
@@ -217,7 +247,7 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
     parts.append(
         f'<section class="card summary" data-testid="summary" data-covered-through="{snap.covered_through_turn}">'
         f'<h3>Summary <span class="muted">covers {_e(covers)} · {len(snap.summary)} chars</span></h3>'
-        f'<div class="summary-text">{summary_body}</div></section>'
+        f'<div class="summary-text">{summary_body}</div>{memory_items_html(view.memory_items)}</section>'
     )
     pruned = set(view.reply.pruned_seqs) if view.reply is not None else set()
     seen = set(visible_seqs(view))

@@ -8,16 +8,18 @@ branches on the code.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
+from pipeline.compaction.update_parsing import UPDATE_SCHEMA, item_mentions
 from pipeline.model_profiles import ReasoningEffort, chat_params
-from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult
+from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult, TurnKind
 from pipeline.prompts import render_prompt
-from pipeline.transcript.formatting import data_field, mmss, render_turn_line
+from pipeline.transcript.formatting import cap_text, data_field, mmss, render_turn_line, speaker_label
 
 # The output token cap leaves room for an obedient summary of `max_chars` (about 4 chars a
 # token in English, fewer in small local tokenizers): an answer cut at the cap ends with
@@ -28,28 +30,39 @@ SUMMARY_TEMPERATURE = 0.2  # a faithful summary, not a creative one
 
 
 def format_batch(request: SummaryRequest, turn_cap: int | None = None) -> str:
-    """The user message: previous summary, then new turns and notes as quoted data.
+    """The user message: the memory, then new turns and notes as quoted data.
 
-    Every field that comes from people (speaker names, note authors, note text and why, turn
-    text) goes through `data_field`: one sanitised line, delimiter look-alikes quoted, so
-    nothing said can close the data block or start a line of its own. Each data line
-    starts with `[mm:ss] `.
+    Every field is a JSON string (one object per line): nothing said, no speaker name and no
+    note author can close the data block, start a line of its own or pass for a marker
+    ("NEW TURNS 7" as a display name is just a string). Text is cleaned (`data_field`) first.
     """
-    lines = ["PREVIOUS SUMMARY:", request.previous_summary or "(none yet)", ""]
+    memory = item_mentions(request.items) if request.items else ""
+    if not memory and request.previous_summary.strip():  # a summary from before items existed
+        memory = "\n".join(_json({"id": "", "who": [], "kind": "fact", "what": data_field(line)})
+                           for line in request.previous_summary.splitlines() if line.strip())
+    lines = ["MEMORY (BEGIN data)", memory or "(empty)", "(END data)", ""]
     if request.turns:
         first, last = request.turns[0].seq, request.turns[-1].seq
         lines.append(f"NEW TURNS {first}-{last} (BEGIN transcript data)")
         cap = request.turn_cap if turn_cap is None else turn_cap
-        lines += [f"[{mmss(t.started_at)}] {data_field(render_turn_line(t, cap))}" for t in request.turns]
+        for t in request.turns:
+            speaker = speaker_label(t.speaker_name)
+            text = cap_text(data_field(t.text), cap)
+            if t.kind is not TurnKind.SPEECH:
+                text = data_field(render_turn_line(t, cap))
+            lines.append(_json({"seq": t.seq, "at": mmss(t.started_at), "speaker": speaker, "text": text}))
         lines.append("(END transcript data)")
     if request.notes:
         lines += ["", "SCREEN-WATCH NOTES (BEGIN data)"]
         for n in request.notes:
-            why = f" (why: {data_field(n.why)})" if n.why.strip() else ""
-            by, source, text = data_field(n.by) or "someone", data_field(n.source), data_field(n.text)
-            lines.append(f"[{mmss(n.at)}] seen on {by}'s screen ({source}): {text}{why}")
+            lines.append(_json({"at": mmss(n.at), "by": data_field(n.by) or "someone", "source": data_field(n.source),
+                                "seen": data_field(n.text), "why": data_field(n.why)}))
         lines.append("(END data)")
     return "\n".join(lines)
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 # Keys under which OpenAI-compatible servers report a model's context size in `/v1/models`:
@@ -109,6 +122,8 @@ class OpenAISummarizer(OpenAIAdapter):
         self._context_limit = context.tokens
         self._discover = context.discover
         self._default_context_limit = context.default
+        # Ask for the update's JSON schema (`response_format`) until the server refuses it (400).
+        self._structured = True
 
     @property
     def context_limit(self) -> int | None:
@@ -131,6 +146,18 @@ class OpenAISummarizer(OpenAIAdapter):
         elif self._context_limit is None:
             self._context_limit = self._default_context_limit
         return self._context_limit
+
+    async def _create(self, system: str, user: str, max_tokens: int, *, structured: bool) -> Any:
+        """One chat completion, its parameters from the model profile (`request_kwargs`); with
+        `structured`, the update's JSON schema as `response_format` (OpenAI structured outputs;
+        llama.cpp and Ollama accept the same field)."""
+        extra: dict[str, Any] = {}
+        if structured:
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "memory_update", "strict": True, "schema": UPDATE_SCHEMA},
+            }
+        return await self._client.chat.completions.create(**self.request_kwargs(system, user, max_tokens, **extra))
 
     def _output_tokens(self, request: SummaryRequest) -> int:
         if self._max_tokens is not None:
@@ -169,8 +196,17 @@ class OpenAISummarizer(OpenAIAdapter):
         else:
             system = render_prompt("summarizer", bot_name=request.bot_name, max_chars=str(request.max_chars))
             user = format_batch(request, self._turn_cap(request, system, max_tokens))
+        structured = self._structured and not request.recompaction
         try:
-            response = await self._client.chat.completions.create(**self.request_kwargs(system, user, max_tokens))
+            try:
+                response = await self._create(system, user, max_tokens, structured=structured)
+            except CLIENT_ERRORS as err:
+                if not (structured and classify(err).kind.value == SummarizerErrorCode.BAD_REQUEST.value):
+                    raise
+                # A server that refuses `response_format` (400): ask in plain text from now on
+                # (the answer is parsed tolerantly either way).
+                self._structured = False
+                response = await self._create(system, user, max_tokens, structured=False)
         except CLIENT_ERRORS as err:  # ValueError: a malformed body (the client raises JSONDecodeError)
             # AUTH is not retryable (a key does not fix itself): the compactor goes to the fallback at once.
             failure = classify(err)

@@ -12,7 +12,10 @@ KEYS, ARGV and result. Plain strings: registered by the store on its client.
 APPEND = """
 if ARGV[5] ~= '' then
   local holder = redis.call('GET', KEYS[5])
-  if holder ~= ARGV[5] and (holder or redis.call('GET', KEYS[6]) ~= string.match(ARGV[5], '#(%d+)$')) then
+  local ofence = redis.call('GET', KEYS[6])
+  -- No owner counter at all: the store lost the session (restarted empty); the epoch check
+  -- below sends the holder to re-seed it instead of refusing it as a lost lease.
+  if holder ~= ARGV[5] and (holder or (ofence and ofence ~= string.match(ARGV[5], '#(%d+)$'))) then
     return {-2, holder or ''}
   end
 end
@@ -46,12 +49,13 @@ return {base, redis.call('LRANGE', KEYS[1], first, last)}
 # Compare-and-set: the fold commits only if the cursor is still the one it started from, the
 # lock's fencing token is still ours (no successor took it), the store is our generation and
 # (with an owner token) no other process acquired the session since. KEYS state, pnotes, pnote,
-# fence, owner, ofence; ARGV ..., epoch, owner token, then consumed note ids. Returns 1, 0 (stale), -1 (epoch
-# mismatch) or -2 (owner lease lost).
+# fence, owner, ofence; ARGV ..., epoch, owner token, items JSON, then consumed note ids. Returns 1, 0
+# (stale), -1 (epoch mismatch) or -2 (owner lease lost).
 COMMIT_FOLD = """
 if ARGV[8] ~= '' then
   local holder = redis.call('GET', KEYS[5])
-  if holder ~= ARGV[8] and (holder or redis.call('GET', KEYS[6]) ~= string.match(ARGV[8], '#(%d+)$')) then
+  local ofence = redis.call('GET', KEYS[6])
+  if holder ~= ARGV[8] and (holder or (ofence and ofence ~= string.match(ARGV[8], '#(%d+)$'))) then
     return -2
   end
 end
@@ -61,8 +65,8 @@ if fence > 0 and tonumber(redis.call('GET', KEYS[4]) or '0') ~= fence then retur
 local cur = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
 if cur ~= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'summary', ARGV[2], 'cursor', ARGV[3], 'covered_through_turn', ARGV[4],
-           'last_at', ARGV[5], 'failures', '0', 'next_retry_at', '0')
-for i = 9, #ARGV do
+           'last_at', ARGV[5], 'failures', '0', 'next_retry_at', '0', 'items', ARGV[9])
+for i = 10, #ARGV do
   redis.call('ZREM', KEYS[2], ARGV[i])
   redis.call('HDEL', KEYS[3], ARGV[i])
 end
@@ -82,14 +86,16 @@ return 0
 
 # Write back what a process still holds into a store that lost the session. Only if the store
 # has no generation for it (another process may have re-seeded first). KEYS state, turns, tids,
-# tidq; ARGV epoch, base, summary, cursor, covered_through_turn, last_at, then (id, payload) pairs.
+# tidq, ofence; ARGV epoch, base, summary, cursor, covered_through_turn, last_at, items JSON, owner
+# fence ('' = none: the owner lease's counter is written back if the store lost it), then (id, payload) pairs.
 RESEED = """
 if redis.call('HEXISTS', KEYS[1], 'epoch') == 1 then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'base', ARGV[2], 'summary', ARGV[3], 'cursor', ARGV[4],
-           'covered_through_turn', ARGV[5], 'failures', '0', 'next_retry_at', '0')
+           'covered_through_turn', ARGV[5], 'failures', '0', 'next_retry_at', '0', 'items', ARGV[7])
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'last_at', ARGV[6]) end
-for i = 7, #ARGV, 2 do
+if ARGV[8] ~= '' then redis.call('SET', KEYS[5], ARGV[8], 'NX') end
+for i = 9, #ARGV, 2 do
   local n = redis.call('RPUSH', KEYS[2], ARGV[i + 1])
   if ARGV[i] ~= '' then
     redis.call('HSET', KEYS[3], ARGV[i], tonumber(ARGV[2]) + n - 1)
@@ -139,12 +145,17 @@ redis.call('HSET', KEYS[3], 'owner', ARGV[1])
 return {fence, previous}
 """
 
-# Renew the owner lease; a lease that lapsed with nobody acquiring since is taken back.
+# Renew the owner lease; a lease that lapsed with nobody acquiring since is taken back (also after
+# the store restarted empty: no counter at all).
 # KEYS owner, ofence; ARGV token, ttl ms. Returns 1, or 0 when another acquire came between.
 RENEW_OWNER = """
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if not holder and redis.call('GET', KEYS[2]) == string.match(ARGV[1], '#(%d+)$') then
+local fence = string.match(ARGV[1], '#(%d+)$')
+local ofence = redis.call('GET', KEYS[2])
+-- No counter at all: the store restarted empty; the holder takes its lease (and counter) back.
+if not holder and (ofence == fence or (not ofence and fence)) then
+  if not ofence then redis.call('SET', KEYS[2], fence) end
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return 1
 end
@@ -196,11 +207,11 @@ return written
 
 # A refold's summary replaces the running one while the cursor has not moved; the fence moves on
 # so a fold in flight (started from the old summary) is refused at its commit. KEYS state, fence;
-# ARGV expected cursor, summary. Returns 1, or 0 when the cursor moved.
+# ARGV expected cursor, summary, items JSON. Returns 1, or 0 when the cursor moved.
 REPLACE_SUMMARY = """
 local cur = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
 if cur ~= tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'summary', ARGV[2])
+redis.call('HSET', KEYS[1], 'summary', ARGV[2], 'items', ARGV[3])
 redis.call('INCR', KEYS[2])
 return 1
 """

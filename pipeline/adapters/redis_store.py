@@ -64,6 +64,7 @@ from pipeline.models import (
     CompactionState,
     FoldCommit,
     LeaseLost,
+    MemoryItem,
     Note,
     OwnerGrant,
     ParticipantCard,
@@ -83,6 +84,7 @@ from pipeline.transcript.store_codec import (
     decode_turn,
     encode_card,
     encode_draft,
+    encode_items,
     encode_note,
     encode_notes,
 )
@@ -299,17 +301,21 @@ class RedisSessionStore:
         return await self._call(ensure)
 
     async def reseed(
-        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn]
+        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn], owner: str = ""
     ) -> bool:
         k = _keys(session_id)
         base = turns[0].seq if turns else state.cursor
+        fence = owner.rpartition("#")[2] if owner else ""
         args: list[str | int | float] = [
             epoch, base, state.summary, state.cursor, state.covered_through_turn,
-            "" if state.last_at is None else repr(state.last_at),
+            "" if state.last_at is None else repr(state.last_at), encode_items(state.items),
+            fence if fence.isdigit() else "",
         ]
         for turn in turns:
             args += [turn.turn_id, encode_draft(turn.draft())]
-        result = await self._call(self._reseed, keys=[k["state"], k["turns"], k["tids"], k["tidq"]], args=args)
+        result = await self._call(
+            self._reseed, keys=[k["state"], k["turns"], k["tids"], k["tidq"], k["ofence"]], args=args
+        )
         return int(result) == 1
 
     async def load_state(self, session_id: str) -> CompactionState:
@@ -327,6 +333,7 @@ class RedisSessionStore:
             commit.fence,
             commit.epoch,
             commit.owner,
+            encode_items(commit.items),
             *commit.consumed_note_ids,
         ]
         result = int(
@@ -516,10 +523,12 @@ class RedisSessionStore:
             written += int(await self._call(self._tombstone, keys=[k["turns"], k["state"]], args=args))
         return written
 
-    async def replace_summary(self, session_id: str, *, expected_cursor: int, summary: str) -> bool:
+    async def replace_summary(
+        self, session_id: str, *, expected_cursor: int, summary: str, items: Sequence[MemoryItem] = ()
+    ) -> bool:
         k = _keys(session_id)
         result = await self._call(self._replace_summary, keys=[k["state"], k["fence"]],
-                                  args=[expected_cursor, summary])
+                                  args=[expected_cursor, summary, encode_items(tuple(items))])
         return int(result) == 1
 
     async def delete_recall_entries(

@@ -10,14 +10,16 @@ remains (catch-up). Each fold:
    runs, so a dead holder's lock frees within one TTL) and its fencing token;
 2. re-reads the durable state (another process may have folded meanwhile) and checks the
    store still holds this session's generation (else the session re-seeds it);
-3. summarises `[cursor, cursor + B)` -- read from the store by seq, the truth when several
-   writers append -- plus the pending notes that fall before the batch end, under a deadline;
-4. bounds the result: one re-compaction pass if it is too long, then a sentence clamp;
-5. commits summary + cursor + consumed notes with a compare-and-set on the starting cursor
-   and the fencing token, so a stale, duplicate or lease-expired fold is dropped.
+3. asks the summarizer for an update of the memory items from `[cursor, cursor + B)` -- read
+   from the store by seq, the truth when several writers append -- plus the pending notes that
+   fall before the batch end, under a deadline (the call is its own task: a deadline always wins);
+4. applies the validated update to the stored items and renders the bounded summary from them;
+5. commits items + summary + cursor + consumed notes with a compare-and-set on the starting
+   cursor and the fencing token, so a stale, duplicate or lease-expired fold is dropped.
 
-Every summary is checked by one validator (`pipeline.compaction.summary_validation`) before it can
-be committed. The fold that cannot fail, per attempt:
+Every update is checked structurally (`pipeline.compaction.update_validation`: citations inside
+the batch, people of the batch or memory, items not mentioned kept) before it can be applied.
+The fold that cannot fail, per attempt:
 
 - the model's output is invalid (refusal, no-op, loop, ...): a `failed` event with the
   `reason`, one immediate retry; invalid again: the offline summarizer folds the batch;
@@ -47,6 +49,7 @@ from dataclasses import replace
 from pipeline.clock import MonotonicClock
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
 from pipeline.compaction.fold_lock import FoldLock
+from pipeline.compaction.memory_items import legacy_items
 from pipeline.compaction.planning import FoldConditions, plan_compaction, recent_start
 from pipeline.compaction.summarizing import Fold, FoldAttempts
 from pipeline.events import (
@@ -234,6 +237,10 @@ class RollingCompactor:
         """The session is ending: no new folds start (an in-flight one may finish)."""
         self._ending = True
 
+    def abandon_calls(self) -> None:
+        """Cancel summarizer calls that overran their deadline and were no longer waited for."""
+        self._attempts.calls.cancel_all()
+
     async def _fold_once(self, *, emit_busy: bool = True) -> bool | None:
         """True when a fold committed, False when none did, None when another holder has the lock."""
         try:
@@ -273,6 +280,8 @@ class RollingCompactor:
             raise StoreDiverged(self._session_id, stored.epoch)
         if lost_fold(replace(self._state, epoch=self._epoch), stored):
             stored = await self._restore_fold(stored, fence)
+        if stored.items == self._state.items:  # unchanged since our last commit: keep the objects we hold
+            stored = replace(stored, items=self._state.items)
         self._adopt(stored)
         plan = plan_compaction(self._state, self._total, self._policy, now=started)
         if not isinstance(plan, FoldPlan):
@@ -295,6 +304,7 @@ class RollingCompactor:
             )
         )
         request = SummaryRequest(
+            items=self._state.items or legacy_items(self._state.summary),
             previous_summary=self._state.summary,
             turns=tuple(turns),
             notes=notes,
@@ -319,6 +329,7 @@ class RollingCompactor:
             fence=fence,
             epoch=self._epoch,
             owner=self._owner_token,
+            items=fold.items,
         )
         try:
             committed = await self._store.commit_fold(self._session_id, commit)
@@ -341,6 +352,7 @@ class RollingCompactor:
         self._state = replace(
             self._state,
             summary=text,
+            items=fold.items,
             cursor=commit.new_cursor,
             covered_through_turn=commit.covered_through_turn,
             last_at=commit.last_at,
@@ -367,7 +379,7 @@ class RollingCompactor:
         commit = FoldCommit(
             expected_cursor=stored.cursor, summary=held.summary, new_cursor=held.cursor,
             covered_through_turn=held.covered_through_turn, last_at=held.last_at or self._clock.now(),
-            fence=fence, epoch=self._epoch, owner=self._owner_token,
+            fence=fence, epoch=self._epoch, owner=self._owner_token, items=held.items,
         )
         try:
             restored = await self._store.commit_fold(self._session_id, commit)
@@ -377,7 +389,7 @@ class RollingCompactor:
             what="fold", stored=stored.cursor, held=held.cursor,
             restored_seqs=[stored.cursor, held.cursor] if restored else [], lost_seqs=[],
         ))
-        return replace(stored, summary=held.summary, cursor=held.cursor,
+        return replace(stored, summary=held.summary, cursor=held.cursor, items=held.items,
                        covered_through_turn=held.covered_through_turn, last_at=commit.last_at) if restored else stored
 
     async def _safe_reload(self) -> CompactionState:

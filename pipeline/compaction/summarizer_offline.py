@@ -19,7 +19,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pipeline.models import PEOPLE_KINDS, Note, SummaryRequest, SummaryResult, Turn, TurnKind
+from pipeline.compaction.update_parsing import kind_of
+from pipeline.models import (
+    PEOPLE_KINDS,
+    ItemDraft,
+    ItemKind,
+    ItemStatus,
+    MemoryUpdate,
+    Note,
+    SummaryRequest,
+    SummaryResult,
+    Turn,
+    TurnKind,
+)
 from pipeline.transcript.formatting import (
     CHAT_DELETE_SOURCE,
     TYPED_TAG,
@@ -82,14 +94,27 @@ def _condense(text: str) -> str:
     flat = _PHRASE_LOOP.sub(r"\1 …", _WORD_LOOP.sub(r"\1 …", flat))
     visible = flat.replace(" ", "")
     if visible and sum(ch.isalpha() for ch in visible) < 0.3 * len(visible):
-        numbers = len(re.findall(r"\d+", flat))
-        flat = f"read out a list of {numbers} numbers" if numbers >= 3 else ""
+        found = re.findall(r"\d+", flat)
+        # Described, not copied; the first number says which list (and grounds the item in the turn).
+        flat = f"read out a list of {len(found)} numbers from {found[0]}" if len(found) >= 3 else ""
     return cap_text(flat, FACT_CAP_CHARS)
 
 
 def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
+    said = _turn_said(turn, bot_name)
+    if said is None:
+        return None
+    score, text = said
     if turn.kind is TurnKind.MEMBERSHIP:
-        return (0.5, f"- {speaker_label(turn.speaker_name)} {_condense(turn.text)}")
+        return (score, f"- {speaker_label(turn.speaker_name)} {text}")
+    typed = f" ({TYPED_TAG})" if turn.kind is TurnKind.CHAT else ""
+    return (score, f"- {speaker_label(turn.speaker_name)}{typed}: {text}")
+
+
+def _turn_said(turn: Turn, bot_name: str) -> tuple[float, str] | None:
+    """The best of what a turn says (its score and condensed text), or None when it says nothing."""
+    if turn.kind is TurnKind.MEMBERSHIP:
+        return (0.5, _condense(turn.text))
     if turn.kind not in (TurnKind.SPEECH, TurnKind.BOT, TurnKind.CHAT):
         return None
     if turn.kind is TurnKind.CHAT and turn.source.startswith(CHAT_DELETE_SOURCE):
@@ -109,8 +134,7 @@ def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
     if len(top) == 2 and top[1][0] >= 3.0 and len(top[0][2]) + len(top[1][2]) < FACT_CAP_CHARS:
         chosen.append(top[1])
     text = " ".join(c for _, _, c in sorted(chosen, key=lambda x: x[1]))
-    typed = f" ({TYPED_TAG})" if turn.kind is TurnKind.CHAT else ""
-    return (top[0][0], f"- {speaker_label(turn.speaker_name)}{typed}: {text}")
+    return (top[0][0], text)
 
 
 def _provenance(note: Note) -> str:
@@ -138,7 +162,71 @@ class OfflineSummarizer:
         return MODEL_NAME
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
-        return SummaryResult(text=summarize_extractive(request), model=MODEL_NAME)
+        update = extract_update(request)
+        text = "\n".join(f"- {', '.join(d.who)}: {d.what}" for d in update.add)
+        return SummaryResult(text=text, model=MODEL_NAME, update=update)
+
+
+MAX_ITEMS_PER_BATCH = 6
+
+
+def extract_update(request: SummaryRequest) -> MemoryUpdate:
+    """The batch as memory items (the same structure a model returns): the best sentence of
+    each turn that says something and is not already in memory, each citing its turn; screen
+    notes as screen items; a "small talk" item citing the batch when nothing was salient."""
+    seen = [_key(i.what) for i in request.items if i.status is ItemStatus.ACTIVE]
+    last_seq = request.turns[-1].seq if request.turns else 0
+    found: list[tuple[float, float, ItemDraft]] = []  # (score, time, draft)
+    for note in request.notes:
+        text = _condense(note.text)
+        if text:
+            # How and when it arrived ("(look, 00:05) ..."), as the text summary said it.
+            what = f"({_provenance(note).strip()[1:-1]}) {text}" if _provenance(note) else text
+            found.append((3.0 + salience(note.text), note.at,
+                          ItemDraft(who=(speaker_label(note.by),), what=what, kind=ItemKind.SCREEN, seqs=(last_seq,))))
+    superseded = {seq for t in request.turns if (seq := corrected_seq(t)) is not None}
+    for turn in request.turns:
+        if turn.seq in superseded:
+            continue
+        said = _turn_said(turn, request.bot_name)
+        if said is None:
+            continue
+        score, text = said
+        what = f"{speaker_label(turn.speaker_name)} {text}" if turn.kind is TurnKind.MEMBERSHIP else text
+        if turn.kind is TurnKind.CHAT:
+            what = f"({TYPED_TAG}) {text}"
+        found.append((score, turn.started_at,
+                      ItemDraft(who=(speaker_label(turn.speaker_name),), what=what, kind=kind_of("", text),
+                                seqs=(turn.seq,))))
+    kept: list[tuple[float, float, ItemDraft]] = []
+    for score, at, draft in sorted(found, key=lambda f: -f[0]):
+        key = _key(draft.what)
+        if key and any(len(key & other) >= 0.7 * len(key) for other in seen if other):
+            continue  # near-duplicate of memory or of a better line of this batch
+        seen.append(key)
+        kept.append((score, at, draft))
+        if len(kept) >= MAX_ITEMS_PER_BATCH:
+            break
+    drafts = [d for _, _, d in sorted(kept, key=lambda f: f[1])]
+    if not drafts and request.turns:
+        names = batch_speakers(request.turns) or [request.bot_name]
+        turns = request.turns
+        span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
+        drafts.append(ItemDraft(who=tuple(names[:6]), what=f"{', '.join(names[:6])}: small talk {span}",
+                                seqs=tuple(t.seq for t in turns)))
+    return MemoryUpdate(add=tuple(drafts))
+
+
+def last_resort_update(request: SummaryRequest) -> MemoryUpdate:
+    """One item naming the batch's speakers and seq range (the fold that cannot fail)."""
+    turns = request.turns
+    if not turns:
+        return MemoryUpdate()
+    names = batch_speakers(turns) or [request.bot_name]
+    seqs = f"{turns[0].seq}–{turns[-1].seq}"
+    span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
+    what = f"{span} {len(turns)} turns, not summarised; see transcript seq {seqs}"
+    return MemoryUpdate(add=(ItemDraft(who=tuple(names[:6]), what=what, seqs=tuple(t.seq for t in turns)),))
 
 
 def summarize_extractive(request: SummaryRequest) -> str:

@@ -1,9 +1,11 @@
-"""Producing a valid summary for one batch, and the model's failure bookkeeping.
+"""Producing a valid memory update for one batch, and the model's failure bookkeeping.
 
 The fold that cannot fail, per attempt (the compactor's docstring tells the whole story): the
 model, one immediate retry after an invalid output, the offline summarizer, and a deterministic
-last-resort fold that always validates. Each summary is bounded (one re-compaction pass if too
-long, then a sentence clamp) and checked by `pipeline.compaction.summary_validation`.
+last-resort fold that keeps every previous item and adds one naming the batch's speakers and
+seq range. Each answer is read into a `MemoryUpdate` (`update_parsing`), checked structurally
+(`update_validation`), applied to the stored items and rendered within the cap (`memory_items`).
+Each summarizer call runs as its own task (`CallTasks`): a deadline always wins.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ import math
 from dataclasses import dataclass, replace
 
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
+from pipeline.compaction.memory_items import apply_update, render_summary
 from pipeline.compaction.planning import backoff_delay
-from pipeline.compaction.summarizer_offline import last_resort_fold
-from pipeline.compaction.summary_validation import Rejection, RejectReason, validate_summary
+from pipeline.compaction.summarizer_offline import last_resort_update
+from pipeline.compaction.summary_validation import Rejection, RejectReason
+from pipeline.compaction.update_parsing import ParsedUpdate, parse_update
+from pipeline.compaction.update_validation import clipped, validate_update
 from pipeline.events import CompactionFailed
 from pipeline.models import (
     CompactionPolicy,
     CompactionState,
     FoldOutcome,
+    MemoryItem,
     StoreUnavailable,
     SummarizerError,
     SummarizerErrorCode,
@@ -29,7 +35,6 @@ from pipeline.models import (
     SummaryResult,
 )
 from pipeline.ports import Summarizer
-from pipeline.transcript.formatting import clamp_at_sentence
 
 # Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
 # a rejection reason or an error code from the model's last try, or one of these.
@@ -54,7 +59,8 @@ class Rejected(Exception):
 @dataclass(frozen=True, slots=True)
 class Fold:
     text: str
-    recompacted: bool
+    items: tuple[MemoryItem, ...]
+    recompacted: bool  # items were left out of the rendered summary for room
     outcome: FoldOutcome
     model: str
     reason: str | None = None
@@ -76,11 +82,12 @@ class FoldAttempts:
     """The compactor's summarizer side: a valid summary for a batch, counting the model's
     failures in the shared ledger and emitting a `failed` event for each."""
 
-    __slots__ = ("_deps", "_ledger")
+    __slots__ = ("_deps", "_ledger", "calls")
 
     def __init__(self, deps: CompactorDeps, ledger: FoldLedger) -> None:
         self._deps = deps
         self._ledger = ledger
+        self.calls = CallTasks(f"summarizer-call:{deps.session_id}")
 
     @property
     def _state(self) -> CompactionState:
@@ -107,7 +114,8 @@ class FoldAttempts:
             for attempt in (1, 2):
                 t0 = loop.time()
                 try:
-                    text, recompacted = await bounded_summary(model, request, self._deps.policy)
+                    items, text, recompacted = await bounded_summary(model, request, self._deps.policy,
+                                                                     calls=self.calls)
                 except Rejected as rej:
                     reason = rej.rejection.reason.value
                     step = NEXT_RETRY if attempt == 1 else NEXT_FALLBACK
@@ -126,11 +134,12 @@ class FoldAttempts:
                     )
                     self._model_failed(failure, t0)
                     break
-                return Fold(text, recompacted, FoldOutcome.MODEL, model.model)
+                return Fold(text, items, recompacted, FoldOutcome.MODEL, model.model)
         if self._deps.fallback is not None:
             t0 = loop.time()
             try:
-                text, recompacted = await bounded_summary(self._deps.fallback, request, self._deps.policy)
+                items, text, recompacted = await bounded_summary(self._deps.fallback, request, self._deps.policy,
+                                                                 calls=self.calls)
             except (Rejected, SummarizerError) as err:
                 why = err.rejection.reason.value if isinstance(err, Rejected) else err.code.value
                 self._deps.events.emit(
@@ -148,8 +157,9 @@ class FoldAttempts:
                 self._ledger.folds_failed += 1
                 reason = reason or why
             else:
-                return Fold(text, recompacted, FoldOutcome.FALLBACK, self._deps.fallback.model, reason)
-        return Fold(last_resort(request), False, FoldOutcome.DEGRADED, "last-resort", reason)
+                return Fold(text, items, recompacted, FoldOutcome.FALLBACK, self._deps.fallback.model, reason)
+        items, text = last_resort(request)
+        return Fold(text, items, False, FoldOutcome.DEGRADED, "last-resort", reason)
 
 
     def _model_delay(self, failures: int, retry_after_s: float | None) -> float:
@@ -213,50 +223,85 @@ class FoldAttempts:
         )
 
 
-def last_resort(request: SummaryRequest) -> str:
-    """The deterministic fold for when nothing else validated (`last_resort_fold`)."""
-    text = last_resort_fold(request)
-    if validate_summary(text, request) is None:
-        return text
-    # The previous summary itself does not pass (written by an older version): keep the line alone.
-    return last_resort_fold(replace(request, previous_summary=""))
+def last_resort(request: SummaryRequest) -> tuple[tuple[MemoryItem, ...], str]:
+    """The deterministic fold for when nothing else validated: the previous items, all kept,
+    plus one naming the batch's speakers and seq range (`last_resort_update`)."""
+    items = apply_update(request.items, last_resort_update(request), created_at=_created_at(request),
+                         turns=request.turns)
+    text, _ = render_summary(items, request.max_chars)
+    return items, text
+
+
+def _created_at(request: SummaryRequest) -> int:
+    return request.turns[0].seq if request.turns else max((i.created_at for i in request.items), default=0)
 
 
 async def bounded_summary(
-    summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy
-) -> tuple[str, bool]:
-    """`summarizer`'s validated summary for `request`, within the cap: too long, one
-    re-compaction pass (the overlong text as the previous summary), then a sentence clamp.
+    summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy, *, calls: CallTasks | None = None
+) -> tuple[tuple[MemoryItem, ...], str, bool]:
+    """`summarizer`'s validated update applied to `request.items`: the new items, the summary
+    rendered from them (within the cap) and whether items were left out for room.
     Raises `Rejected` (invalid output) or `SummarizerError` (no output)."""
-    cap = policy.summary_cap_chars
-    result = await _call(summarizer, request, policy.summarizer_timeout_s)
-    _check(result, request)
-    text = result.text
-    if len(text) <= cap:
-        return text, False
-    again = await _call(
-        summarizer,
-        replace(request, previous_summary=text, turns=(), notes=(), recompaction=True),
-        policy.summarizer_timeout_s,
-    )
-    _check(again, replace(request, previous_summary=text, recompaction=True))
-    text = again.text if len(again.text) <= cap else clamp_at_sentence(again.text, cap)
-    _check(replace(again, text=text), request)  # judged against the batch it must cover
-    return text, True
-
-
-def _check(result: SummaryResult, request: SummaryRequest) -> None:
-    rejection = validate_summary(result.text, request, finish_reason=result.finish_reason)
+    result = await _call(summarizer, request, policy.summarizer_timeout_s, calls)
+    parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text, request)
+    rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason)
     if rejection is not None:
         raise Rejected(rejection)
+    items = apply_update(request.items, clipped(parsed.update, request), created_at=_created_at(request),
+                         turns=request.turns)
+    text, left_out = render_summary(items, request.max_chars)
+    return items, text, left_out
 
 
-async def _call(summarizer: Summarizer, request: SummaryRequest, timeout_s: float) -> SummaryResult:
+class CallTasks:
+    """The summarizer calls a compactor started, each its own named task. A call that overruns
+    its deadline is cancelled and no longer waited for -- even one that ignores the
+    cancellation -- so the fold (and its lock) is freed; its late result is dropped (the next
+    fold's compare-and-set would refuse it anyway). `cancel_all()` at session end."""
+
+    __slots__ = ("_name", "_tasks")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._tasks: set[asyncio.Task[SummaryResult]] = set()
+
+    def start(self, summarizer: Summarizer, request: SummaryRequest) -> asyncio.Task[SummaryResult]:
+        task = asyncio.get_running_loop().create_task(summarizer.summarize(request), name=self._name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[SummaryResult]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: an abandoned call's error is not "never retrieved"
+
+    @property
+    def abandoned(self) -> int:
+        return len(self._tasks)
+
+    def cancel_all(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+
+async def _call(
+    summarizer: Summarizer, request: SummaryRequest, timeout_s: float, calls: CallTasks | None = None
+) -> SummaryResult:
+    calls = calls or CallTasks("summarizer-call")
+    task = calls.start(summarizer, request)
     try:
-        async with asyncio.timeout(timeout_s):
-            result = await summarizer.summarize(request)
-    except TimeoutError as err:
-        raise SummarizerError(SummarizerErrorCode.TIMEOUT, "summarizer deadline passed") from err
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()  # not awaited: a call that ignores cancellation cannot hold the fold
+        raise SummarizerError(SummarizerErrorCode.TIMEOUT, "summarizer deadline passed")
+    try:
+        result = task.result()
+    except asyncio.CancelledError as err:
+        raise SummarizerError(SummarizerErrorCode.ERROR, "summarizer call cancelled") from err
     except SummarizerError as err:
         if err.code is SummarizerErrorCode.EMPTY:  # an answer with nothing in it: invalid output
             raise Rejected(Rejection(RejectReason.EMPTY, str(err))) from err
@@ -264,4 +309,3 @@ async def _call(summarizer: Summarizer, request: SummaryRequest, timeout_s: floa
     except Exception as err:  # an adapter bug must not kill the compactor task
         raise SummarizerError(SummarizerErrorCode.ERROR, type(err).__name__) from err
     return replace(result, text=result.text.strip())
-

@@ -51,6 +51,15 @@ class RejectReason(StrEnum):
     INJECTION_ECHO = "injection_echo"
     NO_OP = "no_op"
     LOST_ATTRIBUTION = "lost_attribution"
+    # Structural reasons of a memory update (`pipeline.compaction.update_validation`).
+    UNKNOWN_PERSON = "unknown_person"
+    BAD_CITATION = "bad_citation"
+    MISATTRIBUTED = "misattributed"
+    UNGROUNDED = "ungrounded"
+    ANSWER = "answer"
+    LANGUAGE = "language"
+    UNRECOGNISED = "unrecognised"
+    MALFORMED = "malformed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,11 +28,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pipeline.compaction.memory_items import apply_update, render_summary
 from pipeline.compaction.summarizer_offline import MODEL_NAME as OFFLINE_MODEL
-from pipeline.compaction.summarizer_offline import summarize_extractive
+from pipeline.compaction.summarizer_offline import extract_update
 from pipeline.context.recall import note_key, turn_key
 from pipeline.events import PersonDataRemoved
-from pipeline.models import CompactionPolicy, CompactionState, Note, SummaryRequest, Turn
+from pipeline.models import CompactionPolicy, CompactionState, MemoryItem, Note, SummaryRequest, Turn
 from pipeline.ports import SessionStore
 from pipeline.transcript.privacy import Person, RemovalReason, is_tombstone, notes_by, tombstone
 
@@ -116,10 +117,20 @@ def select_expired(turns: Sequence[Turn], notes: Sequence[Note], before_seq: int
     )
 
 
-def refold(turns: Sequence[Turn], notes: Sequence[Note], policy: CompactionPolicy, *, bot_name: str) -> str:
-    """The summary rebuilt from `turns` (the covered range, tombstones in place) batch by batch,
-    as the compactor folds, with the offline summarizer; each note joins the batch it precedes."""
-    summary = ""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refolded:
+    """The memory rebuilt from a tombstoned transcript: its items and the summary rendered from them."""
+
+    items: tuple[MemoryItem, ...]
+    summary: str
+
+
+def refold(turns: Sequence[Turn], notes: Sequence[Note], policy: CompactionPolicy, *, bot_name: str) -> Refolded:
+    """The memory rebuilt from `turns` (the covered range, tombstones in place) batch by batch,
+    as the compactor folds, with the offline summarizer's item updates; each note joins the
+    batch it precedes. Items are rebuilt, never filtered: an item that cited a removed turn
+    beside kept ones could still word what was removed."""
+    items: tuple[MemoryItem, ...] = ()
     ordered = sorted(notes, key=lambda n: n.at)
     used = 0
     step = policy.batch
@@ -132,12 +143,14 @@ def refold(turns: Sequence[Turn], notes: Sequence[Note], policy: CompactionPolic
             used += 1
         if all(is_tombstone(t) for t in batch) and not taken:
             continue  # nothing left to say about this batch: no "small talk" line for silence
+        summary, _ = render_summary(items, policy.summary_cap_chars)
         request = SummaryRequest(
             previous_summary=summary, turns=batch, notes=tuple(taken), bot_name=bot_name,
-            max_chars=policy.summary_cap_chars, turn_cap=policy.turn_text_cap_chars,
+            max_chars=policy.summary_cap_chars, turn_cap=policy.turn_text_cap_chars, items=items,
         )
-        summary = summarize_extractive(request)
-    return summary
+        items = apply_update(items, extract_update(request), created_at=batch[0].seq, turns=batch)
+    summary, _ = render_summary(items, policy.summary_cap_chars)
+    return Refolded(items=items, summary=summary)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,7 +258,8 @@ async def _refold_if_needed(scope: Scope, chosen: Selection) -> tuple[Compaction
         unfolded = {n.note_id for n in [*await store.load_live_notes(session_id),
                                         *await store.pending_notes(session_id)]}
         notes = [n for n in await store.load_recall_notes(session_id) if n.note_id not in unfolded]
-        summary = refold(covered, notes, scope.policy, bot_name=scope.bot_name)
-        if await store.replace_summary(session_id, expected_cursor=state.cursor, summary=summary):
+        rebuilt = refold(covered, notes, scope.policy, bot_name=scope.bot_name)
+        if await store.replace_summary(session_id, expected_cursor=state.cursor, summary=rebuilt.summary,
+                                       items=rebuilt.items):
             return await store.load_state(session_id), state.cursor - 1
     raise RuntimeError(f"the summary of {session_id} kept moving; refold it again")

@@ -265,5 +265,6 @@ class ConversationSession:
         would hold the shutdown): the next `open` embeds whatever has no stored vector."""
         self.compactor.end()
         await self.settle(recall=False)
+        self.compactor.abandon_calls()  # summarizer calls that overran their deadline and ignored the cancel
         await self._cards.wait_saved()
         await self.resync()

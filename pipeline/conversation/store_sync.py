@@ -212,7 +212,7 @@ class StoreSync:
             held = contiguous_tail(self.window.all())
             local = self._compactor.state
             if not state.epoch:
-                seeded = await store.reseed(sid, epoch=epoch, state=local, turns=held)
+                seeded = await store.reseed(sid, epoch=epoch, state=local, turns=held, owner=self._owner_token)
                 if seeded:
                     self._unsynced.clear()  # written by the re-seed, with their seqs
                     base = held[0].seq if held else local.cursor

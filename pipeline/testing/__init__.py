@@ -6,10 +6,12 @@ Used by the test suite, the benchmarks and the replay tool's simulated time.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 
 from pipeline.clock import FakeClock as FakeClock
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult
+from pipeline.transcript.formatting import speaker_label
 
 
 class ScriptedSummarizer:
@@ -45,18 +47,18 @@ class ScriptedSummarizer:
 
 
 def digest(request: SummaryRequest) -> str:
-    """A cheap deterministic summary: previous summary plus one clause per batch, clamped."""
+    """A cheap deterministic memory update (JSON, as a model answers under the schema): one item
+    per batch naming its speakers, citing every turn, quoting the batch's first words."""
     if not request.turns:
-        text = request.previous_summary[: request.max_chars // 2]
-    else:
-        first, last = request.turns[0], request.turns[-1]
-        speakers = sorted({t.speaker_name for t in request.turns})
-        clause = f"Turns {first.seq}-{last.seq}: {', '.join(speakers)} talked."
-        text = f"{request.previous_summary} {clause}".strip()
-    if len(text) > request.max_chars:
-        text = text[-request.max_chars :]
-        text = text[text.find(" ") + 1 :]
-    return text
+        return json.dumps({"add": [], "merge": []})
+    first, last = request.turns[0], request.turns[-1]
+    speakers = sorted({speaker_label(t.speaker_name) for t in request.turns})
+    lead = speaker_label(first.speaker_name)
+    said = " ".join(first.text.split()[:12])
+    item = {"who": [lead, *[s for s in speakers if s != lead]], "kind": "fact",
+            "seqs": list(range(first.seq, last.seq + 1)), "supersedes": "",
+            "what": f"Turns {first.seq}-{last.seq}: {lead} said \"{said}\""}
+    return json.dumps({"add": [item], "merge": []}, ensure_ascii=False)
 
 
 def summarizer_error(code: str, *, retry_after_s: float | None = None) -> SummarizerError:

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.models import CompactionState, Note, ParticipantCard, Turn, TurnDraft, TurnKind
+from pipeline.models import (
+    CompactionState,
+    ItemKind,
+    ItemStatus,
+    MemoryItem,
+    Note,
+    ParticipantCard,
+    Turn,
+    TurnDraft,
+    TurnKind,
+)
 
 DEDUPE_WINDOW = 1024  # turn ids a store remembers per session: a retried append comes within seconds
 
@@ -86,6 +97,41 @@ def decode_state(fields: Mapping[str, str]) -> CompactionState:
         notes_dropped=int(fields.get("notes_dropped", 0)),
         epoch=fields.get("epoch", ""),
         base=int(fields.get("base", 0)),
+        items=decode_items(fields.get("items", "")),
+    )
+
+
+def encode_items(items: Sequence[MemoryItem]) -> str:
+    """The memory items as one JSON array (stored with the summary, in the same commit)."""
+    out = []
+    for i in items:
+        row: dict[str, object] = {"id": i.id, "w": list(i.who), "x": i.what, "k": i.kind.value, "q": list(i.seqs),
+                                  "c": i.created_at}
+        if any(i.who_ids):
+            row["wi"] = list(i.who_ids)
+        if i.supersedes:
+            row["sp"] = i.supersedes
+        if i.status is not ItemStatus.ACTIVE:
+            row["st"] = i.status.value
+        out.append(row)
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_items(raw: str | bytes) -> tuple[MemoryItem, ...]:
+    if not raw:
+        return ()
+    return _decode_items(raw if isinstance(raw, str) else raw.decode("utf-8"))
+
+
+@functools.lru_cache(maxsize=16)  # every fold re-reads the state: the same items decode once (immutable values)
+def _decode_items(raw: str) -> tuple[MemoryItem, ...]:
+    return tuple(
+        MemoryItem(
+            id=row["id"], who=tuple(row.get("w", ())), who_ids=tuple(row.get("wi", ())), what=row["x"],
+            kind=ItemKind(row.get("k", "fact")), seqs=tuple(int(q) for q in row.get("q", ())),
+            supersedes=row.get("sp", ""), status=ItemStatus(row.get("st", "active")), created_at=int(row.get("c", 0)),
+        )
+        for row in json.loads(raw)
     )
 
 

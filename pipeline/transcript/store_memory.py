@@ -13,6 +13,7 @@ from pipeline.models import (
     CompactionState,
     FoldCommit,
     LeaseLost,
+    MemoryItem,
     Note,
     OwnerGrant,
     ParticipantCard,
@@ -23,6 +24,11 @@ from pipeline.models import (
     TurnDraft,
 )
 from pipeline.transcript.store_codec import DEDUPE_WINDOW
+
+
+def _fence_of(token: str) -> int:
+    fence = token.rpartition("#")[2]
+    return int(fence) if fence.isdigit() else 0
 
 
 @dataclass(slots=True)
@@ -84,7 +90,10 @@ class InMemorySessionStore:
     def _acquired_since(self, s: _Session, token: str) -> bool:
         """Whether another acquire came after `token`'s (or the lease is another's now)."""
         holder = self._holder(s)
-        return holder != token and (bool(holder) or str(s.owner_fence) != token.rpartition("#")[2])
+        # No counter at all: the store lost the session (restarted empty), so nobody acquired it
+        # since -- the holder re-seeds it and takes its lease back (`reseed`, `renew_owner`).
+        lost = s.owner_fence == 0
+        return holder != token and (bool(holder) or (not lost and str(s.owner_fence) != token.rpartition("#")[2]))
 
     def _check_owner(self, session_id: str, s: _Session, token: str) -> None:
         if token and self._acquired_since(s, token):
@@ -125,14 +134,16 @@ class InMemorySessionStore:
         return s.state.epoch
 
     async def reseed(
-        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn]
+        self, session_id: str, *, epoch: str, state: CompactionState, turns: Sequence[Turn], owner: str = ""
     ) -> bool:
         s = self._get(session_id)
         if s.state.epoch:
             return False
+        if owner and s.owner_fence == 0:
+            s.owner_fence = _fence_of(owner)
         base = turns[0].seq if turns else state.cursor
         s.state = replace(
-            s.state, epoch=epoch, base=base, summary=state.summary, cursor=state.cursor,
+            s.state, epoch=epoch, base=base, summary=state.summary, items=state.items, cursor=state.cursor,
             covered_through_turn=state.covered_through_turn, last_at=state.last_at, failures=0, next_retry_at=0.0,
         )
         s.turns = [Turn.from_draft(t.draft(), base + i) for i, t in enumerate(turns)]
@@ -154,6 +165,7 @@ class InMemorySessionStore:
         s.state = replace(
             s.state,
             summary=commit.summary,
+            items=commit.items,
             cursor=commit.new_cursor,
             covered_through_turn=commit.covered_through_turn,
             last_at=commit.last_at,
@@ -232,6 +244,8 @@ class InMemorySessionStore:
         s = self._get(session_id)
         if self._acquired_since(s, token):
             return False
+        if s.owner_fence == 0:
+            s.owner_fence = _fence_of(token)
         s.owner = (token, self._monotonic() + ttl_s)
         return True
 
@@ -320,11 +334,13 @@ class InMemorySessionStore:
                 written += 1
         return written
 
-    async def replace_summary(self, session_id: str, *, expected_cursor: int, summary: str) -> bool:
+    async def replace_summary(
+        self, session_id: str, *, expected_cursor: int, summary: str, items: Sequence[MemoryItem] = ()
+    ) -> bool:
         s = self._get(session_id)
         if s.state.cursor != expected_cursor:
             return False
-        s.state = replace(s.state, summary=summary)
+        s.state = replace(s.state, summary=summary, items=tuple(items))
         s.fence += 1
         return True
 

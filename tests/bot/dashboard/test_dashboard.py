@@ -38,7 +38,16 @@ from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, CompactionSkipped, EventEmitter
 from pipeline.metrics import CompactionMetrics
-from pipeline.models import CompactionPolicy, ContextSnapshot, TurnDraft, TurnKind
+from pipeline.models import (
+    CompactionPolicy,
+    ContextSnapshot,
+    FoldCommit,
+    ItemKind,
+    ItemStatus,
+    MemoryItem,
+    TurnDraft,
+    TurnKind,
+)
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -461,3 +470,28 @@ async def test_start_dashboard_serves_on_loopback(redis_store: RedisSessionStore
 def test_hostile_name_constant_is_hostile() -> None:
     """Guard against a rig edit that would make the escaping test vacuous."""
     assert "<img" in HOSTILE_NAME and "onerror" in HOSTILE_NAME
+
+
+async def test_the_summary_card_lists_its_items_with_kind_who_seqs_and_corrections(
+    client: Client, redis_store: RedisSessionStore, session_id: str
+) -> None:
+    """Under the summary: one `summary-item` per memory item, with its kind, who and the seqs it
+    cites; an item a later one corrected is marked superseded (kept as history, struck through)."""
+    old = MemoryItem(id="m0.0", who=("Sarah",), what="Sarah hosts pizza night on Friday.", kind=ItemKind.PLAN,
+                     seqs=(0, 2), status=ItemStatus.SUPERSEDED)
+    new = MemoryItem(id="m10.0", who=("Sarah",), what="Sarah moved pizza night to Saturday.", kind=ItemKind.PLAN,
+                     seqs=(12,), supersedes="m0.0", created_at=10)
+    for i in range(21):
+        await redis_store.append_turn(session_id, TurnDraft(kind=TurnKind.SPEECH, speaker_id="s", speaker_name="Sarah",
+                                                            text=f"line {i}", started_at=float(i), ended_at=i + 0.5))
+    await redis_store.save_meta(session_id, {"title": "items"})
+    summary = "- [plan] Sarah moved pizza night to Saturday. (was: Sarah hosts pizza night on Friday.)"
+    assert await redis_store.commit_fold(session_id, FoldCommit(
+        expected_cursor=0, summary=summary, new_cursor=20, covered_through_turn=19, last_at=20.0, items=(old, new)))
+    page = await (await client.get(f"/sessions/{session_id}")).text()
+    items = [e for e in elements(page) if e["data-testid"] == "summary-item"]
+    assert [("m10.0", "plan", "Sarah", "12", "active"), ("m0.0", "plan", "Sarah", "0,2", "superseded")] == [
+        (e["data-id"], e["data-kind"], e["data-who"], e["data-seqs"], e["data-status"]) for e in items
+    ]
+    assert 1 == sum(1 for e in elements(page) if e["data-testid"] == "superseded")
+    assert "<s>Sarah hosts pizza night on Friday.</s>" in page

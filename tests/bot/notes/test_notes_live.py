@@ -221,10 +221,10 @@ async def test_every_source_reaches_the_instructions_and_then_the_summary(tmp_pa
         await conversation.settle()
         summary = conversation.snapshot().summary
     for line in (
-        "- [screen] James (look, 00:05): Marvel Rivals, Tokyo map, round 7, James at 2 HP.",
-        "- [screen] Maya (channel, 00:10): Maya's scoreboard, Maya has 31 kills.",
-        "- [screen] Bob (ingest, 00:15): Bob's stream overlay says: ranked queue at 9pm",
-        "- [screen] Alice (watch, 00:20): Alice's build screen, Alice picked Loki.",
+        "- [screen] James: (look, 00:05) Marvel Rivals, Tokyo map, round 7, James at 2 HP.",
+        "- [screen] Maya: (channel, 00:10) Maya's scoreboard, Maya has 31 kills.",
+        "- [screen] Bob: (ingest, 00:15) Bob's stream overlay says: ranked queue at 9pm",
+        "- [screen] Alice: (watch, 00:20) Alice's build screen, Alice picked Loki.",
     ):
         assert line in summary.splitlines(), summary
     vision_bodies = lv.stub.bodies("/chat/completions")
@@ -255,7 +255,7 @@ async def test_typed_chat_is_a_turn_between_spoken_turns_and_is_folded() -> None
     ]
     assert ("2", "chat") == (turns[1].speaker_id, turns[1].source)
     assert "James (typed): I main Hulk and I keep dying on Tokyo" in instructions
-    assert "- James (typed): I main Hulk and I keep dying on Tokyo" in summary.splitlines(), summary
+    assert "- James: (typed) I main Hulk and I keep dying on Tokyo" in summary.splitlines(), summary
 
 
 async def test_edits_within_grace_correct_the_turn_and_late_ones_are_only_recorded() -> None:

@@ -5,7 +5,6 @@ report.json counts them; a poison-input replay folds every batch outside the win
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -36,19 +35,35 @@ def user_message(body: dict[str, Any]) -> str:
     return str(body["messages"][1]["content"])
 
 
-def valid(body: dict[str, Any]) -> str:
-    """A well-behaved model: names the batch's speakers and its seq range."""
+def batch(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The new turns of a summarizer request (one JSON object per data line)."""
     user = user_message(body)
-    span = re.search(r"NEW TURNS (\d+)-(\d+)", user)
-    names = sorted({m.group(1) for m in re.finditer(r"^\[[\d:]+\] ([^:]+):", user, re.MULTILINE)})
-    return f"{', '.join(names)} talked about the Tokyo map during turns {span.group(1)}-{span.group(2)}." if span else (
-        "Alice and Bob talked."
-    )
+    if "(BEGIN transcript data)" not in user:
+        return []
+    block = user.split("(BEGIN transcript data)\n", 1)[1].split("\n(END transcript data)", 1)[0]
+    return [json.loads(line) for line in block.splitlines()]
+
+
+def memory(body: dict[str, Any]) -> list[dict[str, Any]]:
+    block = user_message(body).split("MEMORY (BEGIN data)\n", 1)[1].split("\n(END data)", 1)[0]
+    return [json.loads(line) for line in block.splitlines() if line.startswith("{")]
+
+
+def valid(body: dict[str, Any]) -> str:
+    """A well-behaved model: one item about the batch's first speaker, citing their turns."""
+    turns = batch(body)
+    if not turns:
+        return json.dumps({"add": [], "merge": []})
+    lead = turns[0]["speaker"]
+    seqs = [t["seq"] for t in turns if t["speaker"] == lead]
+    what = f"{lead} talked about the Tokyo map during turns {turns[0]['seq']}-{turns[-1]['seq']}."
+    return json.dumps({"add": [{"who": [lead], "kind": "fact", "what": what, "seqs": seqs, "supersedes": ""}],
+                       "merge": []})
 
 
 def previous(body: dict[str, Any]) -> str:
-    """A lazy model: the previous summary, unchanged."""
-    return user_message(body).split("PREVIOUS SUMMARY:\n", 1)[1].split("\n\n", 1)[0]
+    """A lazy model: the memory it was given, restated as plain text."""
+    return "\n".join(f"- {', '.join(i['who'])}: {i['what']}" for i in memory(body)) or "(nothing)"
 
 
 def copier(body: dict[str, Any]) -> str:
@@ -104,7 +119,7 @@ async def test_context_limit_from_the_servers_model_list(stub: OpenAIStub) -> No
     assert 1 == sum(1 for r in stub.requests if r.path.endswith("/models"))  # asked once
     body = stub.bodies("/chat/completions")[0]
     assert 256 == body["max_tokens"]
-    data_line = next(line for line in user_message(body).splitlines() if line.startswith("[00:01] Bob: "))
+    data_line = next(line for line in user_message(body).splitlines() if '"speaker": "Bob"' in line)
     assert len(data_line) < 600  # 2,300 chars of speech (default cap 1,200) cut to fit a 1,024-token context
     stub.models = [{"id": "qwen"}]
     quiet = OpenAISummarizer(
@@ -220,6 +235,7 @@ async def test_poison_replay_folds_every_batch(model: str, stub: OpenAIStub, tmp
     comp = report["compactions"]
     assert (300, 0, 240) == (report["turns"], report["lost_turns"], report["cursor"])  # (300 - 1 - 50) // 10 * 10
     assert 24 == comp["completed"] == sum(comp["by_outcome"].values())
+    assert 0 == comp["by_outcome"]["degraded"]  # the offline summarizer's items always pass the validator
     assert comp["failed"] == sum(comp["failed_by_reason"].values())
     final = report["summary_final"]
     assert not any(ch in final for ch in "\x00\u202e\u200b")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted, EventEmitter
-from pipeline.models import CompactionPolicy, Note, SummaryRequest, TurnDraft, TurnKind
+from pipeline.models import CompactionPolicy, Note, SummaryRequest, SummaryResult, TurnDraft, TurnKind
 from pipeline.ports import SessionStore, Summarizer
 from pipeline.testing import FakeClock, ScriptedSummarizer, summarizer_error
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -155,7 +156,7 @@ async def test_failure_leaves_cursor_and_summary_intact(
     async with running(session):
         await feed(session, clock, 0, 71)
     state = await store.load_state(session_id)
-    assert ("Alice and Bob picked the Tokyo map.", 10, 1) == (state.summary, state.cursor, state.failures)
+    assert ("- Alice and Bob picked the Tokyo map.", 10, 1) == (state.summary, state.cursor, state.failures)
     failed = event_log.named(CompactionFailed.name)
     assert 1 == len(failed)
     assert (error_class, retryable, 1, 2.0, "fake-summarizer", error_class, "backoff") == (
@@ -166,24 +167,35 @@ async def test_failure_leaves_cursor_and_summary_intact(
     assert (10, 61) == (snap.turns[0].seq, len(snap.turns))  # the window stays elastic
 
 
-async def test_overlong_output_is_recompacted_then_clamped(
+class VerboseSummarizer:
+    """A model that adds one long item for every turn of each batch (JSON update)."""
+
+    model = "verbose"
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        add = [{"who": [t.speaker_name], "kind": "fact", "seqs": [t.seq], "supersedes": "",
+                "what": f"{t.text} {t.text} {t.text}"} for t in request.turns]
+        return SummaryResult(text=json.dumps({"add": add, "merge": []}), model=self.model)
+
+
+async def test_over_budget_the_oldest_items_make_room(
     session_id: str, emitter: EventEmitter, event_log: EventLog
 ) -> None:
-    """Too long: one re-compaction pass with the overlong text as previous summary; still too
-    long: a sentence-boundary clamp. The stored summary is never over the cap."""
+    """More items than fit: the rendered summary stays within the cap, the newest fold's items
+    are in it, the oldest are left out of the text but stay stored (cited), and the completed
+    event says items were left out (`recompacted`)."""
     store = InMemorySessionStore()
     clock = FakeClock()
-    summarizer = ScriptedSummarizer([LONG, "Bob keeps dying as Hulk.", LONG, LONG])
-    session = await open_session(store, session_id, emitter, clock, summarizer)
+    session = await open_session(store, session_id, emitter, clock, VerboseSummarizer())  # type: ignore[arg-type]
     async with running(session):
-        await feed(session, clock, 0, 71)
+        await feed(session, clock, 0, 81)
     completed = event_log.named(CompactionCompleted.name)
-    assert [True, True] == [e["recompacted"] for e in completed]
-    assert summarizer.requests[1].recompaction and LONG.strip() == summarizer.requests[1].previous_summary
+    assert [10, 20, 30] == [e["new_cursor"] for e in completed]
+    assert completed[-1]["recompacted"]
     state = await store.load_state(session_id)
-    assert 1200 < len(LONG) <= 2400
     assert len(state.summary) <= 1200
-    assert state.summary.endswith("everyone laughs.")
+    assert "fact number 29 " in state.summary and "fact number 0 " not in state.summary
+    assert list(range(30)) == sorted(s for i in state.items for s in i.seqs)
 
 
 async def test_backoff_on_fake_clock_then_fallback(

@@ -27,7 +27,7 @@ BAD_OUTPUTS = [
     (SummaryResult(text="Alice and Bob said the the", model="fake-summarizer", finish_reason="length"), "truncated"),
     ("Alice and Bob\x00 picked \u202eTokyo.", "invalid_chars"),
     (" ".join(f"Alice owes Bob {i} coins after round {i}." for i in range(100)), "too_long"),
-    ("The group talked about maps and plans for tonight.", "lost_attribution"),
+    ("The group talked about maps and plans for tonight.", "unrecognised"),
 ]
 
 
@@ -47,7 +47,7 @@ async def test_invalid_output_is_never_committed_and_retried_once(
     completed = event_log.named(CompactionCompleted.name)
     assert [("model", 10), ("model", 20)] == [(e["outcome"], e["new_cursor"]) for e in completed]
     state = await store.load_state(session_id)
-    assert state.summary.startswith(FIRST) and "Turns 10-19" in state.summary
+    assert f"- {FIRST}" in state.summary.splitlines() and "Turns 10-19" in state.summary
     assert (20, 0) == (state.cursor, state.failures)
     assert 3 == len(summarizer.requests)
 
@@ -94,9 +94,10 @@ async def test_fallback_invalid_too_the_last_resort_folds(
     completed = event_log.named(CompactionCompleted.name)[-1]
     assert ("degraded", "refusal", 20) == (completed["outcome"], completed["reason"], completed["new_cursor"])
     state = await store.load_state(session_id)
-    assert f"{FIRST}\n[00:10–00:19] James, Maya, Alice, Bob: 10 turns, not summarised; see transcript seq 10–19" == (
-        state.summary
-    )
+    # The last resort keeps every previous item and adds one naming the speakers and seq range.
+    assert (f"- James, Maya, Alice, Bob: [00:10–00:19] 10 turns, not summarised; see transcript seq 10–19\n"
+            f"- {FIRST}") == state.summary
+    assert [tuple(range(10, 20))] == [i.seqs for i in state.items if i.created_at == 10]
 
 
 async def test_auth_error_goes_straight_to_the_fallback(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,8 +18,8 @@ from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
-from pipeline.events import EventEmitter, SessionStoreDiverged, SessionStoreReseeded
-from pipeline.models import CompactionPolicy, SummaryRequest, SummaryResult, TurnDraft, TurnKind
+from pipeline.events import CompactionCompleted, EventEmitter, SessionStoreDiverged, SessionStoreReseeded
+from pipeline.models import CompactionPolicy, CompactionState, SummaryRequest, SummaryResult, TurnDraft, TurnKind
 from pipeline.ports import SessionStore
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -37,8 +38,8 @@ def speech(tag: str, t: float) -> TurnDraft:
 
 
 class ChainSummarizer:
-    """Answers every request with a unique summary and remembers which request produced it, so
-    the chain of committed folds can be read back from the final summary."""
+    """Answers every request with a memory update of one item citing every turn of the batch, so
+    the committed memory says which seqs were folded, and how often."""
 
     counter = itertools.count(1)
 
@@ -56,21 +57,23 @@ class ChainSummarizer:
         await asyncio.sleep(0)  # let the other writer run while this fold is in flight
         if self.gate is not None:
             await self.gate.wait()
-        speakers = ", ".join(sorted({t.speaker_name for t in request.turns}))
-        text = f"Fold number {next(self.counter)}: {speakers} talked about the map and the plan."
-        self.produced[text] = request
-        return SummaryResult(text=text, model=self.model)
+        lead = request.turns[0].speaker_name
+        what = f"Fold {next(self.counter)}: {lead} reports on the Tokyo map."
+        self.produced[what] = request
+        item = {"who": [lead], "kind": "fact", "what": what, "seqs": [t.seq for t in request.turns], "supersedes": ""}
+        return SummaryResult(text=json.dumps({"add": [item], "merge": []}), model=self.model)
 
 
-def committed_chain(final_summary: str, produced: dict[str, SummaryRequest]) -> list[SummaryRequest]:
-    """The committed folds, oldest first: each commit's request names the previous summary."""
-    chain: list[SummaryRequest] = []
-    text = final_summary
-    while text:
-        request = produced[text]
-        chain.append(request)
-        text = request.previous_summary
-    return chain[::-1]
+def folded_seqs(state: CompactionState) -> list[int]:
+    """Every seq the committed memory cites, once per citing item, in order: each fold adds one
+    item citing its batch, so a batch folded twice (or a stale fold committed over a newer one)
+    shows as a repeated (or missing) seq."""
+    return sorted(seq for item in state.items for seq in item.seqs)
+
+
+def committed_ranges(events: list[dict[str, object]]) -> list[int]:
+    """The seqs of every committed fold's range, from the completed events (all writers)."""
+    return sorted(seq for e in events for seq in range(int(str(e["old_cursor"])), int(str(e["new_cursor"]))))
 
 
 async def open_session(
@@ -97,11 +100,12 @@ async def running(*sessions: ConversationSession) -> AsyncIterator[None]:
 
 
 async def test_two_writers_fold_every_seq_exactly_once(
-    redis_server: PrivateRedisServer, session_id: str, emitter: EventEmitter
+    redis_server: PrivateRedisServer, session_id: str, emitter: EventEmitter, event_log: EventLog
 ) -> None:
     """Two independent sessions on one Redis session, interleaving appends and folds: the
-    committed folds cover every seq exactly once, each with the turn the store holds at that
-    seq, and each writer's local view follows the store (contiguous seqs)."""
+    committed memory cites every seq exactly once (and the completed events of both writers
+    cover each seq once), each item citing the turns the store holds at those seqs, and each
+    writer's local view follows the store (contiguous seqs)."""
     produced: dict[str, SummaryRequest] = {}
     clock = FakeClock()
     stores = [RedisSessionStore.from_url(redis_server.url) for _ in range(2)]
@@ -118,10 +122,10 @@ async def test_two_writers_fold_every_seq_exactly_once(
         await asyncio.gather(a.settle(), b.settle())
     state = await stores[0].load_state(session_id)
     stored = await stores[0].get_turns(session_id, 0, state.cursor)
-    chain = committed_chain(state.summary, produced)
-    folded = [t for request in chain for t in request.turns]
     assert state.cursor >= 250
-    assert list(range(state.cursor)) == [t.seq for t in folded]  # none skipped, none twice
+    assert list(range(state.cursor)) == folded_seqs(state)  # none skipped, none twice
+    assert list(range(state.cursor)) == committed_ranges(event_log.named(CompactionCompleted.name))
+    folded = sorted((t for item in state.items for t in produced[item.what].turns), key=lambda t: t.seq)
     assert [t.text for t in stored] == [t.text for t in folded]  # the store's turn at each seq
     for session in (a, b):
         seqs = [t.seq for t in session.snapshot().turns]
@@ -201,8 +205,7 @@ async def test_redis_restarted_empty_is_reseeded_not_refolded(session_id: str, e
     assert 80 == total
     assert list(range(before.cursor, 80)) == [t.seq for t in window]
     assert [f"t{t.seq}" in t.text for t in window] == [True] * len(window)
-    folded = [t.seq for request in committed_chain(state.summary, produced) for t in request.turns]
-    assert list(range(state.cursor)) == folded
+    assert list(range(state.cursor)) == folded_seqs(state)  # the re-seeded memory, then the new folds
     assert state.cursor > before.cursor
 
 

@@ -12,6 +12,9 @@ from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.models import (
     CompactionState,
     FoldCommit,
+    ItemKind,
+    ItemStatus,
+    MemoryItem,
     Note,
     ParticipantCard,
     StoreBehind,
@@ -274,3 +277,23 @@ async def test_participant_cards_replace_and_round_trip(store: SessionStore, ses
     assert [alice] == await store.load_participant_cards(session_id)
     await store.delete_session(session_id)
     assert [] == await store.load_participant_cards(session_id)
+
+
+async def test_memory_items_are_committed_with_the_cursor_and_reseeded(store: SessionStore, session_id: str) -> None:
+    """The summary's items go in the same compare-and-set as the cursor (a stale commit writes
+    neither), come back field for field, and a re-seed writes them back."""
+    items = (
+        MemoryItem(id="m0.0", who=("Sarah",), who_ids=("u1",), what="Sarah hosts pizza night on Friday.",
+                   kind=ItemKind.PLAN, seqs=(0, 2), status=ItemStatus.SUPERSEDED),
+        MemoryItem(id="m10.0", who=("Sarah", "Bob"), what="Sarah moved it to Saturday; Bob agreed.",
+                   kind=ItemKind.PLAN, seqs=(12,), supersedes="m0.0", created_at=10),
+    )
+    commit = FoldCommit(expected_cursor=0, summary="- [plan] Sarah moved it to Saturday; Bob agreed.", new_cursor=10,
+                        covered_through_turn=9, last_at=1.0, items=items)
+    assert await store.commit_fold(session_id, commit)
+    assert not await store.commit_fold(session_id, replace(commit, items=items[:1]))  # stale: nothing written
+    assert items == (await store.load_state(session_id)).items
+    other = f"{session_id}-b"
+    state = CompactionState(summary="x", cursor=10, covered_through_turn=9, items=items)
+    assert await store.reseed(other, epoch="e1", state=state, turns=[])
+    assert items == (await store.load_state(other)).items

@@ -1,0 +1,205 @@
+"""The session's memory as cited items: applying an update, rendering the bounded summary. Pure.
+
+A fold proposes a `MemoryUpdate` (items added, some correcting older ones, old items merged);
+`apply_update` applies it to the stored items, and `render_summary` derives the running summary
+the model sees from them (docs/summary-items.md):
+
+- items the update does not mention are kept: history cannot vanish in one fold;
+- a correction (`supersedes`) marks the older item superseded (kept as history, not shown) and
+  the newer one is rendered with the older value as `(was: ...)`;
+- a merge replaces old items with one that carries all their seqs;
+- the rendered summary is speaker-attributed (`- Bob keeps dying as Hulk.` when the text names
+  the person first, else `- Bob: ...`), at most `max_chars`: the newest fold's items first, then
+  what is happening now, plans, open questions, facts and screen context, newest first within
+  each; what does not fit is left out of the text (it stays stored and cited) -- the oldest,
+  least important first;
+- the store keeps at most `MAX_STORED_ITEMS`: superseded history goes first, then the oldest,
+  least important items the summary no longer shows.
+
+`items_citing(items, seqs)` and `drop_citing(items, seqs)` are the helpers for anything that
+must find or forget what a person said (forget-me): the items citing those seqs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from pipeline.models import ItemDraft, ItemKind, ItemStatus, MemoryItem, MemoryUpdate, Turn
+from pipeline.transcript.formatting import cap_text, data_field, one_line, speaker_label
+
+MAX_STORED_ITEMS = 80
+ITEM_CAP_CHARS = 240  # one item's text
+WAS_CAP_CHARS = 48  # the older value shown after a correction
+# Kinds in the order the summary lists them (after the newest fold's own items).
+KIND_ORDER = (ItemKind.NOW, ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT, ItemKind.SCREEN)
+_KIND_WEIGHT = {ItemKind.NOW: 3, ItemKind.PLAN: 3, ItemKind.QUESTION: 2, ItemKind.FACT: 2, ItemKind.SCREEN: 1}
+_KIND_TAG = {ItemKind.NOW: "now", ItemKind.PLAN: "plan", ItemKind.QUESTION: "open question",
+             ItemKind.SCREEN: "screen"}
+
+
+def item_id(created_at: int, n: int) -> str:
+    return f"m{created_at}.{n}"
+
+
+def active(items: Iterable[MemoryItem]) -> list[MemoryItem]:
+    return [i for i in items if i.status is ItemStatus.ACTIVE]
+
+
+def names_in(items: Iterable[MemoryItem]) -> set[str]:
+    """Every person the memory names."""
+    return {name for item in items for name in item.who}
+
+
+def items_citing(items: Sequence[MemoryItem], seqs: Iterable[int]) -> list[MemoryItem]:
+    """The items (active or superseded) that cite any of `seqs`."""
+    wanted = set(seqs)
+    return [i for i in items if wanted.intersection(i.seqs)]
+
+
+def drop_citing(items: Sequence[MemoryItem], seqs: Iterable[int]) -> tuple[MemoryItem, ...]:
+    """`items` without those citing any of `seqs` (forget-me): an item correcting a dropped one
+    no longer points at it."""
+    gone = {i.id for i in items_citing(items, seqs)}
+    return tuple(
+        replace(i, supersedes="") if i.supersedes in gone else i for i in items if i.id not in gone
+    )
+
+
+def _from_draft(draft: ItemDraft, *, item_id_: str, created_at: int, ids: dict[str, str]) -> MemoryItem:
+    who = tuple(dict.fromkeys(speaker_label(n) for n in draft.who if n.strip()))
+    return MemoryItem(
+        id=item_id_,
+        who=who,
+        who_ids=tuple(ids.get(n.casefold(), "") for n in who),
+        what=cap_text(draft.what, ITEM_CAP_CHARS),
+        kind=draft.kind,
+        seqs=tuple(sorted(set(draft.seqs))),
+        supersedes=draft.supersedes,
+        created_at=created_at,
+    )
+
+
+def speaker_ids(turns: Sequence[Turn]) -> dict[str, str]:
+    """Casefolded display label -> speaker id, for the batch's speakers."""
+    return {speaker_label(t.speaker_name).casefold(): t.speaker_id for t in turns}
+
+
+def apply_update(
+    items: Sequence[MemoryItem], update: MemoryUpdate, *, created_at: int, turns: Sequence[Turn] = ()
+) -> tuple[MemoryItem, ...]:
+    """The memory after `update` (validated by `update_validation`): unmentioned items kept,
+    corrected ones marked superseded, merged ones replaced, new ones appended, then bounded."""
+    ids = speaker_ids(turns)
+    by_id = {i.id: i for i in items}
+    out = list(items)
+    n = sum(1 for i in items if i.created_at == created_at)  # a retried fold keeps ids unique
+    merged_away: set[str] = set()
+    for merge in update.merge:
+        olds = [by_id[x] for x in merge.ids if x in by_id]
+        if not olds:
+            continue
+        seqs = {s for o in olds for s in o.seqs} | set(merge.item.seqs)
+        draft = replace(merge.item, seqs=tuple(seqs), supersedes="")
+        new = _from_draft(draft, item_id_=item_id(created_at, n), created_at=min(o.created_at for o in olds),
+                          ids=ids)
+        n += 1
+        merged_away.update(o.id for o in olds)
+        out.append(new)
+    out = [i for i in out if i.id not in merged_away]
+    for draft in update.add:
+        new = _from_draft(draft, item_id_=item_id(created_at, n), created_at=created_at, ids=ids)
+        n += 1
+        if draft.supersedes:
+            out = [replace(i, status=ItemStatus.SUPERSEDED) if i.id == draft.supersedes else i for i in out]
+        out.append(new)
+    return bound_items(out)
+
+
+def _rank(item: MemoryItem) -> tuple[int, int]:
+    return (_KIND_WEIGHT[item.kind], item.created_at)
+
+
+def bound_items(items: Sequence[MemoryItem], limit: int = MAX_STORED_ITEMS) -> tuple[MemoryItem, ...]:
+    """At most `limit` items: superseded history goes first (oldest first), then the least
+    important, oldest active items (the newest fold's items always stay)."""
+    kept = list(items)
+    if len(kept) <= limit:
+        return tuple(kept)
+    newest = max(i.created_at for i in kept)
+    superseded = sorted((i for i in kept if i.status is ItemStatus.SUPERSEDED), key=lambda i: i.created_at)
+    drop: set[str] = set()
+    for item in superseded:
+        if len(kept) - len(drop) <= limit:
+            break
+        drop.add(item.id)
+    pool = sorted((i for i in kept if i.status is ItemStatus.ACTIVE and i.created_at != newest), key=_rank)
+    for item in pool:
+        if len(kept) - len(drop) <= limit:
+            break
+        drop.add(item.id)
+    return tuple(replace(i, supersedes="") if i.supersedes in drop else i for i in kept if i.id not in drop)
+
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def names_first(what: str, name: str) -> bool:
+    """Whether `what` opens with `name` (whole words: "Al" does not open "Also")."""
+    return bool(re.match(rf"\s*{re.escape(name)}(?![^\W_])", what, re.IGNORECASE))
+
+
+def render_item(item: MemoryItem, by_id: dict[str, MemoryItem]) -> str:
+    """One summary line: attributed, quoted as data (`data_field`), the older value when it
+    corrects one, and the kind when it is not a plain fact."""
+    what = data_field(item.what).rstrip()
+    who = ", ".join(item.who)
+    body = what if not who or names_first(what, item.who[0]) else f"{who}: {what}"
+    tag = _KIND_TAG.get(item.kind)
+    line = f"- [{tag}] {body}" if tag else f"- {body}"
+    old = by_id.get(item.supersedes)
+    if old is not None:
+        line += f" (was: {cap_text(data_field(old.what), WAS_CAP_CHARS)})"
+    return line
+
+
+def render_summary(items: Sequence[MemoryItem], max_chars: int) -> tuple[str, bool]:
+    """The running summary rendered from `items`, at most `max_chars`, and whether items were
+    left out for room."""
+    by_id = {i.id: i for i in items}
+    shown = active(items)
+    if not shown:
+        return "", False
+    newest = max(i.created_at for i in shown)
+    # Priority: the newest fold's items (the batch leaves a trace), then by kind weight, newest first.
+    priority = sorted(shown, key=lambda i: (i.created_at != newest, -_KIND_WEIGHT[i.kind], -i.created_at,
+                                            -max(i.seqs, default=-1)))
+    chosen: list[tuple[MemoryItem, str]] = []
+    used = 0
+    for item in priority:
+        line = render_item(item, by_id)
+        cost = len(line) + (1 if chosen else 0)
+        if used + cost > max_chars:
+            line = cap_text(line, max_chars - used - (1 if chosen else 0))
+            if len(line) < 24 or chosen:
+                continue
+            cost = len(line)
+        chosen.append((item, line))
+        used += cost
+    order = {k: n for n, k in enumerate(KIND_ORDER)}
+    chosen.sort(key=lambda x: (order[x[0].kind], -x[0].created_at, -max(x[0].seqs, default=-1)))
+    return "\n".join(line for _, line in chosen), len(chosen) < len(shown)
+
+
+_LEGACY_BULLET = re.compile(r"^\s*(?:[-*•]\s+)?")
+
+
+def legacy_items(summary: str) -> tuple[MemoryItem, ...]:
+    """A summary stored before items existed, as items (one per line, attributed as written):
+    kept, never re-validated, so an old session's history carries over."""
+    lines = [one_line(_LEGACY_BULLET.sub("", line, count=1)) for line in summary.splitlines()]
+    return tuple(
+        MemoryItem(id=f"legacy.{n}", who=(), what=line, created_at=-1)
+        for n, line in enumerate(x for x in lines if x)
+    )

@@ -1,0 +1,418 @@
+"""Reading a summarizer's answer into a `MemoryUpdate`, tolerantly. Pure.
+
+The model is asked for JSON (`response_format` with `UPDATE_SCHEMA`) but real servers and
+models vary: a preamble ("Here is the updated summary:"), a heading, code fences around the
+JSON, trailing whitespace -- all stripped, never fatal. A server that ignores the schema and
+answers with a plain-text summary (bullets or sentences) is read line by line: a line or
+sentence attributed to a known person ("- Bob: ...", "Bob keeps dying as Hulk.") becomes an
+item citing that person's turns of the batch; a line repeating an item already in memory is
+a mention (kept as is); one that changes a few words of an item is read as its correction;
+an unattributed line is left out and counted (`ParsedUpdate.unattributed`).
+
+Names are matched on word boundaries ("Al" is not in "also").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.models import (
+    PEOPLE_KINDS,
+    ItemDraft,
+    ItemKind,
+    ItemMerge,
+    MemoryItem,
+    MemoryUpdate,
+    SummaryRequest,
+    Turn,
+    TurnKind,
+)
+from pipeline.transcript.formatting import one_line, speaker_label
+
+# The JSON schema of the update (OpenAI structured outputs; llama.cpp and Ollama accept it too).
+_ITEM_PROPS: dict[str, Any] = {
+    "who": {"type": "array", "items": {"type": "string"}},
+    "kind": {"type": "string", "enum": ["fact", "plan", "question", "now", "screen"]},
+    "what": {"type": "string"},
+    "seqs": {"type": "array", "items": {"type": "integer"}},
+    "supersedes": {"type": "string"},
+}
+UPDATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "add": {
+            "type": "array",
+            "items": {"type": "object", "properties": _ITEM_PROPS,
+                      "required": ["who", "kind", "what", "seqs", "supersedes"], "additionalProperties": False},
+        },
+        "merge": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"ids": {"type": "array", "items": {"type": "string"}}, **{
+                    k: v for k, v in _ITEM_PROPS.items() if k in ("who", "kind", "what")}},
+                "required": ["ids", "who", "kind", "what"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["add", "merge"],
+    "additionalProperties": False,
+}
+
+_KIND_ALIASES = {
+    "fact": ItemKind.FACT, "facts": ItemKind.FACT, "preference": ItemKind.FACT, "claim": ItemKind.FACT,
+    "plan": ItemKind.PLAN, "commitment": ItemKind.PLAN, "decision": ItemKind.PLAN, "plans": ItemKind.PLAN,
+    "question": ItemKind.QUESTION, "open_question": ItemKind.QUESTION, "open question": ItemKind.QUESTION,
+    "now": ItemKind.NOW, "current": ItemKind.NOW, "activity": ItemKind.NOW, "current_activity": ItemKind.NOW,
+    "screen": ItemKind.SCREEN, "screen_context": ItemKind.SCREEN,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedUpdate:
+    update: MemoryUpdate
+    unattributed: tuple[str, ...] = ()  # plain-text lines naming nobody known
+    addressed: tuple[str, ...] = ()  # plain-text lines that speak to someone ("Michael, a lawyer would ...")
+    mentioned: int = 0  # plain-text lines that repeat an item already in memory
+    malformed: bool = False  # it opens as JSON but does not parse (cut short, broken)
+    altered: tuple[str, ...] = ()  # lines restating an item with a name or number changed ("Friday" -> "Monday")
+
+
+_FENCE = re.compile(r"^\s*```[\w-]*\s*$")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
+_BULLET = re.compile(r"^\s*(?:[-*•–]\s+|\d+[.)]\s+)")
+_TAG = re.compile(r"^\[([a-z ]{2,16})\]\s*", re.IGNORECASE)
+_WAS = re.compile(r"\s*\(was:[^)]*\)\s*$")
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s+.*|\*\*[^*]{1,60}\*\*:?|__[^_]{1,60}__:?|[A-Z][\w ]{0,40}:)\s*$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+_STOPWORD_TEXT = (
+    "a an the and or but if of to in on at for with from by as is are was were be been being it its this that "
+    "these those he she they them his her their there here i me my we our you your not no so do does did have "
+    "has had will would can could should just about into over also than then too very up out what who when where "
+    "which while all any some said says say says talked talk mentioned asked told "
+    # the words of our own trace items ("Small talk between ...", "10 turns, not summarised")
+    "small between chat chatted turns summarised transcript see seq"
+)
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def words(text: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+def content_words(text: str, drop: Iterable[str] = ()) -> set[str]:
+    """Words that carry meaning: not stopwords, not in `drop` (names), 3+ chars, folded plurals."""
+    dropped = {w for name in drop for w in words(name)}
+    return {_stem(w) for w in words(text) if len(w) >= 3 and w not in STOPWORDS and w not in dropped}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("'s", "ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def name_in(text: str, name: str) -> bool:
+    """`name` in `text` as whole words, case-insensitive ("Al" is not in "also")."""
+    name = name.strip()
+    if not name:
+        return False
+    return re.search(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", text, re.IGNORECASE) is not None
+
+
+def known_people(request: SummaryRequest) -> list[str]:
+    """Everyone an item may name: the batch's speakers, note authors, the bot, the memory's people."""
+    names = [speaker_label(t.speaker_name) for t in request.turns]
+    names += [speaker_label(n.by) for n in request.notes]
+    names += [request.bot_name]
+    names += [n for item in request.items for n in item.who]
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def person_of(name: str, people: Sequence[str]) -> str | None:
+    """The known person `name` refers to: the same label, or a multi-word name's first word."""
+    folded = " ".join(name.casefold().split())
+    for person in people:
+        if person.casefold() == folded:
+            return person
+    for person in people:
+        first = person.split(" ")[0]
+        if len(first) >= 3 and first.casefold() == folded:
+            return person
+    return None
+
+
+_CLOSING = re.compile(
+    r"^\s*(?:let me know|i hope (?:this|that)|hope this|feel free|is there anything|anything else)\b", re.IGNORECASE
+)
+
+
+def strip_wrapping(text: str) -> str:
+    """The answer without what wraps it: code fences, a closing offer ("Let me know if ..."),
+    trailing space (a preamble line and headings are dropped when the text is read as items)."""
+    lines = [line.rstrip() for line in text.strip().splitlines()]
+    lines = [line for line in lines if not _FENCE.match(line)]
+    while lines and (not lines[-1].strip() or _CLOSING.match(lines[-1])):
+        lines.pop()
+    return "\n".join(lines).strip()
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        value = json.loads(text[start : end + 1])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _str_list(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(x.strip() for x in re.split(r",| and ", value) if x.strip())
+    if isinstance(value, list):
+        return tuple(str(x).strip() for x in value if isinstance(x, str | int) and str(x).strip())
+    return ()
+
+
+def _int_list(value: object) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    if isinstance(value, list):
+        out: list[int] = []
+        for x in value:
+            if isinstance(x, int) and not isinstance(x, bool):
+                out.append(x)
+            elif isinstance(x, str) and x.strip().lstrip("#").isdigit():
+                out.append(int(x.strip().lstrip("#")))
+        return tuple(out)
+    if isinstance(value, str):
+        return tuple(int(x) for x in re.findall(r"\d+", value))
+    return ()
+
+
+def _kind(value: object) -> ItemKind:
+    return _KIND_ALIASES.get(str(value).strip().casefold().replace("-", "_"), ItemKind.FACT)
+
+
+def _draft(entry: object) -> ItemDraft | None:
+    if not isinstance(entry, dict):
+        return None
+    what = entry.get("what") or entry.get("text") or entry.get("summary") or ""
+    if not isinstance(what, str):
+        return None
+    supersedes = entry.get("supersedes") or ""
+    return ItemDraft(
+        who=_str_list(entry.get("who", ())),
+        what=one_line(what),
+        kind=_kind(entry.get("kind", "fact")),
+        seqs=_int_list(entry.get("seqs", entry.get("seq", ()))),
+        supersedes=str(supersedes).strip() if isinstance(supersedes, str | int) else "",
+    )
+
+
+def _from_json(data: dict[str, Any]) -> MemoryUpdate | None:
+    raw_add = data.get("add", data.get("items", data.get("new")))
+    raw_merge = data.get("merge", ())
+    if raw_add is None and not raw_merge:
+        return None
+    add = [d for d in (_draft(x) for x in (raw_add if isinstance(raw_add, list) else [])) if d is not None]
+    merges: list[ItemMerge] = []
+    for entry in raw_merge if isinstance(raw_merge, list) else []:
+        draft = _draft(entry)
+        ids = _str_list(entry.get("ids", ())) if isinstance(entry, dict) else ()
+        if draft is not None and ids:
+            merges.append(ItemMerge(ids=ids, item=draft))
+    return MemoryUpdate(add=tuple(add), merge=tuple(merges))
+
+
+def _units(text: str) -> list[str]:
+    """Plain text as items-to-be: one per bullet line, else one per sentence of a paragraph."""
+    units: list[str] = []
+    lines = [line for line in text.splitlines() if line.strip()]
+    # A first line that introduces the rest ("Here is the updated summary:", "Summary:") is a preamble.
+    while lines and (lines[0].rstrip().endswith(":") or _HEADING.match(lines[0])) and len(lines) > 1:
+        lines.pop(0)
+    for line in lines:
+        if _HEADING.match(line) and not _BULLET.match(line):
+            continue
+        if _BULLET.match(line):
+            units.append(_BULLET.sub("", line, count=1).strip())
+        else:
+            units += [s.strip() for s in _SENTENCE.split(line.strip()) if s.strip()]
+    return units
+
+
+def _leading_people(unit: str, people: Sequence[str]) -> tuple[list[str], str]:
+    """Who a unit is attributed to, and its text: "Bob: text", "Bob keeps ...", "Alice and Bob ..."."""
+    label = re.match(r"^([^:\n]{1,64}):\s+(.+)$", unit)
+    if label:
+        names = [person_of(n, people) for n in re.split(r",\s*|\s+and\s+|\s*&\s*|\s*/\s*", label.group(1))]
+        if names and all(names):
+            return [n for n in names if n], label.group(2).strip()
+    found: list[str] = []
+    rest = unit
+    while True:
+        match = None
+        for person in sorted(people, key=len, reverse=True):
+            for candidate in (person, person.split(" ")[0]):
+                if len(candidate) < 2 or (candidate != person and len(candidate) < 3):
+                    continue
+                m = re.match(rf"{re.escape(candidate)}(?![^\W_])('s)?", rest, re.IGNORECASE)
+                if m and not rest[m.end():].startswith(","):  # "Michael, a lawyer would ..." addresses him
+                    match = (person, m.end())
+                    break
+            if match:
+                break
+        if match is None:
+            break
+        found.append(match[0])
+        joined = re.match(r"\s*(?:,|and|&)\s+", rest[match[1]:])
+        if not joined:
+            break
+        rest = rest[match[1] + joined.end():]
+    return found, unit
+
+
+def _cite(person: str, what: str, turns: Sequence[Turn]) -> tuple[int, ...]:
+    """The batch turns a plain-text item comes from: that person's turns sharing its words,
+    else all of that person's turns."""
+    theirs = [t for t in turns if speaker_label(t.speaker_name).casefold() == person.casefold()]
+    key = content_words(what, [person])
+    sharing = [t.seq for t in theirs if key & content_words(t.text)]
+    return tuple(sharing or [t.seq for t in theirs])
+
+
+def kind_of(tag: str, text: str) -> ItemKind:
+    """An item's kind: its `[tag]` when given, else guessed from its words."""
+    if tag:
+        return _kind(tag)
+    folded = text.casefold()
+    if folded.rstrip().endswith("?") or re.search(r"\b(?:asked|wonders?|wondering|wants to know)\b", folded):
+        return ItemKind.QUESTION
+    if re.search(r"\b(?:will|going to|gonna|plans?|agreed|promised|'ll|bet)\b", folded):
+        return ItemKind.PLAN
+    if re.search(r"\b(?:screen|sharing|streaming)\b", folded):
+        return ItemKind.SCREEN
+    return ItemKind.FACT
+
+
+RESTATED = 0.75  # of a plain-text line's words that an item in memory already says: a restatement
+CORRECTS = 0.5  # ... that an item of the same person says: a correction of that item
+
+
+_SPECIFIC = re.compile(r"(?<![^\W_])(?:[A-Z][^\W_]*|[^\W_]*\d[^\W_]*)")
+
+
+def _specifics(text: str) -> set[str]:
+    """The names, days and numbers a line states (capitalised words after its first, any word
+    with a digit), folded."""
+    out = set()
+    for match in _SPECIFIC.finditer(text):
+        if match.start() and match.group(0) != "I":
+            out.add(match.group(0).casefold())
+    return out
+
+
+def _coverage(new: set[str], old: set[str]) -> float:
+    """How much of a line an older item already says (its share of the line's content words)."""
+    return len(new & old) / len(new) if new else 1.0
+
+
+def _mentioned_people(unit: str, people: Sequence[str]) -> list[str]:
+    """The known people a unit names anywhere, in order of appearance."""
+    found = [(m.start(), person) for person in people for m in [_find_name(unit, person)] if m is not None]
+    return [person for _, person in sorted(found)]
+
+
+def _find_name(text: str, person: str) -> re.Match[str] | None:
+    for candidate in (person, person.split(" ", maxsplit=1)[0]):
+        if len(candidate) < 2 or (candidate != person and len(candidate) < 3):
+            continue
+        match = re.search(rf"(?<![^\W_]){re.escape(candidate)}(?![^\W_])", text, re.IGNORECASE)
+        if match:
+            return match
+    return None
+
+
+def _addressed(unit: str, people: Sequence[str]) -> bool:
+    """A unit that opens by calling someone ("Michael, a lawyer would ..."): an answer to them."""
+    return any(re.match(rf"(?:hey |hi |ok(?:ay)?,? )?{re.escape(p.split(' ')[0])}\s*,", unit, re.IGNORECASE)
+               for p in people)
+
+
+def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
+    people = known_people(request)
+    memory = [i for i in request.items if i.status.value == "active"]
+    adds: list[ItemDraft] = []
+    unattributed: list[str] = []
+    addressed: list[str] = []
+    altered: list[str] = []
+    batch_words = {w for t in request.turns for w in words(t.text)}
+    memory_words = {i.id: content_words(i.what, i.who) for i in memory}
+    mentioned = 0
+    for unit in _units(text):
+        tag_match = _TAG.match(unit)
+        tag = tag_match.group(1) if tag_match else ""
+        body = _WAS.sub("", unit[tag_match.end():] if tag_match else unit).strip()
+        if _addressed(body, people):
+            addressed.append(unit)
+            continue
+        who, what = _leading_people(body, people)
+        if not who:
+            who = _mentioned_people(body, people)  # "After the match, Bob said ..."
+        if not who:
+            unattributed.append(unit)
+            continue
+        key = content_words(what, who)
+        folded_who = {n.casefold() for n in who}
+        theirs = [i for i in memory if folded_who & {n.casefold() for n in i.who}]
+        best = max(theirs, key=lambda i: _coverage(key, memory_words[i.id]), default=None)
+        coverage = _coverage(key, memory_words[best.id]) if best is not None else 0.0
+        if best is not None and coverage >= RESTATED:
+            # An item already in memory, restated or paraphrased: harmless unless it changes one of
+            # the item's specifics (a name, a day, a number) into one the batch never said.
+            if _specifics(what) - set(words(best.what)) - batch_words - {w for p in people for w in words(p)}:
+                altered.append(unit)
+            else:
+                mentioned += 1
+            continue
+        same_person = best is not None and bool(best.who) and best.who[0].casefold() == who[0].casefold()
+        supersedes = best.id if best is not None and same_person and coverage >= CORRECTS else ""
+        adds.append(ItemDraft(who=tuple(who), what=what, kind=kind_of(tag, what),
+                              seqs=_cite(who[0], what, request.turns), supersedes=supersedes))
+    return ParsedUpdate(update=MemoryUpdate(add=tuple(adds), from_text=True), unattributed=tuple(unattributed),
+                        addressed=tuple(addressed), mentioned=mentioned, altered=tuple(altered))
+
+
+def parse_update(text: str, request: SummaryRequest) -> ParsedUpdate:
+    """The update `text` proposes: JSON (fenced or not, after any preamble) or plain text."""
+    body = strip_wrapping(text)
+    data = _json_object(body)
+    if data is not None:
+        update = _from_json(data)
+        if update is not None:
+            return ParsedUpdate(update=update)
+    if body.lstrip().startswith(("{", "[")):
+        return ParsedUpdate(update=MemoryUpdate(from_text=True), malformed=True)
+    return _from_text(body, request)
+
+
+def people_turns(turns: Sequence[Turn]) -> list[Turn]:
+    return [t for t in turns if t.kind in PEOPLE_KINDS or t.kind is TurnKind.BOT]
+
+
+def item_mentions(items: Sequence[MemoryItem]) -> str:
+    """The memory as the prompt shows it: one JSON line per active item (id, who, kind, what)."""
+    return "\n".join(
+        json.dumps({"id": i.id, "who": list(i.who), "kind": i.kind.value, "what": i.what}, ensure_ascii=False)
+        for i in items
+        if i.status.value == "active"
+    )

@@ -1,0 +1,284 @@
+"""What a valid memory update is: one structural check for every summarizer. Pure.
+
+`validate_update(parsed, raw_text, request, finish_reason=...)` returns None for an update that
+may be applied, else a `Rejection` whose `reason` goes into the fold's events. The raw answer is
+first checked as text (`summary_validation`: empty, cut at the token limit, a loop, a refusal);
+then every new item, structurally:
+
+- `unknown_person`  it names someone who is neither in the batch nor in the memory;
+- `bad_citation`    it cites no turn of the batch (citations outside it are dropped), or
+                    supersedes or merges an item that is not in the memory;
+- `misattributed`   the person it is about said none of the turns it cites (nor wrote a note);
+- `ungrounded`      nothing of it comes from the turns it cites (a paraphrase of the old
+                    summary, one word of an old fact changed: "Friday" -> "Monday");
+- `answer`          it speaks to someone ("you", "your") or in the assistant's voice;
+- `injection_echo`  it talks about its own prompt or rules;
+- `language`        its words are not the batch's nor the memory's (another language);
+- `unrecognised`    a plain-text answer with a line about nobody (a song, a poem, an unattributed
+                    "Ignore all previous instructions"): memory is always about someone;
+- `malformed`       it opens as JSON that does not parse (cut short);
+- `no_op`           the batch had people speaking and the update adds nothing from it.
+
+Items the update does not mention are kept by `memory_items.apply_update`, so an answer that
+"drops all history" cannot: history cannot vanish in one fold. Names and text that look like the
+prompt's markers are data (the prompt is JSON), never a reason to reject.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import replace
+
+from pipeline.compaction.summary_validation import (
+    _ASSISTANT_OPENER,
+    _REFUSAL_START,
+    _SELF_TALK,
+    MIN_LETTERS,
+    Rejection,
+    RejectReason,
+    _printable,
+    _repetition,
+)
+from pipeline.compaction.update_parsing import (
+    ParsedUpdate,
+    content_words,
+    known_people,
+    person_of,
+    strip_wrapping,
+    words,
+)
+from pipeline.models import PEOPLE_KINDS, ItemDraft, ItemStatus, MemoryUpdate, SummaryRequest, TurnKind
+from pipeline.transcript.formatting import speaker_label
+
+RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
+TEXT_TOO_LONG_FACTOR = 2.0  # a plain-text summary far over the budget ignored the output rules
+MIN_VOCABULARY_SHARE = 0.3  # of a new item's words that the batch or memory also uses
+MAX_REPEATS = 3  # the same item this many times in one answer is a loop
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|'[^']{3,}'")
+_SHOUT = re.compile(r"^[A-Z]{3,}[.!]+\s*")  # "PWNED. Sure! ...": a word the transcript asked for
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you'll|you've|yourself)\b", re.IGNORECASE)
+
+
+def _reject(reason: RejectReason, detail: str = "") -> Rejection:
+    return Rejection(reason, detail)
+
+
+def _raw_rejection(
+    text: str, request: SummaryRequest, finish_reason: str | None, *, from_text: bool
+) -> Rejection | None:
+    stripped = strip_wrapping(text)
+    letters = sum(1 for ch in stripped if ch.isalpha())
+    if letters < MIN_LETTERS:
+        return _reject(RejectReason.EMPTY, f"{letters} letters")
+    if not _printable(unicodedata.normalize("NFKC", stripped)):
+        return _reject(RejectReason.INVALID_CHARS, "not printable after normalisation")
+    if finish_reason == "length":
+        return _reject(RejectReason.TRUNCATED, "stopped at the token limit")
+    factor = TEXT_TOO_LONG_FACTOR if from_text else RAW_TOO_LONG_FACTOR
+    if len(stripped) > factor * request.max_chars:
+        return _reject(RejectReason.TOO_LONG, f"{len(stripped)} chars")
+    loop = _repetition(stripped)
+    if loop:
+        return _reject(RejectReason.REPETITION, loop)
+    first = " ".join(stripped.casefold().replace("\u2019", "'").split())
+    if _REFUSAL_START.match(first):
+        return _reject(RejectReason.REFUSAL, first[:60])
+    return None
+
+
+def in_batch(seqs: Sequence[int], request: SummaryRequest) -> tuple[int, ...]:
+    """The cited seqs inside the batch: a citation of a turn just before it (context the model
+    saw earlier) is dropped, not fatal; an item citing nothing of the batch is rejected."""
+    if not request.turns:
+        return tuple(seqs)
+    first, last = request.turns[0].seq, request.turns[-1].seq
+    return tuple(s for s in seqs if first <= s <= last)
+
+
+def clipped(update: MemoryUpdate, request: SummaryRequest) -> MemoryUpdate:
+    """`update` with each new item's citations kept to the batch (`in_batch`)."""
+    return replace(update, add=tuple(replace(d, seqs=in_batch(d.seqs, request)) for d in update.add))
+
+
+def _quotes(what: str, cited: str) -> bool:
+    """Whether `what` is (nearly all) the cited turns' own words: a quotation."""
+    said = words(what)
+    pool = set(words(cited))
+    return len(said) >= 3 and sum(1 for w in said if w in pool) >= 0.9 * len(said)
+
+
+_NAME_WORD = re.compile(r"(?<![^\W_])[A-Z][^\W_]+(?:'s)?")
+
+
+def _near(word: str, pool: set[str]) -> bool:
+    """`word` in `pool`, or one edit away from a word of it (a typo the model corrected)."""
+    if word in pool:
+        return True
+    if len(word) < 5:
+        return False
+    return any(abs(len(other) - len(word)) <= 1 and _one_edit(word, other) for other in pool)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i:] == b[i + 1:] if len(a) < len(b) else a[i + 1:] == b[i + 1:]
+
+
+def name_pool(request: SummaryRequest, people: Sequence[str]) -> set[str]:
+    """Every word the batch, its notes, the memory and the people's names say (folded)."""
+    pool = {w for t in request.turns for w in words(t.text)}
+    pool |= {w for n in request.notes for w in words(f"{n.by} {n.text} {n.why}")}
+    pool |= {w for i in request.items for w in words(i.what)}
+    pool |= {w for name in people for w in words(name)}
+    return pool
+
+
+def _invented_names(what: str, pool: set[str]) -> str:
+    """A capitalised word in an item (a place, a day, a title: "Monday", "Denver") that neither
+    the batch nor the memory says (`pool`): an item may not invent the specifics it records."""
+    for match in _NAME_WORD.finditer(what):
+        if match.start() == 0 or what[: match.start()].rstrip().endswith((".", "!", "?", ":", ";")):
+            continue  # a sentence's first word
+        word = match.group(0).casefold().removesuffix("'s")
+        if not _near(word, pool) and not _near(f"{word}'s", pool):
+            return match.group(0)
+    return ""
+
+
+def _speaker_of(seq: int, request: SummaryRequest) -> str:
+    for t in request.turns:
+        if t.seq == seq:
+            return speaker_label(t.speaker_name).casefold()
+    return ""
+
+
+def _item_rejection(
+    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str]
+) -> Rejection | None:
+    if not item.who:
+        return _reject(RejectReason.UNKNOWN_PERSON, "names nobody")
+    for name in item.who:
+        if person_of(name, people) is None:
+            return _reject(RejectReason.UNKNOWN_PERSON, f"{speaker_label(name)!r} is not in the batch or memory")
+    what = item.what
+    if sum(1 for ch in what if ch.isalpha()) < 3 or not _printable(what):
+        return _reject(RejectReason.INVALID_CHARS, "an item with no readable text")
+    cited_text = " ".join(t.text for t in request.turns if t.seq in item.seqs)
+    unquoted = _QUOTED.sub(" ", what)
+    if _quotes(what, cited_text):
+        unquoted = ""  # the speaker's own words, quoted: "can you pass the map" is what they said
+    folded = " ".join(unquoted.casefold().replace("\u2019", "'").split())
+    if _REFUSAL_START.match(folded) or _ASSISTANT_OPENER.match(folded):
+        return _reject(RejectReason.ANSWER, "an item in the assistant's voice")
+    if _SECOND_PERSON.search(unquoted):
+        return _reject(RejectReason.ANSWER, "an item that speaks to someone")
+    if _SELF_TALK.search(folded):
+        return _reject(RejectReason.INJECTION_ECHO, "talks about its own prompt")
+    if not request.turns:
+        return None
+    first, last = request.turns[0].seq, request.turns[-1].seq
+    if not in_batch(item.seqs, request):
+        return _reject(RejectReason.BAD_CITATION, f"cites {list(item.seqs)[:6]}, batch {first}-{last}")
+    item = replace(item, seqs=in_batch(item.seqs, request))
+    subject = person_of(item.who[0], people) or item.who[0]
+    speakers = {_speaker_of(s, request) for s in item.seqs}
+    authors = {speaker_label(n.by).casefold() for n in request.notes}
+    if subject.casefold() not in speakers | authors:
+        return _reject(RejectReason.MISATTRIBUTED, f"{subject!r} said none of {list(item.seqs)[:6]}")
+    cited = " ".join(t.text for t in request.turns if t.seq in item.seqs)
+    cited += " " + " ".join(f"{n.text} {n.why}" for n in request.notes)
+    key = content_words(what, people)
+    source = content_words(cited)
+    if key and not key & source:
+        return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
+    invented = _invented_names(what, pool)
+    if invented:
+        return _reject(RejectReason.UNGROUNDED, f"names {invented!r}, which neither the batch nor the memory does")
+    if item.supersedes:
+        old = next((i for i in request.items if i.id == item.supersedes), None)
+        if old is None or old.status is not ItemStatus.ACTIVE:
+            return _reject(RejectReason.BAD_CITATION, f"supersedes {item.supersedes!r}, not an active item")
+        changed = key - content_words(old.what, people)
+        if changed and not changed & source:
+            return _reject(RejectReason.UNGROUNDED, "changes an old item with words the batch never said")
+    return None
+
+
+def _vocabulary_share(items: Sequence[ItemDraft], request: SummaryRequest, people: Sequence[str]) -> float:
+    pool = {w for t in request.turns for w in words(t.text)}
+    pool |= {w for n in request.notes for w in words(n.text)}
+    pool |= {w for i in request.items for w in words(i.what)}
+    said = [w for item in items for w in words(item.what)
+            if not w.isdigit() and person_of(w, people) is None]
+    if len(said) < 6:
+        return 1.0
+    return sum(1 for w in said if w in pool) / len(said)
+
+
+def _batch_has_people(request: SummaryRequest) -> bool:
+    return any(t.kind in PEOPLE_KINDS and t.text.strip() for t in request.turns) or any(
+        n.text.strip() for n in request.notes
+    ) or any(t.kind is TurnKind.BOT for t in request.turns)
+
+
+def validate_update(
+    parsed: ParsedUpdate, raw_text: str, request: SummaryRequest, *, finish_reason: str | None = None
+) -> Rejection | None:
+    """None if `parsed` (read from `raw_text`) may be applied to `request.items`, else why not."""
+    update = parsed.update
+    raw = _raw_rejection(raw_text, request, finish_reason, from_text=update.from_text)
+    if raw is not None:
+        return raw
+    people = known_people(request)
+    new = list(update.add) + [m.item for m in update.merge]
+    said = [" ".join(words(d.what)) for d in new]
+    top = max((said.count(x) for x in set(said)), default=0)
+    if top >= MAX_REPEATS:
+        return _reject(RejectReason.REPETITION, f"one item said {top} times")
+    if parsed.malformed:
+        return _reject(RejectReason.MALFORMED, "JSON that does not parse")
+    if parsed.altered:
+        return _reject(RejectReason.UNGROUNDED, "changes an item with words the batch never said: "
+                       + parsed.altered[0][:40])
+    if parsed.addressed:
+        return _reject(RejectReason.ANSWER, "speaks to someone: " + parsed.addressed[0][:40])
+    if parsed.unattributed:
+        # A line about nobody is not memory: the summarizer's own voice (an answer, a song, an
+        # instruction it was given). It is never committed, so neither is the answer it is part of.
+        for line in parsed.unattributed:
+            folded = " ".join(_SHOUT.sub("", line).casefold().replace("\u2019", "'").split())
+            if _ASSISTANT_OPENER.match(folded) or _SELF_TALK.search(folded):
+                return _reject(RejectReason.INJECTION_ECHO, "answers in the assistant's voice")
+            if _REFUSAL_START.match(folded):
+                return _reject(RejectReason.REFUSAL, folded[:60])
+        return _reject(RejectReason.UNRECOGNISED, f"{len(parsed.unattributed)} lines about nobody: "
+                       + parsed.unattributed[0][:40])
+    by_id = {i.id: i for i in request.items}
+    for merge in update.merge:
+        olds = [by_id.get(x) for x in merge.ids]
+        if len(merge.ids) < 2 or any(o is None or o.status is not ItemStatus.ACTIVE for o in olds):
+            return _reject(RejectReason.BAD_CITATION, f"merges {list(merge.ids)[:4]}, not active items")
+        who = {n.casefold() for o in olds if o is not None for n in o.who}
+        if not merge.item.who or any(n.casefold() not in who for n in merge.item.who):
+            return _reject(RejectReason.MISATTRIBUTED, "a merge names someone its items did not")
+    if _vocabulary_share(new, request, people) < MIN_VOCABULARY_SHARE:
+        return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
+    pool = name_pool(request, people)
+    for item in update.add:
+        rejection = _item_rejection(item, request, people, pool)
+        if rejection is not None:
+            return rejection
+    for merge in update.merge:
+        olds_text = " ".join(by_id[x].what for x in merge.ids)
+        key = content_words(merge.item.what, people)
+        if key and not key & content_words(olds_text):
+            return _reject(RejectReason.UNGROUNDED, "a merge says nothing its items said")
+    if _batch_has_people(request) and not update.add:
+        return _reject(RejectReason.NO_OP, "nothing new from the batch")
+    return None

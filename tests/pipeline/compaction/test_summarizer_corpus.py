@@ -1,0 +1,158 @@
+"""The hand-written summarizer corpus (tests/fixtures/summarizer_corpus/README.md) through the real
+`openai` client and the local OpenAI-compatible stub: a public chit-chat session is folded batch by
+batch, each fold answered with the output a good chat model gives under our prompt (clean JSON,
+fenced JSON after a preamble, bullets, sentences), some first with a bad output.
+
+Asserted: every good output is committed as the model's; no bad output is committed (one per
+fold goes through the client and is retried; every bad output is also checked against the memory
+as it was at its fold); the earlier history is never lost by one fold."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.openai_summarizer import OpenAISummarizer
+from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.compaction.update_parsing import parse_update
+from pipeline.compaction.update_validation import validate_update
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.session import ConversationSession
+from pipeline.events import CompactionCompleted, CompactionFailed, EventEmitter
+from pipeline.models import CompactionPolicy, CompactionState, ItemStatus, SummaryRequest, TurnDraft, TurnKind
+from pipeline.ports import SessionStore
+from pipeline.testing import FakeClock
+from pipeline.transcript.store_memory import InMemorySessionStore
+from tests.conftest import EventLog
+from tests.pipeline.conversation.test_store_integrity import running
+from tests.support.openai_stub import OpenAIStub
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "tests" / "fixtures" / "summarizer_corpus"
+KEEPS = "kept_history"  # a bad output that is a valid update: committed, and history is kept anyway
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[OpenAIStub]:
+    async with OpenAIStub() as server:
+        yield server
+
+
+def session_drafts(path: Path) -> list[TurnDraft]:
+    drafts = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row.get("type") != "turn":
+            continue
+        speaker = str(row["speaker"])
+        drafts.append(TurnDraft(
+            kind=TurnKind.BOT if row.get("role") == "assistant" else TurnKind.SPEECH,
+            speaker_id=str(row.get("speaker_id") or speaker.lower()), speaker_name=speaker, text=str(row["text"]),
+            started_at=float(row["t"]), ended_at=float(row["t"]) + 1.0,
+        ))
+    return drafts
+
+
+def batch_start(body: dict[str, Any]) -> int:
+    user = str(body["messages"][1]["content"])
+    first = user.split("(BEGIN transcript data)\n", 1)[1].splitlines()[0]
+    return int(json.loads(first)["seq"])
+
+
+async def fold_corpus(
+    part: str, stub: OpenAIStub, store: SessionStore, session_id: str, emitter: EventEmitter
+) -> tuple[dict[str, Any], list[CompactionState], ConversationSession]:
+    corpus = json.loads((CORPUS / f"{part}.json").read_text(encoding="utf-8"))
+    folds = {f["start"]: f for f in corpus["folds"]}
+    served: dict[int, int] = {}
+
+    def respond(body: dict[str, Any]) -> str:
+        start = batch_start(body)
+        fold = folds[start]
+        answers = [b["output"] for b in fold["bad"] if b.get("via_client")] + [fold["good"]]
+        n = served.get(start, 0)
+        served[start] = n + 1
+        return str(answers[min(n, len(answers) - 1)])
+
+    stub.default_responder = respond
+    summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key="sk-corpus", base_url=stub.base_url),
+                                  model="corpus-model")
+    drafts = session_drafts(ROOT / corpus["session"])
+    n_turns = len(folds) * corpus["batch"] + 2  # window 1: the last fold is due once two more turns exist
+    session = await ConversationSession.open(ConversationDeps(
+        session_id=session_id, store=store, summarizer=summarizer, fallback=OfflineSummarizer(),
+        policy=CompactionPolicy(window=1, batch=corpus["batch"]), clock=FakeClock(), events=emitter,
+        bot_name="Clanky",
+    ))
+    states: list[CompactionState] = [CompactionState()]
+    session.compactor.on_commit(states.append)
+    async with running(session):
+        for draft in drafts[:n_turns]:
+            await session.append(draft)
+            await session.settle()
+    await summarizer.aclose()
+    return corpus, states, session
+
+
+def request_at(corpus: dict[str, Any], fold: dict[str, Any], memory: CompactionState,
+               turns: list[Any]) -> SummaryRequest:
+    batch = tuple(t for t in turns if fold["start"] <= t.seq < fold["start"] + corpus["batch"])
+    return SummaryRequest(previous_summary=memory.summary, items=memory.items, turns=batch, notes=(),
+                          bot_name="Clanky", max_chars=1200)
+
+
+@pytest.mark.parametrize("part", ["dev", "heldout"])
+async def test_the_corpus_folds_good_outputs_and_never_a_bad_one(
+    part: str, stub: OpenAIStub, session_id: str, emitter: EventEmitter, event_log: EventLog
+) -> None:
+    store = InMemorySessionStore()
+    corpus, states, _ = await fold_corpus(part, stub, store, session_id, emitter)
+    folds = corpus["folds"]
+    completed = event_log.named(CompactionCompleted.name)
+    # Every fold committed by the model: the good output (or a harmless one, history kept).
+    expected = [(f["start"], f.get("expect_outcome", "model")) for f in folds]
+    assert expected == [(e["old_cursor"], e["outcome"]) for e in completed]
+    client_bads = [b for f in folds for b in f["bad"] if b.get("via_client")]
+    rejected = [b for b in client_bads if b.get("expect") != KEEPS]
+    rejected_goods = sum(1 for f in folds if f.get("expect_outcome") == "fallback")
+    failed = event_log.named(CompactionFailed.name)
+    assert len(rejected) + rejected_goods == len(failed)
+    assert all(e["error_class"] == "rejected" for e in failed)
+    # One fold never loses earlier history: every item is still there (active, or kept as
+    # superseded history) and every cited seq stays cited.
+    for before, after in zip(states, states[1:], strict=False):
+        ids_after = {i.id for i in after.items}
+        assert {i.id for i in before.items} <= ids_after
+        assert {s for i in before.items for s in i.seqs} <= {s for i in after.items for s in i.seqs}
+        assert len(after.summary) <= 1200
+    # Each good output became items of its own fold (the fallback's, where a good output was rejected).
+    for fold, state in zip(folds, states[1:], strict=True):
+        assert any(i.created_at == fold["start"] for i in state.items)
+    # No bad output is committed: each one is rejected against the memory as it was at its fold.
+    turns = await store.get_turns(session_id, 0, len(folds) * corpus["batch"])
+    reasons: dict[str, str] = {}
+    for k, fold in enumerate(folds):
+        for bad in fold["bad"]:
+            if bad.get("expect") == KEEPS:
+                continue
+            request = request_at(corpus, fold, states[k], turns)
+            rejection = validate_update(parse_update(bad["output"], request), bad["output"], request)
+            assert rejection is not None, f"{part} fold {fold['start']}: {bad['kind']} would be committed"
+            reasons[bad["kind"]] = rejection.reason.value
+    final = states[-1]
+    for fold in folds:
+        for bad in fold["bad"]:
+            if bad.get("expect") != KEEPS:
+                for line in bad["output"].splitlines():
+                    if len(line.strip()) > 24:
+                        assert line.strip() not in final.summary
+    by_id = {i.id: i for i in final.items}
+    for item in final.items:  # a correction keeps the item it corrects, marked superseded
+        if item.supersedes:
+            assert by_id[item.supersedes].status is ItemStatus.SUPERSEDED
+    print(f"{part}: {len(folds)} folds, {len(client_bads)} bad via client, reasons {reasons}")
