@@ -71,6 +71,7 @@ class RecallConfig:
     lexical_weight: float = 1.0  # weighted reciprocal-rank fusion weights
     dense_weight: float = 1.0
     rrf_k: float = 60.0
+    relevance_weight: float = 1.0  # fused score + this x (cosine + coverage) / rrf_k, for lines above the floor
     candidates: int = 50  # per retriever, before fusion
     min_dense_similarity: float = 0.25  # dense candidates below this cosine are not candidates
     # The relevance floor: a line is recalled only if its dense cosine with the query reaches

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +56,7 @@ _CORRECTION_CUE = re.compile(
 _FIRST_PERSON = frozenset({"i", "im", "ill", "ive", "id", "my", "me", "mine"})
 
 
+_Docs = npt.NDArray[np.intp]
 # One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
 _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
 
@@ -80,7 +81,7 @@ class RecallIndex:
     """
 
     __slots__ = (
-        "_alive", "_at", "_kinds", "_lexical", "_note_doc", "_notes", "_people", "_person", "_seq",
+        "_alive", "_at", "_changes", "_kinds", "_lexical", "_note_doc", "_notes", "_people", "_person", "_seq",
         "_sources", "_speakers", "_texts", "_turn_doc", "_vectors", "_who",
     )
 
@@ -92,6 +93,7 @@ class RecallIndex:
         self._person: dict[tuple[str, str], int] = {}
         self._kinds = bytearray()
         self._alive = bytearray()
+        self._changes = bytearray()  # 1: the line says it changes something ("instead", "moved to")
         self._at = array("d")
         self._seq = array("q")  # -1 for notes
         self._turn_doc = array("i")  # seq -> doc (-1: none)
@@ -184,6 +186,7 @@ class RecallIndex:
         self._who.append(self._person_of(speaker_id, name))
         self._kinds.append(_NOTE_KIND if kind is None else _KINDS.index(kind))
         self._alive.append(1)
+        self._changes.append(1 if _CORRECTION_CUE.search(text) else 0)
         self._at.append(at)
         self._seq.append(-1 if seq is None else seq)
         self._lexical.add(index, words, len(words))
@@ -243,6 +246,19 @@ class RecallIndex:
             return self._seq[doc] < before_seq
         return self._notes[doc].note_id not in live_note_ids
 
+    def _eligibility(self, before_seq: int, live_note_ids: Collection[str]) -> Callable[[int], bool]:
+        """`_eligible` as one closure over local names (it runs for every lexical candidate)."""
+        alive, kinds, seqs, notes = self._alive, self._kinds, self._seq, self._notes
+        indexed = frozenset(_KINDS.index(k) for k in INDEXED_KINDS)
+
+        def eligible(doc: int) -> bool:
+            kind = kinds[doc]
+            if kind == _NOTE_KIND:
+                return bool(alive[doc]) and notes[doc].note_id not in live_note_ids
+            return bool(alive[doc]) and kind in indexed and seqs[doc] < before_seq
+
+        return eligible
+
     def search(
         self,
         query: RecallQuery,
@@ -260,8 +276,8 @@ class RecallIndex:
                                 dense_used=False)
         fused: dict[int, _Scored] = {}
         if config.lexical_weight > 0:
-            eligible = lambda i: self._eligible(i, before_seq, live_note_ids)  # noqa: E731
-            for rank, hit in enumerate(self._lexical.rank(query, config, eligible), start=1):
+            for rank, hit in enumerate(self._lexical.rank(query, config, self._eligibility(before_seq, live_note_ids)),
+                                       start=1):
                 entry = fused.setdefault(hit.doc, _Scored(hit.doc))
                 entry.lexical_rank = rank
                 entry.coverage = hit.coverage
@@ -292,14 +308,21 @@ class RecallIndex:
                 entry.score *= 1.0 + config.speaker_boost
             elif query.self_speaker and speaker == query.self_speaker:
                 entry.score *= 1.0 + config.speaker_boost / 2
-        changes = {e.doc for e in fused.values() if _CORRECTION_CUE.search(self._texts[e.doc])}
+        changes = {e.doc for e in fused.values() if self._changes[e.doc]}
         relevant = [e for e in fused.values() if _passes(e, config, e.doc in changes)]
+        for e in relevant:  # among relevant lines, how relevant counts too, not only the ranks
+            e.score += config.relevance_weight * ((e.cosine or 0.0) + e.coverage) / config.rrf_k
         ranked_hits = self._distinct(sorted(relevant, key=lambda e: (-e.score, e.doc)), config)
         if not ranked_hits:
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
                                 dense_used=dense_used)
         changers = [e.doc for e in relevant if e.doc in changes]
-        later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers)
+        # Later lines are looked for among what the question brought up (every candidate of
+        # both retrievers) and the window's turns: a change of what was asked about is about
+        # what was asked, and this costs one small product instead of a scan per hit.
+        window = [d for d in self._turn_doc[before_seq:] if d >= 0]
+        pool = np.array(sorted({*fused, *window}), dtype=np.intp)
+        later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool)
         hits, lines = self._spend(ranked_hits, later, config, before_seq=before_seq, budget_chars=budget_chars)
         chars = sum(len(line.text) for line in lines) + max(0, len(lines) - 1)
         return RecallResult(hits=hits, lines=lines, chars=chars, query_chars=query.chars, index_size=len(self),
@@ -337,7 +360,7 @@ class RecallIndex:
     # -- freshness ------------------------------------------------------------------------
 
     def _freshness(
-        self, hits: list[_Scored], config: RecallConfig, q: Vector | None, changers: list[int]
+        self, hits: list[_Scored], config: RecallConfig, q: Vector | None, changers: list[int], pool: _Docs
     ) -> dict[int, list[int]]:
         """Hit doc -> the later lines on the same thing, closest first (they may be in the window)."""
         out: dict[int, list[int]] = {}
@@ -345,13 +368,14 @@ class RecallIndex:
             doc = entry.doc
             if not self._is_turn(doc) or _asks(self._texts[doc]):
                 continue  # a question states nothing a later line could change
-            newer = self._later_on_same_thing(doc, config, q, changers)
+            newer = self._later_on_same_thing(doc, config, q, changers, pool)
             if newer:
                 out[doc] = newer
         return out
 
     def _later_on_same_thing(
-        self, doc: int, config: RecallConfig, q: Vector | None = None, changers: Iterable[int] = ()
+        self, doc: int, config: RecallConfig, q: Vector | None = None, changers: Iterable[int] = (),
+        pool: _Docs | None = None,
     ) -> list[int]:
         """The `later_lines` later turns that say most nearly what `doc` says: similar by vector
         (or by vector and a shared content word), a statement (not a question), and not one
@@ -367,9 +391,18 @@ class RecallIndex:
         if vec is not None:
             # With vectors the dense side proposes (24 rows), shared words only lower its bar;
             # without, rare shared words alone decide (their postings are short: cheap).
-            for index, close in self._vectors.nearest(vec, docs=n, before_seq=1 << 62, excluded=(), candidates=24,
-                                                      after_doc=doc):
-                sims[index] = close
+            if pool is None:
+                for index, close in self._vectors.nearest(vec, docs=n, before_seq=1 << 62, excluded=(),
+                                                          candidates=24, after_doc=doc):
+                    sims[index] = close
+            else:
+                later = pool[pool > doc]
+                if later.size:
+                    close_all = self._vectors.rows(later) @ (vec / max(float(np.linalg.norm(vec)), 1e-9))
+                    top = np.argsort(-close_all)[:24]
+                    for index, close in zip(later[top].tolist(), close_all[top].tolist(), strict=True):
+                        if close > 0:
+                            sims[index] = close
             # Relevant lines that say they change something are candidates too, whatever
             # their rank by likeness to this hit (corrections seldom repeat what they correct).
             relevant_changes = np.array([c for c in changers if c > doc and c not in sims], dtype=np.intp)
@@ -390,7 +423,7 @@ class RecallIndex:
             if sim is not None:
                 # A line that says it changes something ("instead", "moved to", "scratch that")
                 # needs less likeness: corrections seldom repeat what they correct.
-                bar = config.supersede_dense_cue if _CORRECTION_CUE.search(self._texts[index]) else (
+                bar = config.supersede_dense_cue if self._changes[index] else (
                     config.supersede_dense_shared if count >= 1 else config.supersede_dense)
                 same = sim >= bar
             else:

@@ -191,7 +191,9 @@ async def test_a_deleted_typed_message_is_forgotten_with_its_stored_vector() -> 
 def test_realtime_keeps_all_fifty_window_turns_and_the_live_notes_with_recall_on() -> None:
     """With recall lines on offer, the 5,200-char instructions still show every one of the 50
     window turns and every live note; recall gets only what is left."""
-    window = tuple(turn(200 + i, "Alice", f"window line {i} about pushing the payload together") for i in range(50))
+    # ~4,900 chars without recall: the whole window and the notes fit, with little room left.
+    window = tuple(turn(200 + i, "Alice", f"window line {i} about pushing the payload together " + "x" * 15)
+                   for i in range(50))
     notes = tuple(Note(note_id=f"n{i}", at=float(1000 + i), by="James", text=f"scoreboard shows round {i}")
                   for i in range(4))
     snapshot = ContextSnapshot(summary="The squad is playing ranked.", cursor=200, covered_through_turn=199,
