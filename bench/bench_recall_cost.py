@@ -142,7 +142,7 @@ async def _reopen(total: int = SEARCH_TURNS) -> dict[str, Any]:
     wall = (time.perf_counter() - t0) * 1000
     return {"name": "recall_reopen_20k", "max_loop_stall_ms": round(stall, 2), "wall_ms": round(wall, 1),
             "vectors": recall.index.vector_count, "goal": "stall <= 20 ms", "met": stall <= 20.0,
-            "note": "rebuilt in slices of 256 lines with a yield between them"}
+            "note": "rebuilt in slices of 128 lines with a yield between them"}
 
 
 def _rss_mb() -> float:

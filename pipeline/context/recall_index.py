@@ -12,11 +12,8 @@ Storage is columnar (texts, interned speakers, arrays of times and seqs) rather 
 
 from __future__ import annotations
 
-import json
-import re
 from array import array
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -34,41 +31,31 @@ from pipeline.context.recall import (
     turn_key,
 )
 from pipeline.context.recall_retrievers import LexicalIndex, VectorTable
+from pipeline.context.recall_scoring import (
+    Scored,
+    asks,
+    first_person,
+    intern,
+    offsets,
+    passes,
+    render_recalled,
+    says_it_changes,
+    unit,
+)
 from pipeline.models import Note, Turn, TurnKind
 from pipeline.transcript.formatting import (
     CHAT_DELETE_SOURCE,
     cap_text,
     corrected_seq,
-    mmss,
     note_line,
     one_line,
-    render_turn_line,
 )
 
 _KINDS: tuple[TurnKind, ...] = tuple(TurnKind)
 _NOTE_KIND = 255
-_WORDS = re.compile(r"[a-z]+")
-# Words people use when they change what was said before.
-_CORRECTION_CUE = re.compile(
-    r"\b(instead|actually|scratch that|forget (?:it|that|the)|change[ds]?|changing|moved|pushed|switch(?:ed|ing)?|"
-    r"cancel(?:l?ed)?|fell through|no longer|not anymore|correction|update|now|new (?:plan|idea|time|place|spot))\b",
-    re.IGNORECASE)
-_FIRST_PERSON = frozenset({"i", "im", "ill", "ive", "id", "my", "me", "mine"})
-
-
 _Docs = npt.NDArray[np.intp]
 # One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
 _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
-
-
-@dataclass(slots=True)
-class _Scored:
-    doc: int
-    score: float = 0.0
-    lexical_rank: int | None = None
-    dense_rank: int | None = None
-    cosine: float | None = None
-    coverage: float = 0.0
 
 
 class RecallIndex:
@@ -182,11 +169,11 @@ class RecallIndex:
         kind, speaker_id, name, text, at, seq, source = row
         index = len(self._texts)
         self._texts.append(text)
-        self._sources.append(_intern(source))
+        self._sources.append(intern(source))
         self._who.append(self._person_of(speaker_id, name))
         self._kinds.append(_NOTE_KIND if kind is None else _KINDS.index(kind))
         self._alive.append(1)
-        self._changes.append(1 if _CORRECTION_CUE.search(text) else 0)
+        self._changes.append(1 if says_it_changes(text) else 0)
         self._at.append(at)
         self._seq.append(-1 if seq is None else seq)
         self._lexical.add(index, words, len(words))
@@ -274,16 +261,16 @@ class RecallIndex:
         if not config.enabled or budget_chars <= 0 or config.max_hits == 0 or not self._texts:
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
                                 dense_used=False)
-        fused: dict[int, _Scored] = {}
+        fused: dict[int, Scored] = {}
         if config.lexical_weight > 0:
             for rank, hit in enumerate(self._lexical.rank(query, config, self._eligibility(before_seq, live_note_ids)),
                                        start=1):
-                entry = fused.setdefault(hit.doc, _Scored(hit.doc))
+                entry = fused.setdefault(hit.doc, Scored(hit.doc))
                 entry.lexical_rank = rank
                 entry.coverage = hit.coverage
                 entry.score += config.lexical_weight / (config.rrf_k + rank)
         dense_used = False
-        q = _unit(query_vector) if query_vector is not None and config.dense_weight > 0 else None
+        q = unit(query_vector) if query_vector is not None and config.dense_weight > 0 else None
         if q is not None:
             live_docs = (self._note_doc.get(key) for key in live_note_ids)
             ranked = self._vectors.nearest(q, docs=len(self), before_seq=before_seq,
@@ -297,7 +284,7 @@ class RecallIndex:
                 if not self._eligible(index, before_seq, live_note_ids):
                     continue
                 rank += 1
-                entry = fused.setdefault(index, _Scored(index))
+                entry = fused.setdefault(index, Scored(index))
                 entry.dense_rank = rank
                 entry.cosine = sim
                 entry.score += config.dense_weight / (config.rrf_k + rank)
@@ -309,7 +296,7 @@ class RecallIndex:
             elif query.self_speaker and speaker == query.self_speaker:
                 entry.score *= 1.0 + config.speaker_boost / 2
         changes = {e.doc for e in fused.values() if self._changes[e.doc]}
-        relevant = [e for e in fused.values() if _passes(e, config, e.doc in changes)]
+        relevant = [e for e in fused.values() if passes(e, config, e.doc in changes)]
         for e in relevant:  # among relevant lines, how relevant counts too, not only the ranks
             e.score += config.relevance_weight * ((e.cosine or 0.0) + e.coverage) / config.rrf_k
         ranked_hits = self._distinct(sorted(relevant, key=lambda e: (-e.score, e.doc)), config)
@@ -328,7 +315,7 @@ class RecallIndex:
         return RecallResult(hits=hits, lines=lines, chars=chars, query_chars=query.chars, index_size=len(self),
                             dense_used=dense_used)
 
-    def _fill_cosines(self, fused: dict[int, _Scored], q: Vector) -> None:
+    def _fill_cosines(self, fused: dict[int, Scored], q: Vector) -> None:
         """The cosine of lexical-only candidates that have a vector (the floor looks at both)."""
         missing = np.array([d for d, e in fused.items() if e.cosine is None], dtype=np.intp)
         if not missing.size or self._vectors.dim is None:
@@ -340,10 +327,10 @@ class RecallIndex:
             if ok:
                 fused[doc].cosine = sim
 
-    def _distinct(self, ranked: list[_Scored], config: RecallConfig) -> list[_Scored]:
+    def _distinct(self, ranked: list[Scored], config: RecallConfig) -> list[Scored]:
         """The best `max_hits`, skipping near-repeats of a better hit (game chatter repeats
         itself: "who has eyes on their Storm?"), so the budget buys different facts."""
-        chosen: list[_Scored] = []
+        chosen: list[Scored] = []
         seen: list[frozenset[str]] = []
         for entry in ranked:
             if len(chosen) >= config.max_hits:
@@ -360,13 +347,13 @@ class RecallIndex:
     # -- freshness ------------------------------------------------------------------------
 
     def _freshness(
-        self, hits: list[_Scored], config: RecallConfig, q: Vector | None, changers: list[int], pool: _Docs
+        self, hits: list[Scored], config: RecallConfig, q: Vector | None, changers: list[int], pool: _Docs
     ) -> dict[int, list[int]]:
         """Hit doc -> the later lines on the same thing, closest first (they may be in the window)."""
         out: dict[int, list[int]] = {}
         for entry in hits:
             doc = entry.doc
-            if not self._is_turn(doc) or _asks(self._texts[doc]):
+            if not self._is_turn(doc) or asks(self._texts[doc]):
                 continue  # a question states nothing a later line could change
             newer = self._later_on_same_thing(doc, config, q, changers, pool)
             if newer:
@@ -430,7 +417,7 @@ class RecallIndex:
                 same = count >= 2 and count * 2 >= len(set(words))
             if not same or self._texts[index].rstrip().endswith("?"):
                 continue
-            if self._who[index] != self._who[doc] and _first_person(self._texts[doc]) and _first_person(
+            if self._who[index] != self._who[doc] and first_person(self._texts[doc]) and first_person(
                 self._texts[index]
             ):
                 continue
@@ -449,7 +436,7 @@ class RecallIndex:
     def _answers(self, doc_index: int, config: RecallConfig, before_seq: int) -> list[int]:
         """The turns right after a question turn that answer it (by another speaker), at most
         `answer_turns`; none for a turn that does not end with "?"."""
-        if not config.answer_turns or not self._is_turn(doc_index) or not _asks(self._texts[doc_index]):
+        if not config.answer_turns or not self._is_turn(doc_index) or not asks(self._texts[doc_index]):
             return []
         out: list[int] = []
         seq = self._seq[doc_index]
@@ -467,7 +454,7 @@ class RecallIndex:
 
     def _spend(
         self,
-        ranked: list[_Scored],
+        ranked: list[Scored],
         later: dict[int, list[int]],
         config: RecallConfig,
         *,
@@ -481,7 +468,7 @@ class RecallIndex:
             for newer in newers:
                 earlier_of.setdefault(newer, older)
 
-        def take(doc: int, entry: _Scored | None, rank: int) -> bool:
+        def take(doc: int, entry: Scored | None, rank: int) -> bool:
             nonlocal used
             newer = later.get(doc, [])
             older = earlier_of.get(doc)
@@ -514,7 +501,7 @@ class RecallIndex:
         for entry in ranked:  # then neighbours of the hits that made it, with what is left
             if entry.doc not in chosen or not self._is_turn(entry.doc):
                 continue
-            for offset in _offsets(config.neighbours):
+            for offset in offsets(config.neighbours):
                 seq = self._seq[entry.doc] + offset
                 near = self._doc_of(turn_key(seq)) if seq >= 0 else None
                 if near is None or near in chosen or seq >= before_seq or not self._recallable(near):
@@ -526,25 +513,13 @@ class RecallIndex:
         return hits, lines
 
     def _line(self, doc: int, config: RecallConfig, *, newer: list[int], older: int | None, before_seq: int) -> str:
-        """One recalled line: `[mm:ss] Speaker: "text"` (the text JSON-quoted, so it cannot
-        pose as another speaker's line or a header), marked when a later line changed it."""
         if not self._is_turn(doc):
             return cap_text(note_line(self._notes[doc]), config.line_cap_chars + 40)
-        turn = self._turn(doc)
-        quoted = json.dumps(cap_text(one_line(turn.text), config.line_cap_chars), ensure_ascii=False)
-        text = render_turn_line(Turn(seq=turn.seq, kind=turn.kind, speaker_id=turn.speaker_id,
-                                     speaker_name=turn.speaker_name, text=quoted, started_at=turn.started_at,
-                                     ended_at=turn.ended_at, source=turn.source), len(quoted) + 1)
-        mark = ""
-        if newer:
-            where = [f"[{mmss(self._at[n])}]" + ("" if self._seq[n] < before_seq else " in the conversation")
-                     for n in sorted(newer, key=lambda n: self._at[n])]
-            mark = f" (earlier; may be superseded by the later line{'s' if len(where) > 1 else ''} {', '.join(where)})"
-        elif older is not None:
-            mark = f" (later than [{mmss(self._at[older])}] on the same thing)"
-        return f"[{mmss(turn.started_at)}] {text}{mark}"
+        later = [(self._at[n], self._seq[n] >= before_seq) for n in sorted(newer, key=lambda n: self._at[n])]
+        return render_recalled(self._turn(doc), config, later=later,
+                               earlier_at=self._at[older] if older is not None else None)
 
-    def _hit(self, doc: int, entry: _Scored | None, *, newer: list[int], older: int | None) -> RecallHit:
+    def _hit(self, doc: int, entry: Scored | None, *, newer: list[int], older: int | None) -> RecallHit:
         note = self._notes.get(doc)
         _, name, _ = self._people[self._who[doc]]
         return RecallHit(
@@ -562,40 +537,3 @@ class RecallIndex:
             later_seq=self._seq[newer[0]] if newer else None,
             earlier_seq=self._seq[older] if older is not None else None,
         )
-
-
-_INTERNED: dict[str, str] = {}
-
-
-def _intern(text: str) -> str:
-    return _INTERNED.setdefault(text, text) if len(_INTERNED) < 4096 else text
-
-
-def _unit(vector: Vector) -> Vector | None:
-    v = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm > 0 else None
-
-
-def _passes(entry: _Scored, config: RecallConfig, changes: object = None) -> bool:
-    """The relevance floor: close enough in meaning, or matching most of what was asked. A
-    line that says it changes something gets the lower `floor_dense_changed`: a correction
-    rarely repeats the words of what it corrects, nor of the question."""
-    floor = config.floor_dense_changed if changes else config.floor_dense
-    return (entry.cosine is not None and entry.cosine >= floor) or entry.coverage >= config.floor_lexical
-
-
-def _first_person(text: str) -> bool:
-    flat = text.casefold().replace("'", "").replace("’", "")
-    return any(w in _FIRST_PERSON for w in _WORDS.findall(flat))
-
-
-def _asks(text: str) -> bool:
-    return text.rstrip().endswith("?")
-
-
-def _offsets(neighbours: int) -> list[int]:
-    out: list[int] = []
-    for distance in range(1, neighbours + 1):
-        out += [-distance, distance]
-    return out

@@ -40,7 +40,7 @@ log = structlog.get_logger("longcall.recall")
 EMBED_BATCH = 16
 MAX_QUEUED = 1024
 MAX_NAME_VECTORS = 256
-RESTORE_SLICE = 256  # lines rebuilt between two yields to the event loop
+RESTORE_SLICE = 128  # lines rebuilt between two yields to the event loop
 
 
 def _reraise_cancellation() -> None:
