@@ -22,6 +22,7 @@ from pipeline.context.reply_context import DATA_OPEN, MEMORY_HEADER, SCREEN_HEAD
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 from pipeline.transcript.formatting import mmss
+from pipeline.transcript.privacy import removed_label
 
 HORIZON_TEXT = "The model can't see above this line"
 ROUTINE_SKIPS = frozenset({"below_threshold", "no_eligible_batch"})
@@ -194,11 +195,14 @@ def _turn_html(turn: Turn, state: str, badge: str, bot_name: str, *, recalled: b
     who = turn.speaker_name or "?"
     kind = "bot" if turn.kind is TurnKind.BOT else turn.kind.value
     mark = ' data-recalled="1"' if recalled else ""
+    removed = removed_label(turn)  # a tombstone: no name, no words, only why they are gone
+    text = f'<span class="text removed" data-testid="removed">{_e(removed)}</span>' if removed else (
+        f'<span class="speaker">{_e(who)}</span><span class="text">{_e(turn.text)}</span>')
     return (
         f'<div class="turn {state} {_e(kind)}{" recalled" if recalled else ""}" data-testid="turn" '
         f'data-seq="{turn.seq}" data-state="{state}"{mark}>'
         f'<span class="seq">#{turn.seq}</span><span class="time">{_e(mmss(turn.started_at))}</span>'
-        f'<span class="speaker">{_e(who)}</span><span class="text">{_e(turn.text)}</span>'
+        f'{text}'
         + (f'<span class="badge">{_e(badge)}</span>' if badge else "")
         + "</div>"
     )
