@@ -43,6 +43,8 @@ SOURCES = ("chitchat", "synthetic")
 def eval_paths(split: str, source: str | None = None) -> list[Path]:
     """The committed sessions of `split` (of one `source`, or all), plus LoCoMo's with the
     synthetic ones when its file is configured."""
+    if source == "corrections":  # bench/eval_corrections.py: facts corrected later, asked at the end
+        return sorted((EVAL / "corrections" / split).glob("corrections-*.jsonl"))
     paths = sorted((EVAL / split).glob(f"{source or '*'}-*.jsonl"))
     if source == "chitchat":
         return paths
@@ -133,7 +135,7 @@ def run() -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_recall_eval")
     parser.add_argument("--split", choices=["dev", "heldout"], default="heldout")
-    parser.add_argument("--source", choices=SOURCES, help="one source only (default: all)")
+    parser.add_argument("--source", choices=[*SOURCES, "corrections"], help="one source only (default: all)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--recall", action="append", default=[], metavar="FIELD=VALUE")
     args = parser.parse_args(argv)

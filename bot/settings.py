@@ -126,8 +126,10 @@ class Settings:
     recall_enabled: bool = True
     recall_embedder: RecallEmbedder = RecallEmbedder.MINILM
     recall_embedding_model: str = "text-embedding-3-small"
-    recall_max_hits: int = 40
-    recall_neighbours: int = 1
+    recall_max_hits: int = 12
+    recall_neighbours: int = 0
+    recall_min_similarity: float = 0.3
+    recall_min_coverage: float = 0.4
     recall_reply_max_chars: int = 2400
     recall_realtime_max_chars: int = 1000
     recall_lexical_weight: float = 1.0
@@ -207,6 +209,8 @@ class Settings:
             enabled=self.recall_enabled,
             max_hits=self.recall_max_hits,
             neighbours=self.recall_neighbours,
+            floor_dense=self.recall_min_similarity,
+            floor_lexical=self.recall_min_coverage,
             reply_budget_chars=self.recall_reply_max_chars,
             realtime_budget_chars=self.recall_realtime_max_chars,
             lexical_weight=self.recall_lexical_weight,
@@ -423,6 +427,8 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "RECALL_EMBEDDING_MODEL": ("recall_embedding_model", _text),
     "RECALL_MAX_HITS": ("recall_max_hits", _int(0, 50)),
     "RECALL_NEIGHBOURS": ("recall_neighbours", _int(0, 5)),
+    "RECALL_MIN_SIMILARITY": ("recall_min_similarity", _float(0.0, 1.0)),
+    "RECALL_MIN_COVERAGE": ("recall_min_coverage", _float(0.0, 1.0)),
     "RECALL_REPLY_MAX_CHARS": ("recall_reply_max_chars", _int(0, 20000)),
     "RECALL_REALTIME_MAX_CHARS": ("recall_realtime_max_chars", _int(0, 20000)),
     "RECALL_LEXICAL_WEIGHT": ("recall_lexical_weight", _float()),

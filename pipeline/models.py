@@ -408,6 +408,11 @@ class ParticipantCard:
     preferences: tuple[str, ...] = ()  # what they said they like, want or dislike
     turns: int = 0  # their turns folded so far
     last_seq: int = -1  # the newest folded turn the card has seen
+    # The turn each item came from (parallel to `commitments` / `preferences`; `who_seq` for
+    # `who`): commitments expire by it, and a deleted or edited typed message takes its items away.
+    commitment_seqs: tuple[int, ...] = ()
+    preference_seqs: tuple[int, ...] = ()
+    who_seq: int = -1
 
 
 class RedisMode(StrEnum):

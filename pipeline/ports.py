@@ -172,6 +172,10 @@ class SessionStore(Protocol):
         """The stored vectors if they were computed by `model`, else {}."""
         ...
 
+    async def delete_recall_vectors(self, session_id: str, keys: Sequence[str]) -> None:
+        """Remove these recall vectors (a deleted message, "forget me"); unknown keys are fine."""
+        ...
+
     async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
         """Replace the session's participant cards."""
         ...

@@ -15,9 +15,11 @@ from pipeline.compaction.planning import recent_start
 from pipeline.context.participants import render_card, render_cards
 from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.tokens import make_token_counter
-from pipeline.events import CompactionCompleted, CompactionFailed
+from pipeline.events import CompactionCompleted, CompactionFailed, ContextRecall
 from pipeline.models import ContextSnapshot, MemoryItem, ParticipantCard, StoreUnavailable
 from pipeline.ports import SessionStore
+
+RECALL_EVENTS_SCANNED = 300  # newest events searched for the latest reply's context_recall
 
 
 class SessionReader:
@@ -94,10 +96,18 @@ class SessionReader:
             known = {t.seq for t in above_turns}
             above_turns += [t for t in snapshot.turns if start <= t.seq < horizon and t.seq not in known]
             above_turns.sort(key=lambda t: t.seq)
+        recalled, recall_chars = await self._latest_recall(session_id)
+        if recalled:  # the recalled turns sit above the horizon: make sure every one is listed
+            known = {t.seq for t in above_turns}
+            missing = [seq for seq in recalled if seq not in known and seq < horizon]
+            for seq in missing:
+                above_turns += await self._store.get_turns(session_id, seq, seq + 1)
+            above_turns.sort(key=lambda t: t.seq)
         return ModelView(
             snapshot=snapshot, reply=reply, current=current, above=above_turns, older_available=start,
             participant_cards=None if cards is None else [(card.name, render_card(card)) for card in cards],
             memory_items=await self.memory_items(session_id),
+            recalled_seqs=recalled, recall_chars=recall_chars,
         )
 
     async def memory_items(self, session_id: str) -> tuple[MemoryItem, ...]:
@@ -109,6 +119,18 @@ class SessionReader:
             return (await self._store.load_state(session_id)).items
         except StoreUnavailable:
             return ()
+
+    async def _latest_recall(self, session_id: str) -> tuple[tuple[int, ...], int | None]:
+        """The latest reply's `context_recall` event: (its seqs, its chars), or ((), None)."""
+        try:
+            events = await self._store.load_events(session_id, RECALL_EVENTS_SCANNED)
+        except StoreUnavailable:
+            return (), None
+        for event in reversed(events):
+            if event.get("event") == ContextRecall.name and event.get("builder") == "reply":
+                seqs = tuple(int(s) for s in event.get("seqs", ()) if isinstance(s, int))
+                return seqs, int(event.get("chars", 0))
+        return (), None
 
     async def session_rows(self) -> list[dict[str, Any]]:
         """Every session's row, read side by side (the index page and `/api/sessions`)."""

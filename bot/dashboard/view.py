@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.context.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyContext
+from pipeline.context.reply_context import DATA_OPEN, MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
 from pipeline.models import ContextSnapshot, ItemStatus, MemoryItem, Turn, TurnKind
 from pipeline.transcript.formatting import mmss
@@ -149,6 +149,10 @@ class ModelView:
     older_available: int  # turns before `above` not shown
     participant_cards: list[tuple[str, str]] | None  # None: the store could not be read
     memory_items: tuple[MemoryItem, ...] = ()  # what the summary is rendered from (docs/summary-items.md)
+    # The latest reply's `context_recall` event: the old turns recalled for it and the chars
+    # the section took (None: no reply has searched yet).
+    recalled_seqs: tuple[int, ...] = ()
+    recall_chars: int | None = None
 
 
 def _seq_span(seqs: tuple[int, ...]) -> str:
@@ -188,13 +192,18 @@ def visible_seqs(view: ModelView) -> list[int]:
     return [*view.reply.shown_seqs, view.current.seq]
 
 
-def system_sections(reply: ReplyContext | None, snapshot: ContextSnapshot) -> list[tuple[str, str]]:
-    """Names of the system messages the reply builder sent, in order, with a size note."""
+def system_sections(
+    reply: ReplyContext | None, snapshot: ContextSnapshot, recall: tuple[int, int] | None = None
+) -> list[tuple[str, str]]:
+    """Names of the sections the reply builder sent before the turns (system messages and
+    quoted data blocks), in order, with a size note; `recall` (lines, chars) from the latest
+    reply's `context_recall` event adds the recall section, which sits right before the window."""
     if reply is None:
         return []
     out: list[tuple[str, str]] = []
-    for i, message in enumerate(m for m in reply.messages if m["role"] == "system"):
-        content = message["content"]
+    blocks = [m for m in reply.messages if m["role"] == "system" or m["content"].startswith(DATA_OPEN)]
+    for i, message in enumerate(blocks):
+        content = message["content"].removeprefix(f"{DATA_OPEN}\n")
         if i == 0:
             out.append(("persona and rules", f"{len(content)} chars"))
         elif content.startswith(MEMORY_HEADER):
@@ -205,17 +214,23 @@ def system_sections(reply: ReplyContext | None, snapshot: ContextSnapshot) -> li
             out.append(("screen notes", f"{len(snapshot.live_notes)} live"))
         else:
             out.append(("note", content[:60]))
+    if recall is not None:
+        lines, chars = recall
+        note = f"{lines} old turns, {chars} chars (latest reply; quoted data)" if chars else "nothing relevant"
+        out.append(("recall: from earlier in this session", note))
     return out
 
 
-def _turn_html(turn: Turn, state: str, badge: str, bot_name: str) -> str:
+def _turn_html(turn: Turn, state: str, badge: str, bot_name: str, *, recalled: bool = False) -> str:
     who = turn.speaker_name or "?"
     kind = "bot" if turn.kind is TurnKind.BOT else turn.kind.value
+    mark = ' data-recalled="1"' if recalled else ""
     removed = removed_label(turn)  # a tombstone: no name, no words, only why they are gone
     text = f'<span class="text removed" data-testid="removed">{_e(removed)}</span>' if removed else (
         f'<span class="speaker">{_e(who)}</span><span class="text">{_e(turn.text)}</span>')
     return (
-        f'<div class="turn {state} {_e(kind)}" data-testid="turn" data-seq="{turn.seq}" data-state="{state}">'
+        f'<div class="turn {state} {_e(kind)}{" recalled" if recalled else ""}" data-testid="turn" '
+        f'data-seq="{turn.seq}" data-state="{state}"{mark}>'
         f'<span class="seq">#{turn.seq}</span><span class="time">{_e(mmss(turn.started_at))}</span>'
         f'{text}'
         + (f'<span class="badge">{_e(badge)}</span>' if badge else "")
@@ -226,7 +241,8 @@ def _turn_html(turn: Turn, state: str, badge: str, bot_name: str) -> str:
 def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: int, base_url: str) -> str:
     snap = view.snapshot
     parts: list[str] = []
-    sections = system_sections(view.reply, snap)
+    recall = (len(view.recalled_seqs), view.recall_chars) if view.recall_chars is not None else None
+    sections = system_sections(view.reply, snap, recall)
     parts.append(
         '<section class="card"><h3>System sections</h3><ol class="sections" data-testid="system-sections">'
         + ("".join(f"<li><b>{_e(n)}</b> <span class=muted>{_e(d)}</span></li>" for n, d in sections)
@@ -258,7 +274,11 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
             f'<a class="load-older" data-testid="load-older" href="{_e(base_url)}?above={more}">'
             f"load {min(40, view.older_available)} older turns ({view.older_available} not shown)</a>"
         )
+    recalled = set(view.recalled_seqs)
     for turn in view.above:
+        if turn.seq in recalled:  # brought back by recall for the latest reply: the model saw it
+            rows.append(_turn_html(turn, "folded", "recalled for the latest reply", "", recalled=True))
+            continue
         if turn.seq in pruned:
             rows.append(_turn_html(turn, "pruned", "pruned by the token guard · not folded yet", ""))
             continue

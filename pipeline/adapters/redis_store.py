@@ -91,6 +91,10 @@ from pipeline.transcript.store_codec import (
 
 T = TypeVar("T")
 
+def _as_str(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def _as_str_dict(fields: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
     """The client decodes responses (decode_responses=True); this only narrows the type."""
     return {str(k): str(v) for k, v in fields.items()}
@@ -113,6 +117,7 @@ def _keys(session_id: str) -> dict[str, str]:
 
 
 SESSIONS_KEY = "lc:sessions"
+VECTOR_PAGE = 500  # recall vectors per HSCAN page when a session reopens
 
 
 def _optout_key(scope: str) -> str:
@@ -494,10 +499,25 @@ class RedisSessionStore:
         await self._call(self._save_vectors, keys=[_keys(session_id)["rvec"]], args=args)
 
     async def load_recall_vectors(self, session_id: str, model: str) -> dict[str, bytes]:
-        fields = _as_str_dict(await self._call(self._redis.hgetall, _keys(session_id)["rvec"]))
-        if fields.pop("model", None) != model:
+        # HSCAN in pages, not one HGETALL: a session of 20k vectors is ~20 MB of reply, and
+        # parsing and decoding it in one piece held the event loop for hundreds of ms.
+        key = _keys(session_id)["rvec"]
+        stored_model = await self._call(self._redis.hget, key, "model")
+        if _as_str(stored_model) != model:
             return {}
-        return {key: base64.b64decode(value) for key, value in fields.items()}
+        out: dict[str, bytes] = {}
+        cursor: int = 0
+        while True:
+            cursor, page = await self._call(self._redis.hscan, key, cursor, count=VECTOR_PAGE)
+            for field, value in _as_str_dict(page if isinstance(page, dict) else {}).items():
+                if field != "model":
+                    out[field] = base64.b64decode(value)
+            if not cursor:
+                return out
+
+    async def delete_recall_vectors(self, session_id: str, keys: Sequence[str]) -> None:
+        if keys:
+            await self._call(self._redis.hdel, _keys(session_id)["rvec"], *keys)
 
     async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
         args: list[str] = []

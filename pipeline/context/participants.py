@@ -19,12 +19,13 @@ active speakers first.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pipeline.models import PEOPLE_KINDS, ParticipantCard, Turn
-from pipeline.transcript.formatting import cap_text, one_line, speaker_label
+from pipeline.transcript.formatting import cap_text, corrected_seq, one_line, speaker_label
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +35,7 @@ class ParticipantMemoryConfig:
     who_chars: int = 90
     max_chars: int = 800  # the rendered memory, all cards together
     max_cards: int = 12  # speakers tracked (the least active one goes beyond this)
+    commitment_ttl_turns: int = 300  # a commitment older than this many turns is dropped at the next fold
 
 
 _CLAUSE_END = r"(?=[.!?;]|,\s*(?:but|and|so|because)\b|$)"
@@ -59,10 +61,21 @@ def _clause(text: str, limit: int) -> str:
     return cap_text(one_line(text).strip(" ,"), limit)
 
 
-def _push(items: tuple[str, ...], item: str, limit: int) -> tuple[str, ...]:
+def _push(items: tuple[str, ...], seqs: tuple[int, ...], item: str, seq: int, limit: int
+          ) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """`item` becomes the newest; an equal one moves up instead of repeating; oldest go."""
-    kept = [x for x in items if x.casefold() != item.casefold()]
-    return (*kept, item)[-limit:] if limit > 0 else ()
+    seqs = seqs if len(seqs) == len(items) else tuple(-1 for _ in items)
+    kept = [(x, s) for x, s in zip(items, seqs, strict=True) if x.casefold() != item.casefold()]
+    kept = [*kept, (item, seq)][-limit:] if limit > 0 else []
+    return tuple(x for x, _ in kept), tuple(s for _, s in kept)
+
+
+def _without(items: tuple[str, ...], seqs: tuple[int, ...], drop: Callable[[int], bool]
+             ) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    if len(seqs) != len(items):
+        return items, seqs
+    kept = [(x, s) for x, s in zip(items, seqs, strict=True) if not drop(s)]
+    return tuple(x for x, _ in kept), tuple(s for _, s in kept)
 
 
 def extract(text: str, config: ParticipantMemoryConfig) -> tuple[list[str], list[str], list[str]]:
@@ -84,64 +97,123 @@ def update_cards(
     *,
     bot_name: str,
     config: ParticipantMemoryConfig,
+    cursor: int | None = None,
 ) -> dict[str, ParticipantCard]:
-    """The cards after a fold of `turns` (what people said or typed; the bot has no card)."""
+    """The cards after a fold of `turns` (what people said or typed; the bot has no card).
+
+    A typed edit or deletion (`chat_edit:<seq>` / `chat_delete:<seq>`) takes away what the
+    original message put on the card (the edit's own text is read as a new turn). With
+    `cursor`, commitments older than `config.commitment_ttl_turns` turns expire."""
     out = dict(cards)
     bot = bot_name.casefold()
     for turn in turns:
         if turn.kind not in PEOPLE_KINDS or turn.speaker_name.casefold() == bot:
             continue
         card = out.get(turn.speaker_id) or ParticipantCard(speaker_id=turn.speaker_id, name=turn.speaker_name)
+        corrected = corrected_seq(turn)
+        if corrected is not None:
+            card = _forget_seq(card, corrected)
         who, commitments, preferences = extract(turn.text, config)
-        new_who = who[-1] if who else card.who
-        committed = card.commitments
+        new_who, who_seq = (who[-1], turn.seq) if who else (card.who, card.who_seq)
+        committed, committed_seqs = card.commitments, card.commitment_seqs
         for item in commitments:
-            committed = _push(committed, item, config.max_items)
-        preferred = card.preferences
+            committed, committed_seqs = _push(committed, committed_seqs, item, turn.seq, config.max_items)
+        preferred, preferred_seqs = card.preferences, card.preference_seqs
         for item in preferences:
-            preferred = _push(preferred, item, config.max_items)
+            preferred, preferred_seqs = _push(preferred, preferred_seqs, item, turn.seq, config.max_items)
         out[turn.speaker_id] = replace(
             card,
             name=turn.speaker_name,
             who=new_who,
+            who_seq=who_seq,
             commitments=committed,
+            commitment_seqs=committed_seqs,
             preferences=preferred,
+            preference_seqs=preferred_seqs,
             turns=card.turns + 1,
             last_seq=max(card.last_seq, turn.seq),
         )
+    if cursor is not None:
+        oldest = cursor - config.commitment_ttl_turns
+        for key, card in list(out.items()):
+            items, seqs = _without(card.commitments, card.commitment_seqs, lambda seq: seq < oldest)
+            if items != card.commitments:
+                out[key] = replace(card, commitments=items, commitment_seqs=seqs)
     if len(out) > config.max_cards:
         ranked = sorted(out.values(), key=lambda c: (-c.turns, -c.last_seq))[: config.max_cards]
         out = {c.speaker_id: c for c in ranked}
     return out
 
 
-def render_card(card: ParticipantCard) -> str:
-    """One speaker-attributed line: `Alice (12 turns): I'm the healer. Said they'd: ...`."""
-    parts = [f"{speaker_label(card.name)} ({card.turns} turn{'s' if card.turns != 1 else ''})"]
+def forget_seqs(cards: Mapping[str, ParticipantCard], seqs: Iterable[int]) -> dict[str, ParticipantCard]:
+    """The cards without anything that came from these turns ("forget me", a deleted message)."""
+    out = dict(cards)
+    for seq in seqs:
+        out = {k: _forget_seq(c, seq) for k, c in out.items()}
+    return out
+
+
+def _forget_seq(card: ParticipantCard, seq: int) -> ParticipantCard:
+    commitments, commitment_seqs = _without(card.commitments, card.commitment_seqs, lambda s: s == seq)
+    preferences, preference_seqs = _without(card.preferences, card.preference_seqs, lambda s: s == seq)
+    who, who_seq = ("", -1) if card.who_seq == seq else (card.who, card.who_seq)
+    return replace(card, commitments=commitments, commitment_seqs=commitment_seqs, preferences=preferences,
+                   preference_seqs=preference_seqs, who=who, who_seq=who_seq)
+
+
+def _quoted(text: str) -> str:
+    """One item as a JSON string: its own quotes escaped, so one person's quote cannot read
+    as the end of it and the start of another card line."""
+    return json.dumps(one_line(text), ensure_ascii=False)
+
+
+def render_card(card: ParticipantCard, label: str | None = None) -> str:
+    """One speaker-attributed line: `Alice (12 turns): said "I'm the healer", committed: "..."`."""
+    parts = [f"{label or speaker_label(card.name)} ({card.turns} turn{'s' if card.turns != 1 else ''})"]
     details: list[str] = []
     if card.who:
-        details.append(f"said \"{card.who}\"")
+        details.append(f"said {_quoted(card.who)}")
     if card.commitments:
-        details.append("committed: " + "; ".join(f'"{c}"' for c in card.commitments))
+        details.append("committed: " + "; ".join(_quoted(c) for c in card.commitments))
     if card.preferences:
-        details.append("preferences: " + "; ".join(f'"{p}"' for p in card.preferences))
+        details.append("preferences: " + "; ".join(_quoted(p) for p in card.preferences))
     return parts[0] + (": " + ", ".join(details) if details else "")
 
 
+def _labels(cards: Sequence[ParticipantCard]) -> dict[str, str]:
+    """Display labels; two people with one display name stay two (`Alex (user ...1234)`)."""
+    by_name: dict[str, list[ParticipantCard]] = {}
+    for card in cards:
+        by_name.setdefault(speaker_label(card.name).casefold(), []).append(card)
+    out: dict[str, str] = {}
+    for same in by_name.values():
+        for card in same:
+            label = speaker_label(card.name)
+            out[card.speaker_id] = label if len(same) == 1 else f"{label} (user …{card.speaker_id[-4:]})"
+    return out
+
+
 def render_cards(cards: Sequence[ParticipantCard], max_chars: int) -> str:
-    """The memory text: whole card lines, most active speakers first, within `max_chars`.
-    Cards with nothing but a turn count are left out."""
-    lines: list[str] = []
-    used = 0
-    for card in sorted(cards, key=lambda c: (-c.turns, c.name)):
-        if not (card.who or card.commitments or card.preferences):
+    """The memory text: one line per card, most active speakers first, within `max_chars`.
+    Cards with nothing but a turn count are left out. When they do not all fit, the longest
+    lines are shortened (at a word, to an equal share of what is left) -- a card that does not
+    fit never takes the others' places; only when not even a name fits per card do the least
+    active speakers go."""
+    shown = [c for c in sorted(cards, key=lambda c: (-c.turns, c.name)) if c.who or c.commitments or c.preferences]
+    labels = _labels(shown)
+    lines = [render_card(c, labels[c.speaker_id]) for c in shown]
+    while lines and sum(len(x) for x in lines) + len(lines) - 1 > max_chars:
+        room = max_chars - (len(lines) - 1)
+        if room // len(lines) < 24:  # not even a name and a few words each: the least active goes
+            lines.pop()
             continue
-        line = render_card(card)
-        cost = len(line) + (1 if lines else 0)
-        if used + cost > max_chars:
-            if not lines and max_chars > 40:
-                lines.append(cap_text(line, max_chars))
-            break
-        lines.append(line)
-        used += cost
+        # Equal shares, what short lines leave over goes to the longer ones.
+        order = sorted(range(len(lines)), key=lambda i: len(lines[i]))
+        left = room
+        for rank, i in enumerate(order):
+            share = left // (len(lines) - rank)
+            if len(lines[i]) > share:
+                lines[i] = cap_text(lines[i], share)
+            left -= len(lines[i])
+        break
     return "\n".join(lines)

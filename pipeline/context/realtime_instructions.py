@@ -8,13 +8,14 @@ A realtime session takes a single `instructions` string (DESIGN.md section 4: at
 2. `current_turn` -- what was just said;
 3. `recent_turns` -- the freshest `fresh_turns` verbatim turns, newest first;
 4. `participant_memory`;
-5. `recall` -- old lines recalled for the current turn (`pipeline.context.recall`), within its own
-   `recall_budget_chars`, shortened at a turn boundary (worst-ranked lines go first);
-6. `session_summary` -- the compacted summary (its tail is what gives way to the above);
-7. `recent_turns` again -- the older verbatim turns of the window, newest first, for
+5. `session_summary` -- the compacted summary (its tail is what gives way to the above);
+6. `recent_turns` again -- the older verbatim turns of the window, newest first, for
    whatever room is left (DESIGN's "older" sections: the summary must not crowd out the
    freshest turns, and a long window of older turns must not crowd out the summary);
-8. `screen_notes` -- live screen-watch notes, newest first;
+7. `screen_notes` -- live screen-watch notes, newest first;
+8. `recall` -- old lines recalled for the current turn (`pipeline.context.recall`), within its own
+   `recall_budget_chars` and only what the window and the notes left, shortened at a turn
+   boundary (worst-ranked lines go first): recall never costs a window turn or a live note;
 9. `tool_policy`.
 
 A section that does not fit whole is shortened -- text at a sentence, line or word boundary
@@ -291,8 +292,6 @@ def build_realtime_instructions(
     if participant_memory:
         heading = HEADERS[Section.PARTICIPANT_MEMORY]
         layout.add_text(Section.PARTICIPANT_MEMORY, heading, participant_memory)
-    if recall_lines:
-        _add_recall(layout, recall_lines, spec.recall_budget_chars)
     if snapshot.summary.strip():
         heading = summary_heading(snapshot.covered_through_turn)
         layout.add_text(Section.SESSION_SUMMARY, heading, snapshot.summary)
@@ -306,6 +305,10 @@ def build_realtime_instructions(
     )
     screen.fill()
     screen.finish()
+
+    # Recall last: the whole window and the live notes first, recall gets what is left.
+    if recall_lines:
+        _add_recall(layout, recall_lines, spec.recall_budget_chars)
 
     if tool_policy:
         layout.add_text(Section.TOOL_POLICY, HEADERS[Section.TOOL_POLICY], tool_policy)

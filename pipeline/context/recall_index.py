@@ -1,15 +1,21 @@
 """The per-session recall index: incremental BM25 plus dense vectors, fused. Pure.
 
-What recall is for, how queries are built and why it scores as it does: `pipeline.context.recall`.
-Here: the index itself (`RecallIndex`) over its two retrievers (`recall_retrievers`), the
-fusion, and the spending of a char budget on distinct hits, answers and neighbours.
+What recall is for, how queries are built and why it scores as it does: `pipeline.context.recall`
+and docs/recall.md. Here: the index itself (`RecallIndex`) over its two retrievers
+(`recall_retrievers`), the relevance floor, freshness (a later line on the same thing comes
+along, marked), and the spending of a char budget, which is a ceiling: nothing relevant,
+nothing recalled.
+
+Storage is columnar (texts, interned speakers, arrays of times and seqs) rather than one
+`Turn` object per line, so a session of 10k turns costs a few MB (bench/bench_recall.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Collection, Iterable
 
+import numpy as np
 import numpy.typing as npt
 
 from pipeline.context.recall import (
@@ -21,146 +27,224 @@ from pipeline.context.recall import (
     RecallResult,
     Vector,
     name_key,
-    note_key,
     terms,
     turn_key,
 )
 from pipeline.context.recall_retrievers import LexicalIndex, VectorTable
+from pipeline.context.recall_scoring import (
+    Scored,
+    asks,
+    first_person,
+    intern,
+    offsets,
+    passes,
+    render_recalled,
+    says_it_changes,
+    unit,
+)
 from pipeline.models import Note, Turn, TurnKind
-from pipeline.transcript.formatting import cap_text, mmss, note_line, one_line, render_turn_line
+from pipeline.transcript.formatting import (
+    CHAT_DELETE_SOURCE,
+    cap_text,
+    corrected_seq,
+    note_line,
+    one_line,
+)
 
-
-@dataclass(slots=True)
-class _Doc:
-    seq: int | None
-    note: Note | None
-    turn: Turn | None
-    speaker_key: str
-    length: int
-    at: float
-
-
-@dataclass(slots=True)
-class _Scored:
-    doc: int
-    score: float = 0.0
-    lexical_rank: int | None = None
-    dense_rank: int | None = None
+_KINDS: tuple[TurnKind, ...] = tuple(TurnKind)
+_NOTE_KIND = 255
+_Docs = npt.NDArray[np.intp]
+# One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
+_Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
 
 
 class RecallIndex:
     """Incremental BM25 + dense vectors over one session's turns and notes.
 
-    `add_turn` / `add_note` cost a tokenisation and a few dict updates (no model work);
-    `set_vector` attaches a vector computed elsewhere. Not thread-safe: call it from the
-    session's event loop only.
+    `add_turn` / `add_note` cost a tokenisation and a few appends (no model work);
+    `set_vector` attaches a vector computed elsewhere; `forget` removes lines (a deleted
+    message, "forget me") from every part: text, postings' eligibility and vectors. Not
+    thread-safe: call it from the session's event loop only.
     """
 
-    __slots__ = ("_by_key", "_docs", "_lexical", "_speakers", "_turn_doc", "_vectors")
+    __slots__ = (
+        "_alive", "_at", "_changes", "_kinds", "_lexical", "_note_doc", "_notes", "_people", "_person", "_seq",
+        "_sources", "_speakers", "_texts", "_turn_doc", "_vectors", "_who",
+    )
 
     def __init__(self) -> None:
-        self._docs: list[_Doc] = []
-        self._by_key: dict[str, int] = {}
-        self._turn_doc: dict[int, int] = {}  # seq -> doc index (every turn, indexed or not)
+        self._texts: list[str] = []
+        self._sources: list[str] = []
+        self._who = array("i")  # doc -> index into _people
+        self._people: list[tuple[str, str, str]] = []  # (speaker_id, display name, name key)
+        self._person: dict[tuple[str, str], int] = {}
+        self._kinds = bytearray()
+        self._alive = bytearray()
+        self._changes = bytearray()  # 1: the line says it changes something ("instead", "moved to")
+        self._at = array("d")
+        self._seq = array("q")  # -1 for notes
+        self._turn_doc = array("i")  # seq -> doc (-1: none)
+        self._notes: dict[int, Note] = {}
+        self._note_doc: dict[str, int] = {}
         self._lexical = LexicalIndex()
         self._vectors = VectorTable()
         self._speakers: dict[str, str] = {}  # name key -> display name
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._texts)
 
     @property
     def vector_count(self) -> int:
-        return self._vectors.count(len(self._docs))
+        return self._vectors.count(len(self._texts))
 
     @property
     def speakers(self) -> dict[str, str]:
         return dict(self._speakers)
 
+    def _doc_of(self, key: str) -> int | None:
+        kind, _, ident = key.partition(":")
+        if kind == "t" and ident.isdigit():
+            seq = int(ident)
+            doc = self._turn_doc[seq] if seq < len(self._turn_doc) else -1
+            return doc if doc >= 0 else None
+        if kind == "n":
+            return self._note_doc.get(ident)
+        return None
+
     def has_key(self, key: str) -> bool:
-        return key in self._by_key
+        return self._doc_of(key) is not None
 
     def turn(self, seq: int) -> Turn | None:
-        doc = self._turn_doc.get(seq)
-        return self._docs[doc].turn if doc is not None else None
+        doc = self._doc_of(turn_key(seq))
+        return self._turn(doc) if doc is not None and self._alive[doc] else None
+
+    def _turn(self, doc: int) -> Turn:
+        speaker_id, name, _ = self._people[self._who[doc]]
+        at = self._at[doc]
+        return Turn(seq=self._seq[doc], kind=_KINDS[self._kinds[doc]], speaker_id=speaker_id, speaker_name=name,
+                    text=self._texts[doc], started_at=at, ended_at=at, source=self._sources[doc])
+
+    def _person_of(self, speaker_id: str, name: str) -> int:
+        key = (speaker_id, name)
+        index = self._person.get(key)
+        if index is None:
+            index = self._person[key] = len(self._people)
+            self._people.append((speaker_id, name, name_key(name)))
+        return index
 
     def add_turn(self, turn: Turn) -> bool:
-        """Index a turn (idempotent per seq). Returns False if it was already there."""
-        key = turn_key(turn.seq)
-        if key in self._by_key:
+        """Index a turn (idempotent per seq). Returns False if it was already there. A typed
+        edit or deletion (`chat_edit:<seq>` / `chat_delete:<seq>`) forgets the original line;
+        a deletion is itself never recalled."""
+        if self._doc_of(turn_key(turn.seq)) is not None:
             return False
         speaker = name_key(turn.speaker_name)
         if speaker and turn.kind in (TurnKind.SPEECH, TurnKind.BOT):
             self._speakers.setdefault(speaker, one_line(turn.speaker_name))
-        words = terms(turn.text) if turn.kind in INDEXED_KINDS else []
-        doc = self._add_doc(key, _Doc(turn.seq, None, turn, speaker, len(words), turn.started_at), words)
+        corrected = corrected_seq(turn)
+        deletion = corrected is not None and turn.source.startswith(CHAT_DELETE_SOURCE)
+        indexed = turn.kind in INDEXED_KINDS and not deletion
+        words = terms(turn.text) if indexed else []
+        doc = self._add_doc((turn.kind, turn.speaker_id, turn.speaker_name, turn.text if indexed else "",
+                             turn.started_at, turn.seq, turn.source), words)
+        if not indexed:
+            self._kinds[doc] = _KINDS.index(TurnKind.MEMBERSHIP)  # kept for seq bookkeeping, never recalled
+        while len(self._turn_doc) <= turn.seq:
+            self._turn_doc.append(-1)
         self._turn_doc[turn.seq] = doc
+        if corrected is not None:
+            self.forget([corrected])
         return True
 
     def add_note(self, note: Note) -> bool:
-        key = note_key(note.note_id)
-        if key in self._by_key:
+        if note.note_id in self._note_doc:
             return False
         words = terms(f"{note.by} {note.text} {note.why}")
-        self._add_doc(key, _Doc(None, note, None, name_key(note.by), len(words), note.at), words)
+        doc = self._add_doc((None, note.by, note.by, note.text, note.at, None, "note"), words)
+        self._notes[doc] = note
+        self._note_doc[note.note_id] = doc
         return True
 
-    def _add_doc(self, key: str, doc: _Doc, words: Iterable[str]) -> int:
-        index = len(self._docs)
-        self._docs.append(doc)
-        self._by_key[key] = index
-        self._lexical.add(index, words, doc.length)
-        self._vectors.add(index, doc.seq)
+    def _add_doc(self, row: _Row, words: list[str]) -> int:
+        kind, speaker_id, name, text, at, seq, source = row
+        index = len(self._texts)
+        self._texts.append(text)
+        self._sources.append(intern(source))
+        self._who.append(self._person_of(speaker_id, name))
+        self._kinds.append(_NOTE_KIND if kind is None else _KINDS.index(kind))
+        self._alive.append(1)
+        self._changes.append(1 if says_it_changes(text) else 0)
+        self._at.append(at)
+        self._seq.append(-1 if seq is None else seq)
+        self._lexical.add(index, words, len(words))
+        self._vectors.add(index, seq)
         return index
 
+    def forget(self, seqs: Iterable[int]) -> int:
+        """Remove these turns from recall everywhere (text, eligibility, vector); returns how
+        many were present. The seqs stay known, so a later re-add of the same seq is refused."""
+        removed = 0
+        for seq in seqs:
+            doc = self._doc_of(turn_key(seq))
+            if doc is None or not self._alive[doc]:
+                continue
+            self._alive[doc] = 0
+            self._texts[doc] = ""
+            self._lexical.forget(doc)
+            self._vectors.clear(doc)
+            removed += 1
+        return removed
+
     def set_vector(self, key: str, vector: npt.ArrayLike) -> bool:
-        """Attach a (normalised here) vector to an indexed doc. False if the doc is unknown
-        or the vector's dimension does not match the ones already stored."""
-        doc = self._by_key.get(key)
-        return doc is not None and self._vectors.set(doc, vector)
+        """Attach a (normalised here) vector to an indexed doc. False if the doc is unknown or
+        forgotten, or the vector's dimension does not match the ones already stored."""
+        doc = self._doc_of(key)
+        return doc is not None and bool(self._alive[doc]) and self._vectors.set(doc, vector)
+
+    def has_vector(self, key: str) -> bool | None:
+        """Whether a recallable doc has its vector (None: unknown or forgotten doc)."""
+        doc = self._doc_of(key)
+        if doc is None or not self._recallable(doc):
+            return None
+        return self._vectors.has(doc)
 
     def vector(self, key: str) -> Vector | None:
-        doc = self._by_key.get(key)
+        doc = self._doc_of(key)
         return None if doc is None else self._vectors.get(doc)
 
     def memory_bytes(self) -> int:
-        """A rough size: arrays exactly, Python objects by a fixed estimate per entry."""
-        lexical = self._lexical.posting_count * 100 + self._lexical.term_count * 120
-        return self._vectors.nbytes + lexical + len(self._docs) * 400
+        """The index's size: arrays exactly, strings and list slots by CPython's sizes."""
+        texts = sum(49 + len(t) for t in self._texts) + 16 * len(self._texts)  # str + two list slots
+        columns = sum(a.buffer_info()[1] * a.itemsize for a in (self._who, self._at, self._seq, self._turn_doc))
+        return self._vectors.nbytes + self._lexical.nbytes() + texts + columns + 2 * len(self._kinds)
 
     # -- search ---------------------------------------------------------------------------
 
-    def _eligible(self, doc: _Doc, before_seq: int, live_note_ids: Collection[str]) -> bool:
-        if doc.seq is not None:
-            return doc.seq < before_seq and doc.turn is not None and doc.turn.kind in INDEXED_KINDS
-        return doc.note is not None and doc.note.note_id not in live_note_ids
+    def _is_turn(self, doc: int) -> bool:
+        return self._kinds[doc] != _NOTE_KIND
 
-    def _ranked_lexical(
-        self, query: RecallQuery, config: RecallConfig, before_seq: int, live_note_ids: Collection[str]
-    ) -> list[tuple[int, float]]:
-        docs = self._docs
-        return self._lexical.rank(query, config, lambda i: self._eligible(docs[i], before_seq, live_note_ids))
+    def _recallable(self, doc: int) -> bool:
+        return bool(self._alive[doc]) and (not self._is_turn(doc) or _KINDS[self._kinds[doc]] in INDEXED_KINDS)
 
-    def _dense(
-        self, query_vector: Vector, config: RecallConfig, before_seq: int, live_note_ids: Collection[str]
-    ) -> list[tuple[int, float]]:
-        live_docs = (self._by_key.get(note_key(key)) for key in live_note_ids)
-        ranked = self._vectors.nearest(
-            query_vector,
-            docs=len(self._docs),
-            before_seq=before_seq,
-            excluded=[doc for doc in live_docs if doc is not None],
-            candidates=config.candidates,
-        )
-        out: list[tuple[int, float]] = []
-        for index, sim in ranked:
-            if sim < config.min_dense_similarity:
-                break
-            entry = self._docs[index]
-            if entry.seq is not None and not self._eligible(entry, before_seq, live_note_ids):
-                continue  # membership turns carry vectors only if someone set them
-            out.append((index, sim))
-        return out
+    def _eligible(self, doc: int, before_seq: int, live_note_ids: Collection[str]) -> bool:
+        if not self._recallable(doc):
+            return False
+        if self._is_turn(doc):
+            return self._seq[doc] < before_seq
+        return self._notes[doc].note_id not in live_note_ids
+
+    def _eligibility(self, before_seq: int, live_note_ids: Collection[str]) -> Callable[[int], bool]:
+        """`_eligible` as one closure over local names (it runs for every lexical candidate)."""
+        alive, kinds, seqs, notes = self._alive, self._kinds, self._seq, self._notes
+        indexed = frozenset(_KINDS.index(k) for k in INDEXED_KINDS)
+
+        def eligible(doc: int) -> bool:
+            kind = kinds[doc]
+            if kind == _NOTE_KIND:
+                return bool(alive[doc]) and notes[doc].note_id not in live_note_ids
+            return bool(alive[doc]) and kind in indexed and seqs[doc] < before_seq
+
+        return eligible
 
     def search(
         self,
@@ -172,44 +256,86 @@ class RecallIndex:
         live_note_ids: Collection[str] = (),
         query_vector: Vector | None = None,
     ) -> RecallResult:
-        """The best eligible lines for `query`, rendered within `budget_chars`."""
-        if not config.enabled or budget_chars <= 0 or config.max_hits == 0 or not self._docs:
-            return RecallResult(
-                hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self._docs), dense_used=False
-            )
-        fused: dict[int, _Scored] = {}
+        """The relevant eligible lines for `query` (none if nothing reaches the floor), with
+        later statements on the same things, rendered within `budget_chars`."""
+        if not config.enabled or budget_chars <= 0 or config.max_hits == 0 or not self._texts:
+            return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
+                                dense_used=False)
+        fused: dict[int, Scored] = {}
         if config.lexical_weight > 0:
-            for rank, (index, _) in enumerate(self._ranked_lexical(query, config, before_seq, live_note_ids), start=1):
-                entry = fused.setdefault(index, _Scored(index))
+            for rank, hit in enumerate(self._lexical.rank(query, config, self._eligibility(before_seq, live_note_ids)),
+                                       start=1):
+                entry = fused.setdefault(hit.doc, Scored(hit.doc))
                 entry.lexical_rank = rank
+                entry.coverage = hit.coverage
                 entry.score += config.lexical_weight / (config.rrf_k + rank)
         dense_used = False
-        if query_vector is not None and config.dense_weight > 0:
-            dense = self._dense(query_vector, config, before_seq, live_note_ids)
+        q = unit(query_vector) if query_vector is not None and config.dense_weight > 0 else None
+        if q is not None:
+            live_docs = (self._note_doc.get(key) for key in live_note_ids)
+            ranked = self._vectors.nearest(q, docs=len(self), before_seq=before_seq,
+                                           excluded=[d for d in live_docs if d is not None],
+                                           candidates=config.candidates)
             dense_used = self._vectors.used
-            for rank, (index, _) in enumerate(dense, start=1):
-                entry = fused.setdefault(index, _Scored(index))
+            rank = 0
+            for index, sim in ranked:
+                if sim < config.min_dense_similarity:
+                    break
+                if not self._eligible(index, before_seq, live_note_ids):
+                    continue
+                rank += 1
+                entry = fused.setdefault(index, Scored(index))
                 entry.dense_rank = rank
+                entry.cosine = sim
                 entry.score += config.dense_weight / (config.rrf_k + rank)
+            self._fill_cosines(fused, q)
         for entry in fused.values():
-            speaker = self._docs[entry.doc].speaker_key
+            speaker = self._people[self._who[entry.doc]][2]
             if speaker and speaker in query.speakers:
                 entry.score *= 1.0 + config.speaker_boost
             elif query.self_speaker and speaker == query.self_speaker:
                 entry.score *= 1.0 + config.speaker_boost / 2
-        ranked = self._distinct(sorted(fused.values(), key=lambda e: (-e.score, e.doc)), config)
-        return self._spend(ranked, config, before_seq=before_seq, budget_chars=budget_chars, query=query,
-                           dense_used=dense_used)
+        changes = {e.doc for e in fused.values() if self._changes[e.doc]}
+        relevant = [e for e in fused.values() if passes(e, config, e.doc in changes)]
+        for e in relevant:  # among relevant lines, how relevant counts too, not only the ranks
+            e.score += config.relevance_weight * ((e.cosine or 0.0) + e.coverage) / config.rrf_k
+        ranked_hits = self._distinct(sorted(relevant, key=lambda e: (-e.score, e.doc)), config)
+        if not ranked_hits:
+            return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
+                                dense_used=dense_used)
+        changers = [e.doc for e in relevant if e.doc in changes]
+        # Later lines are looked for among what the question brought up (every candidate of
+        # both retrievers) and the window's turns: a change of what was asked about is about
+        # what was asked, and this costs one small product instead of a scan per hit.
+        window = [d for d in self._turn_doc[before_seq:] if d >= 0]
+        pool = np.array(sorted({*fused, *window}), dtype=np.intp)
+        later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool)
+        hits, lines = self._spend(ranked_hits, later, config, before_seq=before_seq, budget_chars=budget_chars)
+        chars = sum(len(line.text) for line in lines) + max(0, len(lines) - 1)
+        return RecallResult(hits=hits, lines=lines, chars=chars, query_chars=query.chars, index_size=len(self),
+                            dense_used=dense_used)
 
-    def _distinct(self, ranked: list[_Scored], config: RecallConfig) -> list[_Scored]:
+    def _fill_cosines(self, fused: dict[int, Scored], q: Vector) -> None:
+        """The cosine of lexical-only candidates that have a vector (the floor looks at both)."""
+        missing = np.array([d for d, e in fused.items() if e.cosine is None], dtype=np.intp)
+        if not missing.size or self._vectors.dim is None:
+            return
+        rows = self._vectors.rows(missing)
+        has = np.abs(rows).sum(axis=1) > 0
+        sims = rows @ q
+        for doc, sim, ok in zip(missing.tolist(), sims.tolist(), has.tolist(), strict=True):
+            if ok:
+                fused[doc].cosine = sim
+
+    def _distinct(self, ranked: list[Scored], config: RecallConfig) -> list[Scored]:
         """The best `max_hits`, skipping near-repeats of a better hit (game chatter repeats
         itself: "who has eyes on their Storm?"), so the budget buys different facts."""
-        chosen: list[_Scored] = []
+        chosen: list[Scored] = []
         seen: list[frozenset[str]] = []
         for entry in ranked:
             if len(chosen) >= config.max_hits:
                 break
-            words = _words(self._docs[entry.doc])
+            words = frozenset(terms(self._texts[entry.doc]))
             if config.dedupe_jaccard < 1.0 and words and any(
                 len(words & other) / len(words | other) >= config.dedupe_jaccard for other in seen if other
             ):
@@ -218,129 +344,196 @@ class RecallIndex:
             seen.append(words)
         return chosen
 
+    # -- freshness ------------------------------------------------------------------------
+
+    def _freshness(
+        self, hits: list[Scored], config: RecallConfig, q: Vector | None, changers: list[int], pool: _Docs
+    ) -> dict[int, list[int]]:
+        """Hit doc -> the later lines on the same thing, closest first (they may be in the window)."""
+        out: dict[int, list[int]] = {}
+        for entry in hits:
+            doc = entry.doc
+            if not self._is_turn(doc) or asks(self._texts[doc]):
+                continue  # a question states nothing a later line could change
+            newer = self._later_on_same_thing(doc, config, q, changers, pool)
+            if newer:
+                out[doc] = newer
+        return out
+
+    def _later_on_same_thing(
+        self, doc: int, config: RecallConfig, q: Vector | None = None, changers: Iterable[int] = (),
+        pool: _Docs | None = None,
+    ) -> list[int]:
+        """The `later_lines` later turns that say most nearly what `doc` says: similar by vector
+        (or by vector and a shared content word), a statement (not a question), and not one
+        person's own fact next to another's ("I grew up in Cusco" does not supersede Omar's
+        "I grew up in Valparaiso")."""
+        names = {t for _, _, key in self._people for t in key.split()}
+        words = [w for w in terms(self._texts[doc]) if w not in names]
+        if not words:
+            return []
+        n = len(self)
+        vec = self._vectors.get(doc)
+        sims: dict[int, float] = {}
+        if vec is not None:
+            # With vectors the dense side proposes (24 rows), shared words only lower its bar;
+            # without, rare shared words alone decide (their postings are short: cheap).
+            if pool is None:
+                for index, close in self._vectors.nearest(vec, docs=n, before_seq=1 << 62, excluded=(),
+                                                          candidates=24, after_doc=doc):
+                    sims[index] = close
+            else:
+                later = pool[pool > doc]
+                if later.size:
+                    close_all = self._vectors.rows(later) @ (vec / max(float(np.linalg.norm(vec)), 1e-9))
+                    top = np.argsort(-close_all)[:24]
+                    for index, close in zip(later[top].tolist(), close_all[top].tolist(), strict=True):
+                        if close > 0:
+                            sims[index] = close
+            # Relevant lines that say they change something are candidates too, whatever
+            # their rank by likeness to this hit (corrections seldom repeat what they correct).
+            relevant_changes = np.array([c for c in changers if c > doc and c not in sims], dtype=np.intp)
+            if relevant_changes.size:
+                near = self._vectors.rows(relevant_changes) @ (vec / max(float(np.linalg.norm(vec)), 1e-9))
+                for index, likeness in zip(relevant_changes.tolist(), near.tolist(), strict=True):
+                    sims[index] = likeness
+            shared = self._lexical.matches(words, after=doc, max_df=max(50, int(n * config.max_df_ratio)),
+                                           only=sims.keys())
+        else:
+            shared = self._lexical.matches(words, after=doc, max_df=max(20, n // 200))
+        found: list[tuple[tuple[float, int], int]] = []
+        for index in sims or shared:
+            if not self._recallable(index) or not self._is_turn(index) or index <= doc:
+                continue
+            sim = sims.get(index)
+            count = shared.get(index, 0)
+            if sim is not None:
+                # A line that says it changes something ("instead", "moved to", "scratch that")
+                # needs less likeness: corrections seldom repeat what they correct.
+                bar = config.supersede_dense_cue if self._changes[index] else (
+                    config.supersede_dense_shared if count >= 1 else config.supersede_dense)
+                same = sim >= bar
+            else:
+                same = count >= 2 and count * 2 >= len(set(words))
+            if not same or self._texts[index].rstrip().endswith("?"):
+                continue
+            if self._who[index] != self._who[doc] and first_person(self._texts[doc]) and first_person(
+                self._texts[index]
+            ):
+                continue
+            # The closest later statement (a false match that merely came later must not
+            # hide the real correction); among equals, the latest.
+            # Ranked by likeness to the hit and to the question together: of two later
+            # changes, the one about what was asked.
+            asked = float(self._vectors.rows(np.array([index], dtype=np.intp))[0] @ q) if q is not None else 0.0
+            found.append((((sim if sim is not None else count / len(words)) + asked, self._seq[index]), index))
+        # More than one: the likeness of two different changes to one fact is close, and
+        # showing a wrong "later" line costs a line, missing the right one costs the answer.
+        return [index for _, index in sorted(found, reverse=True)[: config.later_lines]]
+
+    # -- spending the budget --------------------------------------------------------------
+
     def _answers(self, doc_index: int, config: RecallConfig, before_seq: int) -> list[int]:
         """The turns right after a question turn that answer it (by another speaker), at most
         `answer_turns`; none for a turn that does not end with "?"."""
-        doc = self._docs[doc_index]
-        if not config.answer_turns or doc.turn is None or doc.seq is None or not _asks(doc.turn.text):
+        if not config.answer_turns or not self._is_turn(doc_index) or not asks(self._texts[doc_index]):
             return []
         out: list[int] = []
-        seq = doc.seq
+        seq = self._seq[doc_index]
         while len(out) < config.answer_turns:
             seq += 1
-            near = self._turn_doc.get(seq)
+            near = self._doc_of(turn_key(seq))
             if near is None or seq >= before_seq:
                 break
-            turn = self._docs[near].turn
-            if turn is None or turn.kind not in INDEXED_KINDS:
+            if not self._recallable(near):
                 continue
-            if self._docs[near].speaker_key == doc.speaker_key:
+            if self._who[near] == self._who[doc_index]:
                 break
             out.append(near)
         return out
 
     def _spend(
         self,
-        ranked: list[_Scored],
+        ranked: list[Scored],
+        later: dict[int, list[int]],
         config: RecallConfig,
         *,
         before_seq: int,
         budget_chars: int,
-        query: RecallQuery,
-        dense_used: bool,
-    ) -> RecallResult:
+    ) -> tuple[tuple[RecallHit, ...], tuple[RecallLine, ...]]:
         used = 0
         chosen: dict[int, tuple[RecallHit, RecallLine]] = {}
+        earlier_of: dict[int, int] = {}
+        for older, newers in later.items():
+            for newer in newers:
+                earlier_of.setdefault(newer, older)
 
-        def take(doc_index: int, entry: _Scored | None, rank: int) -> bool:
+        def take(doc: int, entry: Scored | None, rank: int) -> bool:
             nonlocal used
-            doc = self._docs[doc_index]
-            line = _line(doc, config)
+            newer = later.get(doc, [])
+            older = earlier_of.get(doc)
+            line = self._line(doc, config, newer=newer, older=older, before_seq=before_seq)
             cost = len(line) + (1 if chosen else 0)
             if used + cost > budget_chars:
                 return False
             used += cost
-            order = doc.at + (doc.seq if doc.seq is not None else 0) * 1e-9
-            chosen[doc_index] = (_hit(doc, entry.score if entry else 0.0, entry), RecallLine(
-                order=order, rank=rank, text=line))
+            order = self._at[doc] + max(self._seq[doc], 0) * 1e-9
+            hit = self._hit(doc, entry, newer=newer, older=older)
+            chosen[doc] = (hit, RecallLine(order=order, rank=rank, text=line))
             return True
 
         # Distinct hits first, best first; a line that does not fit leaves room for shorter ones.
-        # A hit that asks a question brings its answer along: the next turn(s) by someone else.
+        # The later statement on the same thing goes first (it is what counts), then the hit,
+        # then, for a hit that asks, its answer: the next turn(s) by someone else.
         rank = 0
         for entry in ranked:
-            if entry.doc in chosen or not take(entry.doc, entry, rank):
+            if entry.doc in chosen:
+                continue
+            for newer in later.get(entry.doc, []):
+                if self._seq[newer] < before_seq and newer not in chosen and take(newer, None, rank):
+                    rank += 1
+            if not take(entry.doc, entry, rank):
                 continue
             rank += 1
             for answer in self._answers(entry.doc, config, before_seq):
                 if answer not in chosen and take(answer, None, rank):
                     rank += 1
-        # Then neighbours of the hits that made it, best hit first, with what is left.
-        for entry in ranked:
-            doc = self._docs[entry.doc]
-            if entry.doc not in chosen or doc.seq is None:
+        for entry in ranked:  # then neighbours of the hits that made it, with what is left
+            if entry.doc not in chosen or not self._is_turn(entry.doc):
                 continue
-            for offset in _offsets(config.neighbours):
-                seq = doc.seq + offset
-                near = self._turn_doc.get(seq)
-                if near is None or near in chosen or seq >= before_seq or seq < 0:
-                    continue
-                near_doc = self._docs[near]
-                if near_doc.turn is None or near_doc.turn.kind not in INDEXED_KINDS:
+            for offset in offsets(config.neighbours):
+                seq = self._seq[entry.doc] + offset
+                near = self._doc_of(turn_key(seq)) if seq >= 0 else None
+                if near is None or near in chosen or seq >= before_seq or not self._recallable(near):
                     continue
                 if take(near, None, rank):
                     rank += 1
         hits = tuple(h for h, _ in sorted(chosen.values(), key=lambda item: item[1].rank))
         lines = tuple(sorted((line for _, line in chosen.values()), key=lambda line: line.order))
-        chars = sum(len(line.text) for line in lines) + max(0, len(lines) - 1)
-        return RecallResult(
-            hits=hits,
-            lines=lines,
-            chars=chars,
-            query_chars=query.chars,
-            index_size=len(self._docs),
-            dense_used=dense_used,
+        return hits, lines
+
+    def _line(self, doc: int, config: RecallConfig, *, newer: list[int], older: int | None, before_seq: int) -> str:
+        if not self._is_turn(doc):
+            return cap_text(note_line(self._notes[doc]), config.line_cap_chars + 40)
+        later = [(self._at[n], self._seq[n] >= before_seq) for n in sorted(newer, key=lambda n: self._at[n])]
+        return render_recalled(self._turn(doc), config, later=later,
+                               earlier_at=self._at[older] if older is not None else None)
+
+    def _hit(self, doc: int, entry: Scored | None, *, newer: list[int], older: int | None) -> RecallHit:
+        note = self._notes.get(doc)
+        _, name, _ = self._people[self._who[doc]]
+        return RecallHit(
+            seq=None if note is not None else self._seq[doc],
+            note_id=note.note_id if note is not None else None,
+            score=round(entry.score, 6) if entry else 0.0,
+            speaker=note.by if note is not None else name,
+            text=note.text if note is not None else self._texts[doc],
+            at=self._at[doc],
+            lexical_rank=entry.lexical_rank if entry else None,
+            dense_rank=entry.dense_rank if entry else None,
+            neighbour=entry is None and older is None,
+            cosine=round(entry.cosine, 4) if entry and entry.cosine is not None else None,
+            coverage=round(entry.coverage, 4) if entry else 0.0,
+            later_seq=self._seq[newer[0]] if newer else None,
+            earlier_seq=self._seq[older] if older is not None else None,
         )
-
-
-def _words(doc: _Doc) -> frozenset[str]:
-    if doc.note is not None:
-        return frozenset(terms(doc.note.text))
-    return frozenset(terms(doc.turn.text)) if doc.turn is not None else frozenset()
-
-
-def _line(doc: _Doc, config: RecallConfig) -> str:
-    if doc.note is not None:
-        return cap_text(note_line(doc.note), config.line_cap_chars + 40)
-    assert doc.turn is not None
-    return f"[{mmss(doc.turn.started_at)}] {render_turn_line(doc.turn, config.line_cap_chars)}"
-
-
-def _hit(doc: _Doc, score: float, entry: _Scored | None) -> RecallHit:
-    if doc.note is not None:
-        speaker, text = doc.note.by, doc.note.text
-    else:
-        assert doc.turn is not None
-        speaker, text = doc.turn.speaker_name, doc.turn.text
-    return RecallHit(
-        seq=doc.seq,
-        note_id=doc.note.note_id if doc.note is not None else None,
-        score=round(score, 6),
-        speaker=speaker,
-        text=text,
-        at=doc.at,
-        lexical_rank=entry.lexical_rank if entry else None,
-        dense_rank=entry.dense_rank if entry else None,
-        neighbour=entry is None,
-    )
-
-
-def _asks(text: str) -> bool:
-    return text.rstrip().endswith("?")
-
-
-def _offsets(neighbours: int) -> list[int]:
-    out: list[int] = []
-    for distance in range(1, neighbours + 1):
-        out += [-distance, distance]
-    return out

@@ -25,6 +25,7 @@ from pipeline.context.recall import (
     INDEXED_KINDS,
     Vector,
     embed_text,
+    name_free,
     note_embed_text,
     note_key,
     turn_key,
@@ -32,11 +33,14 @@ from pipeline.context.recall import (
 from pipeline.context.recall_index import RecallIndex
 from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn
 from pipeline.ports import Embedder, SessionStore
+from pipeline.transcript.formatting import corrected_seq
 
 log = structlog.get_logger("longcall.recall")
 
 EMBED_BATCH = 16
 MAX_QUEUED = 1024
+MAX_NAME_VECTORS = 256
+RESTORE_SLICE = 128  # lines rebuilt between two yields to the event loop
 
 
 def _reraise_cancellation() -> None:
@@ -72,7 +76,8 @@ class SessionRecall:
         self._idle.set()
         self._running = False
         self._in_batch = 0
-        self._query_cache: tuple[str, Vector] | None = None  # prepare_query's last embedding
+        self._query_cache: tuple[tuple[str, tuple[str, ...]], Vector] | None = None  # prepare_query's last
+        self._name_vectors: dict[str, Vector] = {}  # speaker display name -> its vector (name_free)
         self.embedded = 0
         self.embed_failures = 0
 
@@ -96,9 +101,15 @@ class SessionRecall:
 
     async def restore(self, turns: Sequence[Turn]) -> None:
         """Rebuild from the store: every turn, every kept note, and the stored vectors; what
-        has no vector yet is queued for the embedder (unbounded here: `run()` is not running)."""
-        for turn in turns:
-            self.index.add_turn(turn)
+        has no vector yet is queued for the embedder (unbounded here: `run()` is not running).
+
+        Rebuilt in slices of `RESTORE_SLICE` lines with a yield to the event loop between them,
+        so reopening a session of 20k turns never holds the loop for more than a few ms
+        (bench/bench_recall.py measures the longest stall)."""
+        for start in range(0, len(turns), RESTORE_SLICE):
+            for turn in turns[start : start + RESTORE_SLICE]:
+                self.index.add_turn(turn)
+            await asyncio.sleep(0)
         try:
             notes = await self._store.load_recall_notes(self.session_id)
         except StoreUnavailable:
@@ -113,16 +124,20 @@ class SessionRecall:
             except StoreUnavailable:
                 stored = {}
                 log.warning("recall_restore_degraded", session_id=self.session_id, part="vectors")
-            for key, blob in stored.items():
+            for i, (key, blob) in enumerate(stored.items(), start=1):
                 if self.index.set_vector(key, np.frombuffer(blob, dtype=np.float16)):
                     restored += 1
-            for turn in turns:
+                if i % RESTORE_SLICE == 0:
+                    await asyncio.sleep(0)
+            for i, turn in enumerate(turns, start=1):
                 key = turn_key(turn.seq)
-                if turn.kind in INDEXED_KINDS and self.index.vector(key) is None:
+                if turn.kind in INDEXED_KINDS and self.index.has_vector(key) is False:
                     self._enqueue(key, embed_text(turn))
+                if i % (RESTORE_SLICE * 8) == 0:
+                    await asyncio.sleep(0)
             for note in notes:
                 key = note_key(note.note_id)
-                if self.index.vector(key) is None:
+                if self.index.has_vector(key) is False:
                     self._enqueue(key, note_embed_text(note))
         if turns or notes:
             log.info(
@@ -133,10 +148,26 @@ class SessionRecall:
                 to_embed=len(self._pending),
             )
 
+    async def forget(self, seqs: Sequence[int]) -> int:
+        """Remove these turns from recall: the index (text, postings, vector) and the stored
+        vectors. "Forget me" and deleted typed messages come through here. Returns how many
+        were indexed."""
+        removed = self.index.forget(seqs)
+        gone = {turn_key(seq) for seq in seqs}
+        self._pending = deque(item for item in self._pending if item[0] not in gone)
+        try:
+            await self._store.delete_recall_vectors(self.session_id, sorted(gone))
+        except StoreUnavailable:
+            log.warning("recall_vectors_not_deleted", session_id=self.session_id, count=len(gone))
+        return removed
+
     async def add_turn(self, turn: Turn) -> None:
         if not self.index.add_turn(turn):
             return
-        if self._dense_ok and turn.kind in INDEXED_KINDS:
+        corrected = corrected_seq(turn)
+        if corrected is not None:  # an edited or deleted typed message: its old text goes everywhere
+            await self.forget([corrected])
+        if self._dense_ok and self.index.turn(turn.seq) is not None and turn.kind in INDEXED_KINDS:
             await self._put(turn_key(turn.seq), embed_text(turn))
 
     async def add_note(self, note: Note) -> None:
@@ -237,20 +268,19 @@ class SessionRecall:
 
     # -- queries --------------------------------------------------------------------------------
 
-    async def prepare_query(self, current: Turn) -> None:
-        """Embed `current` off the loop ahead of a synchronous build (the live reply path), so
-        `query_vector` finds it cached; a failure only means a lexical-only query."""
-        if not self._dense_ok or self._embedder is None:
+    async def prepare_query(self, text: str, names: Sequence[str] = (), *, name_keep: float = 0.5) -> None:
+        """Embed the dense query `text` (`RecallQuery.dense_text`) off the loop ahead of a
+        synchronous build (the live reply path), so `query_vector` finds it cached, with the
+        named speakers' `names` mostly taken out of it (`name_free`); a failure only means a
+        lexical-only query."""
+        if not self._dense_ok or self._embedder is None or not text.strip():
             return
-        indexed = self.index.turn(current.seq)
-        has_vector = self.index.vector(turn_key(current.seq)) is not None
-        if indexed is not None and indexed.text == current.text and has_vector:
+        key = (text, tuple(names))
+        if self._query_cache is not None and self._query_cache[0] == key:
             return
-        text = embed_text(current)
-        if self._query_cache is not None and self._query_cache[0] == text:
-            return
+        todo = [text, *(n for n in names if n not in self._name_vectors)]
         try:
-            rows = await self._embedder.embed([text])
+            rows = await self._embedder.embed(todo)
         except EmbeddingUnavailable as err:
             self._disable_dense(str(err))
             return
@@ -258,21 +288,24 @@ class SessionRecall:
             log.warning("recall_query_embed_failed", session_id=self.session_id, error_class=type(err).__name__,
                         error_code=_code(err))
             return
-        if rows:
-            self._query_cache = (text, np.asarray(rows[0], dtype=np.float32))
+        if len(rows) != len(todo):
+            return
+        for name, row in zip(todo[1:], rows[1:], strict=True):
+            if len(self._name_vectors) < MAX_NAME_VECTORS:
+                self._name_vectors[name] = np.asarray(row, dtype=np.float32)
+        vector = np.asarray(rows[0], dtype=np.float32)
+        named = [self._name_vectors[n] for n in names if n in self._name_vectors]
+        self._query_cache = (key, name_free(vector, named, keep=name_keep) if named else vector)
 
-    def query_vector(self, current: Turn) -> Vector | None:
-        """The current turn's vector: its own when it is indexed already, else the one
-        `prepare_query` embedded off the loop. Never embeds here (this runs on the event loop):
-        without either, the query is lexical only."""
+    def query_vector(self, text: str, names: Sequence[str] = ()) -> Vector | None:
+        """The vector `prepare_query` embedded for `text` and `names` off the loop. Never
+        embeds here (this runs on the event loop): without it, the query is lexical only. The
+        turn's own stored vector is not used: it embeds "Speaker: text", which pulled the
+        asker's lines up."""
         if not self._dense_ok or self._embedder is None:
             return None
-        vector = self.index.vector(turn_key(current.seq))
-        indexed = self.index.turn(current.seq)
-        if vector is not None and indexed is not None and indexed.text == current.text:
-            return vector
         cached = self._query_cache
-        return cached[1] if cached is not None and cached[0] == embed_text(current) else None
+        return cached[1] if cached is not None and cached[0] == (text, tuple(names)) else None
 
 
 def _code(err: Exception) -> str | None:

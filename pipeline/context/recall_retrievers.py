@@ -1,29 +1,53 @@
 """Recall's two retrievers, each incremental and pure (see `pipeline.context.recall`):
 
-- `LexicalIndex`: BM25 over an inverted index that grows one document at a time.
-- `VectorTable`: one row per document with its seq and, once it arrived, its unit vector;
-  cosine similarity against a query vector.
+- `LexicalIndex`: BM25 over an inverted index that grows one document at a time. Postings
+  are compact `array('i')` rows of doc ids (a doc id repeated once per occurrence), not
+  dicts: a session of 10k turns keeps its postings in well under a megabyte.
+- `VectorTable`: one row per document, its unit vector quantised to int8 (one scale per
+  row) plus its sign bits. A search ranks the rows by Hamming distance of the sign bits
+  (a popcount over 6 words per row: ~0.2 ms at 20k rows) and scores only the best few
+  hundred exactly from the int8 rows; small tables are scored exactly throughout. Storage
+  grows in fixed chunks, never by doubling. 437 bytes per row for a 384-d model, against
+  1,536 for float32 (and up to twice that with capacity doubling).
+  Binary quantisation with an exact rescoring pass is the usual trade for sentence
+  embeddings (e.g. the sentence-transformers docs on embedding quantisation); the numbers
+  for this project are in bench/bench_recall.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from array import array
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from pipeline.context.recall import RecallConfig, RecallQuery, Vector
 
+CHUNK_ROWS = 1024  # storage grows by this many rows at a time
+EXACT_ROWS = 2048  # up to this many candidate rows every row is scored exactly
+RESCORE_FACTOR = 4  # otherwise the best `candidates * RESCORE_FACTOR` (at least 128) by Hamming are rescored
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalHit:
+    doc: int
+    score: float
+    coverage: float  # share of the query's IDF mass (current turn's terms) this doc matched
+    names_only: bool  # every matched term of the current turn is a name
+
 
 class LexicalIndex:
-    """BM25 over an inverted index that grows one document at a time (a few dict updates)."""
+    """BM25 over an inverted index that grows one document at a time."""
 
     __slots__ = ("_lengths", "_postings", "_total_len")
 
     def __init__(self) -> None:
-        self._postings: dict[str, dict[int, int]] = {}  # term -> {doc: term frequency}
-        self._lengths: list[int] = []
+        self._postings: dict[str, array[int]] = {}  # term -> doc ids (once per occurrence)
+        self._lengths = array("i")
         self._total_len = 0
 
     @property
@@ -34,17 +58,35 @@ class LexicalIndex:
     def posting_count(self) -> int:
         return sum(len(p) for p in self._postings.values())
 
+    def nbytes(self) -> int:
+        """Arrays exactly; each term's key and array object by CPython's sizes."""
+        arrays = sum(p.buffer_info()[1] * p.itemsize + 80 for p in self._postings.values())
+        keys = sum(49 + len(t) for t in self._postings) + len(self._postings) * 40  # str + dict slot
+        return arrays + keys + self._lengths.buffer_info()[1] * self._lengths.itemsize
+
+    def df(self, term: str) -> int:
+        posting = self._postings.get(term)
+        return len(set(posting)) if posting is not None and len(posting) < 64 else len(posting or ())
+
     def add(self, index: int, words: Iterable[str], length: int) -> None:
         """Index doc `index` (the next one: docs are added in order)."""
         for word in words:
-            posting = self._postings.setdefault(word, {})
-            posting[index] = posting.get(index, 0) + 1
+            posting = self._postings.get(word)
+            if posting is None:
+                posting = self._postings[word] = array("i")
+            posting.append(index)
         self._lengths.append(length)
         self._total_len += length
 
+    def forget(self, index: int) -> None:
+        """Doc `index` no longer counts towards lengths (its postings are skipped by the
+        caller's `eligible`; they are left in place, being a few bytes)."""
+        self._total_len -= self._lengths[index]
+        self._lengths[index] = 0
+
     def rank(
         self, query: RecallQuery, config: RecallConfig, eligible: Callable[[int], bool]
-    ) -> list[tuple[int, float]]:
+    ) -> list[LexicalHit]:
         """The best `config.candidates` eligible docs by BM25, best first."""
         n = len(self._lengths)
         if not n or not query.weights:
@@ -52,60 +94,107 @@ class LexicalIndex:
         avgdl = max(1.0, self._total_len / n)
         k1, b = config.bm25_k1, config.bm25_b
         lengths = self._lengths
-        # Terms found in more than `max_df_ratio` of all lines say little and cost the most
-        # (their postings are the longest); the rarest term of the turn is always kept.
-        max_df = max(50, int(n * config.max_df_ratio))
-        postings = [(t, w, self._postings[t]) for t, w in query.weights.items() if t in self._postings]
-        main = sorted((p for p in postings if p[0] in query.main), key=lambda p: len(p[2]))
-        context = [p for p in postings if p[0] not in query.main and len(p[2]) <= max_df]
-        main = [p for i, p in enumerate(main) if i == 0 or len(p[2]) <= max_df]
-        if not query.main:  # no content word in the turn itself ("what did he mean?"): context leads
-            main, context = context, []
-        scores: dict[int, float] = {}
-        known: dict[int, bool] = {}
-
-        def ok(index: int) -> bool:
-            if index not in known:
-                known[index] = eligible(index)
-            return known[index]
 
         def idf(df: int, weight: float) -> float:
             return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * weight
 
-        for _, weight, posting in main:
+        # Terms found in more than `max_df_ratio` of all lines say little and cost the most
+        # (their postings are the longest); the rarest term of the turn is always kept.
+        max_df = max(50, int(n * config.max_df_ratio))
+        empty: array[int] = array("i")
+        postings = [(t, w, self._postings.get(t, empty)) for t, w in query.weights.items()]
+        main_all = [p for p in postings if p[0] in query.main]
+        # The coverage denominator: every term of the turn, found in the index or not (a word
+        # no line ever used, "Australia", is the strongest sign the question is about nothing here).
+        # Names found in the index are left out of it (they say whom, not what); a name no
+        # line has, like any absent word, stays in.
+        speaker_terms = {t for key in query.speakers for t in key.split()}
+        total_mass = sum(
+            idf(len(p), w) for t, w, p in main_all if not (t in query.names and (p or t in speaker_terms))
+        ) or sum(
+            idf(len(p), w) for _, w, p in main_all
+        )
+        main = sorted((p for p in main_all if p[2]), key=lambda p: len(p[2]))
+        context = [p for p in postings if p[0] not in query.main and p[2] and len(p[2]) <= max_df]
+        main = [p for i, p in enumerate(main) if i == 0 or len(p[2]) <= max_df]
+        if not query.main:  # no content word in the turn itself ("what did he mean?"): context leads
+            main, context = context, []
+            total_mass = sum(idf(len(p), w) for _, w, p in main)
+        scores: dict[int, float] = {}
+        mass: dict[int, float] = {}
+        content: set[int] = set()  # docs that matched a turn term that is not a name
+        # Scores first, eligibility only for the docs that could make the candidates: a
+        # Python call per posting was most of the search's time at 20k turns.
+        for term, weight, posting in main:
             term_idf = idf(len(posting), weight)
-            for index, tf in posting.items():
-                if index >= 0 and ok(index):
-                    denom = tf + k1 * (1.0 - b + b * lengths[index] / avgdl)
-                    scores[index] = scores.get(index, 0.0) + term_idf * tf * (k1 + 1.0) / denom
+            is_name = term in query.names
+            for index, tf in Counter(posting).items():
+                denom = tf + k1 * (1.0 - b + b * lengths[index] / avgdl)
+                scores[index] = scores.get(index, 0.0) + term_idf * tf * (k1 + 1.0) / denom
+                if not is_name:
+                    mass[index] = mass.get(index, 0.0) + term_idf
+                    content.add(index)
         # Context words only re-rank lines the turn itself matched.
         for _, weight, posting in context:
             term_idf = idf(len(posting), weight)
-            pairs = (
-                ((i, tf) for i, tf in posting.items() if i in scores)
-                if len(posting) <= len(scores)
-                else ((i, posting[i]) for i in list(scores) if i in posting)
-            )
-            for index, tf in pairs:
-                denom = tf + k1 * (1.0 - b + b * lengths[index] / avgdl)
-                scores[index] += term_idf * tf * (k1 + 1.0) / denom
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-        return ranked[: config.candidates]
+            for index in posting:
+                if index in scores:
+                    denom = 1 + k1 * (1.0 - b + b * lengths[index] / avgdl)
+                    scores[index] += term_idf * (k1 + 1.0) / denom
+        if query.names:  # a line that only shares a frequent name says nothing about the question
+            for index in scores.keys() - content:
+                scores[index] *= config.name_only_factor
+        out: list[LexicalHit] = []
+        for index, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+            if not eligible(index):
+                continue
+            coverage = mass.get(index, 0.0) / total_mass if total_mass > 0 else 0.0
+            out.append(LexicalHit(index, score, coverage, bool(query.names) and index not in content))
+            if len(out) >= config.candidates:
+                break
+        return out
+
+    def matches(
+        self, words: Iterable[str], *, after: int, max_df: int, only: Collection[int] | None = None
+    ) -> dict[int, int]:
+        """Docs after `after` (and in `only`, when given) sharing any of `words` (each in at most
+        `max_df` docs): doc -> how many of the words."""
+        out: dict[int, int] = {}
+        for word in set(words):
+            posting = self._postings.get(word)
+            if posting is None or len(posting) > max_df:
+                continue
+            if only is not None:
+                found = set(posting).intersection(only) if len(only) < len(posting) else set(posting)
+                hits = (i for i in found if i in only and i > after)
+            else:
+                hits = (i for i in set(posting) if i > after)
+            for index in hits:
+                out[index] = out.get(index, 0) + 1
+        return out
 
 
 class VectorTable:
-    """One row per doc: its seq (-1 for notes) and, once it arrived, its unit vector."""
+    """One row per doc: its seq (-1 for notes) and, once it arrived, its quantised unit vector."""
 
-    __slots__ = ("_has_vec", "_seq_of", "_vectors")
+    __slots__ = ("_bits", "_has_vec", "_q", "_rows", "_scale", "_seq_of")
 
     def __init__(self) -> None:
-        self._vectors: Vector | None = None
+        self._rows = 0  # rows in use
+        self._q: npt.NDArray[np.int8] | None = None  # (capacity, dim)
+        self._bits: npt.NDArray[np.uint8] | None = None  # (capacity, dim / 8) packed signs
+        self._scale: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self._has_vec: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._seq_of: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1 for notes
 
     @property
     def nbytes(self) -> int:
-        return self._seq_of.nbytes + self._has_vec.nbytes + (self._vectors.nbytes if self._vectors is not None else 0)
+        arrays = [self._scale, self._has_vec, self._seq_of, self._q, self._bits]
+        return sum(a.nbytes for a in arrays if a is not None)
+
+    @property
+    def dim(self) -> int | None:
+        return None if self._q is None else int(self._q.shape[1])
 
     def count(self, docs: int) -> int:
         return int(self._has_vec[:docs].sum())
@@ -113,64 +202,119 @@ class VectorTable:
     def add(self, index: int, seq: int | None) -> None:
         self._grow(index + 1)
         self._seq_of[index] = seq if seq is not None else -1
+        self._rows = max(self._rows, index + 1)
 
     def _grow(self, size: int) -> None:
-        if size <= len(self._seq_of):
+        capacity = len(self._seq_of)
+        if size <= capacity:
             return
-        capacity = max(256, len(self._seq_of) * 2, size)
-        seqs = np.full(capacity, -1, dtype=np.int64)
-        seqs[: len(self._seq_of)] = self._seq_of
-        self._seq_of = seqs
-        has = np.zeros(capacity, dtype=bool)
-        has[: len(self._has_vec)] = self._has_vec
-        self._has_vec = has
-        if self._vectors is not None:
-            vectors = np.zeros((capacity, self._vectors.shape[1]), dtype=np.float32)
-            vectors[: len(self._vectors)] = self._vectors
-            self._vectors = vectors
+        new = ((size + CHUNK_ROWS - 1) // CHUNK_ROWS) * CHUNK_ROWS
+
+        def widen(old: npt.NDArray[np.generic], fill: object) -> npt.NDArray[np.generic]:
+            grown = np.full((new, *old.shape[1:]), fill, dtype=old.dtype)
+            grown[: len(old)] = old
+            return grown
+
+        self._seq_of = widen(self._seq_of, -1)  # type: ignore[assignment]
+        self._has_vec = widen(self._has_vec, False)  # type: ignore[assignment]
+        self._scale = widen(self._scale, 0.0)  # type: ignore[assignment]
+        if self._q is not None and self._bits is not None:
+            self._q = widen(self._q, 0)  # type: ignore[assignment]
+            self._bits = widen(self._bits, 0)  # type: ignore[assignment]
 
     def set(self, index: int, vector: npt.ArrayLike) -> bool:
-        """Store a (normalised here) vector; False if its dimension differs from the others."""
+        """Store a (normalised and quantised here) vector; False if its dimension differs."""
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if self._vectors is None:
-            self._vectors = np.zeros((len(self._seq_of), vec.shape[0]), dtype=np.float32)
-        if vec.shape[0] != self._vectors.shape[1]:
+        if self._q is None:
+            dim = vec.shape[0]
+            self._q = np.zeros((len(self._seq_of), dim), dtype=np.int8)
+            self._bits = np.zeros((len(self._seq_of), (dim + 7) // 8), dtype=np.uint8)
+        if vec.shape[0] != self._q.shape[1] or self._bits is None:
             return False
         norm = float(np.linalg.norm(vec))
-        self._vectors[index] = vec / norm if norm > 0 else vec
+        unit = vec / norm if norm > 0 else vec
+        peak = float(np.abs(unit).max()) if unit.size else 0.0
+        scale = peak / 127.0 if peak > 0 else 1.0
+        self._q[index] = np.round(unit / scale).astype(np.int8)
+        self._bits[index] = np.packbits(unit > 0)
+        self._scale[index] = scale
         self._has_vec[index] = True
         return True
 
+    def clear(self, index: int) -> None:
+        """Drop doc `index`'s vector (forgotten)."""
+        if index < len(self._has_vec):
+            self._has_vec[index] = False
+            self._scale[index] = 0.0
+            if self._q is not None and self._bits is not None:
+                self._q[index] = 0
+                self._bits[index] = 0
+
+    def has(self, index: int) -> bool:
+        return index < len(self._has_vec) and bool(self._has_vec[index])
+
     def get(self, index: int) -> Vector | None:
-        if self._vectors is None or not self._has_vec[index]:
+        if self._q is None or index >= len(self._has_vec) or not self._has_vec[index]:
             return None
-        row: Vector = self._vectors[index]
+        row: Vector = self._q[index].astype(np.float32) * self._scale[index]
         return row
+
+    def rows(self, indices: npt.NDArray[np.intp]) -> Vector:
+        """The dequantised vectors of `indices` (zeros where none)."""
+        assert self._q is not None
+        out: Vector = self._q[indices].astype(np.float32) * self._scale[indices, None]
+        return out
 
     @property
     def used(self) -> bool:
-        return self._vectors is not None
+        return self._q is not None
 
     def nearest(
-        self, query_vector: Vector, *, docs: int, before_seq: int, excluded: Iterable[int], candidates: int
+        self,
+        query_vector: Vector,
+        *,
+        docs: int,
+        before_seq: int,
+        excluded: Iterable[int],
+        candidates: int,
+        after_doc: int = -1,
     ) -> list[tuple[int, float]]:
         """The `candidates` most similar docs with a vector and a seq below `before_seq` (notes
-        count as -1), leaving out `excluded`; best first, with their cosine similarity."""
-        if self._vectors is None or not docs:
+        count as -1) and an index above `after_doc`, leaving out `excluded`; best first, with
+        their cosine similarity."""
+        if self._q is None or self._bits is None or not docs:
             return []
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
-        if q.shape[0] != self._vectors.shape[1]:
+        if q.shape[0] != self._q.shape[1]:
             return []
         norm = float(np.linalg.norm(q))
         if norm == 0:
             return []
-        mask = self._has_vec[:docs] & (self._seq_of[:docs] < before_seq)
+        q = q / norm
+        start = after_doc + 1
+        mask = self._has_vec[start:docs] & (self._seq_of[start:docs] < before_seq)
         for index in excluded:
-            mask[index] = False
-        if not mask.any():
+            if start <= index < docs:
+                mask[index - start] = False
+        live = np.flatnonzero(mask)
+        if not live.size:
             return []
-        sims = self._vectors[:docs] @ (q / norm)
-        sims = np.where(mask, sims, -np.inf)
-        k = min(candidates, int(mask.sum()))
+        if live.size > EXACT_ROWS:
+            # Sign bits first: the rows whose signs agree most with the query's (over the whole
+            # slice, a view: cheaper than gathering the live rows first).
+            qbits = np.packbits(q > 0)
+            rows_bits = self._bits[start:docs]
+            if rows_bits.shape[1] % 8 == 0:  # popcount 64 bits at a time
+                rows_bits, qbits = rows_bits.view(np.uint64), qbits.view(np.uint64)
+            counts = np.bitwise_count(rows_bits ^ qbits)
+            distance = counts[:, 0].astype(np.int32)
+            for column in range(1, counts.shape[1]):  # column adds: a reduce over 6 columns is slower
+                distance += counts[:, column]
+            distance[~mask] = np.iinfo(np.int32).max
+            keep = min(live.size, max(128, candidates * RESCORE_FACTOR))
+            live = np.argpartition(distance, keep - 1)[:keep]
+        rows = live + start
+        sims = (self._q[rows].astype(np.float32) @ q) * self._scale[rows]
+        k = min(candidates, rows.size)
         top = np.argpartition(-sims, k - 1)[:k]
-        return sorted(((int(i), float(sims[i])) for i in top), key=lambda item: (-item[1], item[0]))
+        return sorted(((int(rows[i]), float(sims[i])) for i in top), key=lambda item: (-item[1], item[0]))

@@ -76,8 +76,8 @@ def gap_marker(count: int) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PromptParts:
-    """One prompt's messages before the guard lays them out: `system + [marker] + turns +
-    optional + current`. `turn_messages` are the verbatim turns as `(seq, message)`, oldest
+    """One prompt's messages before the guard lays them out: `system + [marker] + optional +
+    turns + current`. `turn_messages` are the verbatim turns as `(seq, message)`, oldest
     first. The optional messages go before any turn with `seq >= optional_before_seq` does
     (None: after every prunable turn)."""
 
@@ -133,7 +133,7 @@ class TokenGuard:
         self._hold_from_seq = None
 
     def apply(self, parts: PromptParts, *, counter: TokenCounter, context_limit: int) -> GuardResult:
-        """Assemble `system + [marker] + shown turns + optional + current`, pruning if needed."""
+        """Assemble `system + [marker] + optional + shown turns + current`, pruning if needed."""
         system_messages, turn_messages = parts.system_messages, parts.turn_messages
         current_messages, optional_messages = parts.current_messages, parts.optional_messages
         optional_before_seq = parts.optional_before_seq
@@ -201,9 +201,9 @@ class TokenGuard:
         messages: list[Message] = [dict(m) for m in system_messages]
         if start > 0:
             messages.append(_marker_message(start))
-        messages.extend(dict(m) for _, m in turn_messages[start:])
-        if keep_optional:
+        if keep_optional:  # older material (recalled lines): before the turns it is older than
             messages.extend(dict(m) for m in optional_messages)
+        messages.extend(dict(m) for _, m in turn_messages[start:])
         messages.extend(dict(m) for m in current_messages)
         # `after` priced the widest marker (conservative for the decision); the reported
         # total prices the marker actually sent.

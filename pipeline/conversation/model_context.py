@@ -24,7 +24,7 @@ from pipeline.context.realtime_instructions import (
     Section,
     build_realtime_instructions,
 )
-from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallResult, build_query
+from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallQuery, RecallResult, build_query
 from pipeline.context.reply_context import ReplyContext, ReplyRecall, ReplySpec, build_reply_messages
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import ModelTokenCounter, make_token_counter
@@ -80,6 +80,18 @@ class ModelContext:
             return self._config.participant_memory
         return self._session.participant_memory_text() or None
 
+    def _query(self, current: Turn, snapshot: ContextSnapshot) -> RecallQuery:
+        config = self._config.recall
+        context = [t for t in snapshot.turns[-(config.context_turns + 1) :] if t.seq != current.seq]
+        return build_query(
+            current, context, known_speakers=self._session.recall.index.speakers.keys(), config=config,
+            bot_name=self._session.bot_name,
+        )
+
+    def _names(self, query: RecallQuery) -> list[str]:
+        speakers = self._session.recall.index.speakers
+        return [speakers[k] for k in sorted(query.speakers) if k in speakers]
+
     def recall_for(self, current: Turn, snapshot: ContextSnapshot, *, budget_chars: int) -> RecallResult | None:
         """Search the old transcript for `current`; None when recall is off."""
         config = self._config.recall
@@ -87,16 +99,12 @@ class ModelContext:
             return None
         recall = self._session.recall
         started = time.perf_counter()
-        context = [t for t in snapshot.turns[-(config.context_turns + 1) :] if t.seq != current.seq]
-        query = build_query(
-            current, context, known_speakers=recall.index.speakers.keys(), config=config,
-            bot_name=self._session.bot_name,
-        )
+        query = self._query(current, snapshot)
         embed_ms = 0.0
         vector = None
         if config.dense_weight > 0 and snapshot.cursor > 0:
             embed_started = time.perf_counter()
-            vector = recall.query_vector(current)
+            vector = recall.query_vector(query.dense_text, self._names(query))
             embed_ms = (time.perf_counter() - embed_started) * 1000
         result = recall.index.search(
             query,
@@ -120,6 +128,10 @@ class ModelContext:
                 "lexical_rank": h.lexical_rank,
                 "dense_rank": h.dense_rank,
                 "neighbour": h.neighbour,
+                "cosine": h.cosine,
+                "coverage": h.coverage,
+                "later_seq": h.later_seq,
+                "earlier_seq": h.earlier_seq,
             }
             for h in result.hits
         ]
@@ -141,7 +153,8 @@ class ModelContext:
         builders never embed). Skipped, recall's query for that build is lexical only."""
         config = self._config.recall
         if config.enabled and config.dense_weight > 0:
-            await self._session.recall.prepare_query(current)
+            query = self._query(current, self._session.snapshot())
+            await self._session.recall.prepare_query(query.dense_text, self._names(query), name_keep=config.name_keep)
 
     def _emit(self, built: Built[T]) -> T:
         for event in built.events:

@@ -8,7 +8,7 @@ from collections.abc import Collection, Sequence
 
 import structlog
 
-from pipeline.context.participants import ParticipantMemoryConfig, render_cards, update_cards
+from pipeline.context.participants import ParticipantMemoryConfig, forget_seqs, render_cards, update_cards
 from pipeline.models import ParticipantCard, StoreUnavailable, Turn
 from pipeline.ports import SessionStore
 
@@ -49,10 +49,16 @@ class ParticipantCards:
     def refresh(self, folded: Sequence[Turn], *, bot_name: str, cursor: int) -> None:
         """A fold committed up to `cursor`: fold its turns into the cards."""
         if folded:
-            self._cards = update_cards(self._cards, folded, bot_name=bot_name, config=self.config)
+            self._cards = update_cards(self._cards, folded, bot_name=bot_name, config=self.config, cursor=cursor)
             self._saved.clear()
             self._dirty.set()
         self.through = max(self.through, cursor)
+
+    def forget(self, seqs: Sequence[int]) -> None:
+        """Take away whatever these turns put on any card ("forget me", a deleted message)."""
+        self._cards = forget_seqs(self._cards, seqs)
+        self._saved.clear()
+        self._dirty.set()
 
     async def wait_saved(self) -> None:
         await self._saved.wait()

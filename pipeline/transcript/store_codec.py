@@ -140,6 +140,7 @@ def encode_card(card: ParticipantCard) -> str:
         {
             "sid": card.speaker_id, "n": card.name, "who": card.who, "c": list(card.commitments),
             "p": list(card.preferences), "t": card.turns, "ls": card.last_seq,
+            "cs": list(card.commitment_seqs), "ps": list(card.preference_seqs), "ws": card.who_seq,
         },
         separators=(",", ":"),
         ensure_ascii=False,
@@ -152,4 +153,7 @@ def decode_card(raw: str | bytes) -> ParticipantCard:
         speaker_id=data["sid"], name=data["n"], who=data.get("who", ""),
         commitments=tuple(data.get("c", ())), preferences=tuple(data.get("p", ())),
         turns=int(data.get("t", 0)), last_seq=int(data.get("ls", -1)),
+        commitment_seqs=tuple(int(x) for x in data.get("cs", ())),
+        preference_seqs=tuple(int(x) for x in data.get("ps", ())),
+        who_seq=int(data.get("ws", -1)),
     )

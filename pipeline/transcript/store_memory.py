@@ -316,6 +316,11 @@ class InMemorySessionStore:
         s = self._get(session_id)
         return dict(s.vectors) if s.vectors_model == model else {}
 
+    async def delete_recall_vectors(self, session_id: str, keys: Sequence[str]) -> None:
+        s = self._get(session_id)
+        for key in keys:
+            s.vectors.pop(key, None)
+
     async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
         self._get(session_id).cards = {c.speaker_id: c for c in cards}
 

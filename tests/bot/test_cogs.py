@@ -196,7 +196,7 @@ async def test_context_previews_what_the_model_sees() -> None:
         tokens = session.model_context.reply(session.session.snapshot().turns[-1]).tokens
         assert (True, True, True, True, True, True) == (
             f"{tokens.display()} tokens" in text, "cursor 0" in text, "pruned: none" in text,
-            "[user] Alice: we need a healer" in text, "[user] Bob: I'll play Luna" in text, ephemeral,
+            "[user] [00:01] Alice: we need a healer" in text, "[user] Bob: I'll play Luna" in text, ephemeral,
         )
 
 

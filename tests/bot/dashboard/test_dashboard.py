@@ -109,10 +109,14 @@ async def test_horizon_sits_before_the_reply_builders_first_verbatim_turn(
     expected = [*gaming_night["verbatim_seqs"], gaming_night["at_turn"]]
     assert expected == [int(e["data-seq"]) for e in below]
     assert gaming_night["cursor"] == int(below[0]["data-seq"])
-    assert len(above) >= 20
-    assert list(range(gaming_night["cursor"] - len(above), gaming_night["cursor"])) == [
-        int(e["data-seq"]) for e in above
-    ]
+    # Older turns the latest reply recalled are listed above too (marked data-recalled); the
+    # rest is the unbroken run of turns right before the horizon.
+    seqs = [int(e["data-seq"]) for e in above]
+    start = len(seqs)
+    while start > 0 and seqs[start - 1] == gaming_night["cursor"] - (len(seqs) - start + 1):
+        start -= 1
+    assert all(e.get("data-recalled") == "1" for e in above[:start])
+    assert len(seqs) - start >= 20
     assert {"folded"} == {e["data-state"] for e in above}
     page = await (await client.get(f"/sessions/{session_id}")).text()
     assert "The model can&#x27;t see above this line" in page or "The model can't see above this line" in page
@@ -139,7 +143,9 @@ async def test_summary_and_system_sections_are_what_the_model_gets(
     assert "older turns (" in page  # a "load older" link for the turns before those shown
     more = await (await client.get(f"/sessions/{session_id}?above=200")).text()
     above, _ = split_at_horizon(more)
-    assert 200 == len(above)
+    last = int(above[-1]["data-seq"])
+    assert 200 == len([e for e in above if int(e["data-seq"]) > last - 200])
+    assert all(e.get("data-recalled") == "1" for e in above if int(e["data-seq"]) <= last - 200)
 
 
 async def test_turns_pruned_by_the_token_guard_are_greyed_above_the_horizon(tmp_path: Path) -> None:
@@ -495,3 +501,18 @@ async def test_the_summary_card_lists_its_items_with_kind_who_seqs_and_correctio
     ]
     assert 1 == sum(1 for e in elements(page) if e["data-testid"] == "superseded")
     assert "<s>Sarah hosts pizza night on Friday.</s>" in page
+
+
+async def test_the_recall_section_is_listed_and_recalled_turns_are_marked(
+    client: Client, redis_store: RedisSessionStore, gaming_night: dict[str, Any], session_id: str
+) -> None:
+    """The page lists the recall section among what the model sees, and marks the old turns
+    the latest reply's `context_recall` event brought back, above the horizon (issue 21)."""
+    await redis_store.append_events(session_id, [
+        {"event": "context_recall", "builder": "reply", "seqs": [3, 40], "chars": 180, "hits": [], "t": 8000.0},
+        {"event": "context_recall", "builder": "realtime", "seqs": [7], "chars": 90, "hits": [], "t": 8001.0},
+    ], max_len=5000)
+    page = await (await client.get(f"/sessions/{session_id}")).text()
+    above, _ = split_at_horizon(page)
+    assert ["3", "40"] == [e["data-seq"] for e in above if e.get("data-recalled") == "1"]
+    assert "recall: from earlier in this session" in page and "2 old turns, 180 chars" in page

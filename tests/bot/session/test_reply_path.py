@@ -105,7 +105,9 @@ async def test_addressed_turn_gets_a_spoken_reply_with_the_full_window() -> None
         chat = r.stub.bodies("/chat/completions")
         assert 1 == len(chat)
         sent = [m["content"] for m in chat[0]["messages"] if m["role"] == "user"]
-        assert [f"{name}: {text}" for name, text in ROOM] + ["Bob: Clanky, what map are we on?"] == sent
+        # The window's turns carry their session time; the current turn is the newest, untimed.
+        window = [f"[00:{i * 3:02d}] {name}: {text}" for i, (name, text) in enumerate(ROOM)]
+        assert [*window, "Bob: Clanky, what map are we on?"] == sent
         assert "system" == chat[0]["messages"][0]["role"]
 
         tts = r.stub.bodies("/audio/speech")

@@ -11,6 +11,8 @@ from bot.__main__ import main
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.context.recall import REPLY_HEADER
+from pipeline.context.reply_context import DATA_CLOSE, DATA_OPEN
 from pipeline.evaluation.replay import Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.session_file import load_session_file
 
@@ -75,13 +77,17 @@ def test_cli_replay_and_inspect(redis_server: PrivateRedisServer, tmp_path: Path
     assert 300 - 1 == data["verbatim_seqs"][-1]
     assert len(data["verbatim_seqs"]) >= 50
     assert "system" == data["messages"][1]["role"]
-    assert data["messages"][1]["content"].startswith("What you remember about the people here:")
-    assert data["messages"][2]["content"].startswith("Earlier in this session (summary of turns 0–")
+    assert data["messages"][1]["content"].startswith("Earlier in this session (summary of turns 0–")
+    # Participant memory is people's own words: a quoted data block in a user message.
+    memory = [m for m in data["messages"] if "What you remember about the people here:" in m["content"]]
+    assert 1 == len(memory) and "user" == memory[0]["role"]
     assert len(data["instructions"]) <= 5200
     # Recall and participant memory are shown, and recall never repeats the verbatim window.
     assert data["recall"]["index_size"] >= 300 and 0 < data["recall"]["vectors"] <= data["recall"]["index_size"]
     assert all(seq < data["cursor"] for seq in data["recall"]["seqs"])
-    assert data["recall"]["section"] == (data["messages"][-2]["content"] if data["recall"]["chars"] else "")
+    blocks = [m["content"] for m in data["messages"] if m["content"].startswith(f"{DATA_OPEN}\n{REPLY_HEADER}")]
+    assert [f"{DATA_OPEN}\n{data['recall']['section']}\n{DATA_CLOSE}"] == blocks if data["recall"]["chars"] else (
+        [] == blocks)
     assert {"Maya", "Bob", "Alice", "James"} <= {card["name"] for card in data["participant_cards"]}
     assert "I owe Alice twenty dollars" in data["participant_memory"]
     assert 0 == main(["inspect", str(SAMPLE), "--at-turn", "300", "--out", str(tmp_path / "i")])

@@ -266,6 +266,17 @@ async def test_recall_vectors_belong_to_one_model(store: SessionStore, session_i
     assert {} == await store.load_recall_vectors(session_id, "m1")
 
 
+async def test_recall_vectors_can_be_deleted_and_page_in(store: SessionStore, session_id: str) -> None:
+    """A forgotten turn's vector goes (unknown keys are fine); a session with more vectors than
+    one HSCAN page still loads them all."""
+    many = {f"t:{i}": bytes([i % 256]) * 4 for i in range(1200)}
+    await store.save_recall_vectors(session_id, "m1", many)
+    await store.delete_recall_vectors(session_id, ["t:3", "t:999999"])
+    loaded = await store.load_recall_vectors(session_id, "m1")
+    assert 1199 == len(loaded) and "t:3" not in loaded and loaded["t:4"] == many["t:4"]
+    await store.delete_recall_vectors(session_id, [])
+
+
 async def test_participant_cards_replace_and_round_trip(store: SessionStore, session_id: str) -> None:
     """Cards are replaced as a set and come back most active speaker first."""
     alice = ParticipantCard(speaker_id="a", name="Alice", who="plays the healer", commitments=("bring potions",),

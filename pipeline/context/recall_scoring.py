@@ -1,0 +1,96 @@
+"""Recall's scoring helpers and line rendering, pure (`pipeline.context.recall_index` uses them):
+the relevance floor, correction cues, first-person statements, and a recalled line with its
+time and its earlier/later marker."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.context.recall import RecallConfig, Vector
+from pipeline.models import Turn
+from pipeline.transcript.formatting import cap_text, mmss, one_line, render_turn_line
+
+_WORDS = re.compile(r"[a-z]+")
+# Words people use when they change what was said before.
+CORRECTION_CUE = re.compile(
+    r"\b(instead|actually|scratch that|forget (?:it|that|the)|change[ds]?|changing|moved|pushed|switch(?:ed|ing)?|"
+    r"cancel(?:l?ed)?|fell through|no longer|not anymore|correction|update|now|new (?:plan|idea|time|place|spot))\b",
+    re.IGNORECASE)
+_FIRST_PERSON = frozenset({"i", "im", "ill", "ive", "id", "my", "me", "mine"})
+
+
+@dataclass(slots=True)
+class Scored:
+    """One candidate line while a search fuses, filters and ranks."""
+
+    doc: int
+    score: float = 0.0
+    lexical_rank: int | None = None
+    dense_rank: int | None = None
+    cosine: float | None = None
+    coverage: float = 0.0
+
+
+def says_it_changes(text: str) -> bool:
+    """True for a line that says it changes something said before ("instead", "moved to")."""
+    return CORRECTION_CUE.search(text) is not None
+
+
+def render_recalled(
+    turn: Turn, config: RecallConfig, *, later: list[tuple[float, bool]], earlier_at: float | None
+) -> str:
+    """One recalled line: `[mm:ss] Speaker: "text"` (the text JSON-quoted, so it cannot pose as
+    another speaker's line or a header), marked when later lines say something on the same thing
+    (`later`: their times, and whether each is in the window) or when it is such a later line."""
+    quoted = json.dumps(cap_text(one_line(turn.text), config.line_cap_chars), ensure_ascii=False)
+    text = render_turn_line(Turn(seq=turn.seq, kind=turn.kind, speaker_id=turn.speaker_id,
+                                 speaker_name=turn.speaker_name, text=quoted, started_at=turn.started_at,
+                                 ended_at=turn.ended_at, source=turn.source), len(quoted) + 1)
+    mark = ""
+    if later:
+        where = [f"[{mmss(at)}]" + (" in the conversation" if in_window else "") for at, in_window in later]
+        mark = f" (earlier; may be superseded by the later line{'s' if len(where) > 1 else ''} {', '.join(where)})"
+    elif earlier_at is not None:
+        mark = f" (later than [{mmss(earlier_at)}] on the same thing)"
+    return f"[{mmss(turn.started_at)}] {text}{mark}"
+
+
+_INTERNED: dict[str, str] = {}
+
+
+def intern(text: str) -> str:
+    return _INTERNED.setdefault(text, text) if len(_INTERNED) < 4096 else text
+
+
+def unit(vector: Vector) -> Vector | None:
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else None
+
+
+def passes(entry: Scored, config: RecallConfig, changes: object = None) -> bool:
+    """The relevance floor: close enough in meaning, or matching most of what was asked. A
+    line that says it changes something gets the lower `floor_dense_changed`: a correction
+    rarely repeats the words of what it corrects, nor of the question."""
+    floor = config.floor_dense_changed if changes else config.floor_dense
+    return (entry.cosine is not None and entry.cosine >= floor) or entry.coverage >= config.floor_lexical
+
+
+def first_person(text: str) -> bool:
+    flat = text.casefold().replace("'", "").replace("’", "")
+    return any(w in _FIRST_PERSON for w in _WORDS.findall(flat))
+
+
+def asks(text: str) -> bool:
+    return text.rstrip().endswith("?")
+
+
+def offsets(neighbours: int) -> list[int]:
+    out: list[int] = []
+    for distance in range(1, neighbours + 1):
+        out += [-distance, distance]
+    return out
