@@ -15,7 +15,11 @@ A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
                             realtime model → playback); while a brain reply is made it owns
                             `reply-llm:{guild}`, the model's stream
     limits:{guild}          idle / alone / maximum-duration limits (bot/session/presence.py)
-    voice-reconnect:{guild} rejoins the voice channel when DAVE keys fall out of step
+    voice-reconnect:{guild} rejoins the voice channel when DAVE keys fall out of step (or
+                            when the watchdog or a new main-gateway session asks)
+    voice-watchdog:{guild}  notices a voice link that is down and not coming back, and rejoins;
+                            a leave discord.py makes itself to recover is not the end
+                            -- bot/session/voice_watchdog.py
     owner-lease:{guild}     renews this process's owner lease on the session
 
 Every turn (speech, typed chat, membership, the bot's replies) goes through
@@ -49,6 +53,7 @@ from bot.session.presence import Presence, VoiceReconnector
 from bot.session.realtime_replier import RealtimeReplier
 from bot.session.replier import Replier, ReplyTools
 from bot.session.reply_jobs import ReplyDesk, ReplyLedger
+from bot.session.voice_watchdog import VoiceWatchdog
 from bot.settings import ReplyMode
 from pipeline.context.reply_policy import ReplyPolicy, ReplyPolicyConfig
 from pipeline.conversation.model_context import ModelContext
@@ -96,7 +101,9 @@ class GuildSession:
         heard.add_listener(self._desk.on_heard)
         hearing = deps.hearing_factory(heard, core.events, core.clock) if deps.hearing_factory is not None else None
         self.reconnector = VoiceReconnector(core, start.link, stop_speaking=self.on_air.stop)
+        self.watchdog = VoiceWatchdog(core, start.link, self.reconnector)
         self.presence = Presence(core, start.link, self.reconnector, hearing=hearing,
+                                 on_left_voice=self.watchdog.on_left_voice,
                                  save_meta=functools.partial(self._save_meta, active=True))
         self._feed = HearingFeed(start.link, hearing, on_air=self.on_air, presence=self.presence,
                                  bot_user_id=start.bot_user_id)
@@ -200,8 +207,8 @@ class GuildSession:
     async def move_to(self, channel: ChannelInfo) -> None:
         await self.presence.move_to(channel)
 
-    def request_voice_reconnect(self, reason: str, *, user_id: int | None = None) -> bool:
-        return self.reconnector.request(reason, user_id=user_id)
+    def request_voice_reconnect(self, reason: str, *, user_id: int | None = None, urgent: bool = False) -> bool:
+        return self.reconnector.request(reason, user_id=user_id, urgent=urgent)
 
     def limit_reached(self, now: float) -> StopReason | None:
         return self.presence.limit_reached(now)
@@ -252,6 +259,7 @@ class GuildSession:
                     tg.create_task(self.presence.run_limits(), name=f"limits:{gid}"),
                     tg.create_task(self.reconnector.run(lambda: self.presence.channel_id),
                                    name=f"voice-reconnect:{gid}"),
+                    tg.create_task(self.watchdog.run(), name=f"voice-watchdog:{gid}"),
                     tg.create_task(core.hold_lease(), name=f"owner-lease:{gid}"),
                 ]
                 hearing = (
@@ -323,7 +331,12 @@ class GuildSession:
             if self.replier is not None:
                 await self.replier.aclose()  # the realtime connection: closing never raises
             with contextlib.suppress(Exception):
-                await self.link.disconnect()
+                if core.lease_lost:
+                    # Leaving through the gateway would take the bot's one voice state in this
+                    # guild away from the process that serves the session now.
+                    await self.link.abandon()
+                else:
+                    await self.link.disconnect()
             if core.lease is not None and not core.lease_lost:
                 await core.lease.release()  # after leaving voice: a successor may join at once
             self._closed.set()

@@ -67,7 +67,21 @@ class ReceivingVoiceClient(discord.VoiceClient):
 
     def __init__(self, client: discord.Client, channel: discord.abc.Connectable) -> None:
         self.ssrc_map = SsrcMap()  # before super(): it creates the connection state and its hook
+        self.kicked = False  # Discord removed the bot from voice (see on_voice_state_update)
         super().__init__(client, channel)
+
+    async def on_voice_state_update(self, data: Any) -> None:
+        # Runs before the `voice_state_update` event reaches the cogs (discord.py schedules this
+        # handler first). A "left voice" that discord.py did not ask for is Discord removing the
+        # bot (kicked, channel deleted); the one it asked for itself -- leaving to rejoin after
+        # a dropped voice websocket (close 4006, 1006, timeouts) -- is part of its recovery.
+        if data.get("channel_id") is None:
+            if not self._connection._expecting_disconnect:
+                self.kicked = True
+                log.info("voice_removed_by_discord", guild_id=data.get("guild_id"))
+        else:
+            self.kicked = False
+        await super().on_voice_state_update(data)
 
     def create_connection_state(self) -> VoiceConnectionState:
         return VoiceConnectionState(self, hook=self._on_voice_ws_message)

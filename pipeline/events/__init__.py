@@ -23,6 +23,8 @@ from pipeline.events.bot_events import (
     SessionOwned,
     SessionResumedAfterRestart,
     SessionTakenOver,
+    VoiceLinkLost,
+    VoiceLinkRecovered,
     VoiceReconnect,
 )
 from pipeline.events.emitter import EventEmitter, EventSink, bound_identity
@@ -84,6 +86,8 @@ __all__ = [
     "SessionStoreReseeded",
     "SessionTakenOver",
     "UndeclaredEvent",
+    "VoiceLinkLost",
+    "VoiceLinkRecovered",
     "VoiceReconnect",
     "bound_identity",
     "declared",
