@@ -120,6 +120,7 @@ class DiscordVoiceLink:
         channel = _voice_channel(self._vc.client.get_channel(self.channel_id)) or _voice_channel(self._channel)
         if channel is None:
             raise LookupError("the voice channel is gone")
+        self._stop_recovery()
         if self._registered():
             with contextlib.suppress(Exception):  # already half gone: joining again is the point
                 async with asyncio.timeout(CONNECT_TIMEOUT_S):
@@ -148,14 +149,21 @@ class DiscordVoiceLink:
         vc = self._vc
         conn = vc._connection
         vc.stop()
-        if conn._connector is not None:
-            conn._connector.cancel()
+        self._stop_recovery()
         with contextlib.suppress(Exception):
             async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
                 await conn.soft_disconnect()
         conn._socket_reader.stop()
         if self._registered():
             vc.cleanup()  # voice updates for this guild no longer reach the dropped client
+
+    def _stop_recovery(self) -> None:
+        """discord.py's own reconnect loop (its websocket poller and connector tasks) for the
+        client we are replacing: left running, it would keep joining the channel for it."""
+        conn = self._vc._connection
+        for task in (conn._runner, conn._connector):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
 
     def _on_reconnect_needed(self, user_id: int) -> None:
         # DAVE keys out of step for one sender (the receiver counted a run of failed decrypts).

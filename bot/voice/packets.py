@@ -135,6 +135,13 @@ class PacketProcessor:
                 del self._streams[ssrc]
         return out
 
+    def new_connection(self) -> None:
+        """A new voice connection (a rejoin, another voice server): its SSRCs are assigned anew
+        and senders restart their sequence numbers, so every stream's playout state and the
+        SSRC map are dropped (what the windows held was played out on detach). Counters stay."""
+        self._streams.clear()
+        self._ssrc_users.clear()
+
     def stats(self) -> ReceiveStats:
         return self._c.snapshot()
 

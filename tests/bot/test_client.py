@@ -30,6 +30,8 @@ class FakeConnection:
         self.dave_session = None
         self.dave_protocol_version = 0
         self.listeners: list[Any] = []
+        self._runner: asyncio.Task[None] | None = None  # discord.py's reconnect loop (none here)
+        self._connector: asyncio.Task[None] | None = None
 
     def add_socket_listener(self, callback: Any) -> None:
         self.listeners.append(callback)
