@@ -132,6 +132,7 @@ class FakeVoiceGateway:
         self.errors: list[str] = []
         self.ws_opened = False
         self.ws_closed = False
+        self.e2ee_off = False  # a DAVE downgrade (protocol version 0) was executed
         self.connections = 0  # voice websockets the bot opened (one more per reconnect)
         self.ws_closes: list[int | None] = []  # close code of each ended websocket, in order
         self._transport: asyncio.BaseTransport | None = None
@@ -200,8 +201,11 @@ class FakeVoiceGateway:
             speaker = FakeSpeaker(self.media, user_id, self.media._next_ssrc, first_sequence=first_sequence)
             speaker.session.set_external_sender(ext.blob)
             members.append(speaker)
-        creator, joining = members[0], members[1:]
         self._leaves = [s.user_id for s in members]
+        self.speakers = {s.user_id: s for s in members}
+        if len(members) < 2:
+            return  # nobody, or one member: its group is made when the next member is added
+        creator, joining = members[0], members[1:]
         proposals = b"".join(
             ext.add_proposal(group_id=self.channel_id, epoch=0, key_package=s.session.get_serialized_key_package())
             for s in joining
@@ -378,6 +382,8 @@ class FakeVoiceGateway:
         op, payload = message[0], message[1:]
         self.binary_from_bot.append((op, payload))
         if op == OP_MLS_KEY_PACKAGE:
+            if not self.speakers:
+                return  # the bot is alone: it makes the group when someone joins
             chosen = self._commit_add(self._add_proposals(payload), self.bot_user_id)
             assert chosen.welcome is not None
             transition = self._new_transition()
@@ -435,6 +441,9 @@ class FakeVoiceGateway:
             audio.sequences.append(sequence)
             if plain == OPUS_SILENCE:
                 audio.silence += 1
+                return
+            if self.e2ee_off:  # after a DAVE downgrade the bot sends plain Opus
+                audio.opus.append(plain)
                 return
             listener = next(iter(self.speakers.values()))
             audio.opus.append(listener.session.decrypt(self.bot_user_id, davey.MediaType.audio, plain))
