@@ -131,6 +131,8 @@ def _harden_socket_reader(state: VoiceConnectionState, *, clock: Callable[[], fl
 
     def pause_and_wake() -> None:
         pause()
+        if threading.current_thread() is reader:
+            return  # the reader's own pause as it starts: nothing to wake
         sock = getattr(state, "socket", None)
         if isinstance(sock, socket.socket):
             with contextlib.suppress(OSError):
