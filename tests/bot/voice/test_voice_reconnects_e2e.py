@@ -230,7 +230,7 @@ async def test_one_session_survives_4006_1006_a_server_change_and_4015_and_ends_
                 # our own rejoin the "left voice" event is taken for that rejoin's; the watchdog's
                 # next look sees the kick either way.)
                 await main.kick(GUILD_ID)
-                await gateway.until(lambda: session.link.kicked())
+                await gateway.until(session.link.kicked)
                 await night.advance(10.0)
                 async with asyncio.timeout(15):
                     await session.wait_closed()
