@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench run samples clean
+.PHONY: demo test lint typecheck bench run samples docs screenshot clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/longcall demo --out out/demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check pipeline bot tests bench
+	$(BIN)/ruff check pipeline bot tests bench docs
 	$(BIN)/mypy pipeline bot
 
 test: $(STAMP) lint
@@ -32,6 +32,15 @@ run: $(STAMP)
 samples: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[samples]'
 	$(BIN)/python samples/make_audio_session.py
+
+# docs/configuration.md from .env.example (tests/test_docs.py fails when it is stale)
+docs: $(STAMP)
+	$(BIN)/python docs/make_configuration.py
+	$(BIN)/python docs/make_events.py
+
+# docs/img/dashboard.png through headless Chromium (apt-get install chromium chromium-driver)
+screenshot: $(STAMP)
+	$(BIN)/python docs/make_screenshot.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -19,7 +19,7 @@ from bench.bench_compaction import quiet_logging
 
 MODULES = [
     "bench_compaction", "bench_context", "bench_recall", "bench_asr", "bench_receive", "bench_bot", "bench_notes",
-    "bench_latency", "bench_recall_eval", "bench_scale", "bench_asr_pool",
+    "bench_latency", "bench_recall_eval", "bench_scale", "bench_asr_pool", "bench_realtime_session", "bench_privacy",
 ]
 
 

@@ -135,19 +135,21 @@ _INNER = {"hget", "hset", "hmget", "get", "del", "zrem", "hdel", "hincrby", "zad
           "lpop", "llen", "lrange", "set", "incr", "pexpire", "hexists"}
 
 
-async def _seed(url: str, sessions: int, rng: random.Random) -> dict[int, int]:
+async def _seed(url: str, sessions: int, rng: random.Random, *, cluster: bool = False,
+                base: int = 0) -> dict[int, int]:
     """51-60 turns of history per session, written in bulk (RPUSH in pipelines)."""
     import redis.asyncio as aioredis
+    from redis.asyncio.cluster import RedisCluster
 
     from pipeline.models import TurnDraft, TurnKind
     from pipeline.transcript.store_codec import encode_draft
 
-    client = aioredis.Redis.from_url(url, decode_responses=True)
+    client: Any = (RedisCluster if cluster else aioredis.Redis).from_url(url, decode_responses=True)
     seeded: dict[int, int] = {}
     try:
-        for start in range(1, sessions + 1, 200):
+        for start in range(base + 1, base + sessions + 1, 200):
             async with client.pipeline(transaction=False) as pipe:
-                for guild in range(start, min(sessions, start + 199) + 1):
+                for guild in range(start, min(base + sessions, start + 199) + 1):
                     count = 51 + rng.randint(0, 9)
                     seeded[guild] = count
                     payload = []
@@ -176,12 +178,12 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
     from pipeline.adapters.openai_client import OpenAIEndpoint
     from pipeline.adapters.openai_summarizer import OpenAISummarizer
     from pipeline.adapters.redis_server import PrivateRedisServer
-    from pipeline.adapters.redis_store import RedisSessionStore
+    from pipeline.adapters.redis_store import RedisSessionStore, RedisTopology
     from pipeline.compaction.summarizer_offline import OfflineSummarizer
     from pipeline.conversation.model_context import ModelContext, ModelContextConfig
     from pipeline.events import BotReplyCompleted, CompactionCompleted, CompactionFailed
     from pipeline.metrics import CompactionMetrics
-    from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
+    from pipeline.models import CompactionPolicy, RedisMode, TurnDraft, TurnKind
     from pipeline.transcript.event_log import StoreEventLog
     from tests.support.bot_fakes import FakeConnector
 
@@ -203,8 +205,11 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
 
     gs.ModelContext = TimedModelContext  # type: ignore[misc]
 
-    rng = random.Random(args.seed)
+    rng = random.Random(args.seed + args.guild_base)
     n = args.sessions
+    base = args.guild_base  # guild ids base+1 .. base+n: processes sharing a cluster take disjoint ranges
+    cluster = args.redis_mode == "cluster"
+    turns_per_minute = TURNS_PER_MINUTE * args.compression
     stub = subprocess.Popen(  # noqa: ASYNC220 - started once, before the measured part
         [sys.executable, "-m", "bench.scale_stub", "--min-delay", "1", "--max-delay", "8"],
         stdout=subprocess.PIPE, text=True,
@@ -214,8 +219,10 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
         assert stub.stdout is not None
         line = await asyncio.to_thread(stub.stdout.readline)
         base_url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
-        await server.astart()
-        seeded = await _seed(server.url, n, rng)
+        if not args.redis_url:  # else a shared Redis (bench/bench_cluster.py starts the cluster)
+            await server.astart()
+        url = args.redis_url or server.url
+        seeded = await _seed(url, n, rng, cluster=cluster, base=base)
         _say("seeded")
         if args.baseline:
             import redis.asyncio as plain
@@ -224,10 +231,13 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
                 server.url, decode_responses=True, socket_timeout=2.0, socket_connect_timeout=2.0,
                 health_check_interval=30,
             ))
+        elif args.redis_url:
+            real = RedisSessionStore.connect(RedisTopology(mode=RedisMode(args.redis_mode), url=url),
+                                             pool_max=args.pool_max)
         else:
             real = RedisSessionStore.from_url(server.url, pool_max=args.pool_max)
         store = CountingStore(real)
-        raw = aioredis.Redis.from_url(server.url, decode_responses=True)
+        raw = None if cluster else aioredis.Redis.from_url(url, decode_responses=True)
         summarizer = OpenAISummarizer(
             endpoint=OpenAIEndpoint(api_key="bench", base_url=base_url),
             model="stub",
@@ -278,7 +288,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
                 expected = now + TICK_S
 
         async def drive(guild: int, session: Any, drng: random.Random) -> None:
-            mean_gap = 60.0 / TURNS_PER_MINUTE
+            mean_gap = 60.0 / turns_per_minute
             await asyncio.sleep(drng.uniform(0, mean_gap))
             while not stop.is_set():
                 uid, name = drng.choice(SPEAKERS)
@@ -315,7 +325,7 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
             log_task = tg.create_task(event_log.run(), name="event-log")
             await registry.wait_ready()
             # A first session (not driven, not counted) pays the one-off imports and caches.
-            await registry.join(n + 1, 1)
+            await registry.join(base + n + 1, 1)
             for _ in range(50):
                 await asyncio.sleep(0)
             gc.collect()
@@ -323,8 +333,8 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
             tasks_start = len(asyncio.all_tasks())
             joined_at = time.perf_counter()
             sessions: dict[int, Any] = {}
-            for start in range(1, n + 1, 50):
-                batch = range(start, min(n, start + 49) + 1)
+            for start in range(base + 1, base + n + 1, 50):
+                batch = range(start, min(base + n, start + 49) + 1)
                 for guild, session in zip(batch, await asyncio.gather(*(registry.join(g, 1) for g in batch)),
                                           strict=True):
                     sessions[guild] = session
@@ -341,15 +351,17 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
             tg.create_task(ticker(), name="lag-ticker")
             drivers = [tg.create_task(drive(g, s, random.Random(args.seed * 7919 + g)), name=f"driver:{g}")
                        for g, s in sessions.items()]
-            before = await _commands(raw)
+            before = await _commands(raw) if raw is not None else {}
             cpu0 = time.process_time()
             measuring.set()
+            if args.marker:  # tells bench_cluster this process is in its measured window
+                await asyncio.to_thread(Path(args.marker).write_text, "measuring")
             t_start = time.perf_counter()
             await asyncio.sleep(args.seconds)
             measuring.clear()
             elapsed = time.perf_counter() - t_start
             cpu = time.process_time() - cpu0
-            after = await _commands(raw)
+            after = await _commands(raw) if raw is not None else {}
             stop.set()
             _say("measured; stopping drivers")
             _, pending = await asyncio.wait(drivers, timeout=30)
@@ -400,16 +412,19 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
         round_trips = sum(v for k, v in delta.items() if k not in _INNER)
         turns_in_window = len(append_ms) + events[BotReplyCompleted.name]
         await summarizer.aclose()
-        await raw.aclose()
+        if raw is not None:
+            await raw.aclose()
         await real.aclose()
     finally:
         stub.terminate()
         stub.wait(timeout=10)
-        await asyncio.to_thread(server.stop)
+        if not args.redis_url:
+            await asyncio.to_thread(server.stop)
     store_errors = sum(store.errors.values()) + events[CompactionFailed.name] + append_failed[0]
     return {
         "sessions": n,
-        "time_compression": 1,
+        "time_compression": args.compression,
+        "redis_mode": args.redis_mode,
         "seconds": round(elapsed, 1),
         "variant": "baseline" if args.baseline else "tuned",
         "loop_lag_p50_ms": _r(_pct(lags, 0.5), 2),
@@ -449,9 +464,10 @@ async def _one(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _child(sessions: int, seconds: float, *, baseline: bool, pool_max: int) -> dict[str, Any]:
+def _child(sessions: int, seconds: float, *, baseline: bool, pool_max: int, compression: float = 1.0
+           ) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bench.bench_scale", "--one", "--sessions", str(sessions), "--seconds",
-           str(seconds), "--pool-max", str(pool_max)]
+           str(seconds), "--pool-max", str(pool_max), "--compression", str(compression)]
     if baseline:
         cmd.append("--baseline")
     print(f"  scale: {sessions} sessions, {seconds:.0f} s{' (baseline)' if baseline else ''}; load "
@@ -511,7 +527,8 @@ def plot_svg(runs: list[dict[str, Any]]) -> str:
 
 def write(runs: list[dict[str, Any]], out: Path = OUT) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "scale.json").write_text(json.dumps({"runs": runs}, indent=2))
+    previous = json.loads((out / "scale.json").read_text()) if (out / "scale.json").exists() else {}
+    (out / "scale.json").write_text(json.dumps({**previous, "runs": runs}, indent=2))  # keeps "cluster" beside
     rows = "".join(
         f"<tr><td>{r['sessions']}</td><td>{r.get('variant', '')}</td><td>{r.get('loop_lag_p50_ms')}</td>"
         f"<td>{r.get('loop_lag_p99_ms')}</td><td>{r.get('loop_lag_max_ms')}</td><td>{r.get('fold_latency_p95_ms')}</td>"
@@ -565,20 +582,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--both", action="store_true", help="baseline and tuned for each size")
     parser.add_argument("--pool-max", type=int, default=64)
     parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--cluster", action="store_true",
+                        help="a real 3+3 Redis Cluster and several bot processes (bench/bench_cluster.py)")
+    parser.add_argument("--processes", type=int, default=2, help="bot processes sharing the cluster (--cluster)")
+    parser.add_argument("--compression", type=float, default=1.0, help="turns per minute x this (time compression)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--redis-url", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--redis-mode", default="single", help=argparse.SUPPRESS)
+    parser.add_argument("--guild-base", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--marker", default="", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     if args.one:
         args.sessions = args.sessions[0]
         print(json.dumps(asyncio.run(_one(args))))
         return 0
+    if args.cluster:
+        from bench.bench_cluster import cluster_main
+
+        return cluster_main(args)
     runs = []
     for n in args.sessions:
         if args.both or args.baseline:
             runs.append(_child(n, args.seconds, baseline=True, pool_max=args.pool_max))
             print(json.dumps(runs[-1]), file=sys.stderr)
         if not args.baseline:
-            runs.append(_child(n, args.seconds, baseline=False, pool_max=args.pool_max))
+            runs.append(_child(n, args.seconds, baseline=False, pool_max=args.pool_max, compression=args.compression))
             print(json.dumps(runs[-1]), file=sys.stderr)
     write(runs, Path(args.out))
     for row in rows_for_table(runs):

@@ -7,7 +7,7 @@ Two sources, one output format (DESIGN.md section 6, probes last):
   sessions, ~200 questions each with the evidence turns named. Converted from its published
   `locomo10.json` when one is at hand: `--locomo PATH`, `$LONGCALL_EVAL_LOCOMO`, or any
   installed distribution that ships a file of that name. No package on the registries this
-  project reaches was found to ship it (see the README), so it is never downloaded here.
+  project reaches was found to ship it (see docs/evaluation.md), so it is never downloaded here.
 - **synthetic** (always available, deterministic): 4-6 friends over ~800 turns of chatter, with
   facts planted in the first half, distractor facts said by other speakers, and three kinds of
   questions at the end: `lexical` (shares words with the answer turn), `reworded` (asks it in

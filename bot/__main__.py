@@ -1,4 +1,4 @@
-"""`longcall` command line: run, replay, inspect, demo, dashboard.
+"""`longcall` command line: run, replay, inspect, demo, dashboard, sessions.
 
 Settings are read once, here, at startup; every resource is built from them and passed in.
 """
@@ -111,6 +111,8 @@ async def replay(
         finally:
             if not run.keep:
                 await store.delete_session(replayer.session_id)
+            else:  # kept for the dashboard, not forever (REPLAY_RETENTION_DAYS)
+                await store.expire_session(replayer.session_id, settings.retention().ttl_s(replay=True))
         return report, replayer.inspection
 
 
@@ -349,6 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--join", default="", help="guild ids to /join at start, comma-separated")
     p.add_argument("--feed-dir", required=True, help="folder of <guild_id>.jsonl scripted turns")
     p.set_defaults(func=cmd_serve_test)
+    p = sub.add_parser("sessions", parents=[common],
+                       help="list, show, export, forget a person in, or delete the sessions stored in Redis")
+    from bot.privacy_cli import add_arguments as add_sessions
+
+    add_sessions(p, common)
     p = sub.add_parser(
         "watch", help="capture your screen every few seconds and send it to the bot as notes", parents=[common]
     )

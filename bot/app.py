@@ -35,6 +35,7 @@ from bot.logging_setup import configure_logging
 from bot.notes.api import register_notes_api
 from bot.notes.writer import make_note_writer, notes_config
 from bot.ownership import make_owner_id
+from bot.privacy_ops import run_retention
 from bot.runtime import (
     dashboard_config,
     hearing_config,
@@ -42,8 +43,9 @@ from bot.runtime import (
     make_summarizers,
     make_transcriber,
     open_store,
+    warn_model_shutdowns,
 )
-from bot.session.config import GuildSessionConfig, SessionDeps
+from bot.session.config import DEFAULT_NOTICE, DEFAULT_SPOKEN_NOTICE, GuildSessionConfig, PrivacyConfig, SessionDeps
 from bot.session.guild_session import GuildSession
 from bot.session.ports import Hearing, HearingFactory, RealtimeFactory
 from bot.session.registry import GuildSessionRegistry
@@ -55,10 +57,12 @@ from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import RealtimeConfig
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.conversation.model_context import ModelContextConfig
+from pipeline.conversation.retention import SweepDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, EventSink
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.metrics import CompactionMetrics
+from pipeline.model_profiles import realtime_reasoning_effort
 from pipeline.models import AsrError
 from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
@@ -93,6 +97,17 @@ def session_config(settings: Settings) -> GuildSessionConfig:
     )
 
 
+def privacy_config(settings: Settings) -> PrivacyConfig:
+    """The recording notice (PRIVACY_NOTICE: empty = the built-in wording, "off" = none) and retention."""
+    notice = settings.privacy_notice or DEFAULT_NOTICE
+    return PrivacyConfig(
+        notice="" if notice.strip().lower() == "off" else notice,
+        notice_spoken=settings.privacy_notice_spoken,
+        spoken_notice=settings.privacy_spoken_notice or DEFAULT_SPOKEN_NOTICE,
+        retention=settings.retention(),
+    )
+
+
 def model_context_config(settings: Settings) -> ModelContextConfig:
     return ModelContextConfig(
         model=settings.brain_model,
@@ -118,13 +133,17 @@ def make_voice(settings: Settings) -> tuple[OpenAIBrain | None, OpenAISpeech | N
     if not settings.openai_api_key:
         log.warning("reply_path_disabled", reason="OPENAI_API_KEY is not set: the bot listens and summarizes only")
         return None, None
+    endpoint = OpenAIEndpoint(
+        api_key=settings.openai_api_key, base_url=settings.openai_base_url, server_kind=settings.openai_server_kind
+    )
     brain = OpenAIBrain(
-        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
+        endpoint=endpoint,
         model=settings.brain_model,
         deadline_s=settings.brain_timeout_s,
+        reasoning_effort=settings.openai_reasoning_effort,
     )
     speech = OpenAISpeech(
-        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
+        endpoint=endpoint,
         model=settings.tts_model,
         voice=settings.tts_voice,
     )
@@ -139,16 +158,19 @@ def make_realtime_factory(settings: Settings) -> RealtimeFactory | None:
     check_reply_mode(settings)
     api_key = settings.openai_api_key or ""  # check_reply_mode refused an empty one already
     base_url = settings.openai_base_url
+    endpoint = OpenAIEndpoint(api_key=api_key, base_url=base_url, server_kind=settings.openai_server_kind)
     config = RealtimeConfig(
         model=settings.realtime_model,
         voice=settings.realtime_voice,
         max_instructions_chars=settings.realtime_instructions_max_chars,
+        session_max_s=settings.realtime_session_max_s,
+        reasoning_effort=realtime_reasoning_effort(settings.realtime_model, endpoint.kind),
     )
     log.info("reply_path_realtime", model=config.model, voice=config.voice)
 
     def factory(events: EventEmitter) -> RealtimeVoice:
         return RealtimeVoice(
-            endpoint=OpenAIEndpoint(api_key=api_key, base_url=base_url),
+            endpoint=endpoint,
             events=events,
             config=config,
         )
@@ -256,6 +278,7 @@ async def run_bot(settings: Settings) -> None:
         raise SettingsError(f"DASHBOARD_HOST: {err}") from None
     check_reply_mode(settings)
     check_opus()
+    warn_model_shutdowns(settings)
     test_api_base = os.environ.get(TEST_DISCORD_API_BASE_ENV)  # TEST ONLY: tests/support/fake_discord.py
     if test_api_base:
         point_discord_at_test_server(test_api_base)
@@ -318,6 +341,7 @@ def session_deps(
         lease_ttl_s=settings.owner_lease_ttl_s,
         embedder=make_embedder(settings),
         memory=settings.participant_memory(),
+        privacy=privacy_config(settings),
     )
 
 
@@ -376,6 +400,7 @@ async def _serve_bot(
                                    settings.owner_scan_s),
             name="session-orphans",
         )
+        sweeper = tg.create_task(_sweep_retention(settings, bot), name="retention-sweep")
         client = tg.create_task(_run_client(bot, token, client_error), name="discord-client")
         stopper = tg.create_task(stop.wait(), name="stop-signal")
         await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -385,7 +410,7 @@ async def _serve_bot(
             async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
                 await asyncio.shield(registry_task)
         await bot.close()
-        for task in (dashboard, stopper, client, registry_task, orphans):
+        for task in (dashboard, stopper, client, registry_task, orphans, sweeper):
             task.cancel()
         event_log.stop()  # the last events (sessions stopping) are written, then the task ends
     if client_error:
@@ -402,6 +427,26 @@ async def _serve_bot(
             ) from err
         raise err
     log.info("longcall_stopped")
+
+
+async def _sweep_retention(settings: Settings, bot: LongcallBot) -> None:
+    """Retention (pipeline/conversation/retention.py) over the store, with this process's live
+    sessions scrubbed in memory too; sessions another process serves are never deleted whole."""
+    registry, store = bot.registry, bot.registry.store
+    ownership = registry.deps.ownership
+
+    def live(sid: str) -> ConversationSession | None:
+        session = registry.serving(sid)
+        return session.session if session is not None else None
+
+    async def owned(sid: str) -> bool:
+        return bool(ownership is not None and await ownership.session_owner(sid))
+
+    compact = store.compact_log if isinstance(store, RedisSessionStore) else None
+    deps = SweepDeps(store=store, retention=settings.retention(), policy=settings.policy(), bot_name=settings.bot_name,
+                     live=live, is_owned=owned, compact_log=compact)
+    await run_retention(deps, interval_s=settings.retention_sweep_interval_s, clock=registry.deps.clock_factory(),
+                        wall=registry.deps.wall)
 
 
 async def aclose_quietly(*resources: object) -> None:

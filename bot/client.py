@@ -23,6 +23,7 @@ from discord.ext import commands
 from discord.gateway import DiscordWebSocket
 
 from bot.cogs.notes import NotesCog
+from bot.cogs.privacy import PrivacyCog
 from bot.cogs.voice import VoiceCog
 from bot.session.config import SessionDeps
 from bot.session.ports import VoiceConnector, VoiceLink
@@ -133,6 +134,15 @@ class DiscordVoiceLink:
 
     def set_reconnect_handler(self, handler: Callable[[int], None]) -> None:
         self._reconnect_handler = handler
+
+    def set_ignored_users(self, user_ids: frozenset[int]) -> None:
+        self._receiver.set_ignored_users(user_ids)  # one receiver across reconnects: it stays set
+
+    async def post_text(self, text: str) -> None:
+        channel = self._channel
+        if isinstance(channel, discord.abc.Messageable):  # a voice channel's own text chat
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                await channel.send(text, allowed_mentions=discord.AllowedMentions.none())
 
     async def disconnect(self) -> None:
         # force: a client stuck reconnecting reports not connected, and without force
@@ -267,6 +277,7 @@ class LongcallBot(commands.Bot):
     async def setup_hook(self) -> None:
         await self.add_cog(VoiceCog(self.registry, self.store, brain_model=self.brain_model))
         await self.add_cog(NotesCog(self.registry, read_text_chat=self.settings.read_text_chat))
+        await self.add_cog(PrivacyCog(self.registry))
         if self.sync_guild_ids:
             for guild_id in self.sync_guild_ids:
                 guild = discord.Object(id=guild_id)

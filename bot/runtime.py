@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import structlog
 
-from bot.dashboard.web import DashboardConfig
+from bot.dashboard.config import DashboardConfig
 from bot.settings import LOCAL_SUMMARY_CONTEXT_LIMIT, AsrMode, RecallEmbedder, Settings, SettingsError, SummaryProfile
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
 from pipeline.adapters.embeddings import MiniLMEmbedder
@@ -17,13 +17,14 @@ from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.redis_server import PrivateRedisServer, RedisServerError
-from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.adapters.redis_store import RedisSessionStore, RedisTopology
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig
 from pipeline.hearing.segmenter import SegmenterConfig
-from pipeline.models import StoreUnavailable
+from pipeline.model_profiles import ServerKind, default_transcription_model, resolve_server_kind, shutdown_date
+from pipeline.models import RedisMode, StoreUnavailable
 from pipeline.ports import Embedder, Summarizer
 
 log = structlog.get_logger("longcall.runtime")
@@ -54,12 +55,14 @@ def make_transcriber(settings: Settings) -> WhisperTranscriber | ProcessPoolTran
     if settings.asr_mode is AsrMode.PROCESSES:
         return ProcessPoolTranscriber(whisper_config(settings), workers=settings.asr_workers)
     if settings.asr_mode is AsrMode.REMOTE:
+        endpoint = OpenAIEndpoint(
+            api_key=settings.openai_api_key or "local",  # local servers ignore the key
+            base_url=settings.asr_remote_url or settings.openai_base_url,
+            server_kind=settings.openai_server_kind,
+        )
         return OpenAITranscriber(
-            endpoint=OpenAIEndpoint(
-                api_key=settings.openai_api_key or "local",  # local servers ignore the key
-                base_url=settings.asr_remote_url or settings.openai_base_url,
-            ),
-            model=settings.asr_remote_model,
+            endpoint=endpoint,
+            model=settings.asr_remote_model or default_transcription_model(endpoint.kind),
             timeout_s=settings.asr_remote_timeout_s,
             prompt=" ".join([settings.bot_name, *settings.wake_words]),
         )
@@ -83,10 +86,12 @@ def hearing_config(settings: Settings) -> HearingConfig:
 
 @asynccontextmanager
 async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
-    """REDIS_URL if set (must answer PING); else a private redis-server on loopback."""
+    """REDIS_URL (REDIS_MODE single or cluster) or the sentinels' primary, which must answer
+    PING; without either, a private redis-server on loopback."""
     server: PrivateRedisServer | None = None
     url = settings.redis_url
-    if url is None:
+    mode = settings.redis_mode
+    if url is None and mode is RedisMode.SINGLE:
         try:
             server = PrivateRedisServer(data_dir=settings.redis_data_dir)
             await server.astart()  # spawns here (it dies with this process), polls PING in a thread
@@ -95,22 +100,55 @@ async def open_store(settings: Settings) -> AsyncIterator[RedisSessionStore]:
         url = server.url
         log.info("redis_embedded_started", port=server.port, persistent=settings.redis_data_dir is not None,
                  shared=server.shared)
-    store = RedisSessionStore.from_url(
-        url, pool_max=settings.redis_pool_max, pool_timeout_s=settings.redis_pool_timeout_s
+    where = RedisTopology(mode=mode, url=url or "", sentinels=settings.redis_sentinels,
+                          service=settings.redis_sentinel_service)
+    store = RedisSessionStore.connect(
+        where, pool_max=settings.redis_pool_max, pool_timeout_s=settings.redis_pool_timeout_s
     )
     try:
         try:
             await store.ping()
         except StoreUnavailable:
+            if mode is RedisMode.SENTINEL:
+                raise SettingsError(
+                    "REDIS_SENTINELS do not name a reachable primary for REDIS_SENTINEL_SERVICE: check the "
+                    "sentinels' addresses, the service name and the password in REDIS_URL"
+                ) from None
+            if mode is RedisMode.CLUSTER:
+                raise SettingsError(
+                    "REDIS_MODE=cluster but no Redis Cluster answers at REDIS_URL: check the host, port and "
+                    "password, and that the server runs with cluster-enabled yes (else use REDIS_MODE=single)"
+                ) from None
             raise SettingsError(
                 "REDIS_URL is set but Redis does not answer: check the host, port and password, "
                 "or unset REDIS_URL to use a private embedded redis-server"
             ) from None
+        if mode is RedisMode.SINGLE and await store.cluster_enabled():
+            raise SettingsError("REDIS_URL names a Redis Cluster node: set REDIS_MODE=cluster")
         yield store
     finally:
         await store.aclose()
         if server is not None:
             await asyncio.to_thread(server.stop)
+
+
+def warn_model_shutdowns(settings: Settings) -> list[tuple[str, str, str]]:
+    """Log `model_shutdown_announced` for each configured OpenAI model the SDK lists for shutdown
+    (role, model, date); the roles in use only, and only when the models are OpenAI's (a local
+    server's model names mean nothing to that list). Returns what it warned about."""
+    if resolve_server_kind(settings.openai_base_url, settings.openai_server_kind) is not ServerKind.OPENAI:
+        return []
+    roles = {"summary": settings.summary_model, "vision": settings.vision_model}
+    if str(settings.reply_mode) == "realtime":
+        roles["realtime"] = settings.realtime_model
+    else:
+        roles |= {"brain": settings.brain_model, "tts": settings.tts_model}
+    if settings.asr_mode is AsrMode.REMOTE and settings.asr_remote_model:
+        roles["transcription"] = settings.asr_remote_model
+    warned = [(role, model, date) for role, model in roles.items() if model and (date := shutdown_date(model))]
+    for role, model, date in warned:
+        log.warning("model_shutdown_announced", role=role, model=model, shutdown=date)
+    return warned
 
 
 def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]:
@@ -124,10 +162,12 @@ def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]
         endpoint=OpenAIEndpoint(
             api_key=settings.openai_api_key or "local",  # local servers ignore the key
             base_url=settings.summary_base_url or settings.openai_base_url,
+            server_kind=ServerKind.LOCAL if local else settings.openai_server_kind,
         ),
         model=settings.summary_model,
         timeout_s=settings.summary_timeout_s,
         max_tokens=settings.summary_max_tokens,
+        reasoning_effort=settings.openai_reasoning_effort,
         context=ContextLimit(
             tokens=settings.summary_context_limit,
             discover=local,
@@ -156,7 +196,10 @@ def make_embedder(settings: Settings) -> Embedder | None:
         if not settings.openai_api_key:
             raise SettingsError("RECALL_EMBEDDER=openai needs OPENAI_API_KEY; set it or use RECALL_EMBEDDER=minilm")
         return OpenAIEmbedder(
-            endpoint=OpenAIEndpoint(api_key=settings.openai_api_key, base_url=settings.openai_base_url),
+            endpoint=OpenAIEndpoint(
+                api_key=settings.openai_api_key, base_url=settings.openai_base_url,
+                server_kind=settings.openai_server_kind,
+            ),
             model=settings.recall_embedding_model,
         )
     return MiniLMEmbedder()

@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.recall import RecallConfig
 from pipeline.hearing.vad import VadKind
-from pipeline.models import CompactionPolicy
+from pipeline.model_profiles import DEFAULT_CHAT_MODEL, DEFAULT_REALTIME_MODEL, ReasoningEffort, ServerKind
+from pipeline.models import CompactionPolicy, RedisMode
+from pipeline.transcript.privacy import RetentionPolicy
 
 T = TypeVar("T")
 
@@ -86,25 +88,31 @@ class Settings:
     wake_words: tuple[str, ...] = ()
     # Storage
     redis_url: str | None = None
+    redis_mode: RedisMode = RedisMode.SINGLE  # cluster: REDIS_URL names any node; sentinel: REDIS_SENTINELS
+    redis_sentinels: tuple[tuple[str, int], ...] = ()  # host:port of each sentinel (REDIS_MODE=sentinel)
+    redis_sentinel_service: str = ""  # the primary's name the sentinels monitor
     redis_data_dir: Path | None = DEFAULT_REDIS_DATA_DIR  # None: the private server keeps data in memory only
     redis_pool_max: int = 64  # connections per process; a command waits for a free one
     redis_pool_timeout_s: float = 5.0  # ... this long at most, then the store counts as unavailable
     # Models
     openai_api_key: str | None = None
     openai_base_url: str | None = None
-    summary_model: str = "gpt-4o-mini"
+    openai_server_kind: ServerKind = ServerKind.AUTO  # which parameters models get (docs/models.md)
+    openai_reasoning_effort: ReasoningEffort | None = None  # None: each model family's lowest
+    summary_model: str = DEFAULT_CHAT_MODEL
     summary_timeout_s: float = 30.0
     summary_profile: SummaryProfile = SummaryProfile.CLOUD
     summary_base_url: str | None = None  # default: OPENAI_BASE_URL
     summary_max_tokens: int | None = None  # default: from SUMMARY_MAX_CHARS (cloud), 384 (local)
     summary_context_limit: int | None = None  # default: unlimited (cloud); /v1/models, else 2048 (local)
-    brain_model: str = "gpt-4o-mini"
+    brain_model: str = DEFAULT_CHAT_MODEL
     brain_timeout_s: float = 20.0
     brain_context_limit: int | None = None
     tts_model: str = "gpt-4o-mini-tts"
     tts_voice: str = "alloy"
-    realtime_model: str = "gpt-realtime"
+    realtime_model: str = DEFAULT_REALTIME_MODEL
     realtime_voice: str = "alloy"
+    realtime_session_max_s: float = 55 * 60.0  # rotated before the server's 60-minute limit
     reply_mode: ReplyMode = ReplyMode.BRAIN
     reply_cooldown_s: float = 8.0
     # Compaction (DESIGN.md section 3)
@@ -140,7 +148,7 @@ class Settings:
     # threads in this process, or with ASR_MODE=processes worker processes (one model, ~250 MB, each).
     asr_workers: int = 2
     asr_remote_url: str | None = None  # ASR_MODE=remote; empty = OPENAI_BASE_URL
-    asr_remote_model: str = "whisper-1"
+    asr_remote_model: str = ""  # empty: gpt-transcribe on OpenAI, whisper-1 on a local server
     asr_remote_timeout_s: float = 30.0
     hearing_vad: VadKind = VadKind.SILERO
     end_of_utterance_ms: int = 700
@@ -152,7 +160,7 @@ class Settings:
     # Session ownership across processes (bot/ownership.py)
     owner_lease_ttl_s: float = 15.0
     owner_scan_interval_s: float | None = None  # default: a third of OWNER_LEASE_TTL_S
-    # Screen-watch notes and text chat (README "Screen notes and text chat")
+    # Screen-watch notes and text chat (docs/notes-and-chat.md)
     vision_model: str = ""  # empty = offline notes (OCR + image facts)
     vision_base_url: str | None = None  # empty = OPENAI_BASE_URL
     vision_timeout_s: float = 20.0
@@ -166,6 +174,13 @@ class Settings:
     read_text_chat: bool = False  # needs the privileged Message Content intent
     chat_reply: ChatReply = ChatReply.VOICE
     chat_edit_grace_s: float = 120.0
+    # Privacy (docs/privacy.md): the recording notice, retention
+    privacy_notice: str = ""  # empty: the built-in wording; "off": no notice (see docs/privacy.md first)
+    privacy_notice_spoken: bool = False  # also say one short line out loud (needs TTS)
+    privacy_spoken_notice: str = ""  # empty: the built-in spoken line
+    transcript_retention_days: float = 30.0
+    replay_retention_days: float = 1.0
+    retention_sweep_interval_s: float = 3600.0
     # Operations
     log_format: LogFormat = LogFormat.CONSOLE
     log_level: str = "INFO"
@@ -197,6 +212,9 @@ class Settings:
             lexical_weight=self.recall_lexical_weight,
             dense_weight=self.recall_dense_weight if self.recall_embedder is not RecallEmbedder.OFF else 0.0,
         )
+
+    def retention(self) -> RetentionPolicy:
+        return RetentionPolicy(live_days=self.transcript_retention_days, replay_days=self.replay_retention_days)
 
     def participant_memory(self) -> ParticipantMemoryConfig:
         return ParticipantMemoryConfig(max_chars=self.participant_memory_max_chars)
@@ -317,6 +335,18 @@ def _redis_url(name: str, raw: str) -> str:
     return value
 
 
+def _host_ports(name: str, raw: str) -> tuple[tuple[str, int], ...]:
+    """`host:port,host:port` (REDIS_SENTINELS)."""
+    out: list[tuple[str, int]] = []
+    for part in (p.strip() for p in raw.split(",") if p.strip()):
+        host, colon, port = part.rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SettingsError(f"{name} must be host:port pairs separated by commas, e.g. "
+                                f"10.0.0.5:26379,10.0.0.6:26379; got {part!r}")
+        out.append((host.strip("[]"), int(port)))
+    return tuple(out)
+
+
 def _path(name: str, raw: str) -> Path:
     return Path(raw.strip()).expanduser()
 
@@ -356,11 +386,16 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "BOT_NAME": ("bot_name", _text),
     "WAKE_WORDS": ("wake_words", _words),
     "REDIS_URL": ("redis_url", _redis_url),
+    "REDIS_MODE": ("redis_mode", _enum(RedisMode)),
+    "REDIS_SENTINELS": ("redis_sentinels", _host_ports),
+    "REDIS_SENTINEL_SERVICE": ("redis_sentinel_service", _text),
     "REDIS_DATA_DIR": ("redis_data_dir", _data_dir),
     "REDIS_POOL_MAX": ("redis_pool_max", _int(1, 10_000)),
     "REDIS_POOL_TIMEOUT_S": ("redis_pool_timeout_s", _float(0.1, 120.0)),
     "OPENAI_API_KEY": ("openai_api_key", _secret),
     "OPENAI_BASE_URL": ("openai_base_url", _text),
+    "OPENAI_SERVER_KIND": ("openai_server_kind", _enum(ServerKind)),
+    "OPENAI_REASONING_EFFORT": ("openai_reasoning_effort", _enum(ReasoningEffort)),
     "SUMMARY_MODEL": ("summary_model", _text),
     "SUMMARY_TIMEOUT_S": ("summary_timeout_s", _float(0.1, 3600.0)),
     "SUMMARY_PROFILE": ("summary_profile", _enum(SummaryProfile)),
@@ -374,6 +409,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "TTS_VOICE": ("tts_voice", _text),
     "REALTIME_MODEL": ("realtime_model", _text),
     "REALTIME_VOICE": ("realtime_voice", _text),
+    "REALTIME_SESSION_MAX_S": ("realtime_session_max_s", _float(60.0, 24 * 3600.0)),
     "REPLY_MODE": ("reply_mode", _enum(ReplyMode)),
     "REPLY_COOLDOWN_S": ("reply_cooldown_s", _float(0.0, 86400.0)),
     "CONTEXT_WINDOW_TURNS": ("context_window_turns", _int(1, 1000)),
@@ -425,6 +461,12 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "READ_TEXT_CHAT": ("read_text_chat", _bool),
     "CHAT_REPLY": ("chat_reply", _enum(ChatReply)),
     "CHAT_EDIT_GRACE_S": ("chat_edit_grace_s", _float(0.0, 86400.0)),
+    "PRIVACY_NOTICE": ("privacy_notice", _text),
+    "PRIVACY_NOTICE_SPOKEN": ("privacy_notice_spoken", _bool),
+    "PRIVACY_SPOKEN_NOTICE": ("privacy_spoken_notice", _text),
+    "TRANSCRIPT_RETENTION_DAYS": ("transcript_retention_days", _float(0.001, 36500.0)),
+    "REPLAY_RETENTION_DAYS": ("replay_retention_days", _float(0.001, 36500.0)),
+    "RETENTION_SWEEP_INTERVAL_S": ("retention_sweep_interval_s", _float(1.0, 86400.0)),
     "LOG_FORMAT": ("log_format", _enum(LogFormat)),
     "LOG_LEVEL": ("log_level", _level),
     "DASHBOARD_HOST": ("dashboard_host", _text),
@@ -474,6 +516,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
             "COMPACTION_BATCH_TURNS must not exceed CONTEXT_WINDOW_TURNS "
             f"({settings.compaction_batch_turns} > {settings.context_window_turns})"
         )
+    _check_redis_mode(settings)
     if not settings.bot_name:
         raise SettingsError("BOT_NAME must not be empty")
     if settings.shard_ids and settings.shard_count is None:
@@ -483,6 +526,23 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
     if settings.notes_ingest_token is not None and len(settings.notes_ingest_token) < 16:
         raise SettingsError("NOTES_INGEST_TOKEN must be at least 16 characters (e.g. `openssl rand -hex 24`)")
     return settings
+
+
+def _check_redis_mode(settings: Settings) -> None:
+    """REDIS_MODE's companions: a cluster or Sentinel is never the private embedded server."""
+    mode = settings.redis_mode
+    if mode is RedisMode.CLUSTER and not settings.redis_url:
+        raise SettingsError("REDIS_MODE=cluster needs REDIS_URL naming any node of the cluster, "
+                            "e.g. redis://10.0.0.5:7000/0 (the client discovers the others)")
+    if mode is RedisMode.CLUSTER and settings.redis_url and settings.redis_url.startswith("unix://"):
+        raise SettingsError("REDIS_MODE=cluster needs a redis:// or rediss:// REDIS_URL (cluster nodes talk TCP)")
+    if mode is RedisMode.SENTINEL and not settings.redis_sentinels:
+        raise SettingsError("REDIS_MODE=sentinel needs REDIS_SENTINELS, e.g. 10.0.0.5:26379,10.0.0.6:26379")
+    if mode is RedisMode.SENTINEL and not settings.redis_sentinel_service:
+        raise SettingsError("REDIS_MODE=sentinel needs REDIS_SENTINEL_SERVICE: the primary's name in the "
+                            "sentinels' `sentinel monitor` line")
+    if mode is not RedisMode.SENTINEL and (settings.redis_sentinels or settings.redis_sentinel_service):
+        raise SettingsError("REDIS_SENTINELS and REDIS_SENTINEL_SERVICE are only read with REDIS_MODE=sentinel")
 
 
 def require_discord_token(settings: Settings) -> str:

@@ -84,6 +84,12 @@ class SilentVoiceLink:
     def set_reconnect_handler(self, handler: Callable[[int], None]) -> None:
         return None
 
+    def set_ignored_users(self, user_ids: frozenset[int]) -> None:
+        return None  # no audio comes in here
+
+    async def post_text(self, text: str) -> None:
+        return None
+
     def play(self, source: Any, *, after: Callable[[Exception | None], Any] | None = None) -> None:
         if after is not None:
             after(None)

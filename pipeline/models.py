@@ -18,6 +18,9 @@ class TurnKind(StrEnum):
     EFFECT = "effect"
     THOUGHT = "thought"
     CHAT = "chat"  # typed in the voice channel's text chat (or the session's text channel)
+    # A tombstone: the turn's words were removed (a person's request, or retention). The seq
+    # stays so nothing else shifts; text, speaker and turn id are gone (pipeline/transcript/privacy.py).
+    REMOVED = "removed"
 
 
 # Turns people made, spoken or typed in the call's text chat: what speaker attribution and
@@ -312,6 +315,15 @@ class ParticipantCard:
     last_seq: int = -1  # the newest folded turn the card has seen
 
 
+class RedisMode(StrEnum):
+    """REDIS_MODE: one server, Redis Cluster (sharded by session), or Sentinel (one primary
+    with replicas, promoted on failure). docs/redis.md."""
+
+    SINGLE = "single"
+    CLUSTER = "cluster"
+    SENTINEL = "sentinel"
+
+
 class StoreUnavailable(Exception):
     """The session store could not be reached; callers degrade, they do not crash."""
 
@@ -333,6 +345,18 @@ class StoreDiverged(Exception):
     def __init__(self, session_id: str, stored_epoch: str) -> None:
         super().__init__(f"session {session_id}: store epoch {stored_epoch or 'missing'}")
         self.stored_epoch = stored_epoch
+
+
+class StoreBehind(Exception):
+    """The store holds fewer turns than the caller saw it acknowledge: a replica promoted after
+    a failover missed the newest writes (replication is asynchronous). Nothing was written; the
+    caller writes back what it holds (`pipeline.transcript.store_repair`)."""
+
+    def __init__(self, session_id: str, stored_total: int) -> None:
+        super().__init__(f"session {session_id}: store holds {stored_total} turns, fewer than acknowledged")
+        self.stored_total = stored_total
+
+
 class EmbeddingUnavailable(Exception):
     """The embedding model could not load or run; recall goes on lexical-only."""
 
@@ -361,12 +385,19 @@ class Transcription:
 class AsrErrorCode(StrEnum):
     MODEL_LOAD = "model_load"
     INFERENCE = "inference"
+    # A remote endpoint's failures (ASR_MODE=remote), as the client sorts them:
+    TIMEOUT = "timeout"
+    UNAVAILABLE = "unavailable"
+    RATE_LIMITED = "rate_limited"
+    AUTH = "auth"
+    BAD_REQUEST = "bad_request"
 
 
 class AsrError(Exception):
     """Raised by the adapter; callers branch on `code`."""
 
-    def __init__(self, code: AsrErrorCode, message: str = "") -> None:
+    def __init__(self, code: AsrErrorCode, message: str = "", *, retry_after_s: float | None = None) -> None:
         super().__init__(f"{code}: {message}" if message else str(code))
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s  # what a rate-limiting server asked for, if it did

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -59,14 +59,18 @@ class SessionStore(Protocol):
     single-process tools. Both pass `tests/pipeline/transcript/test_store_contract.py`.
     """
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
+    async def append_turn(
+        self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1
+    ) -> Turn:
         """Append and return the turn with its absolute `seq` (one round trip).
 
         Idempotent per `draft.turn_id`: a draft whose id was appended recently (the newest
         `DEDUPE_WINDOW` ids) is not stored again; its first seq is returned. With `epoch`,
         raises `StoreDiverged` (and writes nothing) unless the store holds that generation.
         With `owner` (an `OwnerGrant.token`), raises `LeaseLost` (and writes nothing) unless
-        that lease still holds the session."""
+        that lease still holds the session. With `at_least` >= 0, raises `StoreBehind` (and
+        writes nothing) when the store's next seq is below it: it lost acknowledged turns
+        (a replica promoted by a failover missed them)."""
         ...
 
     async def get_turns(self, session_id: str, start: int, end: int) -> list[Turn]:
@@ -170,6 +174,48 @@ class SessionStore(Protocol):
         ...
 
     async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]: ...
+
+    # -- what people control about their data (issue 23; pipeline/transcript/privacy.py) --
+
+    async def tombstone_turns(self, session_id: str, tombstones: Sequence[Turn]) -> int:
+        """Overwrite the stored turns at these seqs with the tombstones (their words gone, the
+        seqs kept). Seqs the store does not hold are skipped; returns how many were written."""
+        ...
+
+    async def replace_summary(self, session_id: str, *, expected_cursor: int, summary: str) -> bool:
+        """Overwrite the running summary (a refold after a removal) only while the cursor is
+        still `expected_cursor`. Advances the fold fence, so a fold in flight that started from
+        the old summary is refused at its commit (stale) and refolds from this one."""
+        ...
+
+    async def delete_recall_entries(
+        self, session_id: str, *, vector_keys: Sequence[str], note_ids: Sequence[str]
+    ) -> None:
+        """Remove recall vectors (`t:<seq>`, `n:<note id>`) and recall notes."""
+        ...
+
+    async def delete_notes(self, session_id: str, note_ids: Sequence[str]) -> None:
+        """Remove notes wherever they are kept: pending, live and recall."""
+        ...
+
+    async def delete_participant_card(self, session_id: str, speaker_id: str) -> None: ...
+
+    async def scrub_events(self, session_id: str, keep: Callable[[Mapping[str, Any]], bool]) -> int:
+        """Keep only the logged events `keep` accepts; returns how many were removed."""
+        ...
+
+    async def set_opted_out(self, scope: str, user_id: str, opted_out: bool) -> None:
+        """A person's preference (not content): do not record `user_id` in `scope` (a guild)."""
+        ...
+
+    async def opted_out(self, scope: str) -> frozenset[str]:
+        """The user ids that opted out in `scope`."""
+        ...
+
+    async def expire_session(self, session_id: str, ttl_s: float | None) -> None:
+        """Let every key of the session expire in `ttl_s` seconds (None: keep it, undo an
+        earlier expiry: the session is live again)."""
+        ...
 
 
 class SessionOwnership(Protocol):

@@ -12,6 +12,7 @@ import structlog
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import EventEmitter
+from tests.support.redis_cluster import LocalRedisCluster, LocalSentinel, RedisTarget, single_target
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +20,35 @@ def redis_server() -> Iterator[PrivateRedisServer]:
     """A real redis-server on a free loopback port for the whole test session."""
     with PrivateRedisServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalRedisCluster]:
+    """A real Redis Cluster (3 primaries, 3 replicas) on loopback for the whole test session.
+    Tests that kill a node use their own (`LocalRedisCluster()`), never this one."""
+    with LocalRedisCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel() -> Iterator[LocalSentinel]:
+    """A real primary + replica watched by a sentinel, for the whole test session."""
+    with LocalSentinel() as sentinel:
+        yield sentinel
+
+
+@pytest.fixture(params=["single", "cluster"])
+def redis_target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> RedisTarget:
+    """Each test taking it runs on one Redis and on a Redis Cluster. REDIS_MODE (and for a
+    cluster REDIS_URL) is set in this process's environment, so `longcall` subprocesses started
+    with `os.environ` use the same topology."""
+    if request.param == "cluster":
+        target: RedisTarget = request.getfixturevalue("redis_cluster").target
+    else:
+        target = single_target(request.getfixturevalue("redis_server"))
+    for name, value in target.env.items():
+        monkeypatch.setenv(name, value)
+    return target
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionCompleted
@@ -46,6 +44,14 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+async def read_state(url: str, session_id: str) -> Any:
+    store = RedisSessionStore.from_url(url)
+    try:
+        return await store.load_state(session_id)
+    finally:
+        await store.aclose()
+
+
 def chat_requests(stub: OpenAIStub) -> int:
     """Each fold asks the model once: the n-th chat request is the n-th fold under way."""
     return len(stub.bodies("/chat/completions"))
@@ -55,7 +61,6 @@ def summary(n: int) -> str:
     return f"Bob and Alice called out enemies near the river gate; update {n} of the fight."
 
 
-@pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
 async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tmp_path: Path) -> None:
     """Kill the replay while its third fold waits on the model; a second replay of the same
     session id resumes: every turn stored once, every seq folded exactly once, first fold
@@ -90,6 +95,9 @@ async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tm
             await first.wait()
             killed.set()  # the model answers the dead process (its connection is gone)
         killed_at = time.monotonic()
+        # What the dead process committed is read from Redis, never from its log: a SIGKILL can
+        # land between a fold's commit and the line that reports it.
+        at_kill = await read_state(redis_server.url, session_id)
         second = await start("second")
         try:
             await stub.until("the successor's first fold", lambda: chat_requests(stub) >= 4, timeout_s=30)
@@ -110,16 +118,16 @@ async def test_sigkill_mid_fold_then_resume(redis_server: PrivateRedisServer, tm
     report = json.loads((tmp_path / "second" / "report.json").read_text())
     folds = sorted(
         (e["old_cursor"], e["new_cursor"])
-        for out in ("first", "second")
-        for e in read_events(tmp_path / out / "events.jsonl")
+        for e in read_events(tmp_path / "second" / "events.jsonl")
         if e["event"] == CompactionCompleted.name
     )
     expected_cursor = (TURNS - 1 - WINDOW) // BATCH * BATCH
     assert texts == [t.text for t in stored]  # every turn stored once, in order: 0 lost
-    assert [(k, k + BATCH) for k in range(0, expected_cursor, BATCH)] == folds  # each seq folded once
+    assert 2 * BATCH == at_kill.cursor  # the first process committed two folds; the third never
+    # the successor folds from where the dead process's commits left the cursor, each seq once
+    assert [(k, k + BATCH) for k in range(at_kill.cursor, expected_cursor, BATCH)] == folds
     assert (expected_cursor, 0, TURNS) == (state.cursor, report["lost_turns"], report["turns"])
     # The successor folds once the dead holder's 6 s lease runs out, not after the old 120 s lock
-    # TTL. The time includes starting a second Python process, ~6 s on a quiet machine (printed
-    # here); the bound leaves room for a loaded CI machine, far below the old 120 s.
+    # TTL (the wait above gives up at 30 s). Printed, not asserted: no timed assertions; it
+    # includes starting a second Python process, ~6 s on a quiet machine.
     print(f"first fold {takeover_s:.2f} s after the kill")
-    assert takeover_s < 20.0

@@ -52,7 +52,6 @@ def named(rows: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
     return [e for e in rows if e.get("event") == event]
 
 
-@pytest.mark.flaky(reruns=2)  # a real process, sockets and timers racing on a shared 2-core box
 async def test_the_session_carries_on_through_a_gateway_resume_and_a_new_gateway_session(
     redis_server: PrivateRedisServer, tmp_path: Path
 ) -> None:

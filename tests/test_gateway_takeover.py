@@ -23,10 +23,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.adapters.redis_server import PrivateRedisServer
-from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionCompleted, SessionOwned, SessionTakenOver
 from tests.support.fake_discord import FakeDiscord
+from tests.support.redis_cluster import RedisTarget
 from tests.support.waits import ProcessLog, RedisWatch
 
 pytestmark = pytest.mark.slow
@@ -45,6 +44,11 @@ def settled_cursor(total: int) -> int:
 
 def line(guild: int, i: int) -> str:
     return f"{'Bob' if i % 2 else 'Alice'} in guild {guild} types: enemy {i} is at the river gate."
+
+
+def folds_of(events: list[dict[str, Any]], guild: int) -> list[tuple[int, int]]:
+    return [(e["old_cursor"], e["new_cursor"]) for e in events
+            if e.get("event") == CompactionCompleted.name and e.get("guild_id") == str(guild)]
 
 
 class Processes:
@@ -96,18 +100,17 @@ class Processes:
             await asyncio.wait_for(log.closed(), timeout=30)
 
 
-@pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
 async def test_sigkilled_process_sessions_move_to_the_other_process_through_discord(
-    redis_server: PrivateRedisServer, tmp_path: Path
+    redis_target: RedisTarget, tmp_path: Path
 ) -> None:
     base = random.randrange(10**15, 10**16)
     guilds = [base + i for i in range(4)]
     a_guilds, b_guilds = guilds[:2], guilds[2:]
     discord = FakeDiscord(guilds)
     await discord.start()
-    procs = Processes(redis_server.url, discord.api_base, tmp_path)
-    store = RedisSessionStore.from_url(redis_server.url)
-    watch = RedisWatch(redis_server.url)
+    procs = Processes(redis_target.url, discord.api_base, tmp_path)
+    store = redis_target.store()
+    watch = RedisWatch(*redis_target.node_urls)
     await watch.start()
 
     async def owners() -> list[str | None]:
@@ -149,6 +152,11 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         await say(guilds, 0, FIRST)
         await watch.until(f"{FIRST} turns folded in every guild", lambda: settled(FIRST), 30)
 
+        # A's own fold lines are read while it lives, once it has logged them all: a process
+        # SIGKILLed right after a commit may never write the line for it.
+        await procs.logs["a"].until("A logging its folds", lambda rows: all(
+            any(new == settled_cursor(FIRST) for _, new in folds_of(rows, g)) for g in a_guilds), 30)
+        a_events = list(procs.log("a"))
         procs.procs["a"].kill()
         await procs.procs["a"].wait()
         killed_at = time.monotonic()
@@ -165,7 +173,7 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         await say(b_guilds, DURING, SECOND)
         await watch.until(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 30)
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
-        events = procs.log("a") + procs.log("b")
+        events = a_events + procs.log("b")
     except AssertionError as err:
         raise AssertionError(f"{err}\n--- a ---\n{procs.tail('a')}\n--- b ---\n{procs.tail('b')}") from None
     finally:
@@ -177,8 +185,7 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
     for g in guilds:  # every turn stored once, in the order typed, at the next seq after the takeover
         assert [line(g, i) for i in range(SECOND)] == [t.text for t in turns[g]]
         assert list(range(SECOND)) == [t.seq for t in turns[g]]
-        folds = sorted((e["old_cursor"], e["new_cursor"]) for e in events
-                       if e.get("event") == CompactionCompleted.name and e.get("guild_id") == str(g))
+        folds = sorted(folds_of(events, g))
         assert [(k, k + BATCH) for k in range(0, settled_cursor(SECOND), BATCH)] == folds
     taken = {e["guild_id"]: e for e in procs.log("b") if e.get("event") == SessionTakenOver.name}
     assert {str(g) for g in a_guilds} == set(taken)
@@ -190,5 +197,5 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
     assert [] == discord.errors
     assert [None, [0, 1]] == [c.shard for c in discord.connections]  # B identified as shard 0 of 1
     assert all(v.errors == [] for v in discord.voice)
+    # Measured, not asserted (no timed assertions): the wait above bounds it at TTL + 10 s.
     print(f"takeover after SIGKILL through the gateway: {takeover_s:.2f} s (lease TTL {TTL_S} s, scan {SCAN_S} s)")
-    assert takeover_s < TTL_S + SCAN_S + 3.0, takeover_s

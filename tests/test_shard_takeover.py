@@ -95,7 +95,6 @@ class Bots:
             await asyncio.wait_for(log.closed(), timeout=30)
 
 
-@pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
 async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_over_without_dropping_voice(
     redis_server: PrivateRedisServer, tmp_path: Path
 ) -> None:

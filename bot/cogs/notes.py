@@ -131,6 +131,8 @@ class NotesCog(commands.Cog):
         *, wait: bool,
     ) -> str:
         assert session.notes is not None
+        if session.privacy.is_opted_out(user.id):  # /optout: nothing of theirs is kept, screens included
+            return "You opted out of being recorded here, so I don't take notes from you (/optin to change that)."
         try:
             data = await attachment.read()
             result = await session.notes.submit_image(

@@ -1,4 +1,4 @@
-"""Voice slash commands (`/join`, `/leave`, `/summary`, `/context`, `/forget`) and the voice
+"""Voice slash commands (`/join`, `/leave`, `/summary`, `/context`; `/forget` is in bot/cogs/privacy.py) and the voice
 state listener that turns people joining and leaving the bot's channel into membership turns,
 and tells the session when the bot itself was moved or disconnected.
 
@@ -213,28 +213,6 @@ class VoiceCog(commands.Cog):
         context = live.model_context.reply(current)
         await interaction.response.send_message(
             render_context(context, live.session.snapshot(), model=self.brain_model), ephemeral=True
-        )
-
-    @app_commands.command(name="forget", description="Delete everything stored for this server's session")
-    @app_commands.guild_only()
-    @app_commands.default_permissions(manage_guild=True)
-    async def forget(self, interaction: discord.Interaction) -> None:
-        guild = interaction.guild
-        # Checked here too: default_permissions is only a default that server admins can change.
-        if guild is None or not interaction.permissions.manage_guild:
-            await interaction.response.send_message(
-                "Only members with the Manage Server permission can use /forget.", ephemeral=True
-            )
-            return
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        try:
-            await self.registry.forget(guild.id)
-        except StoreUnavailable:
-            await interaction.followup.send("The session store is unreachable; nothing was deleted.", ephemeral=True)
-            return
-        log.info("forget_requested", guild_id=guild.id, user_id=interaction.user.id)
-        await interaction.followup.send(
-            "Forgotten: this server's transcript, summary and notes are deleted.", ephemeral=True
         )
 
     # -- listeners -----------------------------------------------------------------------------

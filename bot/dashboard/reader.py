@@ -7,8 +7,9 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bot.dashboard.config import DashboardConfig, SessionRegistry
 from bot.dashboard.view import ModelView
 from pipeline.compaction.planning import recent_start
 from pipeline.context.participants import render_card, render_cards
@@ -17,9 +18,6 @@ from pipeline.context.tokens import make_token_counter
 from pipeline.events import CompactionCompleted, CompactionFailed
 from pipeline.models import ContextSnapshot, ParticipantCard, StoreUnavailable
 from pipeline.ports import SessionStore
-
-if TYPE_CHECKING:
-    from bot.dashboard.web import DashboardConfig, SessionRegistry
 
 
 class SessionReader:

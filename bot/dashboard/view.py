@@ -22,6 +22,7 @@ from pipeline.context.reply_context import MEMORY_HEADER, SCREEN_HEADER, ReplyCo
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 from pipeline.transcript.formatting import mmss
+from pipeline.transcript.privacy import removed_label
 
 HORIZON_TEXT = "The model can't see above this line"
 ROUTINE_SKIPS = frozenset({"below_threshold", "no_eligible_batch"})
@@ -180,10 +181,13 @@ def system_sections(reply: ReplyContext | None, snapshot: ContextSnapshot) -> li
 def _turn_html(turn: Turn, state: str, badge: str, bot_name: str) -> str:
     who = turn.speaker_name or "?"
     kind = "bot" if turn.kind is TurnKind.BOT else turn.kind.value
+    removed = removed_label(turn)  # a tombstone: no name, no words, only why they are gone
+    text = f'<span class="text removed" data-testid="removed">{_e(removed)}</span>' if removed else (
+        f'<span class="speaker">{_e(who)}</span><span class="text">{_e(turn.text)}</span>')
     return (
         f'<div class="turn {state} {_e(kind)}" data-testid="turn" data-seq="{turn.seq}" data-state="{state}">'
         f'<span class="seq">#{turn.seq}</span><span class="time">{_e(mmss(turn.started_at))}</span>'
-        f'<span class="speaker">{_e(who)}</span><span class="text">{_e(turn.text)}</span>'
+        f'{text}'
         + (f'<span class="badge">{_e(badge)}</span>' if badge else "")
         + "</div>"
     )

@@ -31,13 +31,13 @@ import ipaddress
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from aiohttp import web
 
+from bot.dashboard.config import DashboardConfig, SessionRegistry, SessionView
 from bot.dashboard.panels import Tile, health_tiles, render_chart, render_tiles
 from bot.dashboard.reader import SessionReader
 from bot.dashboard.view import _e as esc
@@ -51,10 +51,8 @@ from bot.dashboard.view import (
     timeline,
     visible_seqs,
 )
-from pipeline.context.participants import ParticipantMemoryConfig
-from pipeline.conversation.session import ConversationSession
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
-from pipeline.models import CompactionPolicy, StoreUnavailable
+from pipeline.models import StoreUnavailable
 from pipeline.ports import SessionStore
 from pipeline.transcript.event_log import EVENT_LOG_MAX
 
@@ -75,25 +73,6 @@ _SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
 }
 _OPEN_PATHS = ("/healthz", "/metrics", "/login", "/static/", "/favicon.ico")
-
-
-class SessionView(Protocol):
-    """What the dashboard reads about one session live in this process (`longcall run`)."""
-
-    @property
-    def guild_id(self) -> str: ...
-    @property
-    def session_id(self) -> str: ...
-    @property
-    def session(self) -> ConversationSession: ...
-    @property
-    def started_at(self) -> float: ...  # wall-clock epoch seconds
-    @property
-    def channel_name(self) -> str | None: ...
-
-
-class SessionRegistry(Protocol):
-    def sessions(self) -> Mapping[str, SessionView]: ...
 
 
 class _NoLiveSessions:
@@ -120,18 +99,6 @@ def check_bind(host: str, token: str | None) -> None:
             f"refusing to serve the dashboard on {host} without DASHBOARD_TOKEN: it shows what people said. "
             "Set DASHBOARD_TOKEN (16+ characters) or bind 127.0.0.1"
         )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DashboardConfig:
-    """How to rebuild what the model sees: the same model settings as the bot's reply path."""
-
-    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
-    model: str = "gpt-4o-mini"
-    context_limit: int | None = None
-    bot_name: str = "Clanky"
-    token: str | None = None
-    memory_max_chars: int = ParticipantMemoryConfig().max_chars
 
 
 def _cookie_value(token: str) -> str:

@@ -57,6 +57,13 @@ class NoteTarget(Protocol):
     @property
     def notes(self) -> ScreenNotes | None: ...
 
+    def refuses_note_by(self, by: str) -> bool:
+        """Whether `by` names someone in the call who opted out of being recorded (/optout)."""
+        ...
+
+
+OPTED_OUT = "that person opted out of being recorded in this call (/optout): no notes about their screen"
+
 
 def note_json(note: Note) -> dict[str, Any]:
     return {"note_id": note.note_id, "at": note.at, "by": note.by, "text": note.text, "why": note.why,
@@ -115,16 +122,16 @@ class NotesApi:
             return _error(503, "screen notes are off on this bot")
         content_type = request.content_type.lower()
         if content_type == "application/json":
-            response = await self._text_note(request, notes)
+            response = await self._text_note(request, target, notes)
         elif content_type in _IMAGE_TYPES:
-            response = await self._image_note(request, notes)
+            response = await self._image_note(request, target, notes)
         else:
             response = _error(415, "send JSON {\"text\": ...} or the raw image with Content-Type image/png or "
                                    "image/jpeg")
         log.info("notes_ingest", session_id=session_id, status=response.status, content_type=content_type)
         return response
 
-    async def _text_note(self, request: web.Request, notes: ScreenNotes) -> web.Response:
+    async def _text_note(self, request: web.Request, target: NoteTarget, notes: ScreenNotes) -> web.Response:
         try:
             payload = json.loads(await _read_capped(request, JSON_MAX_BYTES))
         except _TooLarge:
@@ -135,13 +142,15 @@ class NotesApi:
         if not isinstance(text, str) or not text.strip():
             return _error(400, "JSON needs a non-empty \"text\" string")
         by = payload.get("by") or request.query.get("by") or "someone"
+        if target.refuses_note_by(str(by)):
+            return _error(403, OPTED_OUT)
         why = payload.get("why") or ""
         result = await notes.add_text(text, by=str(by), why=str(why), source=NoteSource.INGEST)
         if isinstance(result, Submitted):
             return _busy(result)
         return web.json_response({"status": "noted", "note": note_json(result)}, status=201)
 
-    async def _image_note(self, request: web.Request, notes: ScreenNotes) -> web.Response:
+    async def _image_note(self, request: web.Request, target: NoteTarget, notes: ScreenNotes) -> web.Response:
         limit = notes.config.limits.max_bytes
         try:
             data = await _read_capped(request, limit)
@@ -149,6 +158,8 @@ class NotesApi:
             return _error(413, f"image over {limit} bytes")
         source = _SOURCES.get(request.query.get("source", "ingest"), NoteSource.INGEST)
         by = request.query.get("by", "").strip() or "someone"
+        if target.refuses_note_by(by):
+            return _error(403, OPTED_OUT)
         try:
             result = await notes.submit_image(data, by=by, by_id="", source=source)
         except ImageError as err:

@@ -39,9 +39,13 @@ def make_vision(settings: Settings) -> OpenAIVision | None:
     if not settings.openai_api_key and not base_url:
         raise SettingsError("VISION_MODEL is set but OPENAI_API_KEY is not (or set VISION_BASE_URL for a local server)")
     return OpenAIVision(
-        endpoint=OpenAIEndpoint(api_key=settings.openai_api_key or "unused-local", base_url=base_url),
+        endpoint=OpenAIEndpoint(
+            api_key=settings.openai_api_key or "unused-local", base_url=base_url,
+            server_kind=settings.openai_server_kind,
+        ),
         model=settings.vision_model,
         timeout_s=settings.vision_timeout_s,
+        reasoning_effort=settings.openai_reasoning_effort,
     )
 
 

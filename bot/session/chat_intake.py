@@ -29,8 +29,8 @@ class ChatIntake:
         with the spoken turns, then considered for a reply (in voice, or in text with `reply`)."""
         core = self._core
         text = text.strip()
-        if not text or core.stopping or user_id == core.bot_user_id:
-            return None
+        if not text or core.stopping or user_id == core.bot_user_id or core.refuses(str(user_id)):
+            return None  # an opted-out person's message is not stored (nor answered)
         now = core.clock.now()
         turn = await core.append(
             TurnDraft(
@@ -52,7 +52,7 @@ class ChatIntake:
             message_id, now=core.clock.now(), cursor=core.conversation.snapshot().cursor, deleted=deleted
         )
         entry = correction.entry
-        if entry is None:
+        if entry is None or entry.speaker_id in core.opted_out:
             return None
         applied = correction.verdict is CorrectionVerdict.APPLY
         core.events.emit(

@@ -16,9 +16,34 @@ from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.events import EventSink
 from pipeline.models import CompactionPolicy
 from pipeline.ports import Clock, Embedder, SessionOwnership, SessionStore, Summarizer
+from pipeline.transcript.privacy import RetentionPolicy
 from pipeline.transcript.screen_notes import NotesConfig, NoteWriter
 
 META_ACTIVE = "active"
+META_RUNS = "runs"  # `seq@wall,...`: where each stretch of the session began (retention dates turns by it)
+
+DEFAULT_NOTICE = (
+    "🎙️ {bot_name} transcribes this voice call (speech and this chat) to keep the session's memory: "
+    "a transcript and a running summary, kept for up to {days} days. Don't want to be recorded? "
+    "Use /optout (your voice and messages are then ignored; /optin undoes it). "
+    "/forget me removes what you already said."
+)
+DEFAULT_SPOKEN_NOTICE = "Heads up: I transcribe this call for the session's memory. Use slash opt out to be left out."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrivacyConfig:
+    """PRIVACY_NOTICE (`{bot_name}`, `{days}` filled in; empty: no notice), PRIVACY_NOTICE_SPOKEN,
+    PRIVACY_SPOKEN_NOTICE, and the retention periods the notice names."""
+
+    notice: str = DEFAULT_NOTICE
+    notice_spoken: bool = False
+    spoken_notice: str = DEFAULT_SPOKEN_NOTICE
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+
+    def notice_text(self, bot_name: str) -> str:
+        days = f"{self.retention.live_days:g}"
+        return self.notice.replace("{bot_name}", bot_name).replace("{days}", days)
 
 
 def session_id_for(guild_id: int) -> str:
@@ -103,6 +128,7 @@ class SessionDeps:
     lease_ttl_s: float = 15.0
     embedder: Embedder | None = None  # recall's dense side, shared by every session
     memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)  # the notice, retention (issue 23)
 
 
 class OffsetClock:

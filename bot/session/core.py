@@ -37,6 +37,8 @@ class SessionStart:
     lease: SessionLease | None = None  # this process's owner lease (None: ownership off)
     realtime: RealtimeVoice | None = None  # REPLY_MODE=realtime: this session's connection
     screen_notes: ScreenNotes | None = None
+    opted_out: frozenset[str] = frozenset()  # user ids of this guild's people who opted out (/optout)
+    runs: str = ""  # the meta's `runs` with this run added (pipeline/transcript/privacy.py)
 
 
 class SessionCore:
@@ -55,6 +57,8 @@ class SessionCore:
         self.stop_reason: StopReason | None = None
         self._stop = asyncio.Event()
         self.last_activity = start.conversation.clock.now()  # the idle limit counts from here
+        self._refused: frozenset[str] = frozenset()  # opted-out people: their turns are not stored
+        self._on_refused: Callable[[], None] | None = None
         # An append or fold commit refused by the owner fence: another process owns the session.
         start.conversation.on_lease_lost(functools.partial(self.on_lease_lost, LeaseLostReason.WRITE_REFUSED))
 
@@ -83,8 +87,28 @@ class SessionCore:
     async def wait_stop(self) -> None:
         await self._stop.wait()
 
+    def refuse_speakers(self, speaker_ids: frozenset[str], *, on_refused: Callable[[], None] | None = None) -> None:
+        """Turns of these people (they opted out) are not stored from now on (bot/session/privacy.py)."""
+        self._refused = speaker_ids - {str(self.bot_user_id)}
+        self._on_refused = on_refused
+
+    @property
+    def opted_out(self) -> frozenset[str]:
+        return self._refused
+
+    def refuses(self, speaker_id: str) -> bool:
+        """Whether `speaker_id` opted out (a refusal is counted, see `refuse_speakers`)."""
+        if speaker_id not in self._refused:
+            return False
+        if self._on_refused is not None:
+            self._on_refused()
+        return True
+
     async def append(self, draft: TurnDraft) -> Turn:
-        """Append a turn to the conversation (a refused write stops the session: see above)."""
+        """Append a turn to the conversation (a refused write stops the session: see above).
+        A turn of someone who opted out is not stored: it comes back with seq -1."""
+        if self.refuses(draft.speaker_id):
+            return Turn.from_draft(draft, -1)
         return await self.conversation.append(draft)
 
     async def append_own(self, kind: TurnKind, text: str, *, source: str, started_at: float | None = None) -> Turn:

@@ -21,6 +21,7 @@ A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
                             a leave discord.py makes itself to recover is not the end
                             -- bot/session/voice_watchdog.py
     owner-lease:{guild}     renews this process's owner lease on the session
+    privacy-notice:{guild}  posts (and maybe speaks) the recording notice (bot/session/privacy.py)
 
 Every turn (speech, typed chat, membership, the bot's replies) goes through
 `ConversationSession.append`, which takes one at a time, so seqs are assigned in the order
@@ -45,14 +46,15 @@ from bot.ownership import SessionLease
 from bot.session.barge_in import OnAir
 from bot.session.brain_replier import BrainReplier
 from bot.session.chat_intake import ChatIntake
-from bot.session.config import META_ACTIVE, SessionDeps, StopReason
+from bot.session.config import META_ACTIVE, META_RUNS, SessionDeps, StopReason
 from bot.session.core import SessionCore, SessionStart
 from bot.session.hearing_feed import HearingFeed
 from bot.session.ports import ChannelInfo, Hearing, TextReply
 from bot.session.presence import Presence, VoiceReconnector
+from bot.session.privacy import SessionPrivacy
 from bot.session.realtime_replier import RealtimeReplier
-from bot.session.replier import Replier, ReplyTools
-from bot.session.reply_jobs import ReplyDesk, ReplyLedger
+from bot.session.replier import ReplyTools
+from bot.session.reply_jobs import Replier, ReplyDesk, ReplyLedger
 from bot.session.voice_watchdog import VoiceWatchdog
 from bot.settings import ReplyMode
 from pipeline.context.reply_policy import ReplyPolicy, ReplyPolicyConfig
@@ -86,6 +88,8 @@ class GuildSession:
         self.bot_user_id = start.bot_user_id
         self.started_at_wall = start.started_at_wall
         self.resumed = start.resumed
+        self._runs = start.runs
+        self._retention_s = deps.privacy.retention.ttl_s(replay=False)
         self._wall = deps.wall
         self.core = core = SessionCore(start, config, perf=deps.perf)
         self.model_context = ModelContext(start.conversation, deps.model_context)
@@ -99,14 +103,18 @@ class GuildSession:
         self._desk = ReplyDesk(core, self.replies, self.replier, policy=policy)
         heard = start.conversation.heard  # the hearing pipeline's sink: straight into the conversation
         heard.add_listener(self._desk.on_heard)
-        hearing = deps.hearing_factory(heard, core.events, core.clock) if deps.hearing_factory is not None else None
+        # Opt-outs, the recording notice, forgetting (issue 23): before hearing, which it gates.
+        self.privacy = SessionPrivacy(core, start.link, deps.privacy, store=deps.store, opted_out=start.opted_out,
+                                      speech=deps.speech)
+        gated = self.privacy.gate(heard)
+        hearing = deps.hearing_factory(gated, core.events, core.clock) if deps.hearing_factory is not None else None
         self.reconnector = VoiceReconnector(core, start.link, stop_speaking=self.on_air.stop)
         self.watchdog = VoiceWatchdog(core, start.link, self.reconnector)
         self.presence = Presence(core, start.link, self.reconnector, hearing=hearing,
                                  on_left_voice=self.watchdog.on_left_voice,
                                  save_meta=functools.partial(self._save_meta, active=True))
         self._feed = HearingFeed(start.link, hearing, on_air=self.on_air, presence=self.presence,
-                                 bot_user_id=start.bot_user_id)
+                                 bot_user_id=start.bot_user_id, privacy=self.privacy)
         self.chat = ChatIntake(core, self._desk)
         self._closed = asyncio.Event()
         # Screen-watch notes and typed chat (bot/cogs/notes.py drives these).
@@ -197,6 +205,7 @@ class GuildSession:
 
     async def on_member_joined(self, user_id: int, name: str) -> None:
         await self.presence.on_member_joined(user_id, name)
+        self.privacy.request_notice("member_joined", user_id)
 
     async def on_member_left(self, user_id: int, name: str) -> None:
         await self.presence.on_member_left(user_id, name)
@@ -206,6 +215,14 @@ class GuildSession:
 
     async def move_to(self, channel: ChannelInfo) -> None:
         await self.presence.move_to(channel)
+        self.privacy.told({uid for uid, _ in channel.humans})  # the new channel's people: told once, now
+        self.privacy.request_notice("bot_moved")
+
+    def refuses_note_by(self, by: str) -> bool:
+        """Notes name whose screen they show: someone in the call who opted out gets none."""
+        wanted = by.strip().casefold()
+        return any(self.privacy.is_opted_out(uid) for uid, name in self.presence.humans.items()
+                   if name.casefold() == wanted)
 
     def request_voice_reconnect(self, reason: str, *, user_id: int | None = None, urgent: bool = False) -> bool:
         return self.reconnector.request(reason, user_id=user_id, urgent=urgent)
@@ -234,6 +251,8 @@ class GuildSession:
             META_ACTIVE: "1" if active else "0",
             "updated_at": repr(self._wall()),
         }
+        if self._runs:
+            meta[META_RUNS] = self._runs
         if self.stop_reason is not None:
             meta["last_stop_reason"] = str(self.stop_reason)
         return meta
@@ -261,7 +280,10 @@ class GuildSession:
                                    name=f"voice-reconnect:{gid}"),
                     tg.create_task(self.watchdog.run(), name=f"voice-watchdog:{gid}"),
                     tg.create_task(core.hold_lease(), name=f"owner-lease:{gid}"),
+                    tg.create_task(self.privacy.run(), name=f"privacy-notice:{gid}"),
                 ]
+                self.privacy.told(set(self.presence.humans))  # who is here hears the join notice
+                self.privacy.request_notice("bot_joined")
                 hearing = (
                     [tg.create_task(hearing_pipeline.run(), name=f"hearing:{gid}")]
                     if hearing_pipeline is not None else []
@@ -327,6 +349,8 @@ class GuildSession:
         try:
             if reason is not StopReason.FORGET and not core.lease_lost:
                 await self._save_meta(active=not reason.ends_session)
+                if reason.ends_session:  # retention's backstop: the whole session expires unless used again
+                    await self._expire(self._retention_s)
         finally:
             if self.replier is not None:
                 await self.replier.aclose()  # the realtime connection: closing never raises
@@ -349,6 +373,12 @@ class GuildSession:
                 replies_spoken=self.replies.replies_spoken,
                 replies_dropped=self.replies.replies_dropped,
             )
+
+    async def _expire(self, ttl_s: float) -> None:
+        try:
+            await self.store.expire_session(self.session_id, ttl_s)
+        except StoreUnavailable:
+            log.warning("session_expiry_not_set")
 
     async def _save_meta(self, *, active: bool) -> None:
         try:

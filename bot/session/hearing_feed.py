@@ -11,6 +11,7 @@ from __future__ import annotations
 from bot.session.barge_in import OnAir
 from bot.session.ports import Hearing, VoiceLink
 from bot.session.presence import Presence
+from bot.session.privacy import SessionPrivacy
 from bot.voice.opus import CHANNELS, FRAME_SAMPLES, SAMPLE_RATE
 from bot.voice.rtp import FrameSource
 
@@ -21,8 +22,10 @@ class HearingFeed:
     """Frames from the voice link → barge-in check → the hearing pipeline (when there is one)."""
 
     def __init__(
-        self, link: VoiceLink, hearing: Hearing | None, *, on_air: OnAir, presence: Presence, bot_user_id: int
+        self, link: VoiceLink, hearing: Hearing | None, *, on_air: OnAir, presence: Presence, bot_user_id: int,
+        privacy: SessionPrivacy | None = None,
     ) -> None:
+        self._privacy = privacy  # an opted-out person's frames that got past the receiver stop here
         self._link = link
         self.hearing = hearing
         self._on_air = on_air
@@ -34,6 +37,8 @@ class HearingFeed:
             frame = await self._link.next_frame()
             user_id = frame.user_id
             if user_id == self._bot_user_id:
+                continue
+            if self._privacy is not None and self._privacy.drops_frame(user_id):
                 continue
             self._on_air.check(frame, FRAME_MS)
             hearing = self.hearing

@@ -82,6 +82,15 @@ class VoiceLink(AudioPlayerLike, Protocol):
         """`handler(user_id)` is called on the event loop when a sender's DAVE keys are out of step."""
         ...
 
+    def set_ignored_users(self, user_ids: frozenset[int]) -> None:
+        """People who opted out of being recorded: their audio is dropped at receive, before
+        decryption and decoding (bot/voice/packets.py)."""
+        ...
+
+    async def post_text(self, text: str) -> None:
+        """Post a message in the voice channel's own text chat (the recording notice)."""
+        ...
+
     def kicked(self) -> bool:
         """Discord removed the bot from voice: a "left the channel" it did not ask for (an admin
         disconnected it, the channel was deleted). discord.py's own leave-and-rejoin, which

@@ -63,7 +63,12 @@ class RealtimeReplier:
     async def reply(self, job: ReplyJob, stages: Stages) -> None:
         """The realtime model answers `job`: the session's context as its instructions, the turn
         as data, its audio straight into playback (the stream itself, so Playback's closing
-        cancels it); the BOT turn holds what the listeners heard of its transcript."""
+        cancels it); the BOT turn holds what the listeners heard of its transcript. Then, while
+        nobody waits on it, a session near the server's time limit is replaced."""
+        await self._reply(job, stages)
+        await self._realtime.rotate_if_due()
+
+    async def _reply(self, job: ReplyJob, stages: Stages) -> None:
         model_context, realtime, ledger = self._t.model_context, self._realtime, self._ledger
         await model_context.prepare(job.turn)  # recall's query vector, off the event loop
         instructions = model_context.realtime(job.turn)  # the compaction trigger, then the budget

@@ -16,15 +16,17 @@ from collections.abc import Callable, Iterable, Mapping
 import structlog
 
 from bot.ownership import SessionLease
-from bot.session.config import META_ACTIVE, OffsetClock, SessionDeps, StopReason, session_id_for
+from bot.session.config import META_ACTIVE, META_RUNS, OffsetClock, SessionDeps, StopReason, session_id_for
 from bot.session.core import SessionStart
 from bot.session.guild_session import GuildSession
 from bot.session.ports import ChannelInfo, VoiceConnector, VoiceLink
+from bot.session.privacy import privacy_scope
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, SessionNotOwned, SessionOwned, SessionResumedAfterRestart, SessionTakenOver
 from pipeline.models import StoreUnavailable
 from pipeline.ports import SessionStore
+from pipeline.transcript.privacy import Run, format_runs, parse_runs
 from pipeline.transcript.screen_notes import ScreenNotes
 
 log = structlog.get_logger("longcall.guild_session")
@@ -347,6 +349,7 @@ async def open_session(
     last = conversation.recent(1)
     if last:
         clock.carry_on_from(last[-1].ended_at)
+    opted_out, runs = await _privacy_state(deps, sid, guild_id, first_seq=conversation.total_turns, wall=wall_now)
     start = SessionStart(
         guild_id=guild_id,
         link=link,
@@ -361,6 +364,8 @@ async def open_session(
                         config=deps.notes_config)
             if deps.note_writer is not None else None
         ),
+        opted_out=opted_out,
+        runs=runs,
     )
     session = GuildSession(deps, start)
     if lease is not None:
@@ -380,3 +385,20 @@ def _float(raw: str | None, default: float) -> float:
         return float(raw) if raw else default
     except ValueError:
         return default
+
+
+async def _privacy_state(
+    deps: SessionDeps, sid: str, guild_id: int, *, first_seq: int, wall: float
+) -> tuple[frozenset[str], str]:
+    """Who in the guild opted out, and the session's runs with this one added. The session is
+    live again: an expiry set when it last ended is lifted (retention counts from its end)."""
+    try:
+        opted_out = await deps.store.opted_out(privacy_scope(guild_id))
+        stored = await deps.store.load_meta(sid)
+        await deps.store.expire_session(sid, None)
+    except StoreUnavailable:
+        log.warning("session_privacy_state_unavailable", guild_id=guild_id)
+        return frozenset(), ""
+    runs = [r for r in parse_runs(stored.get(META_RUNS, "")) if r.first_seq < first_seq]
+    runs.append(Run(first_seq=first_seq, started_at=wall))
+    return opted_out, format_runs(runs)

@@ -1,4 +1,5 @@
-"""The `Replier`: what answers a reply job. The session picks one when it starts --
+"""`ReplyTools`: what a `Replier` (the protocol beside the reply worker in
+bot/session/reply_jobs.py) works with. The session picks its replier when it starts --
 `BrainReplier` (bot/session/brain_replier.py: the chat model's streamed answer, spoken
 sentence by sentence through TTS, or posted as text for a typed question) or
 `RealtimeReplier` (bot/session/realtime_replier.py: the realtime speech model answers in one
@@ -7,35 +8,12 @@ hop) -- and never asks which one it has afterwards."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from bot.session.barge_in import OnAir
 from bot.session.core import SessionCore
 from bot.session.ports import VoiceLink
-from bot.session.reply_jobs import ReplyJob, ReplyLedger, Stages
-from bot.settings import ReplyMode
+from bot.session.reply_jobs import ReplyLedger
 from pipeline.conversation.model_context import ModelContext
-
-
-class Replier(Protocol):
-    @property
-    def mode(self) -> ReplyMode: ...
-
-    @property
-    def answers_text(self) -> bool:
-        """Whether a typed question may be answered in the text chat (CHAT_REPLY=text)."""
-        ...
-
-    async def warm_up(self) -> None:
-        """Before the first reply (a failure only costs that reply the time it would have saved)."""
-        ...
-
-    async def reply(self, job: ReplyJob, stages: Stages) -> None:
-        """Answer `job` (not stale when called): one BOT turn and a `bot_reply_completed` event
-        when something was said, otherwise a `bot_reply_dropped` event through the ledger."""
-        ...
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

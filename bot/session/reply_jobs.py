@@ -2,9 +2,10 @@
 
 A turn the `ReplyPolicy` accepts becomes a `ReplyJob` on a small queue (the oldest is
 dropped when it is full: it is the stalest). The reply worker hands each job to the
-session's `Replier` (bot/session/replier.py). A reply is dropped when the room moved on
-meanwhile -- more than `stale_allowance` new human turns since the reply started -- checked
-here before anything is asked of a model, and again by each replier right before the first
+session's `Replier` (the protocol below; the brain and realtime repliers work with the
+tools of bot/session/replier.py). A reply is dropped when the room moved on meanwhile --
+more than `stale_allowance` new human turns since the reply started -- checked here
+before anything is asked of a model, and again by each replier right before the first
 frame plays. One `bot_reply_completed` (emitted by the replier that spoke) or
 `bot_reply_dropped` (emitted here) event per reply carries the stage latencies and the
 `reply_mode`."""
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import structlog
 
@@ -25,9 +26,6 @@ from pipeline.adapters.openai_api import BrainError
 from pipeline.context.reply_policy import ReplyDecision, ReplyPolicy
 from pipeline.events import BotReplyDropped
 from pipeline.models import Turn, TurnKind
-
-if TYPE_CHECKING:
-    from bot.session.replier import Replier
 
 log = structlog.get_logger("longcall.guild_session")
 
@@ -63,6 +61,28 @@ class Stages:
 
     def ms(self, a: float | None, b: float | None) -> int | None:
         return None if a is None or b is None else round((b - a) * 1000)
+
+
+class Replier(Protocol):
+    @property
+    def mode(self) -> ReplyMode: ...
+
+    @property
+    def answers_text(self) -> bool:
+        """Whether a typed question may be answered in the text chat (CHAT_REPLY=text)."""
+        ...
+
+    async def warm_up(self) -> None:
+        """Before the first reply (a failure only costs that reply the time it would have saved)."""
+        ...
+
+    async def reply(self, job: ReplyJob, stages: Stages) -> None:
+        """Answer `job` (not stale when called): one BOT turn and a `bot_reply_completed` event
+        when something was said, otherwise a `bot_reply_dropped` event through the ledger."""
+        ...
+
+    async def aclose(self) -> None: ...
+
 
 
 class Answer:

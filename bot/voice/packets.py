@@ -99,6 +99,7 @@ class PacketProcessor:
         self._streams: dict[int, ReorderWindow] = {}
         self._ssrc_users: dict[int, int] = {}
         self._c = ReceiveCounters()
+        self._ignored: frozenset[int] = frozenset()  # people who opted out (/optout)
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -108,6 +109,15 @@ class PacketProcessor:
             raise ValueError("the transport key is 32 bytes")
         self._key = key
 
+    def set_ignored_users(self, user_ids: frozenset[int]) -> None:
+        """People who opted out of being recorded: their packets are dropped before DAVE
+        decryption and Opus decoding (counted as `opted_out`), and what their streams hold is
+        discarded, not played out."""
+        self._ignored = frozenset(user_ids)
+        for ssrc, stream in list(self._streams.items()):
+            if stream.user_id in self._ignored:
+                del self._streams[ssrc]
+
     def user_for_ssrc(self, ssrc: int) -> int | None:
         return self._ssrc_users.get(ssrc)
 
@@ -116,6 +126,9 @@ class PacketProcessor:
         self._ssrc_users[ssrc] = user_id
         stream = self._streams.get(ssrc)
         if stream is None:
+            return []
+        if user_id in self._ignored:  # what was held before op 5 named an opted-out sender
+            del self._streams[ssrc]
             return []
         if stream.user_id is not None and stream.user_id != user_id:
             # The SSRC now belongs to someone else: the old playout state means nothing.
@@ -167,6 +180,9 @@ class PacketProcessor:
             return []
         seq, ts, ssrc, payload = opened
 
+        if self._ssrc_users.get(ssrc) in self._ignored:
+            c.drop(DropReason.OPTED_OUT)  # before the stream, DAVE and Opus: nothing of theirs is decoded
+            return []
         stream = self._streams.get(ssrc)
         if stream is None:
             stream = ReorderWindow(
@@ -288,8 +304,12 @@ class PacketProcessor:
             except ValueError:
                 continue
             c.trial_mapped += 1
-            c.decrypted += 1
             self._ssrc_users[stream.ssrc] = user_id
+            if user_id in self._ignored:  # identified by its key as an opted-out sender: never decoded
+                del self._streams[stream.ssrc]
+                c.drop(DropReason.OPTED_OUT)
+                return None
+            c.decrypted += 1
             stream.restore_held(user_id)  # plaintext frames held from before are older: window first
             return opus
         c.drop(DropReason.UNMAPPED)

@@ -368,6 +368,12 @@ class VoiceReceiver:
             frames = self._processor.map_ssrc(ssrc, user_id)
         self._deliver(frames)
 
+    def set_ignored_users(self, user_ids: frozenset[int]) -> None:
+        """People who opted out: their packets are dropped on the receive thread before DAVE
+        decryption and Opus decoding (`stats().dropped[opted_out]`)."""
+        with self._lock:
+            self._processor.set_ignored_users(user_ids)
+
     def on_user_left(self, user_id: int) -> None:
         with self._lock:
             frames = self._processor.forget_user(user_id)

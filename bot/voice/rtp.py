@@ -66,6 +66,7 @@ class DropReason(StrEnum):
     GAP = "gap"  # frames lost in a run longer than concealment covers: skipped, not invented
     DECODE = "decode"
     QUEUE_FULL = "queue_full"  # oldest frame dropped because the consumer fell behind
+    OPTED_OUT = "opted_out"  # the sender asked not to be recorded (/optout): never decrypted or decoded
 
 
 class FrameSource(StrEnum):

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
+from pipeline.model_profiles import ReasoningEffort, chat_params
 from pipeline.models import EmbeddingUnavailable
 
 # -- the brain and the voice (reply path) --------------------------------------------------------
@@ -37,9 +38,10 @@ class BrainError(Exception):
 
     stage = "llm"
 
-    def __init__(self, code: BrainErrorCode, message: str = "") -> None:
+    def __init__(self, code: BrainErrorCode, message: str = "", *, retry_after_s: float | None = None) -> None:
         super().__init__(f"{code}: {message}" if message else str(code))
         self.code = code
+        self.retry_after_s = retry_after_s  # what a rate-limiting server asked for, if it did
 
 
 class SpeechError(BrainError):
@@ -71,12 +73,15 @@ class OpenAIBrain(OpenAIAdapter):
         deadline_s: float = 20.0,
         temperature: float = 0.7,
         max_tokens: int = 220,
+        reasoning_effort: ReasoningEffort | None = None,  # None: the model family's default
     ) -> None:
         # One attempt: a retried reply would arrive too late to be worth saying.
         super().__init__(endpoint=endpoint, model=model, timeout_s=deadline_s, max_retries=0)
         self._deadline_s = deadline_s
-        self._temperature = temperature
-        self._max_tokens = max_tokens
+        # Token cap, temperature and reasoning effort as this model on this server takes them.
+        self._params = chat_params(
+            model, self.server_kind, max_tokens=max_tokens, temperature=temperature, reasoning_effort=reasoning_effort
+        )
 
     @property
     def deadline_s(self) -> float:
@@ -130,11 +135,7 @@ class OpenAIBrain(OpenAIAdapter):
         try:
             async with asyncio.timeout_at(deadline_at):
                 return await self._client.chat.completions.create(
-                    model=self._model,
-                    messages=payload,
-                    temperature=self._temperature,
-                    max_tokens=self._max_tokens,
-                    stream=stream,
+                    model=self._model, messages=payload, stream=stream, **self._params
                 )
         except (TimeoutError, *CLIENT_ERRORS) as err:  # ValueError: a malformed JSON body
             code, message = _translate(err)
@@ -239,10 +240,13 @@ class OpenAIVision(OpenAIAdapter):
         model: str,
         timeout_s: float = 20.0,
         max_tokens: int = 160,  # ~400 chars of note
+        reasoning_effort: ReasoningEffort | None = None,  # None: the model family's default
     ) -> None:
         super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=0)
         self._timeout_s = timeout_s
-        self._max_tokens = max_tokens
+        self._params = chat_params(
+            model, self.server_kind, max_tokens=max_tokens, temperature=0.2, reasoning_effort=reasoning_effort
+        )
 
     async def describe(self, *, system: str, context: str, jpeg: bytes) -> str:
         url = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
@@ -259,7 +263,7 @@ class OpenAIVision(OpenAIAdapter):
         try:
             async with asyncio.timeout(self._timeout_s):
                 response = await self._client.chat.completions.create(
-                    model=self._model, messages=messages, temperature=0.2, max_tokens=self._max_tokens
+                    model=self._model, messages=messages, **self._params
                 )
         except (TimeoutError, *CLIENT_ERRORS) as err:
             code, message = _translate(err)
@@ -277,8 +281,10 @@ class OpenAIEmbedder(OpenAIAdapter):
 
     A query gets its vector when its turn was embedded already or through
     `SessionRecall.prepare_query`, otherwise recall is lexical for that query. Failures raise
-    `EmbeddingUnavailable` for auth/bad requests (the dense side is switched off) and plain
-    errors otherwise (that batch is skipped).
+    `EmbeddingUnavailable` for auth/bad requests (the dense side is switched off) and
+    `BrainError` otherwise (that batch is skipped): one attempt under `timeout_s`, so a 429
+    surfaces at once as `rate_limited` with the server's `retry_after_s`, never as a timeout
+    after the SDK waited out its `Retry-After`.
     """
 
     def __init__(
@@ -288,7 +294,7 @@ class OpenAIEmbedder(OpenAIAdapter):
         model: str = "text-embedding-3-small",
         timeout_s: float = 15.0,
     ) -> None:
-        super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=1)
+        super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=0)
         self._timeout_s = timeout_s
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -300,10 +306,11 @@ class OpenAIEmbedder(OpenAIAdapter):
         except asyncio.CancelledError:
             raise
         except Exception as err:
-            code, detail = _translate(err)
+            failure = classify(err)
+            code, detail = BrainErrorCode(failure.kind.value), failure.detail
             if code in (BrainErrorCode.AUTH, BrainErrorCode.BAD_REQUEST):
                 raise EmbeddingUnavailable(f"embeddings {code}: {detail}") from err
-            raise BrainError(code, f"embeddings: {detail}") from err
+            raise BrainError(code, f"embeddings: {detail}", retry_after_s=failure.retry_after_s) from err
         rows = sorted(response.data, key=lambda item: item.index)
         if len(rows) != len(texts):
             raise BrainError(BrainErrorCode.GARBAGE, "embeddings: wrong number of vectors")

@@ -32,6 +32,8 @@ from openai.types.realtime.realtime_session_create_request_param import Realtime
 from openai.types.websocket_connection_options import WebSocketConnectionOptions
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
+from pipeline.model_profiles import ServerKind, resolve_server_kind
+
 OpenAIClient = openai.AsyncOpenAI
 OpenAIError = openai.OpenAIError
 
@@ -47,9 +49,18 @@ class OpenAIEndpoint:
     api_key: str
     base_url: str | None = None
     websocket_base_url: str | None = None  # the realtime socket's, when it differs
+    server_kind: ServerKind = ServerKind.AUTO  # OPENAI_SERVER_KIND; auto: decided from base_url
 
     def __repr__(self) -> str:  # the key never reaches a log line
-        return f"OpenAIEndpoint(base_url={self.base_url!r}, websocket_base_url={self.websocket_base_url!r})"
+        return (
+            f"OpenAIEndpoint(base_url={self.base_url!r}, websocket_base_url={self.websocket_base_url!r}, "
+            f"server_kind={self.server_kind.value!r})"
+        )
+
+    @property
+    def kind(self) -> ServerKind:
+        """OpenAI's API or another OpenAI-compatible server (`auto` resolved from `base_url`)."""
+        return resolve_server_kind(self.base_url, self.server_kind)
 
     def client(self, *, timeout_s: float | None = None, max_retries: int = 0) -> OpenAIClient:
         if timeout_s is None:
@@ -77,6 +88,11 @@ class OpenAIAdapter:
     def __init__(self, *, endpoint: OpenAIEndpoint, model: str, timeout_s: float, max_retries: int = 0) -> None:
         self._client = endpoint.client(timeout_s=timeout_s, max_retries=max_retries)
         self._model = model
+        self._kind = endpoint.kind
+
+    @property
+    def server_kind(self) -> ServerKind:
+        return self._kind
 
     @property
     def model(self) -> str:
@@ -121,11 +137,27 @@ def classify(err: BaseException) -> Failure:
         return Failure(ApiFailure.BAD_REQUEST, f"HTTP {err.status_code}")
     if isinstance(err, openai.APIStatusError):
         return Failure(ApiFailure.UNAVAILABLE, f"HTTP {err.status_code}", retry_after_s(err.response.headers))
+    if isinstance(err, openai.APIError) and not isinstance(err, openai.APIResponseValidationError):
+        return _stream_error(err)
     if isinstance(err, CLIENT_ERRORS):
         return Failure(ApiFailure.GARBAGE, type(err).__name__)
     # The HTTP layer's own errors (a streamed body failing to read) reach us untranslated.
     kind = ApiFailure.TIMEOUT if "timeout" in type(err).__name__.lower() else ApiFailure.UNAVAILABLE
     return Failure(kind, type(err).__name__)
+
+
+def _stream_error(err: openai.APIError) -> Failure:
+    """An error the server sent inside a stream (`data: {"error": ...}`, no HTTP status): sorted
+    by its type and code, never its message."""
+    words = f"{err.type} {err.code}".lower()
+    detail = f"stream error ({err.type}/{err.code})"
+    if "rate_limit" in words:
+        return Failure(ApiFailure.RATE_LIMITED, detail)
+    if any(w in words for w in ("auth", "api_key", "permission")):
+        return Failure(ApiFailure.AUTH, detail)
+    if "invalid_request" in words:
+        return Failure(ApiFailure.BAD_REQUEST, detail)
+    return Failure(ApiFailure.UNAVAILABLE, detail)  # server_error and the like: worth another try later
 
 
 def retry_after_s(headers: Mapping[str, str] | None) -> float | None:

@@ -25,6 +25,15 @@ before the next `respond()`; `respond()` closes a forgotten one itself. A socket
 dropped while idle is noticed at the next call and reopened (at most `max_reconnects`
 times per call); the instructions are re-sent on the new socket.
 
+A night outlasts a session (the server ends one at 60 minutes with an unsolicited
+`session_expired` error). An error no request of ours caused, `session_expired`, or a
+closed socket before any audio of the turn came is a lost connection: the turn is sent
+again on a new socket, and that socket's response is the only one read, so a turn never
+plays an earlier turn's answer. Sessions are replaced before the limit (`session_max_s`):
+between turns by `rotate_if_due()` (the replier calls it after each reply: nobody waits on
+it), else before the next turn. The instructions carry the whole context, so the new
+session answers as the old one would have.
+
 Errors are translated once (realtime_protocol) into `RealtimeError` codes; messages carry error types,
 codes and HTTP statuses only, never server text or the API key. Cancellation propagates.
 One `realtime_response_completed` event per response carries its latencies and outcome.
@@ -54,7 +63,7 @@ from pipeline.adapters.realtime_protocol import (
     translated,
 )
 from pipeline.adapters.realtime_response import RealtimeResponseStream
-from pipeline.events import EventEmitter, RealtimeResponseCompleted
+from pipeline.events import EventEmitter, RealtimeResponseCompleted, RealtimeSessionReplaced
 
 log = structlog.get_logger("longcall.realtime")
 
@@ -81,6 +90,7 @@ class RealtimeVoice:
         self._clock = clock
         self._lock = asyncio.Lock()
         self._conn: RealtimeSocket | None = None
+        self._opened_at: float | None = None  # when the open session began (clock)
         self._dirty = False  # the protocol state is unknown: reconnect before the next use
         self._desired_instructions: str | None = None
         self._sent_instructions: str | None = None  # what the open session holds
@@ -117,6 +127,36 @@ class RealtimeVoice:
             active.abandon()
         await self.discard()
         await self._client.close()
+
+    @property
+    def session_age_s(self) -> float | None:
+        """How long the open session has lived (None: no session open)."""
+        if self._conn is None or self._opened_at is None:
+            return None
+        return self._clock() - self._opened_at
+
+    async def rotate_if_due(self) -> bool:
+        """Between turns: replace a session within `rotate_margin_s` of `session_max_s` with a
+        new one (instructions re-sent), so no turn waits for it. The new socket is opened before
+        the old is closed; if that fails the old one stays. True when it rotated."""
+        age = self.session_age_s
+        limit = self._config.session_max_s - self._config.rotate_margin_s
+        if self._closed or age is None or age < limit or self._active is not None or self._dirty:
+            return False
+        async with self._lock:
+            if self._active is not None or self._conn is None or self._dirty:
+                return False
+            old, old_age = self._conn, self.session_age_s
+            try:
+                conn, connect_ms, holds = await self._open_connection()
+            except RealtimeError as err:
+                log.info("realtime_rotation_deferred", error_code=str(err.code), **self._events.base)
+                return False
+            # What the new session holds, even if newer instructions went to the old one meanwhile.
+            self._conn, self._opened_at, self._sent_instructions = conn, self._clock(), holds
+            await old.close_quietly()
+        self.session_replaced("rotation", age_s=old_age, connect_ms=connect_ms, between_turns=True)
+        return True
 
     async def refresh_instructions(self, text: str) -> bool:
         """Give the session new instructions (from `ModelContext.realtime`). Unchanged text is
@@ -220,15 +260,31 @@ class RealtimeVoice:
         }
         if instructions is not None:
             session["instructions"] = instructions
+        if self._config.reasoning_effort is not None:
+            session["reasoning"] = {"effort": self._config.reasoning_effort}
         if self._config.max_output_tokens is not None:
             session["max_output_tokens"] = self._config.max_output_tokens
         return session
 
     async def _ensure_connected(self) -> tuple[RealtimeSocket, int | None]:
-        """The open connection, connecting first when needed (returns the connect ms then)."""
+        """The open connection, connecting first when needed (returns the connect ms then). A
+        session past `session_max_s` is replaced first."""
+        age = self.session_age_s
+        too_old = False
         if self._conn is not None and not self._dirty:
-            return self._conn, None
+            if age is None or age < self._config.session_max_s:
+                return self._conn, None
+            too_old = True
         await self.discard()
+        conn, connect_ms, holds = await self._open_connection()
+        self._conn, self._opened_at, self._sent_instructions = conn, self._clock(), holds
+        if too_old:
+            self.session_replaced("age_limit", age_s=age, connect_ms=connect_ms)
+        return conn, connect_ms
+
+    async def _open_connection(self) -> tuple[RealtimeSocket, int, str | None]:
+        """A new socket with its session configured (the latest instructions); not yet in use.
+        Returns it, the connect ms, and the instructions its session holds."""
         started = self._clock()
         conn: RealtimeSocket | None = None
         opened = False
@@ -243,18 +299,17 @@ class RealtimeVoice:
                         close_timeout_s=self._config.close_timeout_s,
                         max_queue=_MAX_QUEUED_FRAMES,
                     )
-                    await self._open_session(conn)
+                    holds = await self._open_session(conn)
             opened = True
         finally:
             if not opened and conn is not None:
                 await conn.close_quietly()
         assert conn is not None
-        self._conn = conn
-        connect_ms = ms_between(started, self._clock())
+        connect_ms = ms_between(started, self._clock()) or 0
         log.info(REALTIME_CONNECTED, model=self._config.model, connect_ms=connect_ms, **self._events.base)
-        return conn, connect_ms
+        return conn, connect_ms, holds
 
-    async def _open_session(self, conn: RealtimeSocket) -> None:
+    async def _open_session(self, conn: RealtimeSocket) -> str | None:
         """Wait for session.created, then configure the session and wait for session.updated."""
         while True:
             event = await conn.recv()
@@ -271,7 +326,7 @@ class RealtimeVoice:
                 raise server_error(event.get("error") or {}, "session configuration rejected")
             if event.get("type") == "session.updated":
                 break
-        self._sent_instructions = instructions
+        return instructions
 
     async def _sync_instructions(self, conn: RealtimeSocket) -> None:
         desired = self._desired_instructions
@@ -306,21 +361,37 @@ class RealtimeVoice:
                     )
                     create_event = self._event_id("response")
                     await conn.create_response(event_id=create_event)
-                stream.note_sent(item_id, sent_at=self._clock())
+                stream.note_sent(item_id, sent_at=self._clock(), request_ids=(item_event, create_event))
                 return
             except RealtimeError as err:
                 if err.code is not RealtimeErrorCode.CLOSED or stream.reconnects >= self._config.max_reconnects:
                     raise
+                age = self.session_age_s
                 await self.discard()
                 stream.note_reconnect()
+                # The new socket's connect time shows in this response's connect_ms.
+                self.session_replaced("connection_lost", age_s=age, connect_ms=None)
 
     async def discard(self) -> None:
         """Forget the connection (closing it); the next call reconnects."""
         conn, self._conn = self._conn, None
+        self._opened_at = None
         self._dirty = False
         self._sent_instructions = None
         if conn is not None:
             await conn.close_quietly()
+
+    def session_replaced(
+        self, reason: str, *, age_s: float | None, connect_ms: int | None, between_turns: bool = False,
+        server_code: str | None = None,
+    ) -> None:
+        """One `realtime_session_replaced` event (a rotation, or a lost connection reopened)."""
+        self._events.emit(
+            RealtimeSessionReplaced(
+                model=self._config.model, reason=reason, between_turns=between_turns,
+                age_s=None if age_s is None else round(age_s, 1), connect_ms=connect_ms, server_code=server_code,
+            )
+        )
 
     def mark_dirty(self) -> None:
         if self._conn is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
+from pipeline.model_profiles import ReasoningEffort, chat_params
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult
 from pipeline.prompts import render_prompt
 from pipeline.transcript.formatting import data_field, mmss, render_turn_line
@@ -23,6 +24,7 @@ from pipeline.transcript.formatting import data_field, mmss, render_turn_line
 # finish_reason "length" and is rejected as truncated, so the cap must not bind on a summary
 # that keeps the rules. A longer one is re-compacted, then clamped, by the compactor.
 CHARS_PER_OUTPUT_TOKEN = 3
+SUMMARY_TEMPERATURE = 0.2  # a faithful summary, not a creative one
 
 
 def format_batch(request: SummaryRequest, turn_cap: int | None = None) -> str:
@@ -94,15 +96,16 @@ class OpenAISummarizer(OpenAIAdapter):
         endpoint: OpenAIEndpoint,
         model: str,
         timeout_s: float = 30.0,
-        temperature: float = 0.2,
         max_tokens: int | None = None,
         context: ContextLimit | None = None,
+        reasoning_effort: ReasoningEffort | None = None,  # None: the model family's default
     ) -> None:
         # Retries are the compactor's job (backoff, fallback); the client makes one attempt.
         super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=0)
         context = context or ContextLimit()
-        self._temperature = temperature
+        self._temperature = SUMMARY_TEMPERATURE  # sent only where the model takes one (model_profiles)
         self._max_tokens = max_tokens
+        self._reasoning_effort = reasoning_effort
         self._context_limit = context.tokens
         self._discover = context.discover
         self._default_context_limit = context.default
@@ -143,6 +146,16 @@ class OpenAISummarizer(OpenAIAdapter):
         room_chars -= sum(len(n.text) + len(n.why) + 60 for n in request.notes) + 120
         return max(80, min(request.turn_cap, room_chars // len(request.turns) - 40))
 
+    def request_kwargs(self, system: str, user: str, max_tokens: int, **extra: Any) -> dict[str, Any]:
+        """One chat request's arguments: the messages, then the token cap, temperature and
+        reasoning effort as this model on this server takes them (`model_profiles`), then `extra`."""
+        params = chat_params(
+            self._model, self.server_kind, max_tokens=max_tokens, temperature=self._temperature,
+            reasoning_effort=self._reasoning_effort,
+        )
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return {"model": self._model, "messages": messages, **params, **extra}
+
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         if self._discover:
             await self.discover_context_limit()
@@ -157,12 +170,7 @@ class OpenAISummarizer(OpenAIAdapter):
             system = render_prompt("summarizer", bot_name=request.bot_name, max_chars=str(request.max_chars))
             user = format_batch(request, self._turn_cap(request, system, max_tokens))
         try:
-            response = await self._client.chat.completions.create(
-                model=self._model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                temperature=self._temperature,
-                max_tokens=max_tokens,
-            )
+            response = await self._client.chat.completions.create(**self.request_kwargs(system, user, max_tokens))
         except CLIENT_ERRORS as err:  # ValueError: a malformed body (the client raises JSONDecodeError)
             # AUTH is not retryable (a key does not fix itself): the compactor goes to the fallback at once.
             failure = classify(err)

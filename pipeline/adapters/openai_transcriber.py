@@ -3,21 +3,40 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
-from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
+from pipeline.adapters.openai_client import CLIENT_ERRORS, ApiFailure, OpenAIAdapter, OpenAIEndpoint, classify
 from pipeline.hearing.pcm import PcmInt16, wav_bytes
+from pipeline.model_profiles import transcription_params
 from pipeline.models import AsrError, AsrErrorCode, Transcription
+
+_CODES = {
+    ApiFailure.TIMEOUT: AsrErrorCode.TIMEOUT,
+    ApiFailure.UNAVAILABLE: AsrErrorCode.UNAVAILABLE,
+    ApiFailure.RATE_LIMITED: AsrErrorCode.RATE_LIMITED,
+    ApiFailure.AUTH: AsrErrorCode.AUTH,
+    ApiFailure.BAD_REQUEST: AsrErrorCode.BAD_REQUEST,
+    ApiFailure.GARBAGE: AsrErrorCode.INFERENCE,
+}
 
 
 class OpenAITranscriber(OpenAIAdapter):
     """A `Transcriber` over any OpenAI-compatible `/v1/audio/transcriptions` endpoint (OpenAI,
     or a faster-whisper / whisper.cpp server on another machine): one utterance per request,
-    as a 16 kHz WAV. With `verbose_json` (Whisper-style servers) the segments' log-probability,
-    no-speech probability and compression ratio come back, so the hallucination guards judge a
-    remote result as they judge a local one; models that answer plain `json` (gpt-4o-transcribe)
-    give text only, judged as confident. Errors become `AsrError(inference)`."""
+    as a 16 kHz WAV.
+
+    What is sent depends on the model (`model_profiles.transcription_params`): Whisper-style
+    models answer `verbose_json`, whose per-segment log-probability, no-speech probability and
+    compression ratio let the hallucination guards judge a remote result as they judge a local
+    one; the gpt-* transcribers answer `json` only (text, judged as confident); the diarize
+    model takes no prompt.
+
+    One attempt under `timeout_s` for the whole call: no SDK retry waits out a long
+    `Retry-After` while someone speaks. Failures raise `AsrError` with the client's kind as
+    the code (timeout, unavailable, rate_limited, auth, bad_request; a malformed answer is
+    `inference`), a rate limit with the server's `retry_after_s`."""
 
     def __init__(
         self,
@@ -27,37 +46,43 @@ class OpenAITranscriber(OpenAIAdapter):
         timeout_s: float = 30.0,
         language: str | None = "en",
         prompt: str | None = None,  # the bot's name and wake words, as Whisper's prompt (hotwords)
-        response_format: str | None = None,  # None: verbose_json, except for gpt-4o-* models (json)
+        response_format: str | None = None,  # None: as the model allows (model_profiles)
     ) -> None:
-        super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=1)
+        super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=0)
+        self._timeout_s = timeout_s
         self._language = language
         self._prompt = prompt
-        self._format = response_format or ("json" if model.startswith("gpt-4o") else "verbose_json")
+        self._format = response_format
 
     async def start(self) -> None:
         """Nothing to load; the first request opens the connection."""
+
+    def request_params(self, prompt: str | None = None) -> dict[str, Any]:
+        """What goes beside `model` and `file` for this model (hotwords, then `prompt`)."""
+        joined = " ".join(p for p in (self._prompt, prompt) if p)
+        params = transcription_params(self._model, language=self._language, prompt=joined or None)
+        if self._format is not None:
+            params["response_format"] = self._format
+        return params
 
     async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
         """`prompt`: the earlier pieces' text of a long utterance decoded in parts; it goes to
         the endpoint's `prompt` after the hotwords (Whisper reads the prompt's end first)."""
         duration = float(len(audio)) / 16_000
-        extra: dict[str, Any] = {}
-        if self._language:
-            extra["language"] = self._language
-        joined = " ".join(p for p in (self._prompt, prompt) if p)
-        if joined:
-            extra["prompt"] = joined[-800:]
         started = time.perf_counter()
         try:
-            result = await self._client.audio.transcriptions.create(  # type: ignore[call-overload]
-                model=self._model,
-                file=("utterance.wav", wav_bytes(audio), "audio/wav"),
-                response_format=self._format,  # json or verbose_json, as the model allows
-                **extra,
-            )
-        except CLIENT_ERRORS as err:
+            async with asyncio.timeout(self._timeout_s):
+                result = await self._client.audio.transcriptions.create(
+                    model=self._model,
+                    file=("utterance.wav", wav_bytes(audio), "audio/wav"),
+                    **self.request_params(prompt),
+                )
+        except (TimeoutError, *CLIENT_ERRORS) as err:
             failure = classify(err)
-            raise AsrError(AsrErrorCode.INFERENCE, f"remote {failure.kind}: {failure.detail}"[:200]) from err
+            raise AsrError(
+                _CODES[failure.kind], f"remote {failure.kind}: {failure.detail}"[:200],
+                retry_after_s=failure.retry_after_s,
+            ) from err
         elapsed = time.perf_counter() - started
         text = str(getattr(result, "text", "") or "").strip()
         segments = list(getattr(result, "segments", None) or [])

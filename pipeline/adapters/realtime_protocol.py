@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from pipeline.adapters.openai_client import SocketError
+from pipeline.model_profiles import DEFAULT_REALTIME_MODEL
 
 REALTIME_CONNECTED: Final = "realtime_connected"
 REALTIME_RATE: Final = 24_000  # the realtime API's pcm16 rate (mono, little-endian)
@@ -58,11 +59,18 @@ class RealtimeError(Exception):
         *,
         server_type: str | None = None,
         server_code: str | None = None,
+        lost: bool = False,
+        refused_turn: bool = False,
     ) -> None:
         super().__init__(f"{code}: {message}" if message else str(code))
         self.code = code
         self.server_type = server_type
         self.server_code = server_code
+        # An error no request of ours caused (`session_expired`, an idle-time error): the session is
+        # gone or unknown, like a dropped socket -- reconnect and send the turn again.
+        self.lost = lost
+        # The server refused our response.create itself: no response exists, the socket is clean.
+        self.refused_turn = refused_turn
 
     @property
     def retryable(self) -> bool:
@@ -71,7 +79,7 @@ class RealtimeError(Exception):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RealtimeConfig:
-    model: str = "gpt-realtime"
+    model: str = DEFAULT_REALTIME_MODEL
     voice: str = "alloy"
     max_instructions_chars: int = 5200  # DESIGN.md section 4; longer is a caller bug
     connect_timeout_s: float = 10.0  # handshake + session.created + session.updated
@@ -82,6 +90,11 @@ class RealtimeConfig:
     max_reconnects: int = 1  # per call, when the socket turns out to be dead
     max_output_tokens: int | None = None
     keep_history: bool = False  # keep answered items in the server conversation
+    reasoning_effort: str | None = None  # the session's reasoning.effort (model_profiles), if any
+    # A session older than this is replaced before the next turn (the server ends them at 60 min);
+    # between turns (`rotate_if_due`) already once it is within `rotate_margin_s` of it.
+    session_max_s: float = 55 * 60.0
+    rotate_margin_s: float = 10 * 60.0
 
 
 class ResponseStatus(StrEnum):
@@ -117,11 +130,18 @@ class RealtimeReply:
 # -- error translation (the one place) --------------------------------------------------------------
 
 
-def server_error(error: dict[str, Any], what: str = "server error event") -> RealtimeError:
+SESSION_EXPIRED: Final = "session_expired"  # the server's code when a session hits its time limit
+
+
+def server_error(
+    error: dict[str, Any], what: str = "server error event", *, lost: bool = False, refused_turn: bool = False
+) -> RealtimeError:
     """An `error` event's body as a coded error. The server's message is left out: it may
-    quote parts of the key (`Incorrect API key provided: sk-...`)."""
+    quote parts of the key (`Incorrect API key provided: sk-...`). `session_expired` is always
+    a lost connection."""
     server_type = str_or_none(error.get("type"))
     server_code = str_or_none(error.get("code"))
+    lost = lost or server_code == SESSION_EXPIRED
     words = f"{server_type} {server_code}".lower()
     if any(w in words for w in ("auth", "api_key", "permission", "unauthorized", "forbidden")):
         code = RealtimeErrorCode.AUTH
@@ -130,7 +150,8 @@ def server_error(error: dict[str, Any], what: str = "server error event") -> Rea
     else:
         code = RealtimeErrorCode.SERVER
     return RealtimeError(
-        code, f"{what} ({server_type}/{server_code})", server_type=server_type, server_code=server_code
+        code, f"{what} ({server_type}/{server_code})", server_type=server_type, server_code=server_code,
+        lost=lost, refused_turn=refused_turn,
     )
 
 

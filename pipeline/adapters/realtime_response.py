@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 
+from pipeline.adapters.openai_client import RealtimeSocket
 from pipeline.adapters.realtime_protocol import (
     SOCKET_SUSPECT,
+    RealtimeConfig,
     RealtimeError,
     RealtimeErrorCode,
     RealtimeReply,
@@ -27,10 +30,38 @@ from pipeline.adapters.realtime_protocol import (
     translated,
 )
 
-if TYPE_CHECKING:
-    from pipeline.adapters.openai_realtime import RealtimeVoice
-
 log = structlog.get_logger("longcall.realtime")
+
+
+class RealtimeVoice(Protocol):
+    """What a response stream needs from the connection that made it (the class of that name in
+    pipeline/adapters/openai_realtime.py); a protocol here so the two modules do not import each other."""
+
+    @property
+    def config(self) -> RealtimeConfig: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def socket(self) -> RealtimeSocket | None: ...
+    @property
+    def dirty(self) -> bool: ...
+    @property
+    def log_fields(self) -> dict[str, Any]: ...
+    @property
+    def session_age_s(self) -> float | None: ...
+    def housekeeping_purpose(self, event_id: str | None) -> str | None: ...
+    def housekeeping_id(self, purpose: str) -> str: ...
+    def instructions_rejected(self) -> None: ...
+    def mark_dirty(self) -> None: ...
+    def response_finished(
+        self, stream: RealtimeResponseStream, reply: RealtimeReply, *, created_ms: int | None
+    ) -> None: ...
+    async def send_turn(self, stream: RealtimeResponseStream) -> None: ...
+    async def discard(self) -> None: ...
+    def session_replaced(
+        self, reason: str, *, age_s: float | None, connect_ms: int | None, between_turns: bool = False,
+        server_code: str | None = None,
+    ) -> None: ...
 
 
 class RealtimeResponseStream:
@@ -50,6 +81,7 @@ class RealtimeResponseStream:
         self._connect_ms: int | None = None
         self.reconnects = 0
         self._item_id: str | None = None
+        self._request_ids: tuple[str, str] | None = None  # this turn's item.create and response.create ids
         self._events = ResponseEvents(voice.clock)
         self._interrupt = False
         self._cancel_sent = False
@@ -139,8 +171,9 @@ class RealtimeResponseStream:
     def note_reconnect(self) -> None:
         self.reconnects += 1
 
-    def note_sent(self, item_id: str, *, sent_at: float) -> None:
+    def note_sent(self, item_id: str, *, sent_at: float, request_ids: tuple[str, str]) -> None:
         self._item_id = item_id
+        self._request_ids = request_ids
         self._sent_at = sent_at
         self._first_audio_deadline = asyncio.get_running_loop().time() + self._voice.config.first_audio_timeout_s
 
@@ -148,8 +181,10 @@ class RealtimeResponseStream:
         """End with an error: record it, and drop the socket when its state is unknown."""
         if self.finished:
             return
-        mid_response = not self._events.done and self._events.response_id is not None
-        if mid_response or err.code in SOCKET_SUSPECT:
+        # The socket is kept only when no response of this turn can still be running on it: the
+        # response ended, or the server refused response.create itself (or nothing was sent).
+        settled = self._events.done or err.refused_turn or self._request_ids is None
+        if not settled or err.lost or err.code in SOCKET_SUSPECT:
             await self._voice.discard()
         else:
             await self._delete_items()  # the request failed; the socket is fine
@@ -174,7 +209,13 @@ class RealtimeResponseStream:
             event = await self._read()
             if event is None:
                 continue  # woken by interrupt()
-            chunk = self._handle(event)
+            try:
+                chunk = self._handle(event)
+            except RealtimeError as err:
+                if not (err.lost and self._may_resend()):
+                    raise
+                await self._resend(err.server_code)
+                continue
             if chunk:
                 return chunk
 
@@ -207,13 +248,31 @@ class RealtimeResponseStream:
                     finally:
                         self._waiting = None
             except RealtimeError as err:
-                early = self._events.response_id is None and self._events.audio_chunks == 0 and not self._interrupt
-                if err.code is not RealtimeErrorCode.CLOSED or not early or self.reconnects >= config.max_reconnects:
+                if err.code is not RealtimeErrorCode.CLOSED or not self._may_resend():
                     raise
-                # The socket died before the server took this turn up: send it again.
-                await self._voice.discard()
-                self.note_reconnect()
-                await self._voice.send_turn(self)
+                await self._resend()  # the socket died before any of this turn's audio came
+
+    def _may_resend(self) -> bool:
+        """Nothing of this turn's answer was handed out (nobody heard any of it), no barge-in,
+        and reconnects are left: the turn can go again on a new socket."""
+        return (
+            self._events.audio_chunks == 0
+            and not self._interrupt
+            and self.reconnects < self._voice.config.max_reconnects
+        )
+
+    async def _resend(self, server_code: str | None = None) -> None:
+        """The connection is lost: a new socket, the turn sent again, and only that socket's
+        response read (what the old one said is gone with it)."""
+        age = self._voice.session_age_s
+        await self._voice.discard()
+        self.note_reconnect()
+        self._events = ResponseEvents(self._voice.clock)
+        self._item_id, self._request_ids = None, None
+        connected_before = self._connect_ms or 0
+        await self._voice.send_turn(self)
+        connect_ms = None if self._connect_ms is None else self._connect_ms - connected_before
+        self._voice.session_replaced("connection_lost", age_s=age, connect_ms=connect_ms, server_code=server_code)
 
     def _handle(self, event: dict[str, Any]) -> bytes | None:
         if event.get("type") == "error":
@@ -225,7 +284,11 @@ class RealtimeResponseStream:
         event_id = str_or_none(error.get("event_id"))
         purpose = self._voice.housekeeping_purpose(event_id)
         if purpose is None:
-            raise server_error(error)
+            ours: tuple[str, ...] = self._request_ids or ()
+            if event_id is None or event_id not in ours:
+                # Unsolicited (an idle-time error, session_expired): the session is unknown.
+                raise server_error(error, "unsolicited error event", lost=True)
+            raise server_error(error, refused_turn=event_id == ours[-1])
         if purpose == "session.update":
             self._voice.instructions_rejected()  # not applied: resend on the next call
             log.warning(

@@ -5,8 +5,10 @@ KEYS, ARGV and result. Plain strings: registered by the store on its client.
 """
 
 # KEYS turns, state, tids, tidq, owner, ofence; ARGV epoch ('' = unchecked), turn id ('' = no dedupe),
-# payload, dedupe window, owner token ('' = unchecked). Returns {seq, 1 if it was already
-# stored}, {-1, stored epoch} or {-2, the lease holder}.
+# payload, dedupe window, owner token ('' = unchecked), the least seq the caller expects (-1 =
+# unchecked). Returns {seq, 1 if it was already stored}, {-1, stored epoch}, {-2, the lease
+# holder} or {-3, next seq} when the store holds fewer turns than the caller saw stored (a
+# promoted replica that missed the newest writes): nothing is written then.
 APPEND = """
 if ARGV[5] ~= '' then
   local holder = redis.call('GET', KEYS[5])
@@ -20,6 +22,8 @@ if ARGV[2] ~= '' then
   local seen = redis.call('HGET', KEYS[3], ARGV[2])
   if seen then return {tonumber(seen), 1} end
 end
+local next_seq = tonumber(meta[2] or '0') + redis.call('LLEN', KEYS[1])
+if next_seq < tonumber(ARGV[6] or '-1') then return {-3, next_seq} end
 local seq = tonumber(meta[2] or '0') + redis.call('RPUSH', KEYS[1], ARGV[3]) - 1
 if ARGV[2] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[2], seq)
@@ -162,4 +166,50 @@ return 1
 RELEASE_LOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
+"""
+
+# KEYS[1] = cards. ARGV: (speaker id, card JSON) pairs. Replaces the whole hash in one step (a
+# script, not MULTI: redis-py's cluster transactions fail oddly when a connection drops mid-way).
+SAVE_CARDS = """
+redis.call('DEL', KEYS[1])
+for i = 1, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return 1
+"""
+
+# Tombstones (issue 23): overwrite turns in place, their seqs kept. KEYS turns, state; ARGV
+# (seq, payload) pairs. Seqs before the base or past the end are skipped. Returns how many were written.
+TOMBSTONE = """
+local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
+local length = redis.call('LLEN', KEYS[1])
+local written = 0
+for i = 1, #ARGV, 2 do
+  local index = tonumber(ARGV[i]) - base
+  if index >= 0 and index < length then
+    redis.call('LSET', KEYS[1], index, ARGV[i + 1])
+    written = written + 1
+  end
+end
+return written
+"""
+
+# A refold's summary replaces the running one while the cursor has not moved; the fence moves on
+# so a fold in flight (started from the old summary) is refused at its commit. KEYS state, fence;
+# ARGV expected cursor, summary. Returns 1, or 0 when the cursor moved.
+REPLACE_SUMMARY = """
+local cur = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
+if cur ~= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'summary', ARGV[2])
+redis.call('INCR', KEYS[2])
+return 1
+"""
+
+# KEYS[1] = a list (the event log). ARGV: its new items. Replaces it in one step.
+REPLACE_LIST = """
+redis.call('DEL', KEYS[1])
+for i = 1, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+return #ARGV
 """

@@ -14,6 +14,18 @@ exclusive lock on `longcall-redis.lock` there (the kernel releases it when that 
 however it dies). Another longcall process given the same directory (say `longcall dashboard`
 while `make demo` runs) connects to that server, found by the owner file's port, instead of
 starting a second one on the same files, and leaves it running when it exits.
+
+The handover between two processes on one directory is explicit. A process that takes the lock
+and finds the previous server still there (its owner was SIGKILLed and the server is shutting
+down on the death signal, or a crash left it) waits for it to exit -- SIGTERM, a grace period for
+it to flush its append-only file, SIGKILL only after that, and then a wait for the process to be
+gone -- before it starts its own on the same files. Readiness is the server's own answer: PING
+returns PONG (not LOADING, however long a big append-only file takes to load) *and* `INFO` names
+the pid we spawned, so a port that another server took between probing and binding is never
+mistaken for ours. The persistent server keeps the append-only file only (`--save ""`: no
+blocking RDB dump at every shutdown, no periodic fork to write one) and rewrites it when it has
+doubled past 32 MB, which bounds the directory at about twice the live data; how much data is
+kept is the retention policy's business.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -37,8 +50,15 @@ from pathlib import Path
 from types import TracebackType
 
 OWNER_FILE = "longcall-redis.json"
+PID_FILE = "redis-server.pid"  # written by the server itself (--pidfile), removed by it on a clean exit
 _TMP_PREFIX = "longcall-redis-"
 _PR_SET_PDEATHSIG = 1
+STOP_GRACE_S = 30.0  # SIGTERM to SIGKILL: a loaded machine may take seconds to flush a big AOF
+LOAD_LIMIT_S = 300.0  # how long a server may answer LOADING (a big append-only file) before we give up
+PERSISTENCE = [
+    "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
+    "--auto-aof-rewrite-percentage", "100", "--auto-aof-rewrite-min-size", "32mb",
+]
 
 
 class RedisServerError(RuntimeError):
@@ -128,16 +148,85 @@ def reap_stale_server(workdir: Path) -> bool:
         return False
     if _alive(owner):  # this process or another live one still uses it
         raise RedisServerError(f"{workdir} is in use by a running longcall process (pid {owner})")
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)  # SIGTERM: it flushes its append-only file and exits
-    deadline = time.monotonic() + 5.0
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+    stop_and_wait(pid)
     owner_file.unlink(missing_ok=True)
     return True
+
+
+def stop_and_wait(pid: int, grace_s: float | None = None) -> None:
+    """Stop a redis-server that is not our child and wait until it is gone: SIGTERM (it flushes
+    its append-only file and exits; one already shutting down on the death signal just goes on),
+    SIGKILL after `grace_s`, then wait for the process to disappear (a SIGKILL is not instant)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    if not _wait_gone(pid, STOP_GRACE_S if grace_s is None else grace_s):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        if not _wait_gone(pid, 30.0):
+            raise RedisServerError(f"the previous redis-server (pid {pid}) does not exit")
+
+
+def _wait_gone(pid: int, timeout_s: float) -> bool:
+    """Wait for a process that is not our child to exit: its pidfd turns readable when it does
+    (Linux 5.3+); elsewhere look every 20 ms."""
+    with contextlib.suppress(OSError, AttributeError):
+        pidfd = os.pidfd_open(pid)
+        try:
+            select.select([pidfd], [], [], timeout_s)
+        finally:
+            os.close(pidfd)
+    deadline = time.monotonic() + timeout_s
+    while _alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def server_answer(port: int, timeout_s: float = 0.5) -> tuple[str, int | None]:
+    """What the server on `port` says: ("ready", its pid), ("loading", pid) while it loads its
+    data, or ("none", None) when nothing (or something else) answers. PING then `INFO server` in
+    one round trip: PING is refused while loading, INFO is not and carries `process_id`."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+            sock.sendall(b"PING\r\nINFO server\r\n")
+            data = b""
+            while b"process_id:" not in data or not data.endswith(b"\r\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        return "none", None
+    pid = None
+    for line in data.split(b"\r\n"):
+        if line.startswith(b"process_id:"):
+            with contextlib.suppress(ValueError):
+                pid = int(line.split(b":", 1)[1])
+    if data.startswith(b"+PONG"):
+        return "ready", pid
+    if data.startswith(b"-LOADING"):
+        return "loading", pid
+    return "none", None
+
+
+def reap_unrecorded_server(workdir: Path) -> None:
+    """A server whose owner died before writing the owner file (it was killed between spawning it
+    and recording it) is still found by the pidfile the server writes itself; wait for it to go."""
+    try:
+        pid = int((workdir / PID_FILE).read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return
+    if _alive(pid) and _is_redis(pid) and _works_in(pid, workdir):  # not a reused pid
+        stop_and_wait(pid)
+
+
+def _works_in(pid: int, workdir: Path) -> bool:
+    """Whether process `pid` runs in `workdir` (redis-server changes into its --dir)."""
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd")) == workdir.resolve()
+    except OSError:
+        return False
 
 
 def reap_stale_temp_servers() -> int:
@@ -183,7 +272,8 @@ class PrivateRedisServer:
         if not self._lock_data_dir(workdir):
             return None
         reap_stale_server(workdir)
-        return workdir, ["--appendonly", "yes", "--appendfsync", "everysec"]
+        reap_unrecorded_server(workdir)
+        return workdir, [*PERSISTENCE, "--pidfile", str(workdir / PID_FILE)]
 
     def _spawn(self, workdir: Path, persistence: list[str]) -> None:
         self.port = free_port()
@@ -219,8 +309,9 @@ class PrivateRedisServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:  # its owner may still be starting it
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                self.port = int(json.loads((workdir / OWNER_FILE).read_text(encoding="utf-8"))["port"])
-                if self._ping():
+                info = json.loads((workdir / OWNER_FILE).read_text(encoding="utf-8"))
+                self.port = int(info["port"])
+                if server_answer(self.port) == ("ready", int(info["pid"])):
                     self.shared = True
                     return
             time.sleep(0.05)
@@ -228,12 +319,6 @@ class PrivateRedisServer:
             f"{workdir} is locked by another longcall process whose redis-server does not answer; "
             "stop that process or use another REDIS_DATA_DIR"
         )
-
-    def _ping(self) -> bool:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
-        return False
 
     def start(self, timeout_s: float = 10.0) -> None:
         """Start and wait for PING. Call from a long-lived thread (see `_die_with_parent`)."""
@@ -269,12 +354,18 @@ class PrivateRedisServer:
         raise RedisServerError(f"redis-server did not start: {last_error.strip()[:300]}")
 
     def _wait_ready(self, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
+        """Until our server answers PONG itself. While it answers LOADING (a big append-only file)
+        it is working: the wait goes on, up to LOAD_LIMIT_S."""
+        start = time.monotonic()
+        deadline = start + timeout_s
         while time.monotonic() < deadline:
             if self._proc is None or self._proc.poll() is not None:
                 return False
-            if self._ping():
-                return True
+            state, pid = server_answer(self.port)
+            if pid == self._proc.pid:
+                if state == "ready":
+                    return True
+                deadline = max(deadline, min(time.monotonic() + timeout_s, start + LOAD_LIMIT_S))
             time.sleep(0.005)
         return False
 
@@ -284,7 +375,7 @@ class PrivateRedisServer:
             if self._proc.poll() is None:
                 self._proc.terminate()
                 try:
-                    self._proc.wait(timeout=5)
+                    self._proc.wait(timeout=STOP_GRACE_S)
                 except subprocess.TimeoutExpired:
                     self._proc.kill()
                     self._proc.wait()

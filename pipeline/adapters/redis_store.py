@@ -31,19 +31,31 @@ the Lua scripts can touch them together.
 - `events`  the session's event log (JSON per event), capped with LTRIM; the dashboard's
             timeline for sessions that are not live in this process.
 
-One key outside the per-session tag: `lc:sessions`, a sorted set of session ids by the time
-they first saved meta -- the registry the dashboard lists.
+Keys outside the per-session tag: `lc:sessions`, a sorted set of session ids by the time
+they first saved meta -- the registry the dashboard lists; `lc:optout:<scope>`, a set of the
+user ids that opted out of being recorded in a guild (a preference, not content: it outlives
+the guild's session data, so an admin's wipe never opts anyone back in). No command touches
+them together with a session's keys, so under Redis Cluster (`REDIS_MODE=cluster`) every
+command, script and transaction stays in one slot (docs/redis.md has the layout and the
+failover story).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ClusterError, MasterDownError, ReadOnlyError, RedisClusterException, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -55,6 +67,8 @@ from pipeline.models import (
     Note,
     OwnerGrant,
     ParticipantCard,
+    RedisMode,
+    StoreBehind,
     StoreDiverged,
     StoreUnavailable,
     Turn,
@@ -98,15 +112,49 @@ def _keys(session_id: str) -> dict[str, str]:
 
 SESSIONS_KEY = "lc:sessions"
 
+
+def _optout_key(scope: str) -> str:
+    return f"lc:optout:{scope}"
+
 POOL_MAX = 64  # connections per process (REDIS_POOL_MAX); one Redis serves many processes
 POOL_TIMEOUT_S = 5.0  # how long a command waits for a free connection (REDIS_POOL_TIMEOUT_S)
+
+# What a store call may meet while a primary fails and a replica takes over: a dropped
+# connection, a cluster without that slot's primary for a moment (CLUSTERDOWN, TRYAGAIN,
+# MASTERDOWN), a demoted primary refusing writes (READONLY), no slot table yet. All mean
+# "not now", never "lost": callers keep what they hold and retry (`StoreUnavailable`).
+_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError, MasterDownError,
+                ReadOnlyError, RedisClusterException)
+
+
+def _failover_retry(timeout_s: float) -> Retry:
+    """The cluster client retries a command across a failover (re-reading the slot table
+    each time) for about `4 * timeout_s` before the caller sees `StoreUnavailable`."""
+    return Retry(ExponentialBackoff(cap=timeout_s, base=0.05), retries=8)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RedisTopology:
+    """Where the store lives: REDIS_MODE, REDIS_URL, and for Sentinel its addresses and service."""
+
+    mode: RedisMode = RedisMode.SINGLE
+    url: str = ""
+    sentinels: tuple[tuple[str, int], ...] = ()
+    service: str = ""
 
 
 class RedisSessionStore:
     """SessionStore over a real Redis server. Connection errors become `StoreUnavailable`."""
 
-    def __init__(self, client: aioredis.Redis) -> None:
+    def __init__(
+        self, client: aioredis.Redis | RedisCluster, *, max_in_flight: int = 0, wait_s: float = POOL_TIMEOUT_S
+    ) -> None:
+        """`max_in_flight` > 0: at most that many store calls at once, the others wait up to
+        `wait_s` (the cluster client has no blocking pool: past its per-node connection cap it
+        fails at once with MaxConnectionsError, as redis-py's default pool did under bursts)."""
         self._redis = client
+        self._gate = asyncio.Semaphore(max_in_flight) if max_in_flight > 0 else None
+        self._gate_wait_s = wait_s
         self._append = client.register_script(lua.APPEND)
         self._get_turns = client.register_script(lua.GET_TURNS)
         self._commit = client.register_script(lua.COMMIT_FOLD)
@@ -119,6 +167,10 @@ class RedisSessionStore:
         self._acquire_owner = client.register_script(lua.ACQUIRE_OWNER)
         self._renew_owner = client.register_script(lua.RENEW_OWNER)
         self._save_vectors = client.register_script(lua.SAVE_VECTORS)
+        self._save_cards = client.register_script(lua.SAVE_CARDS)
+        self._tombstone = client.register_script(lua.TOMBSTONE)
+        self._replace_summary = client.register_script(lua.REPLACE_SUMMARY)
+        self._replace_list = client.register_script(lua.REPLACE_LIST)
 
     @classmethod
     def from_url(
@@ -139,29 +191,76 @@ class RedisSessionStore:
         )
         return cls(aioredis.Redis.from_pool(pool))
 
+    @classmethod
+    def connect(
+        cls, where: RedisTopology, *, timeout_s: float = 2.0, pool_max: int = POOL_MAX,
+        pool_timeout_s: float = POOL_TIMEOUT_S,
+    ) -> RedisSessionStore:
+        """The store for REDIS_MODE. `single`: `from_url`. `cluster`: redis-py's cluster client
+        from any node's URL (it discovers the rest; up to `pool_max` connections per node).
+        `sentinel`: the primary that the sentinels name for the service, re-resolved after a
+        failover; the URL (may be empty) carries the password and db for the data nodes."""
+        if where.mode is RedisMode.SINGLE:
+            return cls.from_url(where.url, timeout_s=timeout_s, pool_max=pool_max, pool_timeout_s=pool_timeout_s)
+        common: dict[str, Any] = {
+            "decode_responses": True, "socket_timeout": timeout_s, "socket_connect_timeout": timeout_s,
+        }
+        if where.mode is RedisMode.CLUSTER:
+            # Cluster failover: redis-py re-reads the slot table after a connection error or
+            # CLUSTERDOWN and retries (redis/asyncio/cluster.py, `_execute_command`).
+            client = RedisCluster.from_url(where.url, max_connections=max(1, pool_max),
+                                           retry=_failover_retry(timeout_s), **common)
+            return cls(client, max_in_flight=max(1, pool_max), wait_s=pool_timeout_s)
+        options = aioredis.connection.parse_url(where.url) if where.url else {}
+        data: dict[str, Any] = {k: options[k] for k in ("username", "password", "db") if k in options}
+        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+            list(where.sentinels), sentinel_kwargs={"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s},
+            **common,
+        )
+        client = sentinel.master_for(where.service, max_connections=max(1, pool_max), **data)
+        return cls(client, max_in_flight=max(1, pool_max), wait_s=pool_timeout_s)
+
     async def aclose(self) -> None:
         await self._redis.aclose()
 
     async def ping(self) -> None:
         await self._call(self._redis.ping)
 
-    @staticmethod
-    async def _call(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    async def cluster_enabled(self) -> bool:
+        """Whether the server is a Redis Cluster node (`INFO cluster`): a plain client on one
+        would meet MOVED for every other node's slots."""
+        info = await self._call(self._redis.info, "cluster")
+        if isinstance(self._redis, RedisCluster):  # one reply per node
+            return True
+        return bool(int(info.get("cluster_enabled", 0)))
+
+    async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         try:
-            return await fn(*args, **kwargs)
-        except (RedisConnectionError, RedisTimeoutError, OSError) as err:
+            if self._gate is None:
+                return await fn(*args, **kwargs)
+            async with asyncio.timeout(self._gate_wait_s):
+                await self._gate.acquire()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                self._gate.release()
+        except (*_UNAVAILABLE, TimeoutError) as err:
             # Translate once at the adapter; the message never includes the URL (it may hold a password).
             raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
+    async def append_turn(
+        self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1
+    ) -> Turn:
         k = _keys(session_id)
         seq, flag = await self._call(
             self._append,
             keys=[k["turns"], k["state"], k["tids"], k["tidq"], k["owner"], k["ofence"]],
-            args=[epoch, draft.turn_id, encode_draft(draft), DEDUPE_WINDOW, owner],
+            args=[epoch, draft.turn_id, encode_draft(draft), DEDUPE_WINDOW, owner, at_least],
         )
         if int(seq) == -2:
             raise LeaseLost(session_id, _owner_id(str(flag)))
+        if int(seq) == -3:
+            raise StoreBehind(session_id, int(flag))
         if int(seq) < 0:
             raise StoreDiverged(session_id, str(flag))
         return Turn.from_draft(draft, int(seq))
@@ -394,13 +493,96 @@ class RedisSessionStore:
         return {key: base64.b64decode(value) for key, value in fields.items()}
 
     async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
-        key = _keys(session_id)["cards"]
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(key)
-            if cards:
-                pipe.hset(key, mapping={c.speaker_id: encode_card(c) for c in cards})
-            await self._call(pipe.execute)
+        args: list[str] = []
+        for card in cards:
+            args += [card.speaker_id, encode_card(card)]
+        await self._call(self._save_cards, keys=[_keys(session_id)["cards"]], args=args)
 
     async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
         raw = await self._call(self._redis.hvals, _keys(session_id)["cards"])
         return sorted((decode_card(item) for item in raw), key=lambda c: (-c.turns, c.name))
+
+    # -- what people control about their data (issue 23) --------------------------------------------
+
+    async def tombstone_turns(self, session_id: str, tombstones: Sequence[Turn]) -> int:
+        if not tombstones:
+            return 0
+        k = _keys(session_id)
+        written = 0
+        for start in range(0, len(tombstones), 500):  # bounded script arguments per call
+            args: list[str | int] = []
+            for turn in tombstones[start : start + 500]:
+                args += [turn.seq, encode_draft(turn.draft())]
+            written += int(await self._call(self._tombstone, keys=[k["turns"], k["state"]], args=args))
+        return written
+
+    async def replace_summary(self, session_id: str, *, expected_cursor: int, summary: str) -> bool:
+        k = _keys(session_id)
+        result = await self._call(self._replace_summary, keys=[k["state"], k["fence"]],
+                                  args=[expected_cursor, summary])
+        return int(result) == 1
+
+    async def delete_recall_entries(
+        self, session_id: str, *, vector_keys: Sequence[str], note_ids: Sequence[str]
+    ) -> None:
+        k = _keys(session_id)
+        async with self._redis.pipeline(transaction=False) as pipe:  # one slot; each HDEL stands alone
+            if vector_keys:
+                pipe.hdel(k["rvec"], *vector_keys)
+            if note_ids:
+                pipe.hdel(k["rnote"], *note_ids)
+            await self._call(pipe.execute)
+
+    async def delete_notes(self, session_id: str, note_ids: Sequence[str]) -> None:
+        if not note_ids:
+            return
+        k = _keys(session_id)
+        gone = set(note_ids)
+        live = [n for n in await self.load_live_notes(session_id) if n.note_id not in gone]
+        async with self._redis.pipeline(transaction=False) as pipe:  # a removal run again finishes what a cut one left
+            pipe.zrem(k["pnotes"], *note_ids)
+            pipe.hdel(k["pnote"], *note_ids)
+            pipe.hdel(k["rnote"], *note_ids)
+            pipe.set(k["lnotes"], encode_notes(live))
+            await self._call(pipe.execute)
+
+    async def delete_participant_card(self, session_id: str, speaker_id: str) -> None:
+        await self._call(self._redis.hdel, _keys(session_id)["cards"], speaker_id)
+
+    async def scrub_events(self, session_id: str, keep: Callable[[Mapping[str, Any]], bool]) -> int:
+        key = _keys(session_id)["events"]
+        raw = await self._call(self._redis.lrange, key, 0, -1)
+        kept = [item for item in raw if keep(json.loads(item))]
+        if len(kept) == len(raw):
+            return 0
+        # Events a live session logs between the read and the rewrite are lost: a moment of the
+        # timeline, never a turn (the log is the dashboard's, not the transcript).
+        await self._call(self._replace_list, keys=[key], args=kept)
+        return len(raw) - len(kept)
+
+    async def set_opted_out(self, scope: str, user_id: str, opted_out: bool) -> None:
+        key = _optout_key(scope)
+        await self._call(self._redis.sadd if opted_out else self._redis.srem, key, user_id)
+
+    async def opted_out(self, scope: str) -> frozenset[str]:
+        return frozenset(str(u) for u in await self._call(self._redis.smembers, _optout_key(scope)))
+
+    async def expire_session(self, session_id: str, ttl_s: float | None) -> None:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key in _keys(session_id).values():
+                if ttl_s is None:
+                    pipe.persist(key)
+                else:
+                    pipe.pexpire(key, _ms(ttl_s))
+            await self._call(pipe.execute)
+
+    async def compact_log(self) -> bool:
+        """Ask the server to rewrite its append-only file (what deleted and expired sessions
+        took is given back on disk). False when it has no AOF or a rewrite is running."""
+        try:
+            await self._call(self._redis.bgrewriteaof)
+        except StoreUnavailable:
+            raise
+        except Exception:  # ResponseError: AOF off, or a rewrite already in progress
+            return False
+        return True

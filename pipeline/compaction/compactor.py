@@ -49,7 +49,13 @@ from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
 from pipeline.compaction.fold_lock import FoldLock
 from pipeline.compaction.planning import FoldConditions, plan_compaction, recent_start
 from pipeline.compaction.summarizing import Fold, FoldAttempts
-from pipeline.events import ABSENT, CompactionCompleted, CompactionSkipped, CompactionStarted
+from pipeline.events import (
+    ABSENT,
+    CompactionCompleted,
+    CompactionSkipped,
+    CompactionStarted,
+    SessionStoreWritesRestored,
+)
 from pipeline.models import (
     CompactionState,
     FoldCommit,
@@ -62,6 +68,7 @@ from pipeline.models import (
     SummaryRequest,
     Turn,
 )
+from pipeline.transcript.store_repair import lost_fold
 
 CommitListener = Callable[[CompactionState], None]
 LOCK_POLL_S = 0.1  # how often a worker retries a lock another holder has, while a fold is due
@@ -264,6 +271,8 @@ class RollingCompactor:
             return False
         if self._epoch and stored.epoch != self._epoch:
             raise StoreDiverged(self._session_id, stored.epoch)
+        if lost_fold(replace(self._state, epoch=self._epoch), stored):
+            stored = await self._restore_fold(stored, fence)
         self._adopt(stored)
         plan = plan_compaction(self._state, self._total, self._policy, now=started)
         if not isinstance(plan, FoldPlan):
@@ -349,6 +358,27 @@ class RollingCompactor:
         for listener in self._listeners:
             listener(self._state)
         return True
+
+    async def _restore_fold(self, stored: CompactionState, fence: int) -> CompactionState:
+        """The store lost a commit of ours (a failover promoted a replica that missed it): commit
+        the held summary and cursor back rather than fold that batch a second time. Notes the
+        lost commit consumed may be folded again (they are pending in the store once more)."""
+        held = self._state
+        commit = FoldCommit(
+            expected_cursor=stored.cursor, summary=held.summary, new_cursor=held.cursor,
+            covered_through_turn=held.covered_through_turn, last_at=held.last_at or self._clock.now(),
+            fence=fence, epoch=self._epoch, owner=self._owner_token,
+        )
+        try:
+            restored = await self._store.commit_fold(self._session_id, commit)
+        except StoreUnavailable:
+            return held  # keep ours; the next fold checks again
+        self._events.emit(SessionStoreWritesRestored(
+            what="fold", stored=stored.cursor, held=held.cursor,
+            restored_seqs=[stored.cursor, held.cursor] if restored else [], lost_seqs=[],
+        ))
+        return replace(stored, summary=held.summary, cursor=held.cursor,
+                       covered_through_turn=held.covered_through_turn, last_at=commit.last_at) if restored else stored
 
     async def _safe_reload(self) -> CompactionState:
         try:

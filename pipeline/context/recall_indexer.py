@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import structlog
@@ -155,6 +155,15 @@ class SessionRecall:
             await self._space.wait()
         self._enqueue(key, text)
 
+    async def rebuild(self, turns: Sequence[Turn], *, drop_keys: Collection[str]) -> None:
+        """Start the index over from `turns` and the store (after a removal): nothing removed
+        stays searchable, and queued lines of `drop_keys` are never embedded."""
+        gone = set(drop_keys)
+        self._pending = deque(item for item in self._pending if item[0] not in gone)
+        self._query_cache = None
+        self.index = RecallIndex()
+        await self.restore(turns)
+
     def _enqueue(self, key: str, text: str) -> None:
         self._pending.append((key, text))
         self._idle.clear()
@@ -194,7 +203,7 @@ class SessionRecall:
         except Exception as err:  # one failed batch must not stop indexing the rest
             self.embed_failures += 1
             log.warning("recall_embed_failed", session_id=self.session_id, error_class=type(err).__name__,
-                        batch=len(batch))
+                        error_code=_code(err), retry_after_s=getattr(err, "retry_after_s", None), batch=len(batch))
             return
         blobs: dict[str, bytes] = {}
         for (key, _), vector in zip(batch, vectors, strict=False):
@@ -246,7 +255,8 @@ class SessionRecall:
             self._disable_dense(str(err))
             return
         except Exception as err:
-            log.warning("recall_query_embed_failed", session_id=self.session_id, error_class=type(err).__name__)
+            log.warning("recall_query_embed_failed", session_id=self.session_id, error_class=type(err).__name__,
+                        error_code=_code(err))
             return
         if rows:
             self._query_cache = (text, np.asarray(rows[0], dtype=np.float32))
@@ -263,3 +273,9 @@ class SessionRecall:
             return vector
         cached = self._query_cache
         return cached[1] if cached is not None and cached[0] == embed_text(current) else None
+
+
+def _code(err: Exception) -> str | None:
+    """An adapter error's code (`rate_limited`, `timeout`, ...), if it carries one."""
+    code = getattr(err, "code", None)
+    return None if code is None else str(code)

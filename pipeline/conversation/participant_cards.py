@@ -4,7 +4,7 @@ and their writer (one store write per batch of changes)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import structlog
 
@@ -56,6 +56,11 @@ class ParticipantCards:
 
     async def wait_saved(self) -> None:
         await self._saved.wait()
+
+    def remove(self, speaker_ids: Collection[str]) -> None:
+        """Drop these people's cards (they asked to be forgotten, or their turns expired)."""
+        for speaker_id in speaker_ids:
+            self._cards.pop(speaker_id, None)
 
     async def run(self) -> None:
         """The cards' writer: one store write per batch of changes; retried on the next one."""

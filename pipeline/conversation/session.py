@@ -21,12 +21,14 @@ A write the store refuses because another process owns the session (`LeaseLost`)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 
 import structlog
 
 from pipeline.compaction.compactor import RollingCompactor
 from pipeline.context.participants import ParticipantMemoryConfig
+from pipeline.context.recall import note_key, turn_key
 from pipeline.context.recall_indexer import SessionRecall
 from pipeline.conversation.deps import ConversationDeps, StoredSession
 from pipeline.conversation.participant_cards import ParticipantCards
@@ -190,6 +192,35 @@ class ConversationSession:
     def participant_memory_text(self, max_chars: int | None = None) -> str:
         """The participant cards as the builders' memory text ("" while there are none)."""
         return self._cards.text(max_chars)
+
+    # -- removals (pipeline/conversation/forgetting.py) ------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        """No turn is appended meanwhile (a removal rewrites the store's copy)."""
+        async with self._append_lock:
+            yield
+
+    async def apply_removal(
+        self, tombstones: Sequence[Turn], *, note_ids: Collection[str], speaker_ids: Collection[str],
+        state: CompactionState,
+    ) -> None:
+        """The store removed these turns, notes and cards and holds `state` (a refolded summary):
+        drop the same from memory. Call inside `exclusive()`."""
+        window = self._sync.window
+        by_seq = {t.seq: t for t in tombstones}
+        held = [by_seq.get(t.seq, t) for t in window.all()]
+        window.clear()
+        for turn in held:
+            window.append(turn)
+        self._notes.remove(set(note_ids))
+        self._cards.remove(speaker_ids)
+        self.compactor.reset_state(state)
+        everything = await self.store.get_turns(self.session_id, 0, self._sync.total)
+        await self.recall.rebuild(everything, drop_keys={turn_key(s) for s in by_seq} | {note_key(n) for n in note_ids})
+
+    async def wait_recall_idle(self) -> None:
+        await self.recall.wait_idle()
 
     def _on_commit(self, state: CompactionState) -> None:
         # The folded turns are still in the window: refresh the cards from them first.

@@ -27,10 +27,17 @@ import structlog
 from pipeline.compaction.compactor import RollingCompactor
 from pipeline.context.recall_indexer import SessionRecall
 from pipeline.conversation.deps import ConversationDeps, StoredSession
-from pipeline.events import EventEmitter, SessionStoreDiverged, SessionStoreReseeded
-from pipeline.models import Note, StoreDiverged, StoreUnavailable, Turn, TurnDraft
+from pipeline.events import (
+    EventEmitter,
+    SessionStoreDiverged,
+    SessionStoreReconnected,
+    SessionStoreReseeded,
+    SessionStoreWritesRestored,
+)
+from pipeline.models import Note, StoreBehind, StoreDiverged, StoreUnavailable, Turn, TurnDraft
 from pipeline.ports import SessionStore
 from pipeline.transcript.notes import NoteBuffer
+from pipeline.transcript.store_repair import restore_lost_turns
 from pipeline.transcript.window import TurnWindow, contiguous_tail
 
 log = structlog.get_logger("longcall.session")
@@ -79,7 +86,7 @@ class StoreSync:
         else:
             try:
                 turn = await self._store_append(draft)
-            except (StoreUnavailable, StoreDiverged):  # diverged again mid-recovery: resync retries it
+            except (StoreUnavailable, StoreDiverged, StoreBehind):  # mid-recovery or failover: resync retries it
                 turn = self._queue_unsynced(draft)
         if turn.seq > self.total:
             # Another writer appended to this session: the store is the truth, so the turns
@@ -91,18 +98,27 @@ class StoreSync:
             await self._recall.add_turn(turn)
         return turn
 
-    async def _write(self, draft: TurnDraft) -> Turn:
-        """One append, checked against our generation and (when set) our owner lease."""
+    async def _write(self, draft: TurnDraft, at_least: int) -> Turn:
+        """One append, checked against our generation, (when set) our owner lease, and the
+        turns the store acknowledged (`at_least`: a failover that lost some raises StoreBehind,
+        and they are written back first)."""
+        try:
+            return await self._append_once(draft, at_least)
+        except StoreBehind as behind:
+            await self.restore_lost_writes(behind.stored_total)
+            return await self._append_once(draft, min(at_least, self.total))
+
+    async def _append_once(self, draft: TurnDraft, at_least: int) -> Turn:
         return await self._store.append_turn(
-            self._session_id, draft, epoch=self._compactor.epoch, owner=self._owner_token
+            self._session_id, draft, epoch=self._compactor.epoch, owner=self._owner_token, at_least=at_least
         )
 
     async def _store_append(self, draft: TurnDraft) -> Turn:
         try:
-            return await self._write(draft)
+            return await self._write(draft, self.total)
         except StoreDiverged:
             await self.recover_divergence()
-            return await self._write(draft)
+            return await self._write(draft, self.total)
 
     async def _follow_store(self, upto: int) -> None:
         start = self.total
@@ -129,11 +145,12 @@ class StoreSync:
 
     async def resync(self) -> bool:
         """Write queued turns and notes in order. True when nothing is left unsynced."""
+        written = 0
         while self._unsynced:
             draft, turn = self._unsynced[0]
             try:
-                stored = await self._write(draft)
-            except StoreUnavailable:
+                stored = await self._write(draft, turn.seq)
+            except (StoreUnavailable, StoreBehind):
                 return False
             except StoreDiverged:
                 try:
@@ -144,8 +161,10 @@ class StoreSync:
             if stored.seq != turn.seq:
                 log.warning("transcript_resync_seq_mismatch", provisional=turn.seq, stored=stored.seq)
             self._unsynced.popleft()
+            written += 1
             if not self._unsynced:
-                log.info("transcript_store_recovered", session_id=self._session_id, total_turns=self.total)
+                self._events.emit(SessionStoreReconnected(
+                    written_turns=written, first_seq=stored.seq - written + 1, total_turns=self.total))
         if self._unsynced_notes:
             try:
                 await self._persist_notes(self._unsynced_notes)
@@ -153,6 +172,30 @@ class StoreSync:
                 return False
             self._unsynced_notes = []
         return True
+
+    # -- a failover that lost the newest writes (pipeline/transcript/store_repair.py) -------
+
+    async def restore_lost_writes(self, stored_total: int) -> None:
+        """The store holds `stored_total` turns, fewer than it acknowledged: re-append the held
+        ones by turn id (queued, unsynced turns are written by `resync` after). Turns no longer
+        held leave the local view so seqs stay the store's, and the event names them."""
+        async with self._recovering:
+            upto = self._unsynced[0][1].seq if self._unsynced else self.total
+            repair = await restore_lost_turns(self._append_once, stored_total=stored_total, upto=upto,
+                                              held=self.window.all())
+            if not repair.complete:  # cannot happen while the window holds every unfolded turn
+                queued = [draft for draft, _ in self._unsynced]
+                self._unsynced.clear()
+                self.total = repair.lost[0]
+                self.window.drop_from(repair.lost[0])
+                for draft in queued:  # still to be written, at the seqs that now follow
+                    turn = self._queue_unsynced(draft)
+                    self.total = turn.seq + 1
+                    self.window.append(turn)
+            self._events.emit(SessionStoreWritesRestored(
+                what="turns", stored=stored_total, held=upto, restored_seqs=list(repair.restored),
+                lost_seqs=list(repair.lost),
+            ))
 
     # -- a store that lost the session ---------------------------------------------------------
 

@@ -165,6 +165,23 @@ class GuildSessionMoved(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RealtimeSessionReplaced(Event):
+    """The realtime session was replaced by a new one (instructions re-sent). `reason`:
+    `rotation` (between turns, before the server's limit), `age_limit` (past REALTIME_SESSION_MAX_S
+    at a turn) or `connection_lost` (an unsolicited error, session_expired or a closed socket
+    before any of the turn's audio; `server_code` says which). `connect_ms`: the new socket's
+    setup, paid by a turn unless `between_turns`."""
+
+    name: ClassVar[str] = "realtime_session_replaced"
+    model: str
+    reason: str
+    between_turns: bool
+    age_s: float | None
+    connect_ms: int | None
+    server_code: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RealtimeResponseCompleted(Event):
     """One per realtime response: its latencies and outcome."""
 

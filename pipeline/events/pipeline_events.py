@@ -250,3 +250,89 @@ class SessionStoreDiverged(Event):
     stored_cursor: int
     stored_total_turns: int
     dropped_unsynced: int
+
+
+# -- store failover (pipeline/transcript/store_repair.py; docs/redis.md) -------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStoreReconnected(Event):
+    """The store answered again after an outage (a Redis primary failing over, a restart, a
+    network cut): the turns queued meanwhile were written in order."""
+
+    name: ClassVar[str] = "session_store_reconnected"
+    level: ClassVar[str] = "warning"
+    written_turns: int
+    first_seq: int
+    total_turns: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStoreWritesRestored(Event):
+    """The store held less than it had acknowledged -- a replica promoted by a failover missed
+    the newest writes (Redis replicates asynchronously) -- and this process wrote back what it
+    holds. `what`: turns (`restored_seqs` [from, to) re-appended by turn id, at their seqs) or
+    fold (the summary and cursor of a commit the store lost). `lost_seqs` [from, to): turns the
+    process no longer held (empty when everything came back)."""
+
+    name: ClassVar[str] = "session_store_writes_restored"
+    level: ClassVar[str] = "warning"
+    what: str
+    stored: int
+    held: int
+    restored_seqs: list[int]
+    lost_seqs: list[int]
+
+
+# -- what people control about their data (pipeline/conversation/forgetting.py, issue 23) -------------
+# These record that something was removed or refused, never what: no words, no names, no user ids.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PersonDataRemoved(Event):
+    """Turns became tombstones (`reason`: request -- a person asked, retention -- they expired)
+    and their derived data went with them: recall vectors, notes, cards, logged events, and the
+    summary refolded over `refolded_through` (-1: it held none of them) by `refold_model`."""
+
+    name: ClassVar[str] = "person_data_removed"
+    reason: str
+    requested_via: str  # discord | operator | retention
+    turns_removed: int
+    notes_removed: int
+    cards_removed: int
+    events_removed: int
+    refolded_through: int
+    refold_model: str
+    latency_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrivacyPreferenceChanged(Event):
+    """Someone opted out of (or back into) being recorded in this guild."""
+
+    name: ClassVar[str] = "privacy_preference_changed"
+    opted_out: bool
+    opted_out_count: int  # people opted out in the guild now
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrivacyNoticeGiven(Event):
+    """The recording notice went out (`trigger`: bot_joined, bot_moved, member_joined) in the channel's chat,
+    and `spoken` says whether it was also said out loud."""
+
+    name: ClassVar[str] = "privacy_notice_given"
+    trigger: str
+    posted: bool
+    spoken: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetentionSwept(Event):
+    """One pass of the retention sweep over the store."""
+
+    name: ClassVar[str] = "retention_swept"
+    sessions_checked: int
+    sessions_deleted: int
+    sessions_trimmed: int
+    turns_removed: int
+    latency_ms: int

@@ -164,9 +164,14 @@ def _event_sentence(turn: Turn, text: str) -> str:
     return f"{name} {text}"
 
 
+REMOVED_LINE = "[a turn was removed: its words are no longer kept]"
+
+
 def render_turn_line(turn: Turn, cap: int) -> str:
     """One transcript turn as one line; the turn's own text is capped at `cap` chars."""
     text = cap_text(turn.text, cap)
+    if turn.kind is TurnKind.REMOVED:  # a tombstone (pipeline/transcript/privacy.py): no name, no words
+        return REMOVED_LINE
     if turn.kind is TurnKind.MEMBERSHIP:
         return f"{VOICE_TAG} {_event_sentence(turn, text)}"
     if turn.kind is TurnKind.EFFECT:

@@ -34,3 +34,9 @@ class NoteBuffer:
         cut = len(self._notes) - self._policy.live_notes_min
         evicted, self._notes = self._notes[:cut], self._notes[cut:]
         return evicted
+
+    def remove(self, note_ids: set[str]) -> int:
+        """Drop these notes (a person asked to be forgotten); returns how many were held."""
+        before = len(self._notes)
+        self._notes = [n for n in self._notes if n.note_id not in note_ids]
+        return before - len(self._notes)

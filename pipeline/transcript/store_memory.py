@@ -16,6 +16,7 @@ from pipeline.models import (
     Note,
     OwnerGrant,
     ParticipantCard,
+    StoreBehind,
     StoreDiverged,
     StoreUnavailable,
     Turn,
@@ -42,6 +43,7 @@ class _Session:
     vectors_model: str = ""
     vectors: dict[str, bytes] = field(default_factory=dict)
     cards: dict[str, ParticipantCard] = field(default_factory=dict)
+    expires_at: float | None = None  # monotonic time after which the whole session is gone
 
 
 class InMemorySessionStore:
@@ -49,17 +51,31 @@ class InMemorySessionStore:
 
     def __init__(self, *, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._sessions: dict[str, _Session] = {}
+        self._optout: dict[str, set[str]] = {}
         self._monotonic = monotonic
         self.available = True
 
     def _get(self, session_id: str) -> _Session:
         if not self.available:
             raise StoreUnavailable("in-memory store marked unavailable")
+        self._expire(session_id)
         return self._sessions.setdefault(session_id, _Session())
+
+    def _expire(self, session_id: str) -> None:
+        s = self._sessions.get(session_id)
+        if s is not None and s.expires_at is not None and s.expires_at <= self._monotonic():
+            del self._sessions[session_id]
 
     def wipe(self) -> None:
         """Lose every session, as a Redis restarted without persistence does."""
         self._sessions.clear()
+
+    def lose_newest(self, session_id: str, keep: int) -> None:
+        """Keep only the turns below seq `keep`, as a replica promoted before the newest writes
+        reached it does (their turn ids go too)."""
+        s = self._get(session_id)
+        s.turns = [t for t in s.turns if t.seq < keep]
+        s.turn_ids = OrderedDict((tid, seq) for tid, seq in s.turn_ids.items() if seq < keep)
 
     def _holder(self, s: _Session) -> str:
         """The lease token holding the session now ('' = nobody)."""
@@ -74,13 +90,17 @@ class InMemorySessionStore:
         if token and self._acquired_since(s, token):
             raise LeaseLost(session_id, self._holder(s).rpartition("#")[0])
 
-    async def append_turn(self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "") -> Turn:
+    async def append_turn(
+        self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1
+    ) -> Turn:
         s = self._get(session_id)
         self._check_owner(session_id, s, owner)
         if epoch and s.state.epoch != epoch:
             raise StoreDiverged(session_id, s.state.epoch)
         if draft.turn_id and draft.turn_id in s.turn_ids:
             return Turn.from_draft(draft, s.turn_ids[draft.turn_id])
+        if s.state.base + len(s.turns) < at_least:
+            raise StoreBehind(session_id, s.state.base + len(s.turns))
         turn = Turn.from_draft(draft, s.state.base + len(s.turns))
         s.turns.append(turn)
         if draft.turn_id:
@@ -226,6 +246,8 @@ class InMemorySessionStore:
     async def orphaned_sessions(self, session_ids: Sequence[str]) -> list[str]:
         if not self.available:
             raise StoreUnavailable("in-memory store marked unavailable")
+        for sid in session_ids:
+            self._expire(sid)
         found = [(sid, self._sessions.get(sid)) for sid in session_ids]
         return [sid for sid, s in found if s is not None and s.meta.get("active") == "1" and not self._holder(s)]
 
@@ -246,6 +268,8 @@ class InMemorySessionStore:
     async def list_sessions(self) -> list[str]:
         if not self.available:
             raise StoreUnavailable("in-memory store marked unavailable")
+        for sid in list(self._sessions):
+            self._expire(sid)
         registered = [(s.registered_at, sid) for sid, s in self._sessions.items() if s.registered_at is not None]
         return [sid for _, sid in sorted(registered, reverse=True)]
 
@@ -283,3 +307,67 @@ class InMemorySessionStore:
 
     async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
         return sorted(self._get(session_id).cards.values(), key=lambda c: (-c.turns, c.name))
+
+    # -- what people control about their data (issue 23) --------------------------------------------
+
+    async def tombstone_turns(self, session_id: str, tombstones: Sequence[Turn]) -> int:
+        s = self._get(session_id)
+        base, written = s.state.base, 0
+        for turn in tombstones:
+            index = turn.seq - base
+            if 0 <= index < len(s.turns):
+                s.turns[index] = turn
+                written += 1
+        return written
+
+    async def replace_summary(self, session_id: str, *, expected_cursor: int, summary: str) -> bool:
+        s = self._get(session_id)
+        if s.state.cursor != expected_cursor:
+            return False
+        s.state = replace(s.state, summary=summary)
+        s.fence += 1
+        return True
+
+    async def delete_recall_entries(
+        self, session_id: str, *, vector_keys: Sequence[str], note_ids: Sequence[str]
+    ) -> None:
+        s = self._get(session_id)
+        for key in vector_keys:
+            s.vectors.pop(key, None)
+        for note_id in note_ids:
+            s.recall_notes.pop(note_id, None)
+
+    async def delete_notes(self, session_id: str, note_ids: Sequence[str]) -> None:
+        s = self._get(session_id)
+        gone = set(note_ids)
+        for note_id in gone:
+            s.pending.pop(note_id, None)
+            s.recall_notes.pop(note_id, None)
+        s.live = [n for n in s.live if n.note_id not in gone]
+
+    async def delete_participant_card(self, session_id: str, speaker_id: str) -> None:
+        self._get(session_id).cards.pop(speaker_id, None)
+
+    async def scrub_events(self, session_id: str, keep: Callable[[Mapping[str, Any]], bool]) -> int:
+        s = self._get(session_id)
+        before = len(s.events)
+        s.events = [e for e in s.events if keep(e)]
+        return before - len(s.events)
+
+    async def set_opted_out(self, scope: str, user_id: str, opted_out: bool) -> None:
+        if not self.available:
+            raise StoreUnavailable("in-memory store marked unavailable")
+        users = self._optout.setdefault(scope, set())
+        if opted_out:
+            users.add(user_id)
+        else:
+            users.discard(user_id)
+
+    async def opted_out(self, scope: str) -> frozenset[str]:
+        if not self.available:
+            raise StoreUnavailable("in-memory store marked unavailable")
+        return frozenset(self._optout.get(scope, ()))
+
+    async def expire_session(self, session_id: str, ttl_s: float | None) -> None:
+        s = self._get(session_id)
+        s.expires_at = None if ttl_s is None else self._monotonic() + ttl_s

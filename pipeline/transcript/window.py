@@ -47,6 +47,14 @@ class TurnWindow:
             dropped += 1
         return dropped
 
+    def drop_from(self, seq: int) -> int:
+        """Forget the turns at `seq` and after (a store that lost them, with nothing to restore)."""
+        dropped = 0
+        while self._turns and self._turns[-1].seq >= seq:
+            self._turns.pop()
+            dropped += 1
+        return dropped
+
     def all(self) -> tuple[Turn, ...]:
         return tuple(self._turns)
 

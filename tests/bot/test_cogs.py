@@ -162,30 +162,6 @@ async def test_a_failed_move_keeps_the_session_where_it_was() -> None:
         )
 
 
-async def test_forget_without_manage_guild_is_refused() -> None:
-    """/forget from a member without Manage Server deletes nothing."""
-    async with rig() as r:
-        await r.store.append_turn(SID, speech_draft("Alice", "remember this", 0.0))
-        interaction = fake_interaction(fake_member(1, "Alice"), manage_guild=False)
-        await r.cog.forget.callback(r.cog, interaction)  # type: ignore[arg-type]
-        text, ephemeral = answer(interaction)
-        assert ("Manage Server" in text, ephemeral, 1) == (True, True, await r.store.turn_count(SID))
-
-
-async def test_forget_with_permission_stops_the_session_and_deletes_its_data() -> None:
-    """/forget by an admin ends the live session and deletes transcript, summary and meta."""
-    async with rig() as r:
-        join = fake_interaction(fake_member(1, "Alice", channel=fake_channel()))
-        await r.cog.join.callback(r.cog, join)  # type: ignore[arg-type]
-        await r.registry.get(GUILD).on_heard(speech_draft("Alice", "secret plans", 1.0))  # type: ignore[union-attr]
-        interaction = fake_interaction(fake_member(1, "Alice"), manage_guild=True)
-        await r.cog.forget.callback(r.cog, interaction)  # type: ignore[arg-type]
-        text, _ = answer(interaction)
-        assert ("Forgotten" in text, None, 0, {}) == (
-            True, r.registry.get(GUILD), await r.store.turn_count(SID), await r.store.load_meta(SID)
-        )
-
-
 async def test_summary_shows_cursor_covered_through_and_summary() -> None:
     """/summary (no live session) reads the stored summary with its cursor and covered-through turn."""
     async with rig() as r:
@@ -330,6 +306,9 @@ async def test_setup_hook_loads_the_cog_and_syncs_to_the_configured_guilds(monke
         await bot.setup_hook()
         names = sorted(c.name for c in bot.tree.get_commands())
         forget = bot.tree.get_command("forget")
-        assert (["context", "forget", "join", "leave", "look", "summary", "watch"], [11, 12]) == (names, synced)
-        assert forget is not None and True is forget.default_permissions.manage_guild  # type: ignore[union-attr]
+        assert (["context", "forget", "join", "leave", "look", "optin", "optout", "summary", "watch"],
+                [11, 12]) == (names, synced)
+        # `/forget me` is for anyone; `/forget server` checks Manage Server itself (bot/cogs/privacy.py).
+        assert isinstance(forget, discord.app_commands.Group)
+        assert ["me", "server"] == sorted(c.name for c in forget.commands)
         await bot.close()

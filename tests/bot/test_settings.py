@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.settings import VARIABLES, LogFormat, Settings, SettingsError, load_settings, require_discord_token
+from pipeline.models import RedisMode
 
 
 def test_defaults_without_environment() -> None:
@@ -154,3 +155,32 @@ def test_local_summary_profile() -> None:
     explicit = load_settings({"SUMMARY_PROFILE": "local", "OPENAI_BASE_URL": "http://h/v1", "SUMMARY_TIMEOUT_S": "90"})
     assert 90.0 == explicit.summary_timeout_s
     assert (None, None) == make_summarizers(load_settings({}))[0:1] + (load_settings({}).summary_max_tokens,)
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"REDIS_MODE": "shards"}, "REDIS_MODE"),
+        ({"REDIS_MODE": "cluster"}, "REDIS_URL"),
+        ({"REDIS_MODE": "sentinel", "REDIS_SENTINEL_SERVICE": "lc"}, "REDIS_SENTINELS"),
+        ({"REDIS_MODE": "sentinel", "REDIS_SENTINELS": "10.0.0.5:26379"}, "REDIS_SENTINEL_SERVICE"),
+        ({"REDIS_MODE": "sentinel", "REDIS_SENTINELS": "10.0.0.5", "REDIS_SENTINEL_SERVICE": "lc"}, "REDIS_SENTINELS"),
+        ({"REDIS_SENTINELS": "10.0.0.5:26379"}, "REDIS_MODE=sentinel"),
+    ],
+)
+def test_redis_mode_needs_its_companions(env: dict[str, str], named: str) -> None:
+    """A cluster needs a node's URL, Sentinel its addresses and service; the message names the variable."""
+    with pytest.raises(SettingsError) as info:
+        load_settings(env)
+    assert named in str(info.value)
+
+
+def test_redis_modes_parse() -> None:
+    """REDIS_MODE=cluster keeps REDIS_URL; sentinel reads host:port pairs."""
+    cluster = load_settings({"REDIS_MODE": "cluster", "REDIS_URL": "redis://10.0.0.5:7000/0"})
+    sentinel = load_settings({"REDIS_MODE": "Sentinel", "REDIS_SENTINELS": "10.0.0.5:26379, [::1]:26380",
+                              "REDIS_SENTINEL_SERVICE": "longcall"})
+    assert (RedisMode.CLUSTER, "redis://10.0.0.5:7000/0") == (cluster.redis_mode, cluster.redis_url)
+    assert (RedisMode.SENTINEL, (("10.0.0.5", 26379), ("::1", 26380)), "longcall") == (
+        sentinel.redis_mode, sentinel.redis_sentinels, sentinel.redis_sentinel_service)
+    assert RedisMode.SINGLE is load_settings({}).redis_mode

@@ -50,6 +50,9 @@ class FakeVoiceLink:
         self.was_kicked = False  # Discord removed the bot (a leave discord.py did not ask for)
         self.abandoned = False  # closed without leaving through the gateway (lease lost)
         self.reconnect_handler: Callable[[int], None] | None = None
+        self.ignored: frozenset[int] = frozenset()  # opted out: dropped "at receive", counted
+        self.ignored_dropped = 0
+        self.posted: list[str] = []  # messages posted in the channel's text chat
         self._player: threading.Thread | None = None
         self._stop_player = threading.Event()
         self._wake_player = threading.Event()  # set by stop() or by the test releasing the hold
@@ -76,9 +79,19 @@ class FakeVoiceLink:
         await asyncio.Event().wait()
 
     async def next_frame(self) -> VoiceFrame:
-        frame = await self.frames.get()
-        self.frames.task_done()  # `await link.frames.join()`: every frame put has been taken
-        return frame
+        while True:
+            frame = await self.frames.get()
+            self.frames.task_done()  # `await link.frames.join()`: every frame put has been taken
+            if frame.user_id not in self.ignored:
+                return frame
+            self.ignored_dropped += 1  # what the real receiver does before decoding (bot/voice/packets.py)
+
+    def set_ignored_users(self, user_ids: frozenset[int]) -> None:
+        self.ignored = frozenset(user_ids)
+
+    async def post_text(self, text: str) -> None:
+        self.posted.append(text)
+        self._changed.set()
 
     async def until(self, what: str, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
         """Wait (no polling) until `predicate()` holds; re-checked after every frame the player reads."""

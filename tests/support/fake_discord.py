@@ -16,9 +16,10 @@ the test-only LONGCALL_DISCORD_API_BASE (bot.client.point_discord_at_test_server
              guild's events to every session of its shard), pointing at a fresh voice server.
 
 The test drives it: `join(conn, guild)` sends one connection a `/join` INTERACTION_CREATE by a
-person in the voice channel; `say(guild, text)` sends MESSAGE_CREATE (typed chat in the voice
-channel's own chat) to every connection. Every connection sees every guild, as two processes
-running the same shards do.
+person in the voice channel, `command(conn, guild, name, user=, sub=)` any other command;
+`say(guild, text)` sends MESSAGE_CREATE (typed chat in the voice channel's own chat) to every
+connection; `posts` holds what the bot posted in channels. Every connection sees every guild, as
+two processes running the same shards do.
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ class FakeDiscord:
         self.voice: list[FakeVoiceGateway] = []  # one per voice join, in order
         self.callbacks: list[dict[str, Any]] = []  # interaction responses, in order
         self.followups: list[dict[str, Any]] = []
+        self.posts: list[tuple[int, str]] = []  # (channel id, content) the bot posted
         self.errors: list[str] = []
         self.resumes = 0
         self.voice_requests: list[tuple[int, int, str | None]] = []  # op 4: (connection, guild, channel or None)
@@ -207,17 +209,30 @@ class FakeDiscord:
     async def join(self, conn: Connection, guild_id: int) -> None:
         """Alice uses /join in the voice channel's chat, through this connection only (Discord
         sends an interaction to the one session of the guild's shard)."""
+        await self.command(conn, guild_id, "join", token=f"tok-{guild_id}")
+
+    async def command(
+        self, conn: Connection, guild_id: int, name: str, *, user: int = 0, sub: str | None = None,
+        token: str | None = None,
+    ) -> str:
+        """Person `user` (index into HUMANS) uses `/name` (or `/name sub`) in the voice channel's
+        chat; returns the interaction token its answers come back under."""
         channel = voice_channel_of(guild_id)
-        user_id, name = HUMANS[0]
+        user_id, user_name = HUMANS[user % len(HUMANS)]
+        token = token or f"tok-{name}-{next(self._ids)}"
+        data: dict[str, Any] = {"id": "1", "name": name, "type": 1}
+        if sub is not None:
+            data["options"] = [{"name": sub, "type": 1, "options": []}]
         await conn.dispatch("INTERACTION_CREATE", {
-            "id": str(next(self._ids)), "application_id": str(APP_ID), "type": 2, "token": f"tok-{guild_id}",
+            "id": str(next(self._ids)), "application_id": str(APP_ID), "type": 2, "token": token,
             "version": 1, "guild_id": str(guild_id), "channel_id": str(channel),
             "channel": {"id": str(channel), "type": 2, "guild_id": str(guild_id), "name": "General"},
-            "member": _member(user_id, name), "data": {"id": "1", "name": "join", "type": 1},
+            "member": _member(user_id, user_name), "data": data,
             "app_permissions": str((1 << 41) - 1), "locale": "en-US", "guild_locale": "en-US",
             "entitlements": [], "authorizing_integration_owners": {"0": str(guild_id)}, "context": 0,
             "attachment_size_limit": 10_000_000,
         })
+        return token
 
     async def say(self, guild_id: int, user: int, text: str) -> None:
         """A message typed in the voice channel's chat, to every connection."""
@@ -294,6 +309,8 @@ class FakeDiscord:
 
     async def _post_message(self, request: web.Request) -> web.Response:
         body = await request.json()
+        self.posts.append((int(request.match_info["channel"]), body.get("content", "")))
+        self._changed.set()
         return _json(self._message(request.match_info["channel"], body.get("content", "")))
 
     def _message(self, channel: str, content: str) -> dict[str, Any]:

@@ -11,7 +11,10 @@ Only OpenAI's models are faked, at the network boundary. Each endpoint pops a sc
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import re
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +22,8 @@ from types import TracebackType
 from typing import Any
 
 from aiohttp import web
+
+from tests.support.sdk_conformance import request_violations, response_violations
 
 
 @dataclass(slots=True)
@@ -44,6 +49,12 @@ class Reply:
     hold_after_words: int | None = None
     # Speech: the connection drops before the promised body arrives (a read error in the client).
     cut_body: bool = False
+    # Chat, streamed: after this many words the server sends an error event in the stream
+    # (`data: {"error": ...}`, as OpenAI does when a generation fails midway).
+    error_after_words: int | None = None
+    stream_error: dict[str, Any] = field(
+        default_factory=lambda: {"message": "scripted stream error", "type": "server_error", "code": None}
+    )
 
 
 @dataclass(slots=True)
@@ -69,9 +80,15 @@ class OpenAIStub:
         # test, e.g. a real Whisper model behind the endpoint. Uploads are kept in `uploads`.
         self.transcriber: Callable[[bytes, dict[str, str]], Any] | None = None
         self.uploads: list[tuple[bytes, dict[str, str]]] = []
+        self.transcriptions: list[Reply] = []  # scripted statuses/holds before `transcriber` answers
         # GET /v1/models: the entries served (a local server may report its context size here).
         self.models: list[dict[str, Any]] = [{"id": "test", "object": "model", "owned_by": "stub"}]
         self.in_flight = 0  # chat requests being answered now
+        # Every request is checked against the installed SDK's params types (sdk_conformance);
+        # a violation fails the test at shutdown unless `strict` is turned off.
+        self.violations: list[str] = []
+        self.strict = True
+        self.validate = True  # off only where its cost would distort a timing (bench/)
         self._changed = asyncio.Event()  # set on every request recorded and every chat answer ended
         self._holds: list[asyncio.Event] = []  # released at shutdown, so a held answer cannot keep it waiting
         self._runner: web.AppRunner | None = None
@@ -118,10 +135,21 @@ class OpenAIStub:
             hold.set()
         if self._runner is not None:
             await self._runner.cleanup()
+        if self.strict and self.violations and exc_type is None:
+            raise AssertionError("requests the openai SDK's types reject:\n" + "\n".join(self.violations))
+
+    def _check_answer(self, path: str, body: dict[str, Any], *, chunk: bool = False) -> None:
+        if self.validate:
+            self.violations += response_violations(path, body, chunk=chunk)
+
+    def _check(self, path: str, body: dict[str, Any]) -> None:
+        if self.validate:
+            self.violations += request_violations(path, body)
 
     async def _record(self, request: web.Request) -> dict[str, Any]:
         body = await request.json()
         self.requests.append(Recorded(path=request.path, body=body, headers=dict(request.headers)))
+        self._check(request.path, body)
         self._changed.set()
         return body
 
@@ -140,6 +168,9 @@ class OpenAIStub:
 
     async def _answer_chat(self, request: web.Request) -> web.StreamResponse:
         body = await self._record(request)
+        refused = reasoning_model_refusal(body)
+        if refused is not None:
+            return web.json_response({"error": refused}, status=400)
         reply = (
             self.chat.pop(0) if self.chat else Reply(text=self.default_chat_text, responder=self.default_responder)
         )
@@ -161,26 +192,32 @@ class OpenAIStub:
             return await self._stream_chat(request, body, reply)
         if reply.stream_over_s:
             await asyncio.sleep(reply.stream_over_s)
+        text, finish_reason = reasoning_budget(body, reply.text, reply.finish_reason)
         choices = [] if reply.no_choices else [
-            {"index": 0, "finish_reason": reply.finish_reason,
-             "message": {"role": "assistant", "content": reply.text}}
+            {"index": 0, "finish_reason": finish_reason, "logprobs": None,
+             "message": {"role": "assistant", "content": text, "refusal": None}}
         ]
-        return web.json_response(
-            {
-                "id": "chatcmpl-test",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "test"),
-                "choices": choices,
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        )
+        answer = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "test"),
+            "choices": choices,
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        self._check_answer(request.path, answer)
+        return web.json_response(answer)
 
     async def _stream_chat(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        words = (reply.text or "").split(" ")
+        text, finish_reason = reasoning_budget(body, reply.text, reply.finish_reason)
+        words = (text or "").split(" ")
         for i, word in enumerate(words):
+            if reply.error_after_words == i:
+                await response.write(f"data: {json.dumps({'error': reply.stream_error})}\n\n".encode())
+                await response.write_eof()
+                return response
             if reply.hold is not None and i == reply.hold_after_words:
                 self._holds.append(reply.hold)
                 await reply.hold.wait()
@@ -191,8 +228,10 @@ class OpenAIStub:
                 "object": "chat.completion.chunk",
                 "created": int(time.time()),
                 "model": body.get("model", "test"),
-                "choices": [{"index": 0, "delta": {"content": word + (" " if i < len(words) - 1 else "")}}],
+                "choices": [{"index": 0, "finish_reason": finish_reason if i == len(words) - 1 else None,
+                             "delta": {"content": word + (" " if i < len(words) - 1 else "")}}],
             }
+            self._check_answer(request.path, chunk, chunk=True)
             try:
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             except ConnectionResetError:  # the client stopped reading (barge-in, a dropped reply)
@@ -211,7 +250,19 @@ class OpenAIStub:
         fields = {k: str(v) for k, v in form.items() if k != "file"}
         self.uploads.append((audio, fields))
         self.requests.append(Recorded(path=request.path, body=fields, headers=dict(request.headers)))
+        self._check(request.path, fields)
         self._changed.set()
+        refused = transcription_refusal(fields)
+        if refused is not None:
+            return web.json_response({"error": refused}, status=400)
+        if self.transcriptions:
+            reply = self.transcriptions.pop(0)
+            if reply.hold is not None:
+                self._holds.append(reply.hold)
+                await reply.hold.wait()
+            if reply.status != 200:
+                return web.json_response({"error": {"message": "scripted error", "type": "server_error", "code": None}},
+                                         status=reply.status, headers=reply.headers)
         if self.transcriber is None:
             return web.json_response({"error": {"message": "no transcriber"}}, status=503)
         answer = self.transcriber(audio, fields)
@@ -247,15 +298,73 @@ class OpenAIStub:
         body = await self._record(request)
         reply = self.embeddings.pop(0) if self.embeddings else Reply()
         if reply.status != 200:
-            return web.json_response({"error": {"message": "scripted error"}}, status=reply.status)
+            return web.json_response({"error": {"message": "scripted error", "type": "server_error", "code": None}},
+                                     status=reply.status, headers=reply.headers)
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
         data = []
         for i, text in enumerate(inputs):
             vector = [0.0] * 64
             for word in str(text).lower().split():
                 vector[sum(word.encode()) % 64] += 1.0
-            data.append({"object": "embedding", "index": i, "embedding": vector})
-        return web.json_response(
-            {"object": "list", "data": data, "model": body.get("model", "test"),
-             "usage": {"prompt_tokens": 1, "total_tokens": 1}}
-        )
+            # The SDK asks for base64 (little-endian float32) unless told otherwise, as OpenAI answers it.
+            encoded: Any = vector
+            if body.get("encoding_format") == "base64":
+                encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+            data.append({"object": "embedding", "index": i, "embedding": encoded})
+        answer = {"object": "list", "data": data, "model": body.get("model", "test"),
+                  "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        if body.get("encoding_format") != "base64":  # the SDK's type declares float vectors only
+            self._check_answer(request.path, answer)
+        return web.json_response(answer)
+
+
+# -- what OpenAI refuses (the stub answers these as the API does) ---------------------------------------
+
+_REASONING_MODEL = re.compile(r"^(gpt-5|gpt-6|o\d)")
+# Reasoning tokens a model spends before its answer, by effort (unset: the API's default, medium).
+_REASONING_TOKENS = {"none": 0, "minimal": 40, "low": 300, "medium": 1200, "high": 4000}
+
+
+def _reasoning(body: dict[str, Any]) -> bool:
+    return bool(_REASONING_MODEL.match(str(body.get("model", "")).rsplit("/", 1)[-1]))
+
+
+def reasoning_model_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The 400 body OpenAI answers to `max_tokens`, or a temperature other than 1, sent to a
+    reasoning model (gpt-5/gpt-6/o-series names); None when the request is acceptable."""
+    if not _reasoning(body):
+        return None
+    if "max_tokens" in body:
+        return {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.", "type": "invalid_request_error",
+                "param": "max_tokens", "code": "unsupported_parameter"}
+    if body.get("temperature") not in (None, 1, 1.0):
+        return {"message": "Unsupported value: 'temperature' does not support this value with this model. "
+                "Only the default (1) value is supported.", "type": "invalid_request_error",
+                "param": "temperature", "code": "unsupported_value"}
+    return None
+
+
+def reasoning_budget(body: dict[str, Any], text: str | None, finish_reason: str) -> tuple[str | None, str]:
+    """A reasoning model thinks first, inside `max_completion_tokens`: when the cap leaves no room
+    after the thinking its effort costs, the answer comes back empty, cut at the length."""
+    if not _reasoning(body) or "max_completion_tokens" not in body:
+        return text, finish_reason
+    thinking = _REASONING_TOKENS.get(str(body.get("reasoning_effort") or "medium"), 1200)
+    answer_tokens = max(1, len(text or "") // 4)
+    if int(body["max_completion_tokens"]) < thinking + answer_tokens:
+        return "", "length"
+    return text, finish_reason
+
+
+def transcription_refusal(fields: dict[str, str]) -> dict[str, Any] | None:
+    """OpenAI's 400s: `verbose_json` from a gpt-* transcriber (json only), a prompt to the
+    diarize model; None when acceptable."""
+    model = fields.get("model", "")
+    if model.startswith("gpt-") and fields.get("response_format") == "verbose_json":
+        return {"message": f"response_format 'verbose_json' is not compatible with model '{model}'.",
+                "type": "invalid_request_error", "param": "response_format", "code": "unsupported_value"}
+    if "diarize" in model and "prompt" in fields:
+        return {"message": "prompt is not supported with this model.", "type": "invalid_request_error",
+                "param": "prompt", "code": "unsupported_parameter"}
+    return None

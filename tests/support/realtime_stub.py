@@ -1,13 +1,21 @@
 """A local fake of the OpenAI realtime websocket server for tests: the real `openai` client
 talks to it.
 
-It speaks enough of the protocol for the reply path: `session.update` (answered with
-`session.updated`), `conversation.item.create` / `.delete`, `response.create` (streams
-`response.output_audio.delta` chunks of base64 PCM interleaved with transcript deltas,
-then `response.done`) and `response.cancel` (ends the response as `cancelled`, or answers
-an `error` when nothing is active, as the real server does). Each `response.create` pops
-a `ScriptedResponse`; errors, holds, drops and delays are scripted there. Everything the
-client sent is recorded.
+It speaks the GA protocol's event sequences for the reply path: `session.update` (answered
+with `session.updated`), `conversation.item.create` (`conversation.item.added` and `.done`) /
+`.delete`, `response.create` (`response.created`, the output item and its content part added,
+`response.output_audio.delta` chunks of base64 PCM interleaved with transcript deltas, the
+audio and transcript done, the part and item done, `response.done`, `rate_limits.updated`)
+and `response.cancel` (ends the response as `cancelled`, or answers an `error` when nothing
+is active, as the real server does). Each `response.create` pops a `ScriptedResponse`;
+errors, holds, drops and delays are scripted there. Everything both sides sent is recorded
+and checked against the openai SDK's event types (`sdk_conformance`).
+
+Sessions expire as the real service's do (60 minutes): with `session_limit_s` set, a
+connection older than that on the stub's `clock` gets an unsolicited `session_expired` error
+at its next event or at `expire_due()`, then is closed (or left open, `close_on_expiry=False`:
+an idle-time error on a socket that stays up). `answer_turns` makes each response say
+`Answer to <the turn's text>`, so a test can tell whose answer it heard.
 
     async with RealtimeStub() as stub:
         stub.responses.append(ScriptedResponse(audio=[pcm], transcript=["Hi."]))
@@ -23,9 +31,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import itertools
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import TracebackType
@@ -36,6 +46,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+
+from tests.support.sdk_conformance import client_event_violations, server_event_violations
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +106,24 @@ class RealtimeStub:
         self.responses: list[ScriptedResponse] = []
         self.default_response = ScriptedResponse()
         self.received: list[Received] = []
+        self.sent: list[dict[str, Any]] = []  # every server event, as sent
+        # Every event both ways is checked against the installed SDK's event types (sdk_conformance);
+        # a violation fails the test at shutdown unless `strict` is turned off.
+        self.violations: list[str] = []
+        self.strict = True
+        self.validate = True  # off only where its cost would distort a timing (bench/)
         self.connections: list[ConnectionInfo] = []
         self.reject_status: int | None = None  # refuse the websocket handshake with this HTTP status
         self.admission_error: ServerError | None = None  # send this instead of session.created, then close
         self.hold_session_created = False  # never send session.created (connect deadline tests)
+        self.session_created_delay_s = 0.0  # bench/: a stand-in for the real service's session setup time
         self.session_update_error: ServerError | None = None  # answer the next session.update with this
+        self.clock: Callable[[], float] = time.monotonic
+        self.session_limit_s: float | None = None  # expire sessions this old (on `clock`)
+        self.close_on_expiry = True
+        self.expired = 0  # session_expired errors sent
+        self.answer_turns = False  # each transcript says `Answer to <the turn's text>`
+        self._opened: dict[ServerConnection, float] = {}
         self.port = 0
         self._server: Server | None = None
         self._released = asyncio.Event()
@@ -126,6 +151,32 @@ class RealtimeStub:
             await self._arrived.wait_for(lambda: len(self.of_type(event_type)) >= count)
         return self.of_type(event_type)
 
+    async def expire_due(self) -> int:
+        """Expire every open session past `session_limit_s` now (as the server does, unasked)."""
+        due = [ws for ws in list(self._live) if self._past_limit(ws)]
+        for ws in due:
+            await self._expire(ws)
+        return len(due)
+
+    def _past_limit(self, ws: ServerConnection) -> bool:
+        opened = self._opened.get(ws)
+        return self.session_limit_s is not None and opened is not None and (
+            self.clock() - opened >= self.session_limit_s
+        )
+
+    async def _expire(self, ws: ServerConnection) -> None:
+        self._opened.pop(ws, None)  # one expiry per session
+        self.expired += 1
+        message = "Your session hit the maximum duration of 60 minutes."
+        await self._error(ws, ServerError("invalid_request_error", "session_expired", message, tied=False), None)
+        if self.close_on_expiry:
+            await ws.close(1000, "session expired")
+
+    async def send_unsolicited(self, error: ServerError) -> None:
+        """Send `error` (untied to any client event) on every open socket, which stays open."""
+        for ws in list(self._live):
+            await self._error(ws, error, None)
+
     async def drop_connections(self) -> None:
         """Close every open socket from the server side (an idle drop)."""
         for ws in list(self._live):
@@ -145,6 +196,8 @@ class RealtimeStub:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+        if self.strict and self.violations and exc_type is None:
+            raise AssertionError("realtime events the openai SDK's types reject:\n" + "\n".join(self.violations))
 
     # -- the protocol ---------------------------------------------------------------------------
 
@@ -160,7 +213,11 @@ class RealtimeStub:
         return f"event_{next(self._ids)}"
 
     async def _send(self, ws: ServerConnection, event: dict[str, Any]) -> None:
-        await ws.send(json.dumps({"event_id": self._event_id(), **event}))
+        full = {"event_id": self._event_id(), **event}
+        self.sent.append(full)
+        if self.validate:
+            self.violations += server_event_violations(full)
+        await ws.send(json.dumps(full))
 
     async def _error(self, ws: ServerConnection, error: ServerError, cause: dict[str, Any] | None) -> None:
         body: dict[str, Any] = {"type": error.type, "code": error.code, "message": error.message}
@@ -180,8 +237,11 @@ class RealtimeStub:
         headers = {k.lower(): v for k, v in request.headers.raw_items()}
         self.connections.append(ConnectionInfo(path=url.path, query=parse_qs(url.query), headers=headers))
         self._live.add(ws)
-        session: dict[str, Any] = {"type": "realtime", "id": f"sess_{index}", "instructions": "server default"}
+        session: dict[str, Any] = {"type": "realtime", "model": "gpt-realtime-2.1", "instructions": "server default",
+                                   "output_modalities": ["audio"]}
         active: _Active | None = None
+        last_turn = ""
+        self._opened[ws] = self.clock()
         try:
             if self.hold_session_created:
                 await self._wait_released(None)
@@ -190,12 +250,20 @@ class RealtimeStub:
                 await self._error(ws, self.admission_error, None)
                 await ws.close(1008, "admission refused")
                 return
+            if self.session_created_delay_s:
+                await self._wait_released(self.session_created_delay_s)
             await self._send(ws, {"type": "session.created", "session": session})
             async for raw in ws:
                 event = json.loads(raw)
                 self.received.append(Received(connection=index, event=event))
+                if self.validate:
+                    self.violations += client_event_violations(event)
                 async with self._arrived:
                     self._arrived.notify_all()
+                if self._past_limit(ws):
+                    await self._expire(ws)
+                    if self.close_on_expiry:
+                        break
                 kind = event.get("type")
                 if kind == "session.update":
                     if self.session_update_error is not None:
@@ -205,7 +273,9 @@ class RealtimeStub:
                     session.update(event.get("session") or {})
                     await self._send(ws, {"type": "session.updated", "session": dict(session)})
                 elif kind == "conversation.item.create":
-                    item = {**event["item"], "id": event["item"].get("id") or f"item_{next(self._ids)}"}
+                    item = {**event["item"], "id": event["item"].get("id") or f"item_{next(self._ids)}",
+                            "object": "realtime.item", "status": "completed"}
+                    last_turn = next((str(c.get("text")) for c in item.get("content") or [] if c.get("text")), "")
                     await self._send(ws, {"type": "conversation.item.added", "previous_item_id": None, "item": item})
                     await self._send(ws, {"type": "conversation.item.done", "previous_item_id": None, "item": item})
                 elif kind == "conversation.item.delete":
@@ -216,6 +286,8 @@ class RealtimeStub:
                         await self._error(ws, error, event)
                         continue
                     script = self.responses.pop(0) if self.responses else self.default_response
+                    if self.answer_turns:
+                        script = dataclasses.replace(script, transcript=(f"Answer to {last_turn}",))
                     active = _Active()
                     active.task = asyncio.create_task(
                         self._respond(ws, script, event, active), name=f"stub-response:{index}"
@@ -230,6 +302,7 @@ class RealtimeStub:
             pass
         finally:
             self._live.discard(ws)
+            self._opened.pop(ws, None)
             if active is not None and active.task is not None:
                 active.task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
@@ -257,11 +330,15 @@ class RealtimeStub:
         rid = f"resp_{next(self._ids)}"
         item_id = f"item_{next(self._ids)}"
         where = {"response_id": rid, "item_id": item_id, "output_index": 0, "content_index": 0}
-        created = {"id": rid, "status": "in_progress", "output": []}
+        created = {"id": rid, "object": "realtime.response", "status": "in_progress", "output": []}
         await self._send(ws, {"type": "response.created", "response": created})
-        item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
-        added = {"type": "response.output_item.added", "response_id": rid, "output_index": 0, "item": item}
-        await self._send(ws, added)
+        item = {"id": item_id, "object": "realtime.item", "type": "message", "role": "assistant",
+                "status": "in_progress", "content": []}
+        await self._send(ws, {"type": "response.output_item.added", "response_id": rid, "output_index": 0,
+                              "item": item})
+        await self._send(ws, {"type": "conversation.item.added", "previous_item_id": None, "item": item})
+        await self._send(ws, {"type": "response.content_part.added", **where,
+                              "part": {"type": "audio", "transcript": ""}})
         if script.delay_before_audio_s:
             await self._wait_released(script.delay_before_audio_s)
         transcript = list(script.transcript)
@@ -287,19 +364,23 @@ class RealtimeStub:
             if script.hold_after_chunks is not None and script.hold_after_chunks >= len(script.audio):
                 await active.cancel.wait()
         cancelled = active.cancel.is_set()
+        said = "".join(transcript)
         if not cancelled:
             for delta in transcript[len(script.audio) :]:
                 await self._send(ws, {"type": "response.output_audio_transcript.delta", **where, "delta": delta})
             await self._send(ws, {"type": "response.output_audio.done", **where})
-            await self._send(
-                ws, {"type": "response.output_audio_transcript.done", **where, "transcript": "".join(transcript)}
-            )
+            await self._send(ws, {"type": "response.output_audio_transcript.done", **where, "transcript": said})
+        part = {"type": "audio", "transcript": said}
+        await self._send(ws, {"type": "response.content_part.done", **where, "part": part})
         status = "cancelled" if cancelled else script.status
         done_item = {
             **item,
             "status": "incomplete" if cancelled else "completed",
-            "content": [{"type": "output_audio", "transcript": "".join(transcript)}],
+            "content": [{"type": "output_audio", "transcript": said}],
         }
+        await self._send(ws, {"type": "response.output_item.done", "response_id": rid, "output_index": 0,
+                              "item": done_item})
+        await self._send(ws, {"type": "conversation.item.done", "previous_item_id": None, "item": done_item})
         details: dict[str, Any] = {"type": status, "reason": "client_cancelled"} if cancelled else {"type": status}
         if status == "failed":
             details = {"type": "failed", "error": {"type": "server_error", "code": "scripted_failure"}}
@@ -308,8 +389,13 @@ class RealtimeStub:
             ws,
             {
                 "type": "response.done",
-                "response": {"id": rid, "status": status, "status_details": details, "output": [done_item]},
+                "response": {"id": rid, "object": "realtime.response", "status": status, "status_details": details,
+                             "output": [done_item]},
             },
         )
+        await self._send(ws, {"type": "rate_limits.updated", "rate_limits": [
+            {"name": "requests", "limit": 1000, "remaining": 999, "reset_seconds": 0.06},
+            {"name": "tokens", "limit": 50000, "remaining": 49000, "reset_seconds": 1.2},
+        ]})
         if script.close_after_done:
             await ws.close(1011, "scripted drop after done")

@@ -95,14 +95,15 @@ class ProcessLog:
 
 class RedisWatch:
     """Wakes on every write Redis reports (keyspace notifications), so a test re-checks what it
-    waits for when the data changes, not on a timer."""
+    waits for when the data changes, not on a timer. Give every node's URL for a Redis Cluster
+    or a primary with replicas: each node reports only its own keys."""
 
-    def __init__(self, url: str) -> None:
-        self._client = aioredis.Redis.from_url(url)
-        self._pubsub = self._client.pubsub()
+    def __init__(self, *urls: str) -> None:
+        self._clients = [aioredis.Redis.from_url(url) for url in urls]
+        self._pubsubs = [client.pubsub() for client in self._clients]
         self.changed = asyncio.Event()
-        self._listener: asyncio.Task[None] | None = None
-        self._previous = ""
+        self._listeners: list[asyncio.Task[None]] = []
+        self._previous: list[str] = []
 
     async def __aenter__(self) -> RedisWatch:
         await self.start()
@@ -114,25 +115,29 @@ class RedisWatch:
         await self.aclose()
 
     async def start(self) -> None:
-        self._previous = str((await self._client.config_get("notify-keyspace-events")).get(
-            "notify-keyspace-events", ""))
-        await self._client.config_set("notify-keyspace-events", "KA")
-        await self._pubsub.psubscribe("__keyspace@*__:*")
-        self._listener = asyncio.create_task(self._listen(), name="redis keyspace watch")
+        for i, (client, pubsub) in enumerate(zip(self._clients, self._pubsubs, strict=True)):
+            self._previous.append(str((await client.config_get("notify-keyspace-events")).get(
+                "notify-keyspace-events", "")))
+            await client.config_set("notify-keyspace-events", "KA")
+            await pubsub.psubscribe("__keyspace@*__:*")
+            self._listeners.append(asyncio.create_task(self._listen(pubsub), name=f"redis keyspace watch {i}"))
 
-    async def _listen(self) -> None:
-        async for message in self._pubsub.listen():
-            if message.get("type") == "pmessage":
-                self.changed.set()
+    async def _listen(self, pubsub: Any) -> None:
+        with contextlib.suppress(aioredis.ConnectionError):  # a node killed on purpose stops reporting
+            async for message in pubsub.listen():
+                if message.get("type") == "pmessage":
+                    self.changed.set()
 
     async def until(self, what: str, check: Callable[[], Awaitable[bool]], timeout_s: float) -> None:
         await until(what, check, self.changed, timeout_s)
 
     async def aclose(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
+        for listener in self._listeners:
+            listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._listener
-        await self._pubsub.aclose()
-        await self._client.config_set("notify-keyspace-events", self._previous)
-        await self._client.aclose()
+                await listener
+        for client, pubsub, previous in zip(self._clients, self._pubsubs, self._previous, strict=False):
+            with contextlib.suppress(aioredis.ConnectionError, OSError):
+                await pubsub.aclose()
+                await client.config_set("notify-keyspace-events", previous)
+            await client.aclose()

@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from bot.dashboard.web import DashboardConfig, bound_port, create_dashboard_app, start_dashboard
+from bot.dashboard.config import DashboardConfig
+from bot.dashboard.web import bound_port, create_dashboard_app, start_dashboard
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.conversation.deps import ConversationDeps
@@ -277,6 +278,9 @@ def test_live_update_of_a_running_session_without_reload(browser: Any, server: D
 def test_token_wall_in_the_browser(browser: Any, redis_server: PrivateRedisServer) -> None:
     """With DASHBOARD_TOKEN: 401 and a login form without it; the form's cookie opens the pages,
     and scripts cannot read it (HttpOnly)."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
     walled = DashboardServer(redis_server.url, DashboardConfig(token=TOKEN))
     try:
         with pytest.raises(urllib.error.HTTPError) as info:
@@ -291,8 +295,13 @@ def test_token_wall_in_the_browser(browser: Any, redis_server: PrivateRedisServe
         assert not browser.find_elements("css selector", "[data-testid=sessions]")
         browser.save_screenshot(str(SCREENSHOTS / "dashboard-login.png"))
         browser.find_element("css selector", "input[name=token]").send_keys(TOKEN)
+        login_page = browser.find_element("css selector", "form[action='/login']")
         browser.find_element("css selector", "button[type=submit]").click()
-        assert browser.find_elements("css selector", "[data-testid=sessions]")
+        # The click starts a navigation (POST /login, a redirect, the sessions page); wait for the
+        # sessions page itself, not for the old page to be gone or a fixed time.
+        WebDriverWait(browser, 20).until(expected_conditions.staleness_of(login_page))
+        WebDriverWait(browser, 20).until(
+            expected_conditions.presence_of_element_located(("css selector", "[data-testid=sessions]")))
         assert "" == browser.execute_script("return document.cookie")
         assert TOKEN not in browser.page_source
         browser.save_screenshot(str(SCREENSHOTS / "dashboard-index.png"))

@@ -34,6 +34,10 @@ class NoText:
 @dataclass
 class Target:
     notes: ScreenNotes | None
+    opted_out_names: tuple[str, ...] = ()
+
+    def refuses_note_by(self, by: str) -> bool:
+        return by in self.opted_out_names
 
 
 @dataclass
@@ -52,7 +56,9 @@ def auth(token: str = TOKEN) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def api(*, token: str | None = TOKEN, notes_on: bool = True, **config: Any) -> AsyncIterator[Api]:
+async def api(
+    *, token: str | None = TOKEN, notes_on: bool = True, opted_out: tuple[str, ...] = (), **config: Any
+) -> AsyncIterator[Api]:
     added: list[Note] = []
 
     async def sink(note: Note) -> None:
@@ -62,7 +68,7 @@ async def api(*, token: str | None = TOKEN, notes_on: bool = True, **config: Any
         writer=NoteWriter(vision=None, reader=NoText()), sink=sink, clock=FakeClock(30.0),
         events=EventEmitter(guild_id="11", session_id=SID, source="test"), config=NotesConfig(**config),
     )
-    targets = {SID: Target(notes if notes_on else None)}
+    targets = {SID: Target(notes if notes_on else None, opted_out)}
     app = web.Application()
     register_notes_api(app, targets.get, token=token)
     server = TestServer(app)
@@ -97,6 +103,18 @@ async def test_a_text_note_is_added_as_is() -> None:
         response.status, note.source, note.by, note.why, len(note.text) + len(note.why) + 8 <= 400
     )
     assert body["note"]["text"] == note.text
+
+
+async def test_notes_about_someone_who_opted_out_are_refused() -> None:
+    """A note (text or image) naming a person in the call who used /optout is refused with 403."""
+    async with api(opted_out=("Bob",)) as a:
+        async with a.http.post(a.url(), json={"text": "Bob's screen", "by": "Bob"}, headers=auth()) as text:
+            said = await text.json()
+        async with a.http.post(a.url() + "?by=Bob", data=b"\x89PNG", headers={**auth(), "Content-Type": "image/png"}
+                               ) as image:
+            pass
+    assert (403, 403, []) == (text.status, image.status, a.added)
+    assert "opted out" in said["error"]
 
 
 async def test_the_same_frame_twice_is_a_duplicate() -> None:
@@ -179,7 +197,8 @@ async def test_ingest_passes_the_dashboard_token_wall_with_its_own_token() -> No
     """On the bot's web server the dashboard's token wall guards every page; the ingest has its
     own token (a capture tool never holds the dashboard's), so it answers on NOTES_INGEST_TOKEN
     behind the wall, and a wrong token still gets 401 -- from the ingest, not the wall."""
-    from bot.dashboard.web import DashboardConfig, create_dashboard_app
+    from bot.dashboard.config import DashboardConfig
+    from bot.dashboard.web import create_dashboard_app
     from pipeline.transcript.store_memory import InMemorySessionStore
 
     added: list[Note] = []

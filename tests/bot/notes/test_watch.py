@@ -72,7 +72,8 @@ async def test_watch_posts_changed_frames_to_the_ingest(tmp_path: Path) -> None:
     notes = ScreenNotes(writer=NoteWriter(vision=None, reader=NoText()), sink=sink, clock=FakeClock(),
                         events=EventEmitter(guild_id="1", session_id="guild-1", source="t"), config=NotesConfig())
     app = web.Application()
-    register_notes_api(app, {"guild-1": type("T", (), {"notes": notes})()}.get, token=TOKEN)
+    target = type("T", (), {"notes": notes, "refuses_note_by": lambda self, by: False})()
+    register_notes_api(app, {"guild-1": target}.get, token=TOKEN)
     server = TestServer(app)
     await server.start_server()
     worker = asyncio.create_task(notes.run())

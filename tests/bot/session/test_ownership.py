@@ -28,16 +28,20 @@ def draft(i: int) -> TurnDraft:
                      started_at=float(i), ended_at=i + 0.5, turn_id=f"t{i}")
 
 
-@pytest.fixture(params=["redis", "memory"])
+@pytest.fixture(params=["redis", "cluster", "memory"])
 async def store(
     request: pytest.FixtureRequest, redis_server: PrivateRedisServer
 ) -> AsyncIterator[RedisSessionStore | InMemorySessionStore]:
-    if request.param == "redis":
-        redis_store = RedisSessionStore.from_url(redis_server.url)
-        yield redis_store
-        await redis_store.aclose()
-    else:
+    """Leases, fencing and the orphan scan on one Redis, a Redis Cluster and in memory."""
+    if request.param == "memory":
         yield InMemorySessionStore()
+        return
+    if request.param == "cluster":
+        redis_store = request.getfixturevalue("redis_cluster").target.store()
+    else:
+        redis_store = RedisSessionStore.from_url(redis_server.url)
+    yield redis_store
+    await redis_store.aclose()
 
 
 async def test_owner_lease_is_exclusive_and_fenced(store: RedisSessionStore, session_id: str) -> None:

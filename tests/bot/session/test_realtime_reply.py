@@ -20,7 +20,7 @@ from pipeline.adapters.av_audio import encode_pcm
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import REALTIME_RATE, RealtimeConfig
-from pipeline.events import BotReplyCompleted, BotReplyDropped, EventEmitter
+from pipeline.events import BotReplyCompleted, BotReplyDropped, EventEmitter, RealtimeSessionReplaced
 from pipeline.models import CompactionPolicy, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
@@ -63,7 +63,9 @@ class Rig:
 
 
 @asynccontextmanager
-async def rig(*, policy: CompactionPolicy | None = None, reject_status: int | None = None) -> AsyncIterator[Rig]:
+async def rig(
+    *, policy: CompactionPolicy | None = None, reject_status: int | None = None, rotate_after_every_reply: bool = False
+) -> AsyncIterator[Rig]:
     async with RealtimeStub() as stub:
         stub.reject_status = reject_status
         events = Events()
@@ -74,6 +76,8 @@ async def rig(*, policy: CompactionPolicy | None = None, reject_status: int | No
         config = RealtimeConfig(
             model="gpt-realtime-test", voice="marin", connect_timeout_s=2.0, first_audio_timeout_s=30.0,
             event_timeout_s=30.0, cancel_timeout_s=30.0,
+            # rotate_after_every_reply: any session counts as near its limit between turns, none at a turn.
+            **({"session_max_s": 3600.0, "rotate_margin_s": 3600.0} if rotate_after_every_reply else {}),
         )
 
         def realtime_factory(emitter: EventEmitter) -> RealtimeVoice:
@@ -200,6 +204,25 @@ async def test_realtime_failure_drops_the_reply_with_its_code(
         dropped = (await r.events.wait_for(BotReplyDropped.name))[0]
         kinds = [t.kind for t in r.session.session.snapshot().turns]
     assert (reason, "realtime", 0, [TurnKind.SPEECH]) == (dropped["reason"], dropped["reply_mode"], r.link.plays, kinds)
+
+
+async def test_the_session_is_replaced_after_a_reply_not_before_the_next_one() -> None:
+    """After each reply, a session near its time limit is replaced while nobody waits (a new
+    socket with the instructions); the next turn is answered on it without paying a connect."""
+    async with rig(rotate_after_every_reply=True) as r:
+        await r.session.on_heard(speech_draft("Bob", "Clanky, what map is this?", 1.0, user_id=2))
+        await r.events.wait_for(BotReplyCompleted.name)
+        await r.events.wait_for(RealtimeSessionReplaced.name)
+        r.clock.set(30.0)
+        await r.session.on_heard(speech_draft("Maya", "Clanky, and the next one?", 30.0, user_id=3))
+        completed = await r.events.wait_for(BotReplyCompleted.name, count=2)
+        replaced = r.events.named(RealtimeSessionReplaced.name)
+        items = [(x.connection, x.event["item"]["content"][0]["text"]) for x in r.stub.received
+                 if x.type == "conversation.item.create"]
+    assert ("rotation", True) == (replaced[0]["reason"], replaced[0]["between_turns"])
+    assert [(0, "Bob: Clanky, what map is this?"), (1, "Maya: Clanky, and the next one?")] == items
+    assert None is completed[1]["connect_ms"]
+    assert any("instructions" in u["session"] for u in r.stub.of_type("session.update", connection=1))
 
 
 async def test_settings_build_each_session_a_realtime_voice_for_the_configured_model() -> None:

@@ -106,7 +106,6 @@ class Call:
         assert abs(REPLY_HZ - _dominant_hz(BotAudio(opus=audio.opus[opened:]).pcm())) < 15
 
 
-@pytest.mark.flaky(reruns=2)  # real sockets and discord.py's timers racing on a shared 2-core box
 async def test_dave_group_through_first_member_join_leave_downgrade_upgrade_and_recovery() -> None:
     gateway = DaveLifecycleGateway(guild_id=GUILD_ID, channel_id=CHANNEL_ID, bot_user_id=BOT_ID)
     await gateway.start(speaker_ids=[])  # the bot joins an empty channel

@@ -70,7 +70,6 @@ async def _reply_chunks(pcm: np.ndarray[Any, Any]) -> AsyncIterator[bytes]:
     yield pcm[half:].tobytes()
 
 
-@pytest.mark.flaky(reruns=2)  # real processes, sockets and timers racing on a shared 2-core box
 async def test_join_through_discord_py_hear_two_members_and_answer_through_its_player() -> None:
     loop = asyncio.get_running_loop()
     gateway = FakeVoiceGateway(guild_id=GUILD_ID, channel_id=CHANNEL_ID, bot_user_id=BOT_ID)

@@ -167,7 +167,6 @@ class Night:
                 await asyncio.sleep(0)
 
 
-@pytest.mark.flaky(reruns=2)  # real sockets and discord.py's timers racing on a shared 2-core box
 async def test_one_session_survives_4006_1006_a_server_change_and_4015_and_ends_on_a_kick(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

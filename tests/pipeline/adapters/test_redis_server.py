@@ -10,7 +10,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.adapters.redis_server import OWNER_FILE, PrivateRedisServer, _alive, find_redis_server, free_port
+import pytest
+
+from pipeline.adapters import redis_server as redis_server_module
+from pipeline.adapters.redis_server import (
+    OWNER_FILE,
+    PID_FILE,
+    PrivateRedisServer,
+    _alive,
+    find_redis_server,
+    free_port,
+    server_answer,
+)
 
 CHILD = """
 import asyncio
@@ -77,3 +88,38 @@ def test_stale_server_from_a_dead_owner_is_stopped_on_start(tmp_path: Path) -> N
         if stale.poll() is None:
             stale.kill()
             stale.wait()
+
+
+def test_a_port_another_server_took_is_never_mistaken_for_ours(
+    redis_server: PrivateRedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between probing a free port and binding it, another redis-server can take it: ours then
+    fails to bind while the other answers PONG. Readiness is our pid in `INFO`, so the start
+    tries another port instead of handing out the stranger's URL."""
+    ports = iter([redis_server.port, free_port()])
+    monkeypatch.setattr(redis_server_module, "free_port", lambda: next(ports))
+    with PrivateRedisServer() as server:
+        assert server.port != redis_server.port
+        assert ("ready", server.pid) == server_answer(server.port)
+
+
+def test_a_server_left_without_an_owner_file_is_stopped_before_a_new_one_starts(tmp_path: Path) -> None:
+    """A server of the data dir whose owner died before recording it (only the server's own
+    pidfile names it) is stopped, and gone, before a second server opens the same files."""
+    port = free_port()
+    stale = subprocess.Popen(
+        [find_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+         "--save", "", "--appendonly", "yes", "--pidfile", str(tmp_path / PID_FILE)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        while server_answer(port) != ("ready", stale.pid):  # each try is a connect: no sleep
+            assert stale.poll() is None, "the stale server did not start"
+        assert not (tmp_path / OWNER_FILE).exists()
+        with PrivateRedisServer(data_dir=tmp_path) as server:
+            assert stale.poll() is not None  # stopped (SIGTERM) and gone before ours started
+            assert ("ready", server.pid) == server_answer(server.port)
+    finally:
+        if stale.poll() is None:
+            stale.kill()
+        stale.wait()

@@ -163,7 +163,8 @@ async def test_remote_endpoint_hears_real_audio_in_order(whisper: WhisperTranscr
 
 
 async def test_remote_errors_become_asr_errors() -> None:
-    """A failing endpoint is an `AsrError(inference)` the hearing pipeline counts, not a crash."""
+    """A failing endpoint is an `AsrError` the hearing pipeline counts, not a crash; its code says
+    how it failed (a 503 is `unavailable`)."""
     async with OpenAIStub() as stub:  # no transcriber set: the stub answers 503
         remote = OpenAITranscriber(endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url))
         try:
@@ -171,7 +172,7 @@ async def test_remote_errors_become_asr_errors() -> None:
                 await remote.transcribe(np.zeros(R, dtype=np.int16))
         finally:
             await remote.aclose()
-    assert "inference" == str(caught.value.code)
+    assert "unavailable" == str(caught.value.code)
 
 
 def test_wav_bytes_is_16k_mono_pcm() -> None:

@@ -14,6 +14,7 @@ from pipeline.models import (
     FoldCommit,
     Note,
     ParticipantCard,
+    StoreBehind,
     StoreDiverged,
     StoreUnavailable,
     TurnDraft,
@@ -21,6 +22,7 @@ from pipeline.models import (
 )
 from pipeline.ports import SessionStore
 from pipeline.transcript.store_memory import InMemorySessionStore
+from tests.support.redis_cluster import single_target
 
 
 def draft(i: int, speaker: str = "Alice") -> TurnDraft:
@@ -39,14 +41,19 @@ def note(i: int, at: float) -> Note:
     return Note(note_id=f"n{i}", at=at, by="James", text=f"screen {i}", why="shared")
 
 
-@pytest.fixture(params=["redis", "memory"])
-async def store(request: pytest.FixtureRequest, redis_server: PrivateRedisServer) -> AsyncIterator[SessionStore]:
-    if request.param == "redis":
-        redis_store = RedisSessionStore.from_url(redis_server.url)
-        yield redis_store
-        await redis_store.aclose()
-    else:
+@pytest.fixture(params=["redis", "cluster", "sentinel", "memory"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
+    """The contract holds for one Redis, a Redis Cluster, a Sentinel-watched primary and memory."""
+    if request.param == "memory":
         yield InMemorySessionStore()
+        return
+    if request.param == "redis":
+        target = single_target(request.getfixturevalue("redis_server"))
+    else:
+        target = request.getfixturevalue(f"redis_{request.param}").target
+    redis_store = target.store()
+    yield redis_store
+    await redis_store.aclose()
 
 
 async def test_append_assigns_absolute_seq_and_reads_ranges(store: SessionStore, session_id: str) -> None:
@@ -166,6 +173,18 @@ async def test_append_is_idempotent_per_turn_id(store: SessionStore, session_id:
     again = await store.append_turn(session_id, replace(draft(0), turn_id="t-0"))
     assert (0, 0, 2) == (first.seq, again.seq, await store.turn_count(session_id))
     assert "t-1" == (await store.get_turns(session_id, 1, 2))[0].turn_id
+
+
+async def test_an_append_expecting_more_turns_than_stored_writes_nothing(store: SessionStore, session_id: str) -> None:
+    """`at_least` names the seq the caller saw acknowledged: a store holding fewer turns (a
+    promoted replica that missed the newest writes) raises StoreBehind with its count and
+    writes nothing; a retried id is still answered from the dedupe window."""
+    await store.append_turn(session_id, replace(draft(0), turn_id="t-0"))
+    with pytest.raises(StoreBehind) as behind:
+        await store.append_turn(session_id, replace(draft(3), turn_id="t-3"), at_least=3)
+    assert (1, 1) == (behind.value.stored_total, await store.turn_count(session_id))
+    assert 0 == (await store.append_turn(session_id, replace(draft(0), turn_id="t-0"), at_least=3)).seq
+    assert 1 == (await store.append_turn(session_id, replace(draft(1), turn_id="t-1"), at_least=1)).seq
 
 
 async def test_epoch_guards_appends_and_commits(store: SessionStore, session_id: str) -> None:
