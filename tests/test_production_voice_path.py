@@ -69,7 +69,8 @@ async def test_spoken_question_is_heard_transcribed_answered_and_the_answer_open
         env = {**os.environ, "PYTHONPATH": str(ROOT), "DISCORD_TOKEN": TOKEN, "REDIS_URL": redis_server.url,
                "LONGCALL_DISCORD_API_BASE": discord.api_base, "LOG_FORMAT": "json", "LOG_LEVEL": "INFO",
                "DASHBOARD_PORT": "0", "OPENAI_API_KEY": "test-key-not-a-secret", "OPENAI_BASE_URL": stub.base_url,
-               "REPLY_MODE": "brain", "RECALL_EMBEDDER": "off", "BOT_NAME": "Clanky"}
+               "REPLY_MODE": "brain", "RECALL_EMBEDDER": "off", "BOT_NAME": "Clanky",
+               "OPENAI_SERVER_KIND": "openai"}  # the stub plays OpenAI's API (its reasoning-model rules)
         for name in ("REDIS_DATA_DIR", "SHARD_COUNT", "SHARD_IDS", "DISCORD_GUILD_IDS", "READ_TEXT_CHAT"):
             env.pop(name, None)
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env,

@@ -87,7 +87,7 @@ class Call:
         while not receiver.queue.empty():
             frame = receiver.queue.get_nowait()
             got[frame.user_id].append(frame)
-        assert set(gateway.speakers) == set(got)
+        assert set(gateway.speakers) == set(got), receiver.stats()
         for user_id, frames in got.items():
             decoded = [f for f in frames if f.source is FrameSource.DECODED]
             assert len(decoded) >= 12

@@ -32,7 +32,7 @@ class Inbox:
         self.got.append(data)
         self._event.set()
 
-    def wait_for(self, predicate: Any, timeout_s: float = 5.0) -> bool:
+    def wait_for(self, predicate: Any, timeout_s: float = 10.0) -> bool:
         deadline_hit = False
         while not predicate(self.got) and not deadline_hit:
             deadline_hit = not self._event.wait(timeout_s)
