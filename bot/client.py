@@ -100,6 +100,9 @@ class DiscordVoiceLink:
     def is_connected(self) -> bool:
         return self._vc.is_connected()
 
+    def kicked(self) -> bool:
+        return self._vc.kicked
+
     async def move_to(self, channel_id: int) -> None:
         channel = _voice_channel(self._guild.get_channel(channel_id))
         if channel is None:
@@ -108,13 +111,23 @@ class DiscordVoiceLink:
         if self.channel_id != channel_id:  # discord.py logs a timed-out move and returns
             raise TimeoutError(f"moving to voice channel {channel_id} did not complete")
 
+    def _registered(self) -> bool:
+        """Whether discord.py still routes this guild's voice updates to our voice client (a
+        re-IDENTIFY clears its voice clients; a kick or a give-up cleans ours up)."""
+        return self._vc.client._connection._get_voice_client(self._guild.id) is self._vc
+
     async def reconnect(self) -> None:
-        channel = _voice_channel(self._channel)
+        # The channel as the client knows it now: after a re-IDENTIFY the old objects are stale.
+        channel = _voice_channel(self._vc.client.get_channel(self.channel_id)) or _voice_channel(self._channel)
         if channel is None:
             raise LookupError("the voice channel is gone")
-        with contextlib.suppress(Exception):  # already half gone: joining again is the point
-            async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                await self._vc.disconnect(force=True)
+        self._stop_recovery()
+        if self._registered():
+            with contextlib.suppress(Exception):  # already half gone: joining again is the point
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    await self._vc.disconnect(force=True)
+        else:  # no leave through the gateway: its confirmation would never reach this client
+            await self._drop_locally()
         self._vc = await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
         self._rebound.set()
         log.info("voice_reconnected", guild_id=self._guild.id, channel_id=channel.id)
@@ -136,6 +149,31 @@ class DiscordVoiceLink:
         # discord.py would leave it (and its reconnect loop) running.
         async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
             await self._vc.disconnect(force=True)
+
+    async def abandon(self) -> None:
+        await self._drop_locally()
+
+    async def _drop_locally(self) -> None:
+        """Close the voice websocket and UDP socket and stop discord.py's reconnect loop, with no
+        op 4 on the main gateway (discord.py's `soft_disconnect`, which it uses to move)."""
+        vc = self._vc
+        conn = vc._connection
+        vc.stop()
+        self._stop_recovery()
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                await conn.soft_disconnect()
+        conn._socket_reader.stop()
+        if self._registered():
+            vc.cleanup()  # voice updates for this guild no longer reach the dropped client
+
+    def _stop_recovery(self) -> None:
+        """discord.py's own reconnect loop (its websocket poller and connector tasks) for the
+        client we are replacing: left running, it would keep joining the channel for it."""
+        conn = self._vc._connection
+        for task in (conn._runner, conn._connector):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
 
     def _on_reconnect_needed(self, user_id: int) -> None:
         # DAVE keys out of step for one sender (the receiver counted a run of failed decrypts).
@@ -253,18 +291,42 @@ class LongcallBot(commands.Bot):
     async def on_ready(self) -> None:
         log.info("discord_ready", user_id=self.user.id if self.user else None, guilds=len(self.guilds))
         if self._resumed:
-            return  # on_ready fires again after reconnects; resume only once per process
+            # on_ready fires again after a re-IDENTIFY (a new gateway session, not a RESUME):
+            # discord.py dropped its voice clients with the old session, so the sessions rejoin
+            # their channels and carry on. The stored sessions are resumed once per process.
+            self.rejoin_voice(None)
+            return
         self._resumed = True
         resumed = await self.registry.resume([g.id for g in self.guilds])
         if resumed:
             log.info("sessions_resumed", guilds=[s.guild_id for s in resumed])
 
 
+    def rejoin_voice(self, guild_ids: list[int] | None) -> None:
+        asked = self.registry.rejoin_voice(guild_ids, "gateway_reidentified")
+        if asked:
+            log.info("voice_rejoin_after_reidentify", guilds=asked)
+
+
 class ShardedLongcallBot(LongcallBot, commands.AutoShardedBot):
     """The same bot on discord.py's `AutoShardedBot`: one gateway connection per shard this
     process runs (`shard_ids`), out of `shard_count` across the deployment. Discord sends a
     guild's events to shard `(guild_id >> 22) % shard_count` only, so processes with disjoint
-    SHARD_IDS see disjoint guilds."""
+    SHARD_IDS see disjoint guilds. A shard that identifies again rejoins the voice channels of
+    its own guilds (`on_shard_ready`); the others are untouched."""
+
+    _shards_seen: set[int]
+
+    async def on_ready(self) -> None:
+        if self._resumed:
+            return  # a shard's new session: on_shard_ready rejoins that shard's guilds only
+        await super().on_ready()
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        seen = self.__dict__.setdefault("_shards_seen", set())
+        if shard_id in seen:
+            self.rejoin_voice([g.id for g in self.guilds if g.shard_id == shard_id])
+        seen.add(shard_id)
 
 
 def make_bot(*, settings: Settings, deps: SessionDeps, store: SessionStore) -> LongcallBot:

@@ -100,6 +100,12 @@ class SilentVoiceLink:
     def is_connected(self) -> bool:
         return self._connected
 
+    def kicked(self) -> bool:
+        return False
+
+    async def abandon(self) -> None:
+        self._connected = False
+
     async def disconnect(self) -> None:
         self._connected = False
 

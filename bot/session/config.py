@@ -85,6 +85,8 @@ class GuildSessionConfig:
     voice_reconnect_interval_s: float = 60.0  # at most one DAVE-recovery reconnect per this long
     voice_reconnect_timeout_s: float = 45.0  # leave + join again (discord.py's connect allows 20 s)
     voice_disconnect_grace_s: float = 2.0  # our own reconnect's "left the channel" arriving late
+    voice_watchdog_interval_s: float = 5.0  # how often the watchdog looks at the voice link
+    voice_watchdog_grace_s: float = 30.0  # down this long (discord.py not recovering): rejoin
     move_timeout_s: float = 30.0
     chat_reply_text: bool = False  # CHAT_REPLY=text: typed questions are answered in the text chat
     chat_edit_grace_s: float = 120.0  # an edit within this long (and before the fold) corrects the turn

@@ -15,7 +15,11 @@ A `GuildSession` owns its tasks in one `asyncio.TaskGroup`:
                             realtime model → playback); while a brain reply is made it owns
                             `reply-llm:{guild}`, the model's stream
     limits:{guild}          idle / alone / maximum-duration limits (bot/session/presence.py)
-    voice-reconnect:{guild} rejoins the voice channel when DAVE keys fall out of step
+    voice-reconnect:{guild} rejoins the voice channel when DAVE keys fall out of step (or
+                            when the watchdog or a new main-gateway session asks)
+    voice-watchdog:{guild}  notices a voice link that is down and not coming back, and rejoins;
+                            a leave discord.py makes itself to recover is not the end
+                            -- bot/session/voice_watchdog.py
     owner-lease:{guild}     renews this process's owner lease on the session
     privacy-notice:{guild}  posts (and maybe speaks) the recording notice (bot/session/privacy.py)
 
@@ -51,6 +55,7 @@ from bot.session.privacy import SessionPrivacy
 from bot.session.realtime_replier import RealtimeReplier
 from bot.session.replier import ReplyTools
 from bot.session.reply_jobs import Replier, ReplyDesk, ReplyLedger
+from bot.session.voice_watchdog import VoiceWatchdog
 from bot.settings import ReplyMode
 from pipeline.context.reply_policy import ReplyPolicy, ReplyPolicyConfig
 from pipeline.conversation.model_context import ModelContext
@@ -104,7 +109,9 @@ class GuildSession:
         gated = self.privacy.gate(heard)
         hearing = deps.hearing_factory(gated, core.events, core.clock) if deps.hearing_factory is not None else None
         self.reconnector = VoiceReconnector(core, start.link, stop_speaking=self.on_air.stop)
+        self.watchdog = VoiceWatchdog(core, start.link, self.reconnector)
         self.presence = Presence(core, start.link, self.reconnector, hearing=hearing,
+                                 on_left_voice=self.watchdog.on_left_voice,
                                  save_meta=functools.partial(self._save_meta, active=True))
         self._feed = HearingFeed(start.link, hearing, on_air=self.on_air, presence=self.presence,
                                  bot_user_id=start.bot_user_id, privacy=self.privacy)
@@ -217,8 +224,8 @@ class GuildSession:
         return any(self.privacy.is_opted_out(uid) for uid, name in self.presence.humans.items()
                    if name.casefold() == wanted)
 
-    def request_voice_reconnect(self, reason: str, *, user_id: int | None = None) -> bool:
-        return self.reconnector.request(reason, user_id=user_id)
+    def request_voice_reconnect(self, reason: str, *, user_id: int | None = None, urgent: bool = False) -> bool:
+        return self.reconnector.request(reason, user_id=user_id, urgent=urgent)
 
     def limit_reached(self, now: float) -> StopReason | None:
         return self.presence.limit_reached(now)
@@ -271,6 +278,7 @@ class GuildSession:
                     tg.create_task(self.presence.run_limits(), name=f"limits:{gid}"),
                     tg.create_task(self.reconnector.run(lambda: self.presence.channel_id),
                                    name=f"voice-reconnect:{gid}"),
+                    tg.create_task(self.watchdog.run(), name=f"voice-watchdog:{gid}"),
                     tg.create_task(core.hold_lease(), name=f"owner-lease:{gid}"),
                     tg.create_task(self.privacy.run(), name=f"privacy-notice:{gid}"),
                 ]
@@ -347,7 +355,12 @@ class GuildSession:
             if self.replier is not None:
                 await self.replier.aclose()  # the realtime connection: closing never raises
             with contextlib.suppress(Exception):
-                await self.link.disconnect()
+                if core.lease_lost:
+                    # Leaving through the gateway would take the bot's one voice state in this
+                    # guild away from the process that serves the session now.
+                    await self.link.abandon()
+                else:
+                    await self.link.disconnect()
             if core.lease is not None and not core.lease_lost:
                 await core.lease.release()  # after leaving voice: a successor may join at once
             self._closed.set()

@@ -91,7 +91,20 @@ class VoiceLink(AudioPlayerLike, Protocol):
         """Post a message in the voice channel's own text chat (the recording notice)."""
         ...
 
-    async def disconnect(self) -> None: ...
+    def kicked(self) -> bool:
+        """Discord removed the bot from voice: a "left the channel" it did not ask for (an admin
+        disconnected it, the channel was deleted). discord.py's own leave-and-rejoin, which
+        recovers a dropped voice websocket, is not a kick. False again once rejoined."""
+        ...
+
+    async def disconnect(self) -> None:
+        """Leave the channel (through the gateway) and close the connection."""
+        ...
+
+    async def abandon(self) -> None:
+        """Close this process's connection without leaving the channel through the gateway:
+        another process serves the session now, and the bot's one voice state per guild is its."""
+        ...
 
 
 class VoiceConnector(Protocol):

@@ -46,10 +46,11 @@ class VoiceReconnector:
     def _on_reconnect_needed(self, user_id: int) -> None:
         self.request("dave_out_of_step", user_id=user_id)
 
-    def request(self, reason: str, *, user_id: int | None = None) -> bool:
+    def request(self, reason: str, *, user_id: int | None = None, urgent: bool = False) -> bool:
         """Ask for one reconnect of the voice connection, keeping this conversation (event loop).
         At most one per `voice_reconnect_interval_s`, counted from the request, so a burst of
-        failures (every frame of a sender fails) reconnects once. True if it was accepted."""
+        failures (every frame of a sender fails) reconnects once; `urgent` (the link is gone, or
+        the main gateway started a new session) skips that limit. True if it was accepted."""
         core = self._core
         now = core.clock.now()
         last = self._last_at
@@ -58,7 +59,7 @@ class VoiceReconnector:
             skipped = "stopping"
         elif self.reconnecting or self._wanted.is_set():
             skipped = "in_progress"
-        elif last is not None and now - last < core.config.voice_reconnect_interval_s:
+        elif not urgent and last is not None and now - last < core.config.voice_reconnect_interval_s:
             skipped = "rate_limited"
         if skipped is not None:
             log.info("voice_reconnect_skipped", guild_id=core.guild_id, reason=reason, skipped=skipped, user_id=user_id)
@@ -115,11 +116,13 @@ class Presence:
         reconnector: VoiceReconnector,
         *,
         hearing: Hearing | None,
+        on_left_voice: Callable[[], None],  # not our own reconnect: the watchdog decides (kick or recovery)
         save_meta: Callable[[], Awaitable[None]],  # the meta (with the channel) saved as active
     ) -> None:
         self._core = core
         self._link = link
         self._reconnector = reconnector
+        self._on_left_voice = on_left_voice
         self._hearing = hearing
         self._save_meta = save_meta
         self.channel_id = link.channel_id
@@ -204,8 +207,9 @@ class Presence:
     # -- the bot's own voice state -----------------------------------------------------------------
 
     async def on_bot_voice_state(self, channel: ChannelInfo | None) -> None:
-        """The bot's voice state changed: `None` = it left voice (kicked, or our own reconnect
-        leaving first); another channel = it was moved; the same channel = nothing to do."""
+        """The bot's voice state changed: `None` = it left voice (kicked, discord.py recovering
+        from a dropped voice websocket, or our own reconnect leaving first); another channel =
+        it was moved; the same channel = nothing to do."""
         core = self._core
         if core.stopping:
             return
@@ -213,8 +217,7 @@ class Presence:
             if self._reconnector.expects_disconnect():
                 log.info("voice_disconnect_expected", guild_id=core.guild_id, reason="reconnect")
                 return
-            log.info("voice_disconnected_externally", guild_id=core.guild_id)
-            core.request_stop(StopReason.DISCONNECTED)
+            self._on_left_voice()  # a kick ends the session; discord.py's own leave does not
             return
         await self.on_moved(channel)
 

@@ -76,6 +76,18 @@ class GuildSessionRegistry:
     def sessions(self) -> list[GuildSession]:
         return list(self._sessions.values())
 
+    def rejoin_voice(self, guild_ids: Iterable[int] | None, reason: str) -> list[int]:
+        """Rejoin the voice channel of each live session (of `guild_ids`, or all): the main
+        gateway started a new session (re-IDENTIFY), which leaves the old voice connections
+        with nobody to route their voice updates to. The sessions carry on; returns the guilds."""
+        wanted = None if guild_ids is None else set(guild_ids)
+        asked = []
+        for session in list(self._sessions.values()):
+            mine = (wanted is None or session.guild_id in wanted) and not session.stopping
+            if mine and session.request_voice_reconnect(reason, urgent=True):
+                asked.append(session.guild_id)
+        return asked
+
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tg:
             self._tg = tg

@@ -30,6 +30,15 @@ DAVE_MAGIC_MARKER: Final = b"\xfa\xfa"
 
 _RESTART_SEQUENCES: Final = 500  # a packet this far behind playout means a new sequence, not a late one
 _UNENCRYPTED_ERROR: Final = "UnencryptedWhenPassthroughDisabled"
+
+
+def is_dave_frame(payload: bytes) -> bool:
+    """Whether `payload` carries DAVE's trailer: ... supplemental size (1 byte) + the magic
+    marker. The size counts the whole trailer (tag, nonce, ranges, itself, marker), at least
+    8-byte tag + 1-byte nonce + size + marker, and never more than the frame."""
+    if len(payload) < 12 or not payload.endswith(DAVE_MAGIC_MARKER):
+        return False
+    return 12 <= payload[-3] <= len(payload)
 _AUDIO: Final = davey.MediaType.audio
 
 
@@ -139,6 +148,13 @@ class PacketProcessor:
                 del self._streams[ssrc]
         return out
 
+    def new_connection(self) -> None:
+        """A new voice connection (a rejoin, another voice server): its SSRCs are assigned anew
+        and senders restart their sequence numbers, so every stream's playout state and the
+        SSRC map are dropped (what the windows held was played out on detach). Counters stay."""
+        self._streams.clear()
+        self._ssrc_users.clear()
+
     def stats(self) -> ReceiveStats:
         return self._c.snapshot()
 
@@ -234,6 +250,11 @@ class PacketProcessor:
             return payload
         dave = self._dave()
         if dave is None:
+            if is_dave_frame(payload):
+                # E2EE is off (a downgrade completed), but this frame was encrypted before it:
+                # decoded as Opus it would be noise reaching ASR. Dropped; the window conceals it.
+                c.drop(DropReason.E2EE_AFTER_DOWNGRADE)
+                return None
             c.passthrough += 1
             return payload
         encrypted = payload.endswith(DAVE_MAGIC_MARKER)

@@ -29,10 +29,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import davey
 import discord
@@ -67,10 +68,26 @@ class ReceivingVoiceClient(discord.VoiceClient):
 
     def __init__(self, client: discord.Client, channel: discord.abc.Connectable) -> None:
         self.ssrc_map = SsrcMap()  # before super(): it creates the connection state and its hook
+        self.kicked = False  # Discord removed the bot from voice (see on_voice_state_update)
         super().__init__(client, channel)
 
+    async def on_voice_state_update(self, data: Any) -> None:
+        # Runs before the `voice_state_update` event reaches the cogs (discord.py schedules this
+        # handler first). A "left voice" that discord.py did not ask for is Discord removing the
+        # bot (kicked, channel deleted); the one it asked for itself -- leaving to rejoin after
+        # a dropped voice websocket (close 4006, 1006, timeouts) -- is part of its recovery.
+        if data.get("channel_id") is None:
+            if not self._connection._expecting_disconnect:
+                self.kicked = True
+                log.info("voice_removed_by_discord", guild_id=data.get("guild_id"))
+        else:
+            self.kicked = False
+        await super().on_voice_state_update(data)
+
     def create_connection_state(self) -> VoiceConnectionState:
-        return VoiceConnectionState(self, hook=self._on_voice_ws_message)
+        state = VoiceConnectionState(self, hook=self._on_voice_ws_message)
+        _harden_socket_reader(state)
+        return state
 
     # discord.py's VoiceProtocol.connect signature, timeout included.
     async def connect(
@@ -91,6 +108,63 @@ class ReceivingVoiceClient(discord.VoiceClient):
             apply_voice_ws_message(self.ssrc_map, msg)
         except Exception:
             log.exception("voice_receive_ws_message_failed", op=msg.get("op"))
+
+
+def _harden_socket_reader(state: VoiceConnectionState, *, clock: Callable[[], float] = time.monotonic) -> None:
+    """Two holes in discord.py 2.7.1's UDP socket reader that a voice reconnect falls into.
+
+    1. The reader waits in `select()` on the socket for up to 30 s. When discord.py recovers
+       a dropped voice websocket (4006, 1006, timeouts) it pauses the reader, closes the socket
+       and makes a new one; a thread blocked in select() on a closed socket is not woken, so
+       the reader keeps waiting on the old one for up to 30 s. Shutting the socket down when
+       the reader is paused (right before discord.py closes it) wakes it at once.
+    2. IP discovery sends its request first and registers the listener for the answer after.
+       On the first join the reader is idle until that listener arrives, so the answer waits in
+       the socket; on a reconnect our receiver's listener keeps the reader running, and an
+       answer that comes back fast is read and dropped before the listener exists (discovery
+       then times out). A sniffer in front keeps the last answer for the current SSRC and
+       hands it to a listener registered within a second.
+    """
+    reader = state._socket_reader
+    pause, register, unregister = reader.pause, reader.register, reader.unregister
+    kept: list[tuple[float, bytes]] = []
+
+    def pause_and_wake() -> None:
+        pause()
+        if threading.current_thread() is reader:
+            return  # the reader's own pause as it starts: nothing to wake
+        sock = getattr(state, "socket", None)
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def sniff(data: bytes) -> None:  # the reader thread
+        if len(data) == _IP_DISCOVERY_BYTES and data[:2] == _IP_DISCOVERY_ANSWER:
+            kept[:] = [(clock(), data)]
+
+    def register_after_sniffer(callback: Callable[[bytes], Any]) -> None:
+        if sniff not in reader._callbacks:
+            register(sniff)
+        register(callback)
+        if kept:
+            at, answer = kept[0]
+            ssrc = getattr(state, "ssrc", None)
+            if clock() - at <= 1.0 and isinstance(ssrc, int) and answer[4:8] == ssrc.to_bytes(4, "big"):
+                kept.clear()
+                callback(answer)
+
+    def unregister_and_idle(callback: Callable[[bytes], Any]) -> None:
+        unregister(callback)
+        if reader._callbacks == [sniff]:
+            unregister(sniff)  # nothing else listens: let the reader idle as discord.py does
+
+    reader.pause = pause_and_wake  # type: ignore[method-assign]
+    reader.register = register_after_sniffer  # type: ignore[method-assign]
+    reader.unregister = unregister_and_idle  # type: ignore[method-assign]
+
+
+_IP_DISCOVERY_BYTES: Final = 74
+_IP_DISCOVERY_ANSWER: Final = b"\x00\x02"
 
 
 class VoiceConnectionLike(Protocol):
@@ -172,6 +246,7 @@ class VoiceReceiver:
         self._conn = connection
         self._ssrc_map = ssrc_map
         with self._lock:
+            self._processor.new_connection()
             self._refresh_key()
             for ssrc, user_id in ssrc_map.items():
                 self._processor.map_ssrc(ssrc, user_id)
@@ -239,6 +314,8 @@ class VoiceReceiver:
 
     def on_packet(self, data: bytes) -> None:
         """discord.py's socket reader calls this for every datagram (its own thread)."""
+        if not data:  # the socket was shut down under the reader (see _wake_reader_on_pause)
+            return
         with self._lock:
             self._refresh_key()
             frames = self._processor.process(data, self._clock())

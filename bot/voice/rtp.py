@@ -62,6 +62,7 @@ class DropReason(StrEnum):
     UNMAPPED = "unmapped"  # SSRC unknown and no group member's key decrypts it
     HELD_OVERFLOW = "held_overflow"  # plaintext from an unmapped SSRC, evicted before mapping
     DAVE_DECRYPT = "dave_decrypt"
+    E2EE_AFTER_DOWNGRADE = "e2ee_after_downgrade"  # a DAVE frame still in flight after E2EE was turned off
     GAP = "gap"  # frames lost in a run longer than concealment covers: skipped, not invented
     DECODE = "decode"
     QUEUE_FULL = "queue_full"  # oldest frame dropped because the consumer fell behind

@@ -24,6 +24,8 @@ from pipeline.events.bot_events import (
     SessionOwned,
     SessionResumedAfterRestart,
     SessionTakenOver,
+    VoiceLinkLost,
+    VoiceLinkRecovered,
     VoiceReconnect,
 )
 from pipeline.events.emitter import EventEmitter, EventSink, bound_identity
@@ -98,6 +100,8 @@ __all__ = [
     "SessionStoreWritesRestored",
     "SessionTakenOver",
     "UndeclaredEvent",
+    "VoiceLinkLost",
+    "VoiceLinkRecovered",
     "VoiceReconnect",
     "bound_identity",
     "declared",

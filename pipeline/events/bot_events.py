@@ -133,6 +133,27 @@ class VoiceReconnect(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VoiceLinkLost(Event):
+    """The voice connection went away without the bot asking (a leave while discord.py
+    recovers from a dropped voice websocket, or the watchdog finding it down); the session
+    carries on while it comes back (`voice_link_recovered`)."""
+
+    name: ClassVar[str] = "voice_link_lost"
+    reason: str  # left_voice (a leave discord.py asked for itself) | not_connected (the watchdog saw it down)
+    channel_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoiceLinkRecovered(Event):
+    """The voice connection is up again after `voice_link_lost`; `down_s` is the receive gap."""
+
+    name: ClassVar[str] = "voice_link_recovered"
+    by: str  # discord_py (its own reconnect) | rejoin (the watchdog joined again)
+    down_s: float
+    channel_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GuildSessionMoved(Event):
     name: ClassVar[str] = "guild_session_moved"
     from_channel_id: int

@@ -6,6 +6,7 @@ link uses."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 from unittest.mock import create_autospec
 
@@ -29,6 +30,8 @@ class FakeConnection:
         self.dave_session = None
         self.dave_protocol_version = 0
         self.listeners: list[Any] = []
+        self._runner: asyncio.Task[None] | None = None  # discord.py's reconnect loop (none here)
+        self._connector: asyncio.Task[None] | None = None
 
     def add_socket_listener(self, callback: Any) -> None:
         self.listeners.append(callback)
@@ -48,6 +51,12 @@ class FakeVoiceClient:
         self.connected = connected
         self.disconnects: list[bool] = []
         self.moved_to: list[int] = []
+        self.registered = True  # discord.py's state routes the guild's voice updates to this client
+        # The slice of discord.Client the link reads: the channel by id, the registered voice client.
+        self.client = SimpleNamespace(
+            get_channel=lambda channel_id: self.channel if channel_id == self.channel.id else None,
+            _connection=SimpleNamespace(_get_voice_client=lambda guild_id: self if self.registered else None),
+        )
 
     def is_connected(self) -> bool:
         return self.connected

@@ -246,11 +246,26 @@ async def test_bot_disconnected_by_someone_else_ends_the_session() -> None:
         await r.cog.join.callback(r.cog, join)  # type: ignore[arg-type]
         session = r.registry.get(GUILD)
         assert session is not None
+        r.connector.links[0].was_kicked = True  # a leave discord.py did not ask for
         await r.cog.on_voice_state_update(
             fake_member(999, "Clanky", bot=True), fake_voice_state(fake_channel()), fake_voice_state(None)
         )
         await session.wait_closed()
         assert ("disconnected", "0") == (str(session.stop_reason), (await r.store.load_meta(SID))["active"])
+
+
+async def test_bot_leaving_voice_while_discord_py_recovers_keeps_the_session() -> None:
+    """A dropped voice websocket (close 4006): discord.py leaves and joins again by itself.
+    Discord reports the bot out of voice, then back in; the session is the same one throughout."""
+    async with rig() as r:
+        join = fake_interaction(fake_member(1, "Alice", channel=fake_channel()))
+        await r.cog.join.callback(r.cog, join)  # type: ignore[arg-type]
+        session = r.registry.get(GUILD)
+        assert session is not None
+        bot = fake_member(999, "Clanky", bot=True)
+        await r.cog.on_voice_state_update(bot, fake_voice_state(fake_channel()), fake_voice_state(None))
+        await r.cog.on_voice_state_update(bot, fake_voice_state(None), fake_voice_state(fake_channel()))
+        assert (session, False) == (r.registry.get(GUILD), session.stopping)
 
 
 async def test_bot_dragged_to_another_channel_follows_it() -> None:

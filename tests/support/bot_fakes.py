@@ -46,6 +46,9 @@ class FakeVoiceLink:
         self.move_error: Exception | None = None
         self.reconnects = 0
         self.reconnect_error: Exception | None = None
+        self.down = False  # the connection is gone (discord.py recovering, or silently dropped)
+        self.was_kicked = False  # Discord removed the bot (a leave discord.py did not ask for)
+        self.abandoned = False  # closed without leaving through the gateway (lease lost)
         self.reconnect_handler: Callable[[int], None] | None = None
         self.ignored: frozenset[int] = frozenset()  # opted out: dropped "at receive", counted
         self.ignored_dropped = 0
@@ -115,6 +118,7 @@ class FakeVoiceLink:
         self.reconnects += 1
         if self.reconnect_error is not None:
             raise self.reconnect_error
+        self.down = False
 
     def set_reconnect_handler(self, handler: Callable[[int], None]) -> None:
         self.reconnect_handler = handler
@@ -170,10 +174,16 @@ class FakeVoiceLink:
         self._wake_player.set()
 
     def is_connected(self) -> bool:
-        return not self.disconnected
+        return not self.disconnected and not self.down
+
+    def kicked(self) -> bool:
+        return self.was_kicked
 
     async def disconnect(self) -> None:
         self.disconnected = True
+
+    async def abandon(self) -> None:
+        self.abandoned = True
 
 
 @dataclass

@@ -28,8 +28,10 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import socket
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,11 @@ APP_ID = 900_000_000_000_000_002
 HUMANS = ((900_000_000_000_000_101, "Alice"), (900_000_000_000_000_102, "Bob"))
 JOINED_AT = "2026-01-01T00:00:00+00:00"
 OP_DISPATCH, OP_HEARTBEAT, OP_IDENTIFY, OP_VOICE_STATE, OP_HELLO, OP_HEARTBEAT_ACK = 0, 1, 2, 4, 10, 11
+OP_RESUME, OP_RECONNECT, OP_INVALID_SESSION = 6, 7, 9
+TOKEN = "fake-token"  # what the bot processes are given as DISCORD_TOKEN
+# Discord's limits on application commands (docs: application-commands#application-command-object).
+COMMAND_NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
+MAX_DESCRIPTION, MAX_OPTIONS, MAX_CHOICES, MAX_COMMANDS = 100, 25, 25, 100
 
 
 def voice_channel_of(guild_id: int) -> int:
@@ -100,30 +107,55 @@ def _json(data: Any) -> web.Response:
 
 @dataclass
 class Connection:
-    """One gateway connection (one bot process, or one shard of it)."""
+    """One gateway connection (one bot process, or one shard of it). With `?compress=zlib-stream`
+    every message goes out as binary through one zlib stream, each ending in Z_SYNC_FLUSH."""
 
     index: int
     ws: web.WebSocketResponse
     seq: int = 0
     shard: list[int] | None = None  # [shard_id, shard_count] from IDENTIFY, when the client shards
+    session_id: str = ""
+    zlib_stream: Any = None  # a zlib compressor when the client asked for zlib-stream
+    sent: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)  # (seq, event, data): RESUME replays
     identified: asyncio.Event = field(default_factory=asyncio.Event)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
 
+    async def send(self, payload: dict[str, Any]) -> None:
+        text = json.dumps(payload)
+        with contextlib.suppress(ConnectionResetError, RuntimeError):  # the process was killed
+            if self.zlib_stream is None:
+                await self.ws.send_str(text)
+            else:
+                data = self.zlib_stream.compress(text.encode()) + self.zlib_stream.flush(zlib.Z_SYNC_FLUSH)
+                await self.ws.send_bytes(data)
+
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
         self.seq += 1
-        with contextlib.suppress(ConnectionResetError, RuntimeError):  # the process was killed
-            await self.ws.send_str(json.dumps({"op": OP_DISPATCH, "t": event, "s": self.seq, "d": data}))
+        self.sent.append((self.seq, event, data))
+        await self.send({"op": OP_DISPATCH, "t": event, "s": self.seq, "d": data})
+
+    def serves(self, guild_id: int) -> bool:
+        """Discord sends a guild's events to shard `(guild_id >> 22) % shard_count` only."""
+        if self.shard is None:
+            return True
+        shard_id, shard_count = self.shard
+        return (guild_id >> 22) % shard_count == shard_id
 
 
 class FakeDiscord:
-    def __init__(self, guilds: list[int]) -> None:
+    def __init__(self, guilds: list[int], *, intents: int | None = None, token: str = TOKEN) -> None:
         self.guilds = guilds
+        self.token = token
+        self.intents = intents  # the intents IDENTIFY must carry (None: any)
+        self.synced: list[list[dict[str, Any]]] = []  # every command list synced, validated
         self.connections: list[Connection] = []
         self.voice: list[FakeVoiceGateway] = []  # one per voice join, in order
         self.callbacks: list[dict[str, Any]] = []  # interaction responses, in order
         self.followups: list[dict[str, Any]] = []
         self.posts: list[tuple[int, str]] = []  # (channel id, content) the bot posted
         self.errors: list[str] = []
+        self.resumes = 0
+        self.voice_requests: list[tuple[int, int, str | None]] = []  # op 4: (connection, guild, channel or None)
         self._ids = itertools.count(int(time.time() * 1000) << 22)
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -213,11 +245,21 @@ class FakeDiscord:
             "mention_everyone": False, "mentions": [], "mention_roles": [], "attachments": [], "embeds": [],
             "pinned": False, "type": 0, "flags": 0, "components": [],
         }
-        for conn in self.live():
+        for conn in self.live(guild_id):
             await conn.dispatch("MESSAGE_CREATE", data)
 
-    def live(self) -> list[Connection]:
-        return [c for c in self.connections if c.identified.is_set() and not c.closed.is_set()]
+    def live(self, guild_id: int | None = None) -> list[Connection]:
+        """The open, identified connections (that serve `guild_id`, when given)."""
+        return [c for c in self.connections if c.identified.is_set() and not c.closed.is_set()
+                and (guild_id is None or c.serves(guild_id))]
+
+    async def reconnect(self, conn: Connection) -> None:
+        """op 7 RECONNECT: the client reconnects and RESUMEs its session."""
+        await conn.send({"op": OP_RECONNECT, "d": None, "s": None, "t": None})
+
+    async def invalidate(self, conn: Connection) -> None:
+        """op 9 INVALID_SESSION (not resumable): the client identifies again, a new session."""
+        await conn.send({"op": OP_INVALID_SESSION, "d": False, "s": None, "t": None})
 
     # -- REST -------------------------------------------------------------------------------------
 
@@ -240,6 +282,13 @@ class FakeDiscord:
 
     async def _sync_commands(self, request: web.Request) -> web.Response:
         commands = await request.json()
+        problems = command_problems(commands)
+        if problems:  # Discord answers 400 with the fields it refused
+            self.errors.extend(problems)
+            return web.Response(status=400, body=json.dumps({"code": 50035, "message": "Invalid Form Body",
+                                                             "errors": problems}).encode(),
+                                headers={"Content-Type": "application/json"})
+        self.synced.append(commands)
         synced = [{**c, "id": str(next(self._ids)), "application_id": str(APP_ID), "version": "1",
                    "default_member_permissions": c.get("default_member_permissions")} for c in commands]
         return _json(synced)
@@ -276,8 +325,12 @@ class FakeDiscord:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         conn = Connection(index=len(self.connections), ws=ws)
+        if request.query.get("compress") == "zlib-stream":
+            conn.zlib_stream = zlib.compressobj()
+        elif request.query.get("compress"):
+            self.errors.append(f"unsupported transport compression {request.query['compress']}")
         self.connections.append(conn)
-        await ws.send_str(json.dumps({"op": OP_HELLO, "d": {"heartbeat_interval": 5000}, "s": None, "t": None}))
+        await conn.send({"op": OP_HELLO, "d": {"heartbeat_interval": 5000}, "s": None, "t": None})
         try:
             async for msg in ws:
                 if msg.type is not aiohttp.WSMsgType.TEXT:
@@ -295,23 +348,51 @@ class FakeDiscord:
     async def _on_gateway(self, conn: Connection, msg: dict[str, Any]) -> None:
         op, data = msg["op"], msg.get("d")
         if op == OP_HEARTBEAT:
-            await conn.ws.send_str(json.dumps({"op": OP_HEARTBEAT_ACK, "d": None, "s": None, "t": None}))
+            await conn.send({"op": OP_HEARTBEAT_ACK, "d": None, "s": None, "t": None})
         elif op == OP_IDENTIFY:
+            if data.get("token") != self.token:
+                self.errors.append("IDENTIFY with a wrong token")  # the token itself is never recorded
+                await conn.ws.close(code=4004)  # Authentication failed
+                return
+            if self.intents is not None and data.get("intents") != self.intents:
+                self.errors.append(f"IDENTIFY intents {data.get('intents')}, expected {self.intents}")
+                await conn.ws.close(code=4013)  # Invalid intent(s)
+                return
             conn.shard = data.get("shard")
+            conn.session_id = f"main-{conn.index}"
+            mine = [g for g in self.guilds if conn.serves(g)]
             await conn.dispatch("READY", {
-                "v": 10, "user": _user(BOT_USER_ID, "longcall", bot=True), "session_id": f"main-{conn.index}",
+                "v": 10, "user": _user(BOT_USER_ID, "longcall", bot=True), "session_id": conn.session_id,
                 "resume_gateway_url": f"ws://127.0.0.1:{self.port}/gateway",
-                "guilds": [{"id": str(g), "unavailable": True} for g in self.guilds],
+                "guilds": [{"id": str(g), "unavailable": True} for g in mine],
                 "application": {"id": str(APP_ID), "flags": 0}, "private_channels": [], "relationships": [],
                 **({"shard": data["shard"]} if data.get("shard") else {}),
             })
-            for guild_id in self.guilds:
+            for guild_id in mine:
                 await conn.dispatch("GUILD_CREATE", _guild(guild_id))
             conn.identified.set()
+        elif op == OP_RESUME:
+            await self._resume(conn, data)
         elif op == OP_VOICE_STATE:
+            self.voice_requests.append((conn.index, int(data["guild_id"]), data["channel_id"]))
             await self._voice_state(int(data["guild_id"]), data["channel_id"])
         else:
             self.errors.append(f"unexpected gateway op {op}")
+
+    async def _resume(self, conn: Connection, data: dict[str, Any]) -> None:
+        """op 6 RESUME on a new connection: the old one's session carries on here; the events it
+        missed after `seq` are replayed, then RESUMED."""
+        old = next((c for c in self.connections if c.session_id == data.get("session_id") and c is not conn), None)
+        if old is None or data.get("token") != self.token:
+            await conn.send({"op": OP_INVALID_SESSION, "d": False, "s": None, "t": None})
+            return
+        conn.session_id, conn.shard, conn.seq, conn.sent = old.session_id, old.shard, old.seq, old.sent
+        old.session_id = ""
+        self.resumes += 1
+        for seq, event, payload in [row for row in old.sent if row[0] > int(data.get("seq") or 0)]:
+            await conn.send({"op": OP_DISPATCH, "t": event, "s": seq, "d": payload})
+        await conn.dispatch("RESUMED", {})
+        conn.identified.set()
 
     async def _voice_state(self, guild_id: int, channel_id: str | None) -> None:
         """The bot joins or leaves voice: its voice state to everyone, and on a join a voice server
@@ -319,7 +400,7 @@ class FakeDiscord:
         bot_member = _member(BOT_USER_ID, "longcall", bot=True)
         if channel_id is None:
             state = _voice_state(guild_id, BOT_USER_ID, None, "voice-left")
-            for conn in self.live():
+            for conn in self.live(guild_id):
                 await conn.dispatch("VOICE_STATE_UPDATE", {**state, "member": bot_member})
             return
         voice = FakeVoiceGateway(guild_id=guild_id, channel_id=int(channel_id), bot_user_id=BOT_USER_ID,
@@ -327,7 +408,38 @@ class FakeDiscord:
         await voice.start(speaker_ids=[uid for uid, _ in HUMANS])
         self.voice.append(voice)
         state = _voice_state(guild_id, BOT_USER_ID, int(channel_id), voice.session_id)
-        for conn in self.live():
+        for conn in self.live(guild_id):
             await conn.dispatch("VOICE_STATE_UPDATE", {**state, "member": bot_member})
             await conn.dispatch("VOICE_SERVER_UPDATE",
                                 {"token": voice.token, "guild_id": str(guild_id), "endpoint": voice.endpoint})
+
+
+def command_problems(commands: list[dict[str, Any]]) -> list[str]:
+    """What Discord would refuse in a bulk command overwrite: names (lowercase, 1-32 of letters,
+    digits, - and _), descriptions (1-100 chars for chat commands), at most 25 options and 25
+    choices, at most 100 commands, no duplicate names."""
+    problems: list[str] = []
+    if len(commands) > MAX_COMMANDS:
+        problems.append(f"{len(commands)} commands, at most {MAX_COMMANDS}")
+    names = [c.get("name", "") for c in commands]
+    problems += [f"duplicate command {n}" for n in sorted({n for n in names if names.count(n) > 1})]
+    for command in commands:
+        problems += _entry_problems(command, f"command {command.get('name')!r}")
+    return problems
+
+
+def _entry_problems(entry: dict[str, Any], where: str) -> list[str]:
+    problems = []
+    name, description = entry.get("name", ""), entry.get("description", "")
+    if not COMMAND_NAME.match(name):
+        problems.append(f"{where}: name {name!r} breaks ^[-_a-z0-9]{{1,32}}$")
+    if entry.get("type", 1) == 1 and not 1 <= len(description) <= MAX_DESCRIPTION:
+        problems.append(f"{where}: description of {len(description)} chars, 1-{MAX_DESCRIPTION}")
+    options = entry.get("options") or []
+    if len(options) > MAX_OPTIONS:
+        problems.append(f"{where}: {len(options)} options, at most {MAX_OPTIONS}")
+    if len(entry.get("choices") or []) > MAX_CHOICES:
+        problems.append(f"{where}: more than {MAX_CHOICES} choices")
+    for option in options:
+        problems += _entry_problems({**option, "type": 1}, f"{where} option {option.get('name')!r}")
+    return problems

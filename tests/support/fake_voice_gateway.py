@@ -109,7 +109,8 @@ class FakeVoiceGateway:
     """Discord's voice server for one channel: websocket + UDP, DAVE external sender, members."""
 
     def __init__(
-        self, *, guild_id: int, channel_id: int, bot_user_id: int, heartbeat_interval_ms: float = 100.0
+        self, *, guild_id: int, channel_id: int, bot_user_id: int, heartbeat_interval_ms: float = 100.0,
+        first_ssrc: int = 1000,
     ) -> None:
         self.guild_id = guild_id
         self.channel_id = channel_id
@@ -120,6 +121,7 @@ class FakeVoiceGateway:
         # Transport key, RTP framing and the MLS external sender. Its own `bot` session is unused:
         # here the bot is discord.py's, negotiated over the websocket.
         self.media = FakeVoiceServer(bot_user_id=bot_user_id, channel_id=channel_id)
+        self.media._next_ssrc = first_ssrc  # another voice server hands out other SSRCs
         self.speakers: dict[int, FakeSpeaker] = {}
         self.from_bot: list[dict[str, Any]] = []  # every JSON message, in order
         self.binary_from_bot: list[tuple[int, bytes]] = []  # (opcode, payload)
@@ -130,6 +132,11 @@ class FakeVoiceGateway:
         self.errors: list[str] = []
         self.ws_opened = False
         self.ws_closed = False
+        self.e2ee_off = False  # a DAVE downgrade (protocol version 0) was executed
+        self.connections = 0  # voice websockets the bot opened (one more per reconnect)
+        self.ws_closes: list[int | None] = []  # close code of each ended websocket, in order
+        self._transport: asyncio.BaseTransport | None = None
+        self._leaves: list[int | None] = []  # MLS leaf index -> user id (None: blank)
         self._seq = 0
         self._ws: web.WebSocketResponse | None = None
         self._runner: web.AppRunner | None = None
@@ -194,6 +201,10 @@ class FakeVoiceGateway:
             speaker = FakeSpeaker(self.media, user_id, self.media._next_ssrc, first_sequence=first_sequence)
             speaker.session.set_external_sender(ext.blob)
             members.append(speaker)
+        self._leaves = [s.user_id for s in members]
+        self.speakers = {s.user_id: s for s in members}
+        if len(members) < 2:
+            return  # nobody, or one member: its group is made when the next member is added
         creator, joining = members[0], members[1:]
         proposals = b"".join(
             ext.add_proposal(group_id=self.channel_id, epoch=0, key_package=s.session.get_serialized_key_package())
@@ -223,7 +234,42 @@ class FakeVoiceGateway:
         assert chosen is not None and chosen.welcome is not None
         for member in members:
             member.session.process_commit(chosen.commit)
+        self._take_leaf(user_id)
         return chosen
+
+    def _take_leaf(self, user_id: int) -> None:
+        """MLS puts a new member in the leftmost blank leaf (RFC 9420 section 12.1.1)."""
+        if None in self._leaves:
+            self._leaves[self._leaves.index(None)] = user_id
+        else:
+            self._leaves.append(user_id)
+
+    def _remove_proposals(self, user_id: int) -> bytes:
+        """op 27's payload after its operation byte: a vector of one signed Remove proposal."""
+        epoch = next(iter(self.speakers.values())).session.epoch or 0
+        leaf = self._leaves.index(user_id)
+        ext = self.media.external_sender
+        return mls_vector(ext.remove_proposal(group_id=self.channel_id, epoch=epoch, leaf_index=leaf))
+
+    def _drop_leaf(self, user_id: int) -> None:
+        self._leaves[self._leaves.index(user_id)] = None
+        while self._leaves and self._leaves[-1] is None:
+            self._leaves.pop()  # the tree is truncated after its rightmost blank leaves
+
+    def _remove_bot_among_members(self) -> None:
+        """The bot's voice session ended: Discord removes its leaf (a Remove proposal to the
+        members, the first member's commit wins), so its next session joins as a new member."""
+        if self.bot_user_id not in self._leaves:
+            return
+        proposals = self._remove_proposals(self.bot_user_id)
+        members = list(self.speakers.values())
+        append = davey.ProposalsOperationType.append
+        results = [m.session.process_proposals(append, proposals) for m in members]
+        chosen = results[0]
+        assert chosen is not None
+        for member in members:
+            member.session.process_commit(chosen.commit)
+        self._drop_leaf(self.bot_user_id)
 
     async def add_member_while_connected(self, user_id: int) -> FakeSpeaker:
         """A member joins after the bot: op 27 to the bot, its op 28, then op 29 (the commit chosen)."""
@@ -260,7 +306,10 @@ class FakeVoiceGateway:
             await ws.close(code=4012, message=b"unknown protocol version")  # as Discord does
             return ws
         self._ws = ws
+        self._transport = request.transport
         self.ws_opened = True
+        self.ws_closed = False
+        self.connections += 1
         await self._send(OP_HELLO, {"heartbeat_interval": self._heartbeat_ms})
         async for msg in ws:
             try:
@@ -272,7 +321,10 @@ class FakeVoiceGateway:
                 self.errors.append(f"{type(err).__name__}: {err}")
                 await ws.close(code=4000)
             self._changed.set()
-        self.ws_closed = True
+        if self._ws is ws:
+            self.ws_closed = True
+            self._remove_bot_among_members()
+        self.ws_closes.append(ws.close_code)
         self._changed.set()
         return ws
 
@@ -330,6 +382,8 @@ class FakeVoiceGateway:
         op, payload = message[0], message[1:]
         self.binary_from_bot.append((op, payload))
         if op == OP_MLS_KEY_PACKAGE:
+            if not self.speakers:
+                return  # the bot is alone: it makes the group when someone joins
             chosen = self._commit_add(self._add_proposals(payload), self.bot_user_id)
             assert chosen.welcome is not None
             transition = self._new_transition()
@@ -338,6 +392,16 @@ class FakeVoiceGateway:
     async def _ws_close(self, code: int) -> None:
         assert self._ws is not None
         await self._ws.close(code=code)
+
+    async def close_bot_ws(self, code: int) -> None:
+        """Discord closes the bot's voice websocket: 4006 (session no longer valid), 4015
+        (voice server crashed: resume), 4014 (removed from the channel) and so on."""
+        await self._ws_close(code)
+
+    def drop_bot_ws(self) -> None:
+        """The TCP connection under the voice websocket dies: the bot sees close 1006."""
+        assert self._transport is not None
+        self._transport.abort()
 
     async def speaking(self, user_id: int) -> None:
         """op 5 for a member: the bot learns which SSRC is whose."""
@@ -378,6 +442,9 @@ class FakeVoiceGateway:
             if plain == OPUS_SILENCE:
                 audio.silence += 1
                 return
+            if self.e2ee_off:  # after a DAVE downgrade the bot sends plain Opus
+                audio.opus.append(plain)
+                return
             listener = next(iter(self.speakers.values()))
             audio.opus.append(listener.session.decrypt(self.bot_user_id, davey.MediaType.audio, plain))
         except Exception as err:
@@ -390,7 +457,7 @@ class FakeMainGateway:
 
     def __init__(self, state: Any, voice: FakeVoiceGateway) -> None:
         self._state = state
-        self._voice = voice
+        self._voice = voice  # the voice server that answers joins (changed by `change_server`)
         self.requests: list[tuple[int, int | None, bool, bool]] = []
         self._pending: list[asyncio.Task[None]] = []
 
@@ -412,11 +479,20 @@ class FakeMainGateway:
             # Leaving: Discord confirms after the client has closed its voice websocket.
             with contextlib.suppress(TimeoutError):
                 await voice.until(lambda: voice.ws_closed, timeout=5.0)
+        self._bot_voice_state(guild_id, channel_id, self_mute=self_mute, self_deaf=self_deaf)
+        if channel_id is not None:
+            self._state.parse_voice_server_update(
+                {"token": voice.token, "guild_id": str(guild_id), "endpoint": voice.endpoint}
+            )
+
+    def _bot_voice_state(self, guild_id: int, channel_id: int | None, *, self_mute: bool, self_deaf: bool) -> None:
+        voice = self._voice
         self._state.parse_voice_state_update(
             {
                 "guild_id": str(guild_id),
                 "channel_id": None if channel_id is None else str(channel_id),
                 "user_id": str(voice.bot_user_id),
+                "member": bot_member_data(voice.bot_user_id),
                 "session_id": voice.session_id,
                 "deaf": False,
                 "mute": False,
@@ -427,7 +503,27 @@ class FakeMainGateway:
                 "request_to_speak_timestamp": None,
             }
         )
-        if channel_id is not None:
-            self._state.parse_voice_server_update(
-                {"token": voice.token, "guild_id": str(guild_id), "endpoint": voice.endpoint}
-            )
+
+    async def kick(self, guild_id: int) -> None:
+        """Someone disconnects the bot: Discord reports it out of voice (a leave the bot did not
+        ask for) and closes its voice websocket with 4014."""
+        self._bot_voice_state(guild_id, None, self_mute=False, self_deaf=False)
+        await asyncio.sleep(0)  # discord.py's handler task runs first, as the events arrive in order
+        if self._voice._ws is not None and not self._voice._ws.closed:
+            await self._voice.close_bot_ws(4014)
+
+    def change_server(self, guild_id: int, voice: FakeVoiceGateway) -> None:
+        """Discord moves the call to another voice server: VOICE_SERVER_UPDATE with its endpoint."""
+        self._voice = voice
+        self._state.parse_voice_server_update(
+            {"token": voice.token, "guild_id": str(guild_id), "endpoint": voice.endpoint}
+        )
+
+
+def bot_member_data(user_id: int) -> dict[str, Any]:
+    """The bot's guild member, as VOICE_STATE_UPDATE carries it (discord.py dispatches the
+    `voice_state_update` event only for a member it can resolve)."""
+    return {
+        "user": {"id": str(user_id), "username": "longcall", "discriminator": "0", "avatar": None, "bot": True},
+        "roles": [], "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False, "mute": False, "flags": 0,
+    }

@@ -33,6 +33,7 @@ WIRE_FORMAT_PUBLIC_MESSAGE = 1
 SENDER_TYPE_EXTERNAL = 2
 CONTENT_TYPE_PROPOSAL = 2
 PROPOSAL_TYPE_ADD = 1
+PROPOSAL_TYPE_REMOVE = 3
 CREDENTIAL_TYPE_BASIC = 1
 OPUS_PAYLOAD_TYPE = 120
 
@@ -65,6 +66,15 @@ class ExternalSender:
 
     def add_proposal(self, *, group_id: int, epoch: int, key_package: bytes) -> bytes:
         """One MLSMessage: a PublicMessage from external sender 0 proposing Add(key_package)."""
+        return self._proposal(group_id=group_id, epoch=epoch, proposal_type=PROPOSAL_TYPE_ADD, body=key_package)
+
+    def remove_proposal(self, *, group_id: int, epoch: int, leaf_index: int) -> bytes:
+        """One MLSMessage proposing Remove(leaf_index): a member left the call (voice op 13)."""
+        return self._proposal(
+            group_id=group_id, epoch=epoch, proposal_type=PROPOSAL_TYPE_REMOVE, body=struct.pack(">I", leaf_index)
+        )
+
+    def _proposal(self, *, group_id: int, epoch: int, proposal_type: int, body: bytes) -> bytes:
         framed_content = (
             mls_vector(struct.pack(">Q", group_id))  # group_id: the channel id, 8 bytes big-endian
             + struct.pack(">Q", epoch)
@@ -72,8 +82,8 @@ class ExternalSender:
             + struct.pack(">I", 0)  # sender_index into the ExternalSenders extension
             + mls_vector(b"")  # authenticated_data
             + bytes([CONTENT_TYPE_PROPOSAL])
-            + struct.pack(">H", PROPOSAL_TYPE_ADD)
-            + key_package
+            + struct.pack(">H", proposal_type)
+            + body
         )
         wire_prefix = struct.pack(">HH", MLS_VERSION_10, WIRE_FORMAT_PUBLIC_MESSAGE)
         # FramedContentTBS for an external sender carries no GroupContext.

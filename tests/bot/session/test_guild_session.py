@@ -354,7 +354,8 @@ async def test_our_own_reconnect_leaving_voice_does_not_end_the_session() -> Non
         await session.on_bot_voice_state(None)  # late, within the grace period
         during = session.stopping
         clock.advance(3.0)
-        await session.on_bot_voice_state(None)  # a real kick
+        link.was_kicked = True  # a real kick: a leave discord.py did not ask for
+        await session.on_bot_voice_state(None)
         async with asyncio.timeout(5):
             await session.wait_closed()
         assert (False, StopReason.DISCONNECTED) == (during, session.stop_reason)

@@ -123,7 +123,9 @@ async def test_join_refused_while_another_process_owns_the_guild() -> None:
 
 async def test_lost_lease_stops_the_session_without_writing() -> None:
     """The lease is renewed every TTL/3; when a renewal is refused (another process owns the
-    session now) the session emits `session_lease_lost`, leaves voice and writes no meta."""
+    session now) the session emits `session_lease_lost`, closes its voice connection without
+    leaving the channel through the gateway (the bot's voice state is the new owner's now) and
+    writes no meta."""
     store = InMemorySessionStore()
     clock, events, connector, running_registry = running(store, "this-proc")
     sid = session_id_for(7)
@@ -142,7 +144,8 @@ async def test_lost_lease_stops_the_session_without_writing() -> None:
         lost = await events.wait_for(SessionLeaseLost.name)
         await session.wait_closed()
         assert ("renew_refused", 1) == (lost[0]["reason"], lost[0]["fence"])
-        assert StopReason.LEASE_LOST == session.stop_reason and connector.links[0].disconnected
+        link = connector.links[0]
+        assert (StopReason.LEASE_LOST, True, False) == (session.stop_reason, link.abandoned, link.disconnected)
         meta = await store.load_meta(sid)
         assert ("71", "other-proc") == (meta["channel_id"], await store.session_owner(sid))
         assert "last_stop_reason" not in meta
