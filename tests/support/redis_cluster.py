@@ -74,12 +74,17 @@ def _bindable(port: int) -> bool:
     return True
 
 
+_PORTS = random.SystemRandom()  # never the `random` module's state, which other tests may seed
+_HANDED_OUT: set[int] = set()  # a port stays free until its node starts: never hand it out twice
+
+
 def cluster_port() -> int:
     """A free port P with P + 10000 (the cluster bus) free too; Redis wants P <= 55535, and the
     kernel's ephemeral ports (where `free_port` draws) mostly lie above that."""
     for _ in range(200):
-        port = random.randrange(20000, 30000)
-        if _bindable(port) and _bindable(port + 10000):
+        port = _PORTS.randrange(20000, 30000)
+        if port not in _HANDED_OUT and _bindable(port) and _bindable(port + 10000):
+            _HANDED_OUT.add(port)
             return port
     return free_port()
 
@@ -88,7 +93,7 @@ class _Node:
     def __init__(self, binary: str, workdir: Path, extra: list[str]) -> None:
         self.port = cluster_port()
         self.dir = workdir / str(self.port)
-        self.dir.mkdir(parents=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
         self.args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
                      "--save", "", "--appendonly", "no", "--loglevel", "warning", *extra]
         self.proc: subprocess.Popen[bytes] | None = None
@@ -142,7 +147,10 @@ def _wait(what: str, check: object, timeout_s: float) -> None:
 class LocalRedisCluster:
     """`with LocalRedisCluster() as cluster: cluster.target` -- 3 primaries, 3 replicas."""
 
-    def __init__(self, *, primaries: int = 3, node_timeout_ms: int = 1000, use_cli: bool = True) -> None:
+    # The shared cluster keeps Redis's own 15 s node timeout: on a loaded 2-core machine a node
+    # that misses pings for a second must not be failed over under the tests that share it.
+    # Failover tests build their own with a short timeout.
+    def __init__(self, *, primaries: int = 3, node_timeout_ms: int = 15000, use_cli: bool = True) -> None:
         self._binary = find_redis_server()
         self._tmp = tempfile.TemporaryDirectory(prefix="longcall-cluster-")
         extra = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -162,7 +170,7 @@ class LocalRedisCluster:
         for node in self.nodes:
             node.start()
         for node in self.nodes:
-            _wait(f"node {node.port} up", lambda n=node: n.client().ping(), 10)
+            _wait(f"node {node.port} up", lambda n=node: n.client().ping(), 30)
         cli = _cli() if self._use_cli else None
         if cli is not None:
             addrs = [f"127.0.0.1:{n.port}" for n in self.nodes]
@@ -172,7 +180,7 @@ class LocalRedisCluster:
                 raise RuntimeError(f"redis-cli --cluster create failed: {done.stdout[-500:]!r}")
         else:
             self._create_by_hand()
-        _wait("cluster_state:ok on every node", self._healthy, 30)
+        _wait("cluster_state:ok on every node", self._healthy, 90)
 
     def _create_by_hand(self) -> None:
         primaries, replicas = self.nodes[: self._primaries], self.nodes[self._primaries:]
@@ -247,7 +255,9 @@ class LocalSentinel:
 
     SERVICE = "longcall"
 
-    def __init__(self, *, sentinels: int = 1, down_after_ms: int = 1000) -> None:
+    # The shared setup is slow to doubt a primary (a loaded machine stalls a process for a second
+    # now and then); the failover tests build their own with a short `down_after_ms`.
+    def __init__(self, *, sentinels: int = 1, down_after_ms: int = 10000) -> None:
         self._binary = find_redis_server()
         self._tmp = tempfile.TemporaryDirectory(prefix="longcall-sentinel-")
         root = Path(self._tmp.name)
@@ -289,16 +299,16 @@ class LocalSentinel:
 
     def start(self) -> None:
         self.primary.start()
-        _wait("primary up", lambda: self.primary.client().ping(), 10)
+        _wait("primary up", lambda: self.primary.client().ping(), 30)
         self.replica.start()
         _wait("replica in sync", lambda: self.replica.client().info("replication").get("master_link_status") == "up",
-              20)
+              60)
         for node in self.sentinels:
             node.start()
         for node in self.sentinels:
             _wait("sentinel sees the replica", lambda n=node: redis.Redis(
                 host="127.0.0.1", port=n.port, decode_responses=True, socket_timeout=2
-            ).execute_command("SENTINEL", "REPLICAS", self.SERVICE), 20)
+            ).execute_command("SENTINEL", "REPLICAS", self.SERVICE), 60)
 
     def wait_healthy(self, timeout_s: float = 30) -> None:
         """Until the sentinel sees its primary up (flags exactly `master`: no s_down or o_down)
