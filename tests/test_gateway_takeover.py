@@ -146,16 +146,16 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         async def placed() -> bool:
             return await owners() == [owner_a] * 2 + [owner_b] * 2
 
-        await watch.until("/join placing two sessions on each process", placed, 30)
+        await watch.until("/join placing two sessions on each process", placed, 90)
         await discord.until("four voice connections", lambda: sum(v.transitions_executed != [] for v in discord.voice)
-                            >= 4, 30)
+                            >= 4, 90)
         await say(guilds, 0, FIRST)
-        await watch.until(f"{FIRST} turns folded in every guild", lambda: settled(FIRST), 30)
+        await watch.until(f"{FIRST} turns folded in every guild", lambda: settled(FIRST), 90)
 
         # A's own fold lines are read while it lives, once it has logged them all: a process
         # SIGKILLed right after a commit may never write the line for it.
         await procs.logs["a"].until("A logging its folds", lambda rows: all(
-            any(new == settled_cursor(FIRST) for _, new in folds_of(rows, g)) for g in a_guilds), 30)
+            any(new == settled_cursor(FIRST) for _, new in folds_of(rows, g)) for g in a_guilds), 90)
         a_events = list(procs.log("a"))
         procs.procs["a"].kill()
         await procs.procs["a"].wait()
@@ -168,10 +168,10 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         await watch.until("B owning A's sessions", b_owns_all, TTL_S + 10)
         takeover_s = time.monotonic() - killed_at
         await discord.until("B in A's voice channels", lambda: sum(v.transitions_executed != [] for v in discord.voice)
-                            >= 6, 20)
+                            >= 6, 90)
         await say(a_guilds, FIRST, SECOND)  # A's rooms: what is typed once B serves them
         await say(b_guilds, DURING, SECOND)
-        await watch.until(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 30)
+        await watch.until(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 90)
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
         events = a_events + procs.log("b")
     except AssertionError as err:
