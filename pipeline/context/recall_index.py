@@ -183,9 +183,13 @@ class RecallIndex:
     def forget(self, seqs: Iterable[int]) -> int:
         """Remove these turns from recall everywhere (text, eligibility, vector); returns how
         many were present. The seqs stay known, so a later re-add of the same seq is refused."""
+        return self.forget_keys(turn_key(seq) for seq in seqs)
+
+    def forget_keys(self, keys: Iterable[str]) -> int:
+        """`forget` by index key: turns (`turn_key`) and notes (`note_key`) alike."""
         removed = 0
-        for seq in seqs:
-            doc = self._doc_of(turn_key(seq))
+        for key in keys:
+            doc = self._doc_of(key)
             if doc is None or not self._alive[doc]:
                 continue
             self._alive[doc] = 0

@@ -152,9 +152,14 @@ class SessionRecall:
         """Remove these turns from recall: the index (text, postings, vector) and the stored
         vectors. "Forget me" and deleted typed messages come through here. Returns how many
         were indexed."""
-        removed = self.index.forget(seqs)
-        gone = {turn_key(seq) for seq in seqs}
+        return await self.forget_keys({turn_key(seq) for seq in seqs})
+
+    async def forget_keys(self, keys: Collection[str]) -> int:
+        """`forget` by index key, turns and notes alike (a person's removal drops both)."""
+        gone = set(keys)
+        removed = self.index.forget_keys(gone)
         self._pending = deque(item for item in self._pending if item[0] not in gone)
+        self._query_cache = None
         try:
             await self._store.delete_recall_vectors(self.session_id, sorted(gone))
         except StoreUnavailable:
@@ -185,15 +190,6 @@ class SessionRecall:
             self._space.clear()
             await self._space.wait()
         self._enqueue(key, text)
-
-    async def rebuild(self, turns: Sequence[Turn], *, drop_keys: Collection[str]) -> None:
-        """Start the index over from `turns` and the store (after a removal): nothing removed
-        stays searchable, and queued lines of `drop_keys` are never embedded."""
-        gone = set(drop_keys)
-        self._pending = deque(item for item in self._pending if item[0] not in gone)
-        self._query_cache = None
-        self.index = RecallIndex()
-        await self.restore(turns)
 
     def _enqueue(self, key: str, text: str) -> None:
         self._pending.append((key, text))

@@ -216,8 +216,9 @@ class ConversationSession:
         self._notes.remove(set(note_ids))
         self._cards.remove(speaker_ids)
         self.compactor.reset_state(state)
-        everything = await self.store.get_turns(self.session_id, 0, self._sync.total)
-        await self.recall.rebuild(everything, drop_keys={turn_key(s) for s in by_seq} | {note_key(n) for n in note_ids})
+        # Only what was removed leaves the index (its lines, vectors and queued embeddings): no
+        # re-read and re-index of the whole transcript on the event loop.
+        await self.recall.forget_keys({turn_key(s) for s in by_seq} | {note_key(n) for n in note_ids})
 
     async def wait_recall_idle(self) -> None:
         await self.recall.wait_idle()
