@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import select
 import socket
 import threading
 import time
@@ -38,7 +39,7 @@ from typing import Any, Final, Protocol
 import davey
 import discord
 import structlog
-from discord.voice_state import VoiceConnectionState
+from discord.voice_state import SocketReader, VoiceConnectionState
 
 from bot.voice.opus import OpusDecoder, make_opus_decoder
 from bot.voice.packets import NOT_READY_DAVE, DaveSessionLike, PacketProcessor
@@ -111,56 +112,111 @@ class ReceivingVoiceClient(discord.VoiceClient):
 
 
 def _harden_socket_reader(state: VoiceConnectionState, *, clock: Callable[[], float] = time.monotonic) -> None:
-    """Two holes in discord.py 2.7.1's UDP socket reader that a voice reconnect falls into.
+    """Replace discord.py's socket reader of a new connection state with `_WakeableSocketReader`.
 
-    1. The reader waits in `select()` on the socket for up to 30 s. When discord.py recovers
-       a dropped voice websocket (4006, 1006, timeouts) it pauses the reader, closes the socket
-       and makes a new one; a thread blocked in select() on a closed socket is not woken, so
-       the reader keeps waiting on the old one for up to 30 s. Shutting the socket down when
-       the reader is paused (right before discord.py closes it) wakes it at once.
+    Called as the state is created: its own reader has just started and waits paused with no
+    listener, so it is stopped and the replacement takes its place (same start mode).
+    """
+    original = state._socket_reader
+    reader = _WakeableSocketReader(state, start_paused=original.start_paused, clock=clock)
+    # SocketReader.run() clears the end flag as it starts, so a stop() that lands before that
+    # is undone: stop again until the thread has ended (microseconds; bounded at 1 s).
+    for _ in range(100):
+        original.stop()
+        original.join(0.01)
+        if not original.is_alive():
+            break
+    state._socket_reader = reader
+    reader.start()
+
+
+class _WakeableSocketReader(SocketReader):
+    """discord.py 2.7.1's UDP socket reader with two holes a voice reconnect falls into closed.
+
+    1. The reader waits in `select()` on the socket for up to 30 s. When discord.py recovers a
+       dropped voice websocket (4006, 1006, timeouts) it pauses the reader, closes the socket
+       and makes a new one. A thread blocked in select() on a closed socket is not woken, and
+       shutting the socket down first is not enough either: the kernel re-polls select()'s fd
+       *numbers* after the wake-up, and by then the new socket pair may have reused the old
+       number, so the reader waits on an unrelated socket (the tests saw this in about a third
+       of quick swaps). This reader also waits on a private socket pair that `pause()` and
+       `stop()` write to, so it leaves select() at once whatever became of the voice socket.
     2. IP discovery sends its request first and registers the listener for the answer after.
        On the first join the reader is idle until that listener arrives, so the answer waits in
        the socket; on a reconnect our receiver's listener keeps the reader running, and an
        answer that comes back fast is read and dropped before the listener exists (discovery
-       then times out). A sniffer in front keeps the last answer for the current SSRC and
-       hands it to a listener registered within a second.
+       then times out). The reader keeps the last answer and hands it to a listener registered
+       within a second, if it is for the current SSRC and was read from the current socket
+       (an answer to the socket before a swap carries the old port: handing it over made
+       discord.py select a protocol with an address the voice server never saw).
+
+    Everything else (callbacks, pause/resume/idle semantics) is discord.py's own.
     """
-    reader = state._socket_reader
-    pause, register, unregister = reader.pause, reader.register, reader.unregister
-    kept: list[tuple[float, bytes]] = []
 
-    def pause_and_wake() -> None:
-        pause()
-        if threading.current_thread() is reader:
-            return  # the reader's own pause as it starts: nothing to wake
-        sock = getattr(state, "socket", None)
-        if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+    def __init__(self, state: VoiceConnectionState, *, start_paused: bool, clock: Callable[[], float]) -> None:
+        super().__init__(state, start_paused=start_paused)
+        self._clock = clock
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._kept: list[tuple[float, socket.socket, bytes]] = []  # when, read from which socket, answer
 
-    def sniff(data: bytes) -> None:  # the reader thread
-        if len(data) == _IP_DISCOVERY_BYTES and data[:2] == _IP_DISCOVERY_ANSWER:
-            kept[:] = [(clock(), data)]
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):  # full (already woken) or closed (thread ended)
+            self._wake_w.send(b"\0")
 
-    def register_after_sniffer(callback: Callable[[bytes], Any]) -> None:
-        if sniff not in reader._callbacks:
-            register(sniff)
-        register(callback)
-        if kept:
-            at, answer = kept[0]
-            ssrc = getattr(state, "ssrc", None)
-            if clock() - at <= 1.0 and isinstance(ssrc, int) and answer[4:8] == ssrc.to_bytes(4, "big"):
-                kept.clear()
+    def pause(self) -> None:
+        super().pause()
+        if threading.current_thread() is not self:  # not the reader's own pause as it starts
+            self._kept.clear()  # a pause precedes every socket swap: an answer to the old socket is stale
+            self._wake()
+
+    def stop(self) -> None:
+        super().stop()
+        self._wake()
+
+    def register(self, callback: Callable[[bytes], Any]) -> None:
+        super().register(callback)
+        if self._kept:
+            at, read_from, answer = self._kept[0]
+            ssrc = getattr(self.state, "ssrc", None)
+            fresh = self._clock() - at <= 1.0 and read_from is self.state.socket
+            if fresh and isinstance(ssrc, int) and answer[4:8] == ssrc.to_bytes(4, "big"):
+                self._kept.clear()
                 callback(answer)
 
-    def unregister_and_idle(callback: Callable[[bytes], Any]) -> None:
-        unregister(callback)
-        if reader._callbacks == [sniff]:
-            unregister(sniff)  # nothing else listens: let the reader idle as discord.py does
-
-    reader.pause = pause_and_wake  # type: ignore[method-assign]
-    reader.register = register_after_sniffer  # type: ignore[method-assign]
-    reader.unregister = unregister_and_idle  # type: ignore[method-assign]
+    def _do_run(self) -> None:
+        try:
+            while not self._end.is_set():
+                if not self._running.is_set():
+                    self._running.wait()
+                    continue
+                sock = self.state.socket
+                try:
+                    readable, _, _ = select.select([sock, self._wake_r], [], [], 30)
+                except (ValueError, TypeError, OSError):
+                    continue  # the socket is closed or not made yet (discord.py ignores it too)
+                if self._wake_r in readable:
+                    with contextlib.suppress(OSError):
+                        while self._wake_r.recv(64):
+                            pass
+                    continue  # paused or stopped: look at the flags again
+                if not readable:
+                    continue
+                try:
+                    data = sock.recv(2048)
+                except OSError:
+                    continue
+                if len(data) == _IP_DISCOVERY_BYTES and data[:2] == _IP_DISCOVERY_ANSWER:
+                    self._kept[:] = [(self._clock(), sock, data)]
+                for callback in list(self._callbacks):
+                    try:
+                        callback(data)
+                    except Exception:
+                        log.exception("voice_socket_listener_failed")
+        finally:
+            for end in (self._wake_r, self._wake_w):
+                end.close()
 
 
 _IP_DISCOVERY_BYTES: Final = 74
