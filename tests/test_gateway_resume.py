@@ -77,6 +77,7 @@ async def test_the_session_carries_on_through_a_gateway_resume_and_a_new_gateway
         await discord.join(discord.live()[0], guild)
         await discord.until("the voice join", lambda: len(discord.voice) == 1
                             and bool(discord.voice[0].transitions_executed), 30)
+        await discord.until("the /join answer", lambda: discord.joins_answered() == 1, 30)  # then people talk
         await say(0, 6)
         await watch.until("6 turns", lambda: turns(6), 30)
 

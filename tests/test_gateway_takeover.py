@@ -26,7 +26,7 @@ import pytest
 from pipeline.events import CompactionCompleted, SessionOwned, SessionTakenOver
 from tests.support.fake_discord import FakeDiscord
 from tests.support.redis_cluster import RedisTarget
-from tests.support.waits import ProcessLog, RedisWatch
+from tests.support.waits import ProcessLog, RedisWatch, sessions_started
 
 pytestmark = pytest.mark.slow
 
@@ -149,6 +149,9 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         await watch.until("/join placing two sessions on each process", placed, 90)
         await discord.until("four voice connections", lambda: sum(v.transitions_executed != [] for v in discord.voice)
                             >= 4, 90)
+        # What a user waits for before talking: /join's answer, sent once the session listens.
+        # (Typed before it, a line finds no session yet and is not the bot's to keep.)
+        await discord.until("four /join answers", lambda: discord.joins_answered() >= 4, 90)
         await say(guilds, 0, FIRST)
         await watch.until(f"{FIRST} turns folded in every guild", lambda: settled(FIRST), 90)
 
@@ -169,6 +172,8 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         takeover_s = time.monotonic() - killed_at
         await discord.until("B in A's voice channels", lambda: sum(v.transitions_executed != [] for v in discord.voice)
                             >= 6, 90)
+        # The voice connection comes before the session listens: talk once B's sessions run.
+        await procs.logs["b"].until("B running A's sessions", sessions_started(a_guilds), 90)
         await say(a_guilds, FIRST, SECOND)  # A's rooms: what is typed once B serves them
         await say(b_guilds, DURING, SECOND)
         await watch.until(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 90)

@@ -25,7 +25,7 @@ import pytest
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from tests.support.fake_discord import TOKEN, FakeDiscord
-from tests.support.waits import ProcessLog, RedisWatch
+from tests.support.waits import ProcessLog, RedisWatch, sessions_started
 
 pytestmark = pytest.mark.slow
 
@@ -136,6 +136,7 @@ async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_ov
                           lambda: _eq(owners(), [owner_a] * 2 + [owner_b] * 2), 30)
         await discord.until("four voice joins", lambda: sum(bool(v.transitions_executed) for v in discord.voice)
                             >= 4, 30)
+        await discord.until("four /join answers", lambda: discord.joins_answered() >= 4, 30)  # then people talk
         await say(guilds, 0, 6)
         await watch.until("6 turns everywhere", lambda: counts(6, guilds), 30)
 
@@ -151,6 +152,7 @@ async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_ov
         await discord.until("A2 in shard 0's voice channels", lambda: sum(bool(v.transitions_executed)
                                                                           for v in discord.voice) >= 6, 30)
         a2_voice = discord.voice[4:6]
+        await bots.logs["a2"].until("A2 running shard 0's sessions", sessions_started(shard0), 30)
         await say(guilds, 6, 12)
         await watch.until("12 turns everywhere", lambda: counts(12, guilds), 30)
 

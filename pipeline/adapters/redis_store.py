@@ -120,6 +120,9 @@ SESSIONS_KEY = "lc:sessions"
 VECTOR_PAGE = 500  # recall vectors per HSCAN page when a session reopens
 
 
+_LEASE_KEYS = ("lock", "owner")  # expire on their own TTL, never with the session's retention
+
+
 def _optout_key(scope: str) -> str:
     return f"lc:optout:{scope}"
 
@@ -597,8 +600,12 @@ class RedisSessionStore:
         return frozenset(str(u) for u in await self._call(self._redis.smembers, _optout_key(scope)))
 
     async def expire_session(self, session_id: str, ttl_s: float | None) -> None:
+        # The fold lock and the owner lease keep their own seconds-long TTLs: a PERSIST on them
+        # (a session going live again lifts its retention expiry) left a dead process's lock
+        # held for good, and the session never folded again.
+        leases = {_keys(session_id)[name] for name in _LEASE_KEYS}
         async with self._redis.pipeline(transaction=False) as pipe:
-            for key in _keys(session_id).values():
+            for key in set(_keys(session_id).values()) - leases:
                 if ttl_s is None:
                     pipe.persist(key)
                 else:

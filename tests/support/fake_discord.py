@@ -248,6 +248,11 @@ class FakeDiscord:
         for conn in self.live(guild_id):
             await conn.dispatch("MESSAGE_CREATE", data)
 
+    def joins_answered(self) -> int:
+        """How many /join interactions the bot answered "Joined" (sent once the session listens:
+        what a user waits for before talking)."""
+        return sum("Joined" in f.get("content", "") for f in self.followups)
+
     def live(self, guild_id: int | None = None) -> list[Connection]:
         """The open, identified connections (that serve `guild_id`, when given)."""
         return [c for c in self.connections if c.identified.is_set() and not c.closed.is_set()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -141,3 +141,15 @@ class RedisWatch:
                 await pubsub.aclose()
                 await client.config_set("notify-keyspace-events", previous)
             await client.aclose()
+
+
+def sessions_started(guild_ids: Iterable[int]) -> Callable[[list[dict[str, Any]]], bool]:
+    """A `ProcessLog.until` predicate: the process logged `guild_session_started` for every one
+    of `guild_ids` (a session taken over listens from then on; its voice join comes earlier).
+    Only for a live process: a killed one may not have written its last lines."""
+    wanted = {str(g) for g in guild_ids}
+
+    def check(rows: list[dict[str, Any]]) -> bool:
+        return wanted <= {str(e.get("guild_id")) for e in rows if e.get("event") == "guild_session_started"}
+
+    return check

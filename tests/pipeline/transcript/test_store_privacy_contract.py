@@ -116,6 +116,36 @@ async def test_expire_session_then_persist_keeps_it(store: SessionStore, session
     assert 1 == await store.turn_count(session_id)
 
 
+async def test_expire_session_leaves_the_fold_lock_and_owner_lease_on_their_own_ttl(
+    request: pytest.FixtureRequest, session_id: str
+) -> None:
+    """Lifting or setting the retention expiry must not touch the leases: a PERSISTed lock of a
+    killed process was held for good, and the session that took over never folded again."""
+    now = [0.0]
+    memory = InMemorySessionStore(monotonic=lambda: now[0])
+    await memory.append_turn(session_id, draft(0))
+    assert await memory.acquire_lock(session_id, "dead", ttl_s=6.0)
+    await memory.expire_session(session_id, None)
+    now[0] = 7.0
+    assert await memory.acquire_lock(session_id, "next", ttl_s=6.0)
+    for name in ("redis_server", "redis_cluster"):
+        fixture = request.getfixturevalue(name)
+        target = single_target(fixture) if name == "redis_server" else fixture.target
+        redis_store = target.store()
+        try:
+            await redis_store.append_turn(session_id, draft(0))
+            assert await redis_store.acquire_lock(session_id, "dead", ttl_s=6.0)
+            assert await redis_store.acquire_owner(session_id, "vm:1:dead", ttl_s=6.0)
+            keys = [f"lc:{{{session_id}}}:{k}" for k in ("lock", "owner")]
+            for ttl in (None, 3600.0):
+                await redis_store.expire_session(session_id, ttl)
+                for key in keys:  # still its own seconds-long TTL (-1: no expiry, the bug)
+                    assert 0 < await redis_store._redis.pttl(key) <= 6000, (name, key, ttl)
+        finally:
+            await redis_store.delete_session(session_id)
+            await redis_store.aclose()
+
+
 async def test_expire_session_ends_it(redis_server: PrivateRedisServer, session_id: str) -> None:
     """With a TTL, every key of the session goes by itself (memory store: on its clock)."""
     now = [0.0]
