@@ -137,6 +137,17 @@ _UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, 
                 ReadOnlyError, RedisClusterException)
 
 
+CALL_DEADLINE_S = 30.0  # the longest one store call may take, whatever the client does inside
+
+
+def _deadline(timeout_s: float, pool_timeout_s: float) -> float:
+    """Room for the cluster client's retries across a failover (`_failover_retry`: about
+    `4 * timeout_s` of back-off plus each try's socket timeout) and a wait for a connection;
+    past it a call stuck inside the client becomes `StoreUnavailable` instead of holding its
+    caller (a fold, an append, a shutdown) for good."""
+    return 15 * timeout_s + pool_timeout_s
+
+
 def _failover_retry(timeout_s: float) -> Retry:
     """The cluster client retries a command across a failover (re-reading the slot table
     each time) for about `4 * timeout_s` before the caller sees `StoreUnavailable`."""
@@ -157,12 +168,16 @@ class RedisSessionStore:
     """SessionStore over a real Redis server. Connection errors become `StoreUnavailable`."""
 
     def __init__(
-        self, client: aioredis.Redis | RedisCluster, *, max_in_flight: int = 0, wait_s: float = POOL_TIMEOUT_S
+        self, client: aioredis.Redis | RedisCluster, *, max_in_flight: int = 0, wait_s: float = POOL_TIMEOUT_S,
+        deadline_s: float = CALL_DEADLINE_S,
     ) -> None:
         """`max_in_flight` > 0: at most that many store calls at once, the others wait up to
         `wait_s` (the cluster client has no blocking pool: past its per-node connection cap it
-        fails at once with MaxConnectionsError, as redis-py's default pool did under bursts)."""
+        fails at once with MaxConnectionsError, as redis-py's default pool did under bursts).
+        `deadline_s`: no call runs longer, retries across a failover included (then
+        `StoreUnavailable`, which every caller already survives)."""
         self._redis = client
+        self._deadline_s = deadline_s
         self._gate = asyncio.Semaphore(max_in_flight) if max_in_flight > 0 else None
         self._gate_wait_s = wait_s
         self._append = client.register_script(lua.APPEND)
@@ -199,7 +214,7 @@ class RedisSessionStore:
             socket_connect_timeout=timeout_s,
             health_check_interval=30,
         )
-        return cls(aioredis.Redis.from_pool(pool))
+        return cls(aioredis.Redis.from_pool(pool), deadline_s=_deadline(timeout_s, pool_timeout_s))
 
     @classmethod
     def connect(
@@ -220,7 +235,8 @@ class RedisSessionStore:
             # CLUSTERDOWN and retries (redis/asyncio/cluster.py, `_execute_command`).
             client = RedisCluster.from_url(where.url, max_connections=max(1, pool_max),
                                            retry=_failover_retry(timeout_s), **common)
-            return cls(client, max_in_flight=max(1, pool_max), wait_s=pool_timeout_s)
+            return cls(client, max_in_flight=max(1, pool_max), wait_s=pool_timeout_s,
+                       deadline_s=_deadline(timeout_s, pool_timeout_s))
         options = aioredis.connection.parse_url(where.url) if where.url else {}
         data: dict[str, Any] = {k: options[k] for k in ("username", "password", "db") if k in options}
         sentinel = Sentinel(  # type: ignore[no-untyped-call]
@@ -228,7 +244,8 @@ class RedisSessionStore:
             **common,
         )
         client = sentinel.master_for(where.service, max_connections=max(1, pool_max), **data)
-        return cls(client, max_in_flight=max(1, pool_max), wait_s=pool_timeout_s)
+        return cls(client, max_in_flight=max(1, pool_max), wait_s=pool_timeout_s,
+                   deadline_s=_deadline(timeout_s, pool_timeout_s))
 
     async def aclose(self) -> None:
         await self._redis.aclose()
@@ -247,11 +264,13 @@ class RedisSessionStore:
     async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         try:
             if self._gate is None:
-                return await fn(*args, **kwargs)
+                async with asyncio.timeout(self._deadline_s):
+                    return await fn(*args, **kwargs)
             async with asyncio.timeout(self._gate_wait_s):
                 await self._gate.acquire()
             try:
-                return await fn(*args, **kwargs)
+                async with asyncio.timeout(self._deadline_s):
+                    return await fn(*args, **kwargs)
             finally:
                 self._gate.release()
         except (*_UNAVAILABLE, TimeoutError) as err:
