@@ -73,12 +73,21 @@ class RecallConfig:
     rrf_k: float = 60.0
     relevance_weight: float = 1.0  # fused score + this x (cosine + coverage) / rrf_k, for lines above the floor
     candidates: int = 50  # per retriever, before fusion
-    min_dense_similarity: float = 0.25  # dense candidates below this cosine are not candidates
+    min_dense_similarity: float = 0.15  # dense candidates below this (centred) cosine are not candidates
+    # The dense side ranks by the cosine taken after subtracting the session's mean vector from
+    # the query and the lines, once the session has this many vectors (0: plain cosines); the
+    # floor reads the plain cosine. See VectorTable.similarities and docs/recall.md.
+    centre_min_rows: int = 64
     # The relevance floor: a line is recalled only if its dense cosine with the query reaches
     # `floor_dense` or it matched `floor_lexical` of the query's IDF mass (names not counted).
     floor_dense: float = 0.3
     floor_dense_changed: float = 0.25  # the dense floor for a line that says it changes something
     floor_lexical: float = 0.4
+    # The wider tier: after the hits, up to `wider_hits` more lines down to `wider_floor_dense`,
+    # within `wider_budget_chars` of their own; only when some line reached the floor.
+    wider_hits: int = 12
+    wider_floor_dense: float = 0.2
+    wider_budget_chars: int = 600
     name_only_factor: float = 0.3  # BM25 score x this for lines that share only a name with the query
     name_keep: float = 0.5  # share of a named speaker's name direction left in the dense query (`name_free`)
     # Freshness: the best `fresh_hits` hits are checked for a later line on the same thing
@@ -110,6 +119,8 @@ class RecallConfig:
             raise ValueError("line_cap_chars must be at least 20")
         if self.fresh_hits < 0:
             raise ValueError("fresh_hits must not be negative")
+        if self.wider_hits < 0 or self.wider_budget_chars < 0 or self.centre_min_rows < 0:
+            raise ValueError("wider_hits, wider_budget_chars and centre_min_rows must not be negative")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
