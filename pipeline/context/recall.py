@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.adapters.lemmas import lemma
 from pipeline.models import Note, Turn, TurnKind
 from pipeline.transcript.formatting import one_line
 
@@ -196,7 +197,9 @@ STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
 def _stem(word: str) -> str:
-    """A deliberately light suffix stripper: the same on both sides is all BM25 needs."""
+    """The word's dictionary lemma ("bought" -> "buy"), then a deliberately light suffix
+    stripper: the same on both sides is all BM25 needs."""
+    word = lemma(word)
     if len(word) > 5 and word.endswith("ing"):
         return word[:-3]
     if len(word) > 4 and word.endswith("ied"):

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
-from pipeline.context.recall import RecallConfig, build_query, embed_text, turn_key
+from pipeline.context.recall import RecallConfig, build_query, embed_text, terms, turn_key
 from pipeline.context.recall_index import RecallIndex
 from pipeline.context.recall_retrievers import VectorTable
-from tests.pipeline.context.test_recall import index_of, question, turn
+from tests.pipeline.context.test_recall import conversation, index_of, question, turn
+from tests.pipeline.context.test_recall import search as search_lexical
 from tests.pipeline.context.test_recall_precise import GAME
 
 DIM = 8
@@ -125,3 +126,13 @@ def test_a_reworded_question_finds_the_statement_past_the_named_speakers_filler(
     seqs, chars = recalled(RecallConfig())
     assert 40 in seqs
     assert chars < 800
+
+
+def test_irregular_forms_share_their_lemma() -> None:
+    """"bought" is "buy", "grew" is "grow": a question in the present finds the statement in
+    the past (the light suffix stripper alone left them apart)."""
+    assert {"buy"} <= set(terms("I bought the green kayak last week")) & set(terms("What did Maya finally buy?"))
+    assert "grow" in terms("we grew up by the sea")
+    lines = conversation(200, {33: ("Maya", "the green kayak in the garage is mine, I bought it last week")})
+    index = index_of(lines)
+    assert 33 in search_lexical(index, question(200, "What did Maya finally buy?", speaker="Bob"), before=150)
