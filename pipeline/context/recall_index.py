@@ -307,7 +307,8 @@ class RecallIndex:
         relevant = [e for e in fused.values() if passes(e, config, e.doc in changes)]
         for e in relevant:  # among relevant lines, how relevant counts too, not only the ranks
             e.score += config.relevance_weight * ((e.cosine or 0.0) + e.coverage) / config.rrf_k
-        ranked_hits = self._distinct(sorted(relevant, key=lambda e: (-e.score, e.doc)), config, config.max_hits)
+        words: dict[int, frozenset[str]] = {}  # doc -> its terms, for this search's near-repeat checks
+        ranked_hits = self._distinct(sorted(relevant, key=lambda e: (-e.score, e.doc)), config, config.max_hits, words)
         if not ranked_hits:
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
                                 dense_used=dense_used)
@@ -318,7 +319,7 @@ class RecallIndex:
         window = [d for d in self._turn_doc[before_seq:] if d >= 0]
         pool = np.array(sorted({*fused, *window}), dtype=np.intp)
         later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool)
-        wider = self._wider(fused, relevant, ranked_hits, config)
+        wider = self._wider(fused, relevant, ranked_hits, config, words)
         hits, lines = self._spend(ranked_hits, later, config, before_seq=before_seq, budget_chars=budget_chars,
                                   wider=wider)
         chars = sum(len(line.text) for line in lines) + max(0, len(lines) - 1)
@@ -336,7 +337,8 @@ class RecallIndex:
                 fused[doc].cosine = sim
 
     def _wider(
-        self, fused: dict[int, Scored], relevant: list[Scored], hits: list[Scored], config: RecallConfig
+        self, fused: dict[int, Scored], relevant: list[Scored], hits: list[Scored], config: RecallConfig,
+        words: dict[int, frozenset[str]],
     ) -> list[Scored]:
         """The second, small tier: the next best lines after the hits, down to the lower
         `wider_floor_dense` (a reworded question's answer often sits just under the floor, a
@@ -355,26 +357,33 @@ class RecallIndex:
                     continue
                 e.score += config.relevance_weight * (e.cosine + e.coverage) / config.rrf_k
             extra.append(e)
-        return self._distinct(sorted(extra, key=lambda e: (-e.score, e.doc)), config, config.wider_hits,
+        return self._distinct(sorted(extra, key=lambda e: (-e.score, e.doc)), config, config.wider_hits, words,
                               seen_docs=taken)
 
     def _distinct(
-        self, ranked: list[Scored], config: RecallConfig, limit: int, seen_docs: Collection[int] = ()
+        self, ranked: list[Scored], config: RecallConfig, limit: int, words: dict[int, frozenset[str]],
+        seen_docs: Collection[int] = (),
     ) -> list[Scored]:
         """The best `max_hits`, skipping near-repeats of a better hit (game chatter repeats
         itself: "who has eyes on their Storm?"), so the budget buys different facts."""
         chosen: list[Scored] = []
-        seen: list[frozenset[str]] = [frozenset(terms(self._texts[d])) for d in seen_docs]
+        def of(doc: int) -> frozenset[str]:
+            found = words.get(doc)
+            if found is None:
+                found = words[doc] = frozenset(terms(self._texts[doc]))
+            return found
+
+        seen: list[frozenset[str]] = [of(d) for d in seen_docs]
         for entry in ranked:
             if len(chosen) >= limit:
                 break
-            words = frozenset(terms(self._texts[entry.doc]))
-            if config.dedupe_jaccard < 1.0 and words and any(
-                len(words & other) / len(words | other) >= config.dedupe_jaccard for other in seen if other
+            mine = of(entry.doc)
+            if config.dedupe_jaccard < 1.0 and mine and any(
+                len(mine & other) / len(mine | other) >= config.dedupe_jaccard for other in seen if other
             ):
                 continue
             chosen.append(entry)
-            seen.append(words)
+            seen.append(mine)
         return chosen
 
     # -- freshness ------------------------------------------------------------------------
