@@ -15,6 +15,8 @@ Retrieval is hybrid:
 - **Dense**: cosine similarity against sentence vectors of `"Speaker: text"` (a packaged
   model or the OpenAI endpoint; see `pipeline.adapters.embeddings`). Vectors arrive later than the
   turn (they are computed off the event loop); a doc without one is simply lexical-only.
+  Candidates are ranked by the cosine after subtracting the session's mean vector (what sets
+  a line apart, not the chatter every line shares); the floor reads the plain cosine.
 - **Fusion**: weighted reciprocal-rank fusion, `sum_i w_i / (rrf_k + rank_i)`. Ranks, not
   scores: BM25 scores are unbounded and cosine scores live in [-1, 1], so normalising one
   against the other is fragile, and RRF degrades to the lexical order when no vector exists.
@@ -33,6 +35,8 @@ several turns gets several hits, not one hit and its neighbours. The exception i
 a hit ending in "?" brings the next turn by someone else (`answer_turns`) right after it, since
 the answer seldom repeats the question's words and is what the reply needs (on the public
 Chit-Chat dev set this took rolling+recall from 56.6% to 92.6%; see bench/recall_tuning.md).
+After the hits, a small "wider" tier of its own char cap takes the next lines down to a lower
+cosine floor, only when something reached the main floor (docs/recall.md).
 """
 
 from __future__ import annotations
