@@ -22,6 +22,7 @@ OWNERS = {
     "websockets": "pipeline/adapters/openai_client.py",
     "redis": "pipeline/adapters/redis_store.py",
     "onnxruntime": "pipeline/adapters/onnx_runtime.py",
+    "simplemma": "pipeline/adapters/lemmas.py",
 }
 
 

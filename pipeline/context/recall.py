@@ -15,6 +15,8 @@ Retrieval is hybrid:
 - **Dense**: cosine similarity against sentence vectors of `"Speaker: text"` (a packaged
   model or the OpenAI endpoint; see `pipeline.adapters.embeddings`). Vectors arrive later than the
   turn (they are computed off the event loop); a doc without one is simply lexical-only.
+  Candidates are ranked by the cosine after subtracting the session's mean vector (what sets
+  a line apart, not the chatter every line shares); the floor reads the plain cosine.
 - **Fusion**: weighted reciprocal-rank fusion, `sum_i w_i / (rrf_k + rank_i)`. Ranks, not
   scores: BM25 scores are unbounded and cosine scores live in [-1, 1], so normalising one
   against the other is fragile, and RRF degrades to the lexical order when no vector exists.
@@ -33,6 +35,8 @@ several turns gets several hits, not one hit and its neighbours. The exception i
 a hit ending in "?" brings the next turn by someone else (`answer_turns`) right after it, since
 the answer seldom repeats the question's words and is what the reply needs (on the public
 Chit-Chat dev set this took rolling+recall from 56.6% to 92.6%; see bench/recall_tuning.md).
+After the hits, a small "wider" tier of its own char cap takes the next lines down to a lower
+cosine floor, only when something reached the main floor (docs/recall.md).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.adapters.lemmas import lemma
 from pipeline.models import Note, Turn, TurnKind
 from pipeline.transcript.formatting import one_line
 
@@ -73,12 +78,21 @@ class RecallConfig:
     rrf_k: float = 60.0
     relevance_weight: float = 1.0  # fused score + this x (cosine + coverage) / rrf_k, for lines above the floor
     candidates: int = 50  # per retriever, before fusion
-    min_dense_similarity: float = 0.25  # dense candidates below this cosine are not candidates
+    min_dense_similarity: float = 0.1  # dense candidates below this (centred) cosine are not candidates
+    # The dense side ranks by the cosine taken after subtracting the session's mean vector from
+    # the query and the lines, once the session has this many vectors (0: plain cosines); the
+    # floor reads the plain cosine. See VectorTable.similarities and docs/recall.md.
+    centre_min_rows: int = 64
     # The relevance floor: a line is recalled only if its dense cosine with the query reaches
     # `floor_dense` or it matched `floor_lexical` of the query's IDF mass (names not counted).
     floor_dense: float = 0.3
     floor_dense_changed: float = 0.25  # the dense floor for a line that says it changes something
     floor_lexical: float = 0.4
+    # The wider tier: after the hits, up to `wider_hits` more lines down to `wider_floor_dense`,
+    # within `wider_budget_chars` of their own; only when some line reached the floor.
+    wider_hits: int = 12
+    wider_floor_dense: float = 0.2
+    wider_budget_chars: int = 600
     name_only_factor: float = 0.3  # BM25 score x this for lines that share only a name with the query
     name_keep: float = 0.5  # share of a named speaker's name direction left in the dense query (`name_free`)
     # Freshness: the best `fresh_hits` hits are checked for a later line on the same thing
@@ -110,6 +124,8 @@ class RecallConfig:
             raise ValueError("line_cap_chars must be at least 20")
         if self.fresh_hits < 0:
             raise ValueError("fresh_hits must not be negative")
+        if self.wider_hits < 0 or self.wider_budget_chars < 0 or self.centre_min_rows < 0:
+            raise ValueError("wider_hits, wider_budget_chars and centre_min_rows must not be negative")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,7 +201,9 @@ STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
 def _stem(word: str) -> str:
-    """A deliberately light suffix stripper: the same on both sides is all BM25 needs."""
+    """The word's dictionary lemma ("bought" -> "buy"), then a deliberately light suffix
+    stripper: the same on both sides is all BM25 needs."""
+    word = lemma(word)
     if len(word) > 5 and word.endswith("ing"):
         return word[:-3]
     if len(word) > 4 and word.endswith("ied"):

@@ -13,7 +13,7 @@ Storage is columnar (texts, interned speakers, arrays of times and seqs) rather 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -277,9 +277,10 @@ class RecallIndex:
         q = unit(query_vector) if query_vector is not None and config.dense_weight > 0 else None
         if q is not None:
             live_docs = (self._note_doc.get(key) for key in live_note_ids)
-            ranked = self._vectors.nearest(q, docs=len(self), before_seq=before_seq,
+            centre = self._vectors.centre(config.centre_min_rows) if config.centre_min_rows else None
+            ranked = self._vectors.nearest(q, span=range(len(self)), before_seq=before_seq,
                                            excluded=[d for d in live_docs if d is not None],
-                                           candidates=config.candidates)
+                                           candidates=config.candidates, centre=centre)
             dense_used = self._vectors.used
             rank = 0
             for index, sim in ranked:
@@ -290,8 +291,11 @@ class RecallIndex:
                 rank += 1
                 entry = fused.setdefault(index, Scored(index))
                 entry.dense_rank = rank
-                entry.cosine = sim
+                if centre is None:
+                    entry.cosine = sim
                 entry.score += config.dense_weight / (config.rrf_k + rank)
+            # The centred cosine ranks; the floor and the relevance term read the plain one
+            # (the floors and freshness thresholds were calibrated on it).
             self._fill_cosines(fused, q)
         for entry in fused.values():
             speaker = self._people[self._who[entry.doc]][2]
@@ -303,7 +307,8 @@ class RecallIndex:
         relevant = [e for e in fused.values() if passes(e, config, e.doc in changes)]
         for e in relevant:  # among relevant lines, how relevant counts too, not only the ranks
             e.score += config.relevance_weight * ((e.cosine or 0.0) + e.coverage) / config.rrf_k
-        ranked_hits = self._distinct(sorted(relevant, key=lambda e: (-e.score, e.doc)), config)
+        words: dict[int, frozenset[str]] = {}  # doc -> its terms, for this search's near-repeat checks
+        ranked_hits = self._distinct(sorted(relevant, key=lambda e: (-e.score, e.doc)), config, config.max_hits, words)
         if not ranked_hits:
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
                                 dense_used=dense_used)
@@ -314,38 +319,71 @@ class RecallIndex:
         window = [d for d in self._turn_doc[before_seq:] if d >= 0]
         pool = np.array(sorted({*fused, *window}), dtype=np.intp)
         later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool)
-        hits, lines = self._spend(ranked_hits, later, config, before_seq=before_seq, budget_chars=budget_chars)
+        wider = self._wider(fused, relevant, ranked_hits, config, words)
+        hits, lines = self._spend(ranked_hits, later, config, before_seq=before_seq, budget_chars=budget_chars,
+                                  wider=wider)
         chars = sum(len(line.text) for line in lines) + max(0, len(lines) - 1)
         return RecallResult(hits=hits, lines=lines, chars=chars, query_chars=query.chars, index_size=len(self),
                             dense_used=dense_used)
 
     def _fill_cosines(self, fused: dict[int, Scored], q: Vector) -> None:
-        """The cosine of lexical-only candidates that have a vector (the floor looks at both)."""
+        """The plain cosine of candidates that have a vector and none yet (the floor looks at both)."""
         missing = np.array([d for d, e in fused.items() if e.cosine is None], dtype=np.intp)
         if not missing.size or self._vectors.dim is None:
             return
-        rows = self._vectors.rows(missing)
-        has = np.abs(rows).sum(axis=1) > 0
-        sims = rows @ q
-        for doc, sim, ok in zip(missing.tolist(), sims.tolist(), has.tolist(), strict=True):
-            if ok:
+        sims = self._vectors.similarities(missing, q)
+        for doc, sim in zip(missing.tolist(), sims.tolist(), strict=True):
+            if self._vectors.has(doc):
                 fused[doc].cosine = sim
 
-    def _distinct(self, ranked: list[Scored], config: RecallConfig) -> list[Scored]:
+    def _wider(
+        self, fused: dict[int, Scored], relevant: list[Scored], hits: list[Scored], config: RecallConfig,
+        words: dict[int, frozenset[str]],
+    ) -> list[Scored]:
+        """The second, small tier: the next best lines after the hits, down to the lower
+        `wider_floor_dense` (a reworded question's answer often sits just under the floor, a
+        few ranks below filler that shares its shape), at most `wider_hits` of them. Asked
+        only when the floor found something: nothing relevant still means nothing recalled."""
+        if not config.wider_hits or not config.wider_budget_chars:
+            return []
+        above = {e.doc for e in relevant}
+        taken = {e.doc for e in hits}
+        extra = []
+        for e in fused.values():
+            if e.doc in taken or self._changes[e.doc] and e.doc not in above:
+                continue
+            if e.doc not in above:
+                if e.cosine is None or e.cosine < config.wider_floor_dense:
+                    continue
+                e.score += config.relevance_weight * (e.cosine + e.coverage) / config.rrf_k
+            extra.append(e)
+        return self._distinct(sorted(extra, key=lambda e: (-e.score, e.doc)), config, config.wider_hits, words,
+                              seen_docs=taken)
+
+    def _distinct(
+        self, ranked: list[Scored], config: RecallConfig, limit: int, words: dict[int, frozenset[str]],
+        seen_docs: Collection[int] = (),
+    ) -> list[Scored]:
         """The best `max_hits`, skipping near-repeats of a better hit (game chatter repeats
         itself: "who has eyes on their Storm?"), so the budget buys different facts."""
         chosen: list[Scored] = []
-        seen: list[frozenset[str]] = []
+        def of(doc: int) -> frozenset[str]:
+            found = words.get(doc)
+            if found is None:
+                found = words[doc] = frozenset(terms(self._texts[doc]))
+            return found
+
+        seen: list[frozenset[str]] = [of(d) for d in seen_docs]
         for entry in ranked:
-            if len(chosen) >= config.max_hits:
+            if len(chosen) >= limit:
                 break
-            words = frozenset(terms(self._texts[entry.doc]))
-            if config.dedupe_jaccard < 1.0 and words and any(
-                len(words & other) / len(words | other) >= config.dedupe_jaccard for other in seen if other
+            mine = of(entry.doc)
+            if config.dedupe_jaccard < 1.0 and mine and any(
+                len(mine & other) / len(mine | other) >= config.dedupe_jaccard for other in seen if other
             ):
                 continue
             chosen.append(entry)
-            seen.append(words)
+            seen.append(mine)
         return chosen
 
     # -- freshness ------------------------------------------------------------------------
@@ -383,8 +421,8 @@ class RecallIndex:
             # With vectors the dense side proposes (24 rows), shared words only lower its bar;
             # without, rare shared words alone decide (their postings are short: cheap).
             if pool is None:
-                for index, close in self._vectors.nearest(vec, docs=n, before_seq=1 << 62, excluded=(),
-                                                          candidates=24, after_doc=doc):
+                for index, close in self._vectors.nearest(vec, span=range(doc + 1, n), before_seq=1 << 62,
+                                                          excluded=(), candidates=24):
                     sims[index] = close
             else:
                 later = pool[pool > doc]
@@ -464,6 +502,7 @@ class RecallIndex:
         *,
         before_seq: int,
         budget_chars: int,
+        wider: Sequence[Scored] = (),
     ) -> tuple[tuple[RecallHit, ...], tuple[RecallLine, ...]]:
         used = 0
         chosen: dict[int, tuple[RecallHit, RecallLine]] = {}
@@ -472,15 +511,17 @@ class RecallIndex:
             for newer in newers:
                 earlier_of.setdefault(newer, older)
 
-        def take(doc: int, entry: Scored | None, rank: int) -> bool:
+        def take(doc: int, entry: Scored | None, rank: int, cap: list[int] | None = None) -> bool:
             nonlocal used
             newer = later.get(doc, [])
             older = earlier_of.get(doc)
             line = self._line(doc, config, newer=newer, older=older, before_seq=before_seq)
             cost = len(line) + (1 if chosen else 0)
-            if used + cost > budget_chars:
+            if used + cost > budget_chars or (cap is not None and cap[0] < cost):
                 return False
             used += cost
+            if cap is not None:
+                cap[0] -= cost
             order = self._at[doc] + max(self._seq[doc], 0) * 1e-9
             hit = self._hit(doc, entry, newer=newer, older=older)
             chosen[doc] = (hit, RecallLine(order=order, rank=rank, text=line))
@@ -502,6 +543,10 @@ class RecallIndex:
             for answer in self._answers(entry.doc, config, before_seq):
                 if answer not in chosen and take(answer, None, rank):
                     rank += 1
+        left = [config.wider_budget_chars]  # the wider tier spends its own small cap
+        for entry in wider:
+            if entry.doc not in chosen and take(entry.doc, entry, rank, left):
+                rank += 1
         for entry in ranked:  # then neighbours of the hits that made it, with what is left
             if entry.doc not in chosen or not self._is_turn(entry.doc):
                 continue

@@ -177,7 +177,7 @@ class LexicalIndex:
 class VectorTable:
     """One row per doc: its seq (-1 for notes) and, once it arrived, its quantised unit vector."""
 
-    __slots__ = ("_bits", "_has_vec", "_q", "_rows", "_scale", "_seq_of")
+    __slots__ = ("_bits", "_count", "_has_vec", "_q", "_rows", "_scale", "_seq_of", "_sum")
 
     def __init__(self) -> None:
         self._rows = 0  # rows in use
@@ -186,6 +186,8 @@ class VectorTable:
         self._scale: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self._has_vec: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._seq_of: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1 for notes
+        self._sum: npt.NDArray[np.float64] | None = None  # of the stored rows: their mean is the centre
+        self._count = 0
 
     @property
     def nbytes(self) -> int:
@@ -235,15 +237,32 @@ class VectorTable:
         unit = vec / norm if norm > 0 else vec
         peak = float(np.abs(unit).max()) if unit.size else 0.0
         scale = peak / 127.0 if peak > 0 else 1.0
+        self._uncount(index)
         self._q[index] = np.round(unit / scale).astype(np.int8)
         self._bits[index] = np.packbits(unit > 0)
         self._scale[index] = scale
         self._has_vec[index] = True
+        self._sum = (self._sum if self._sum is not None else np.zeros(len(unit))) + self._q[index] * scale
+        self._count += 1
         return True
+
+    def _uncount(self, index: int) -> None:
+        """Take a stored row out of the running sum (before it is replaced or cleared)."""
+        if self._q is not None and self._sum is not None and index < len(self._has_vec) and self._has_vec[index]:
+            self._sum -= self._q[index] * float(self._scale[index])
+            self._count -= 1
+
+    def centre(self, min_rows: int) -> Vector | None:
+        """The mean of the stored rows, once there are `min_rows` of them (None before)."""
+        if self._sum is None or self._count < max(1, min_rows):
+            return None
+        out: Vector = (self._sum / self._count).astype(np.float32)
+        return out
 
     def clear(self, index: int) -> None:
         """Drop doc `index`'s vector (forgotten)."""
         if index < len(self._has_vec):
+            self._uncount(index)
             self._has_vec[index] = False
             self._scale[index] = 0.0
             if self._q is not None and self._bits is not None:
@@ -265,6 +284,28 @@ class VectorTable:
         out: Vector = self._q[indices].astype(np.float32) * self._scale[indices, None]
         return out
 
+    def similarities(self, rows: npt.NDArray[np.intp], q: Vector, centre: Vector | None = None) -> Vector:
+        """Cosine of each of `rows` with the unit query `q`; with a `centre` (the session's mean
+        row), the cosine of the two after subtracting it from both. Every line of one chat
+        shares a common direction (the chatter's, the speakers' names), and MiniLM's raw
+        cosines mostly measure it: a short filler line by the person asked about sat closer to
+        the question than the fact asked about. Centring compares lines on what sets them apart
+        (the usual fix for anisotropic sentence embeddings: Mu & Viswanath, "All-but-the-Top",
+        ICLR 2018). Rows are unit vectors, so |row - centre|^2 = 1 - 2 row.centre + |centre|^2."""
+        assert self._q is not None
+        scale = self._scale[rows]
+        if centre is None:
+            plain: Vector = (self._q[rows].astype(np.float32) @ q) * scale
+            return plain
+        dequantised = self._q[rows].astype(np.float32)
+        lq, lc = (dequantised @ q) * scale, (dequantised @ centre) * scale  # two products: faster than one (n, 2)
+        cc = float(centre @ centre)
+        q_norm = math.sqrt(max(1e-12, 1.0 - 2.0 * float(q @ centre) + cc))
+        row_norm = np.sqrt(np.maximum(1e-12, 1.0 - 2.0 * lc + cc))
+        out: Vector = ((lq - lc - float(q @ centre) + cc) / (row_norm * q_norm)).astype(np.float32)
+        out[scale == 0] = 0.0
+        return out
+
     @property
     def used(self) -> bool:
         return self._q is not None
@@ -273,16 +314,17 @@ class VectorTable:
         self,
         query_vector: Vector,
         *,
-        docs: int,
+        span: range,
         before_seq: int,
         excluded: Iterable[int],
         candidates: int,
-        after_doc: int = -1,
+        centre: Vector | None = None,
     ) -> list[tuple[int, float]]:
-        """The `candidates` most similar docs with a vector and a seq below `before_seq` (notes
-        count as -1) and an index above `after_doc`, leaving out `excluded`; best first, with
-        their cosine similarity."""
-        if self._q is None or self._bits is None or not docs:
+        """The `candidates` most similar docs in `span` (doc indices) with a vector and a seq
+        below `before_seq` (notes count as -1), leaving out `excluded`; best first, with their
+        cosine similarity (centred on `centre` when given: see `similarities`)."""
+        start, docs = span.start, span.stop
+        if self._q is None or self._bits is None or docs <= start:
             return []
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != self._q.shape[1]:
@@ -291,7 +333,6 @@ class VectorTable:
         if norm == 0:
             return []
         q = q / norm
-        start = after_doc + 1
         mask = self._has_vec[start:docs] & (self._seq_of[start:docs] < before_seq)
         for index in excluded:
             if start <= index < docs:
@@ -302,7 +343,7 @@ class VectorTable:
         if live.size > EXACT_ROWS:
             # Sign bits first: the rows whose signs agree most with the query's (over the whole
             # slice, a view: cheaper than gathering the live rows first).
-            qbits = np.packbits(q > 0)
+            qbits = np.packbits((q - centre if centre is not None else q) > 0)
             rows_bits = self._bits[start:docs]
             if rows_bits.shape[1] % 8 == 0:  # popcount 64 bits at a time
                 rows_bits, qbits = rows_bits.view(np.uint64), qbits.view(np.uint64)
@@ -314,7 +355,7 @@ class VectorTable:
             keep = min(live.size, max(128, candidates * RESCORE_FACTOR))
             live = np.argpartition(distance, keep - 1)[:keep]
         rows = live + start
-        sims = (self._q[rows].astype(np.float32) @ q) * self._scale[rows]
+        sims = self.similarities(rows, q, centre)
         k = min(candidates, rows.size)
         top = np.argpartition(-sims, k - 1)[:k]
         return sorted(((int(rows[i]), float(sims[i])) for i in top), key=lambda item: (-item[1], item[0]))

@@ -152,7 +152,7 @@ def test_a_recalled_question_brings_its_answer_along() -> None:
     # Only turns by someone else answer, and never one inside the window.
     assert search(index, current, before=21, config=RecallConfig(neighbours=0, max_hits=1)) == [20]
     own = index_of(conversation(150, {**facts, 21: ("Alice", "mine is probably Inception")}))
-    assert search(own, current, before=120, config=RecallConfig(neighbours=0, max_hits=1)) == [20]
+    assert search(own, current, before=120, config=RecallConfig(neighbours=0, max_hits=1, wider_hits=0)) == [20]
 
 
 def test_notes_are_recalled_unless_still_live() -> None:
