@@ -1,43 +1,10 @@
 """The Redis session store: the only importer of `redis`.
 
-Keys use a hash tag (`lc:{session}:...`) so one session's keys stay on one cluster slot and
-the Lua scripts can touch them together.
-
-- `turns`   list, append-only. A turn's seq is `base` + its list position (RPUSH inside the
-            append script returns the new length, so an append is one round trip and the
-            seq is assigned atomically).
-- `state`   hash: summary, cursor, covered_through_turn, last_at, failures, next_retry_at,
-            notes_dropped, epoch (the session's generation, written at first open: a Redis
-            that restarted empty no longer has it), base (first seq still held verbatim;
-            > 0 only after a re-seed).
-- `tids`    hash turn id -> seq, `tidq` list of those ids in append order: the dedupe window
-            (the newest `DEDUPE_WINDOW` ids) that makes a retried append store once.
-- `fence`   counter incremented on every lock acquire: the fencing token a commit checks.
-- `pnotes`  sorted set of pending note ids by time, `pnote` hash id -> note JSON.
-- `lnotes`  the live note buffer, one JSON list (small: at most 12 notes).
-- `lock`    the in-flight fold lock, `SET NX PX` with an owner token; the holder renews it.
-- `meta`    hash of free-form session metadata (the bot keeps the channel to rejoin, and
-            `owner`: the owner id that last acquired the session).
-- `owner`   the session owner lease: `<owner id>#<fence>`, `SET PX` with the TTL, renewed by
-            the process serving the session. Appends and fold commits that carry an owner
-            token are refused once another process acquired the session since (`ofence` moved
-            past the token's fence, or the lease is someone else's): the fencing check. A lease
-            that lapsed with nobody taking it (a long pause) is still the holder's to renew.
-- `ofence`  counter incremented on every owner acquire: the owner lease's fencing token.
-- `rnote`   hash note id -> note JSON: every screen note, kept for recall.
-- `rvec`    hash recall key (`t:<seq>`, `n:<note id>`) -> base64 float16 vector, plus
-            `model` (the embedder that made them).
-- `cards`   hash speaker id -> participant card JSON.
-- `events`  the session's event log (JSON per event), capped with LTRIM; the dashboard's
-            timeline for sessions that are not live in this process.
-
-Keys outside the per-session tag: `lc:sessions`, a sorted set of session ids by the time
-they first saved meta -- the registry the dashboard lists; `lc:optout:<scope>`, a set of the
-user ids that opted out of being recorded in a guild (a preference, not content: it outlives
-the guild's session data, so an admin's wipe never opts anyone back in). No command touches
-them together with a session's keys, so under Redis Cluster (`REDIS_MODE=cluster`) every
-command, script and transaction stays in one slot (docs/redis.md has the layout and the
-failover story).
+The key layout (one hash tag per session, so a session's keys stay on one cluster slot and
+its Lua scripts touch them together) is described in `pipeline.adapters.redis_keys`; the
+privacy commands (tombstones, removals, opt-outs, retention) are `redis_privacy`'s. Under
+Redis Cluster (`REDIS_MODE=cluster`) every command, script and transaction stays in one slot
+(docs/redis.md has the layout and the failover story).
 """
 
 from __future__ import annotations
@@ -60,11 +27,17 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.adapters import redis_scripts as lua
+from pipeline.adapters.redis_keys import SESSIONS_KEY, VECTOR_PAGE
+from pipeline.adapters.redis_keys import as_str as _as_str
+from pipeline.adapters.redis_keys import as_str_dict as _as_str_dict
+from pipeline.adapters.redis_keys import ms as _ms
+from pipeline.adapters.redis_keys import owner_id as _owner_id
+from pipeline.adapters.redis_keys import session_keys as _keys
+from pipeline.adapters.redis_privacy import RedisPrivacyCommands
 from pipeline.models import (
     CompactionState,
     FoldCommit,
     LeaseLost,
-    MemoryItem,
     Note,
     OwnerGrant,
     ParticipantCard,
@@ -90,41 +63,6 @@ from pipeline.transcript.store_codec import (
 )
 
 T = TypeVar("T")
-
-def _as_str(value: bytes | str | None) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _as_str_dict(fields: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
-    """The client decodes responses (decode_responses=True); this only narrows the type."""
-    return {str(k): str(v) for k, v in fields.items()}
-
-
-def _ms(seconds: float) -> int:
-    return max(1, int(seconds * 1000))
-
-
-def _owner_id(token: str) -> str:
-    """The owner id in a lease value `<owner id>#<fence>`."""
-    return token.rpartition("#")[0] or token
-
-
-def _keys(session_id: str) -> dict[str, str]:
-    base = f"lc:{{{session_id}}}"
-    names = ("turns", "state", "pnotes", "pnote", "lnotes", "lock", "meta", "events", "tids", "tidq", "fence",
-             "owner", "ofence", "rnote", "rvec", "cards")
-    return {name: f"{base}:{name}" for name in names}
-
-
-SESSIONS_KEY = "lc:sessions"
-VECTOR_PAGE = 500  # recall vectors per HSCAN page when a session reopens
-
-
-_LEASE_KEYS = ("lock", "owner")  # expire on their own TTL, never with the session's retention
-
-
-def _optout_key(scope: str) -> str:
-    return f"lc:optout:{scope}"
 
 POOL_MAX = 64  # connections per process (REDIS_POOL_MAX); one Redis serves many processes
 POOL_TIMEOUT_S = 5.0  # how long a command waits for a free connection (REDIS_POOL_TIMEOUT_S)
@@ -164,7 +102,7 @@ class RedisTopology:
     service: str = ""
 
 
-class RedisSessionStore:
+class RedisSessionStore(RedisPrivacyCommands):
     """SessionStore over a real Redis server. Connection errors become `StoreUnavailable`."""
 
     def __init__(
@@ -550,86 +488,6 @@ class RedisSessionStore:
     async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
         raw = await self._call(self._redis.hvals, _keys(session_id)["cards"])
         return sorted((decode_card(item) for item in raw), key=lambda c: (-c.turns, c.name))
-
-    # -- what people control about their data (issue 23) --------------------------------------------
-
-    async def tombstone_turns(self, session_id: str, tombstones: Sequence[Turn]) -> int:
-        if not tombstones:
-            return 0
-        k = _keys(session_id)
-        written = 0
-        for start in range(0, len(tombstones), 500):  # bounded script arguments per call
-            args: list[str | int] = []
-            for turn in tombstones[start : start + 500]:
-                args += [turn.seq, encode_draft(turn.draft())]
-            written += int(await self._call(self._tombstone, keys=[k["turns"], k["state"]], args=args))
-        return written
-
-    async def replace_summary(
-        self, session_id: str, *, expected_cursor: int, summary: str, items: Sequence[MemoryItem] = ()
-    ) -> bool:
-        k = _keys(session_id)
-        result = await self._call(self._replace_summary, keys=[k["state"], k["fence"]],
-                                  args=[expected_cursor, summary, encode_items(tuple(items))])
-        return int(result) == 1
-
-    async def delete_recall_entries(
-        self, session_id: str, *, vector_keys: Sequence[str], note_ids: Sequence[str]
-    ) -> None:
-        k = _keys(session_id)
-        async with self._redis.pipeline(transaction=False) as pipe:  # one slot; each HDEL stands alone
-            if vector_keys:
-                pipe.hdel(k["rvec"], *vector_keys)
-            if note_ids:
-                pipe.hdel(k["rnote"], *note_ids)
-            await self._call(pipe.execute)
-
-    async def delete_notes(self, session_id: str, note_ids: Sequence[str]) -> None:
-        if not note_ids:
-            return
-        k = _keys(session_id)
-        gone = set(note_ids)
-        live = [n for n in await self.load_live_notes(session_id) if n.note_id not in gone]
-        async with self._redis.pipeline(transaction=False) as pipe:  # a removal run again finishes what a cut one left
-            pipe.zrem(k["pnotes"], *note_ids)
-            pipe.hdel(k["pnote"], *note_ids)
-            pipe.hdel(k["rnote"], *note_ids)
-            pipe.set(k["lnotes"], encode_notes(live))
-            await self._call(pipe.execute)
-
-    async def delete_participant_card(self, session_id: str, speaker_id: str) -> None:
-        await self._call(self._redis.hdel, _keys(session_id)["cards"], speaker_id)
-
-    async def scrub_events(self, session_id: str, keep: Callable[[Mapping[str, Any]], bool]) -> int:
-        key = _keys(session_id)["events"]
-        raw = await self._call(self._redis.lrange, key, 0, -1)
-        kept = [item for item in raw if keep(json.loads(item))]
-        if len(kept) == len(raw):
-            return 0
-        # Events a live session logs between the read and the rewrite are lost: a moment of the
-        # timeline, never a turn (the log is the dashboard's, not the transcript).
-        await self._call(self._replace_list, keys=[key], args=kept)
-        return len(raw) - len(kept)
-
-    async def set_opted_out(self, scope: str, user_id: str, opted_out: bool) -> None:
-        key = _optout_key(scope)
-        await self._call(self._redis.sadd if opted_out else self._redis.srem, key, user_id)
-
-    async def opted_out(self, scope: str) -> frozenset[str]:
-        return frozenset(str(u) for u in await self._call(self._redis.smembers, _optout_key(scope)))
-
-    async def expire_session(self, session_id: str, ttl_s: float | None) -> None:
-        # The fold lock and the owner lease keep their own seconds-long TTLs: a PERSIST on them
-        # (a session going live again lifts its retention expiry) left a dead process's lock
-        # held for good, and the session never folded again.
-        leases = {_keys(session_id)[name] for name in _LEASE_KEYS}
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for key in set(_keys(session_id).values()) - leases:
-                if ttl_s is None:
-                    pipe.persist(key)
-                else:
-                    pipe.pexpire(key, _ms(ttl_s))
-            await self._call(pipe.execute)
 
     async def compact_log(self) -> bool:
         """Ask the server to rewrite its append-only file (what deleted and expired sessions

@@ -1,0 +1,112 @@
+"""What people control about their data (issue 23), as Redis commands: tombstones in place, a
+summary replaced from the cursor it was read at, removals from recall, notes, cards and the
+event log, opt-out preferences, and the retention expiry. Mixed into `RedisSessionStore`
+(`pipeline.adapters.redis_store`, which owns the client and the scripts); no `redis` import here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from pipeline.adapters.redis_keys import LEASE_KEYS, ms, optout_key, session_keys
+from pipeline.models import MemoryItem, Note, Turn
+from pipeline.transcript.store_codec import encode_draft, encode_items, encode_notes
+
+T = TypeVar("T")
+
+
+class _StoreCore(Protocol):
+    """What the privacy commands use of the store they are mixed into."""
+
+    _redis: Any
+    _tombstone: Any
+    _replace_summary: Any
+    _replace_list: Any
+
+    async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T: ...
+
+    async def load_live_notes(self, session_id: str) -> list[Note]: ...
+
+
+class RedisPrivacyCommands:
+    """The privacy half of the Redis store's `SessionStore` methods."""
+
+    async def tombstone_turns(self: _StoreCore, session_id: str, tombstones: Sequence[Turn]) -> int:
+        if not tombstones:
+            return 0
+        k = session_keys(session_id)
+        written = 0
+        for start in range(0, len(tombstones), 500):  # bounded script arguments per call
+            args: list[str | int] = []
+            for turn in tombstones[start : start + 500]:
+                args += [turn.seq, encode_draft(turn.draft())]
+            written += int(await self._call(self._tombstone, keys=[k["turns"], k["state"]], args=args))
+        return written
+
+    async def replace_summary(
+        self: _StoreCore, session_id: str, *, expected_cursor: int, summary: str, items: Sequence[MemoryItem] = ()
+    ) -> bool:
+        k = session_keys(session_id)
+        result = await self._call(self._replace_summary, keys=[k["state"], k["fence"]],
+                                  args=[expected_cursor, summary, encode_items(tuple(items))])
+        return int(result) == 1
+
+    async def delete_recall_entries(
+        self: _StoreCore, session_id: str, *, vector_keys: Sequence[str], note_ids: Sequence[str]
+    ) -> None:
+        k = session_keys(session_id)
+        async with self._redis.pipeline(transaction=False) as pipe:  # one slot; each HDEL stands alone
+            if vector_keys:
+                pipe.hdel(k["rvec"], *vector_keys)
+            if note_ids:
+                pipe.hdel(k["rnote"], *note_ids)
+            await self._call(pipe.execute)
+
+    async def delete_notes(self: _StoreCore, session_id: str, note_ids: Sequence[str]) -> None:
+        if not note_ids:
+            return
+        k = session_keys(session_id)
+        gone = set(note_ids)
+        live = [n for n in await self.load_live_notes(session_id) if n.note_id not in gone]
+        async with self._redis.pipeline(transaction=False) as pipe:  # a removal run again finishes what a cut one left
+            pipe.zrem(k["pnotes"], *note_ids)
+            pipe.hdel(k["pnote"], *note_ids)
+            pipe.hdel(k["rnote"], *note_ids)
+            pipe.set(k["lnotes"], encode_notes(live))
+            await self._call(pipe.execute)
+
+    async def delete_participant_card(self: _StoreCore, session_id: str, speaker_id: str) -> None:
+        await self._call(self._redis.hdel, session_keys(session_id)["cards"], speaker_id)
+
+    async def scrub_events(self: _StoreCore, session_id: str, keep: Callable[[Mapping[str, Any]], bool]) -> int:
+        key = session_keys(session_id)["events"]
+        raw = await self._call(self._redis.lrange, key, 0, -1)
+        kept = [item for item in raw if keep(json.loads(item))]
+        if len(kept) == len(raw):
+            return 0
+        # Events a live session logs between the read and the rewrite are lost: a moment of the
+        # timeline, never a turn (the log is the dashboard's, not the transcript).
+        await self._call(self._replace_list, keys=[key], args=kept)
+        return len(raw) - len(kept)
+
+    async def set_opted_out(self: _StoreCore, scope: str, user_id: str, opted_out: bool) -> None:
+        key = optout_key(scope)
+        await self._call(self._redis.sadd if opted_out else self._redis.srem, key, user_id)
+
+    async def opted_out(self: _StoreCore, scope: str) -> frozenset[str]:
+        return frozenset(str(u) for u in await self._call(self._redis.smembers, optout_key(scope)))
+
+    async def expire_session(self: _StoreCore, session_id: str, ttl_s: float | None) -> None:
+        # The fold lock and the owner lease keep their own seconds-long TTLs: a PERSIST on them
+        # (a session going live again lifts its retention expiry) left a dead process's lock
+        # held for good, and the session never folded again.
+        leases = {session_keys(session_id)[name] for name in LEASE_KEYS}
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key in set(session_keys(session_id).values()) - leases:
+                if ttl_s is None:
+                    pipe.persist(key)
+                else:
+                    pipe.pexpire(key, ms(ttl_s))
+            await self._call(pipe.execute)
