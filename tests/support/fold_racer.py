@@ -27,13 +27,28 @@ from pipeline.testing import FakeClock
 BARRIER_S = 20.0  # a guard against a broken run, never reached when the processes meet
 
 
-async def until(met: Callable[[], bool]) -> None:
-    """Poll the other process's state in Redis (another process: no shared event to wait on)."""
-    deadline = time.monotonic() + BARRIER_S
-    while True:
-        if met() or time.monotonic() > deadline:
-            return
-        await asyncio.sleep(0.005)
+class Barrier:
+    """The two processes' meeting point in Redis. Every state change either process writes is
+    followed by `notify()`, which pushes a wake-up onto both processes' lists; `until` blocks on
+    its own list (BLPOP, off the event loop) between checks, so no process polls on a timer."""
+
+    def __init__(self, sync: redis.Redis, session: str, name: str, other: str) -> None:
+        self._sync, self._session, self._name, self._other = sync, session, name, other
+
+    def key(self, name: str) -> str:
+        return f"race:{self._session}:{name}"
+
+    def notify(self) -> None:
+        for who in (self._name, self._other):
+            self._sync.rpush(self.key(f"wake:{who}"), "1")
+
+    async def until(self, met: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + BARRIER_S  # a guard against a broken run
+        while not met():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.to_thread(self._sync.blpop, [self.key(f"wake:{self._name}")], left)
 
 
 class NeverRenews:
@@ -47,8 +62,9 @@ class NeverRenews:
 
 
 class Racer:
-    def __init__(self, sync: redis.Redis, key: Any, name: str, other: str, wait: str) -> None:
-        self._sync, self._key, self._name, self._other, self._wait = sync, key, name, other, wait
+    def __init__(self, sync: redis.Redis, barrier: Barrier, name: str, other: str, wait: str) -> None:
+        self._sync, self._barrier, self._name, self._other, self._wait = sync, barrier, name, other, wait
+        self._key = barrier.key
 
     @property
     def model(self) -> str:
@@ -65,7 +81,8 @@ class Racer:
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         self._sync.rpush(self._key("entered"), f"{self._name}:{request.turns[0].seq}")
         self._sync.rpush(self._key("signal"), self._name)  # for a test waiting with BLPOP
-        await until(self._met)
+        self._barrier.notify()
+        await self._barrier.until(self._met)
         lead = request.turns[0].speaker_name
         item = {"who": [lead], "kind": "fact", "what": f"{lead} reports on the Tokyo map (folded by {self._name}).",
                 "seqs": [t.seq for t in request.turns], "supersedes": ""}
@@ -82,13 +99,13 @@ async def main() -> None:
     parser.add_argument("--lock-ttl", type=float, default=6.0)
     args = parser.parse_args()
     sync = redis.Redis.from_url(args.url, decode_responses=True)
-
-    def key(name: str) -> str:
-        return f"race:{args.session}:{name}"
+    barrier = Barrier(sync, args.session, args.name, args.other)
+    key = barrier.key
 
     def sink(event: dict[str, Any]) -> None:
         if event["event"] == CompactionSkipped.name and event["reason"] == "already_in_flight":
             sync.rpush(key(f"busy:{args.name}"), "1")
+            barrier.notify()
         if event["event"] == CompactionCompleted.name:
             sync.rpush(key("completed"), json.dumps({"by": args.name, "old": event["old_cursor"],
                                                      "new": event["new_cursor"]}))
@@ -100,18 +117,20 @@ async def main() -> None:
     total = await store.turn_count(args.session)
     deps = CompactorDeps(
         session_id=args.session, store=store, fallback=None, clock=FakeClock(), events=emitter, bot_name="Clanky",
-        summarizer=Racer(sync, key, args.name, args.other, args.wait),
+        summarizer=Racer(sync, barrier, args.name, args.other, args.wait),
         policy=CompactionPolicy(window=10, batch=10, lock_ttl_s=args.lock_ttl),
         lease_clock=NeverRenews() if args.frozen else None,
     )
     compactor = RollingCompactor(deps, state=state, epoch=state.epoch)
     task = asyncio.get_running_loop().create_task(compactor.run(), name=f"compactor:{args.name}")
     sync.rpush(key("ready"), args.name)
-    await until(lambda: int(sync.llen(key("ready"))) >= 2 and (
+    barrier.notify()
+    await barrier.until(lambda: int(sync.llen(key("ready"))) >= 2 and (
         not args.after_entered or f"{args.after_entered}:0" in sync.lrange(key("entered"), 0, -1)))
     compactor.request(total)
     await compactor.wait_idle()
     sync.set(key(f"after_commit:{args.name}"), "1")
+    barrier.notify()
     task.cancel()
     await store.aclose()
 

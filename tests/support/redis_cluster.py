@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,7 @@ class _Node:
         self.dir = workdir / str(self.port)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
-                     "--save", "", "--appendonly", "no", "--loglevel", "warning", *extra]
+                     "--save", "", "--appendonly", "no", "--loglevel", "notice", *extra]
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -103,8 +104,9 @@ class _Node:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
+        threading.Thread(target=_LOG.follow, args=(self.proc,), daemon=True, name=f"redis-log:{self.port}").start()
 
     def client(self) -> redis.Redis:
         return redis.Redis(host="127.0.0.1", port=self.port, decode_responses=True, socket_timeout=2)
@@ -130,18 +132,48 @@ class _Node:
                 self.proc.wait()
 
 
+class _NodeLog:
+    """Every harness node's log, line by line: each line a node writes bumps one counter. A node
+    logs every step the harness waits for (ready to accept connections, cluster state changed,
+    replica sync finished, failover election won, +switch-master), so a wait re-checks its
+    condition when a line comes instead of on a timer."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.changed = threading.Condition()
+
+    def follow(self, proc: subprocess.Popen[bytes]) -> None:  # a reader thread per node, until EOF
+        assert proc.stdout is not None
+        for _ in proc.stdout:
+            with self.changed:
+                self.lines += 1
+                self.changed.notify_all()
+
+
+_LOG = _NodeLog()
+# A re-check also after this long with no line: a condition that a node reaches without a line
+# of its own (another node logged the step) is seen within it, not only at the deadline.
+_QUIET_RECHECK_S = 1.0
+
+
 def _wait(what: str, check: object, timeout_s: float) -> None:
-    """Poll a harness condition (server start-up and topology changes, not assertions)."""
+    """Wait for a harness condition (server start-up and topology changes, not assertions),
+    checked again on every line any node logs."""
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
-    while time.monotonic() < deadline:
+    while True:
+        with _LOG.changed:
+            seen = _LOG.lines
         try:
             if check():  # type: ignore[operator]
                 return
         except (redis.RedisError, OSError) as err:
             last = err
-        time.sleep(0.05)
-    raise TimeoutError(f"{what} not reached in {timeout_s} s (last error: {last})")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"{what} not reached in {timeout_s} s (last error: {last})")
+        with _LOG.changed:
+            _LOG.changed.wait_for(lambda: _LOG.lines != seen, min(left, _QUIET_RECHECK_S))
 
 
 class LocalRedisCluster:
