@@ -173,7 +173,7 @@ def _wait(what: str, check: object, timeout_s: float) -> None:
         if left <= 0:
             raise TimeoutError(f"{what} not reached in {timeout_s} s (last error: {last})")
         with _LOG.changed:
-            _LOG.changed.wait_for(lambda: _LOG.lines != seen, min(left, _QUIET_RECHECK_S))
+            _LOG.changed.wait_for(lambda s=seen: _LOG.lines != s, min(left, _QUIET_RECHECK_S))
 
 
 class LocalRedisCluster:
