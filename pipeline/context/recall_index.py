@@ -6,14 +6,12 @@ and docs/recall.md. Here: the index itself (`RecallIndex`) over its two retrieve
 along, marked), and the spending of a char budget, which is a ceiling: nothing relevant,
 nothing recalled.
 
-Storage is columnar (texts, interned speakers, arrays of times and seqs) rather than one
-`Turn` object per line, so a session of 10k turns costs a few MB (bench/bench_recall.py).
+Storage is columnar (`recall_columns`); spending the budget is `recall_spending`'s.
 """
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -21,8 +19,6 @@ import numpy.typing as npt
 from pipeline.context.recall import (
     INDEXED_KINDS,
     RecallConfig,
-    RecallHit,
-    RecallLine,
     RecallQuery,
     RecallResult,
     Vector,
@@ -30,35 +26,31 @@ from pipeline.context.recall import (
     terms,
     turn_key,
 )
-from pipeline.context.recall_retrievers import LexicalIndex, VectorTable
+from pipeline.context.recall_columns import KINDS as _KINDS
+from pipeline.context.recall_columns import NOTE_KIND as _NOTE_KIND
 from pipeline.context.recall_scoring import (
     Scored,
     asks,
     first_person,
     intern,
-    offsets,
     passes,
-    render_recalled,
     says_it_changes,
     unit,
 )
+from pipeline.context.recall_spending import RecallSpending
 from pipeline.models import Note, Turn, TurnKind
 from pipeline.transcript.formatting import (
     CHAT_DELETE_SOURCE,
-    cap_text,
     corrected_seq,
-    note_line,
     one_line,
 )
 
-_KINDS: tuple[TurnKind, ...] = tuple(TurnKind)
-_NOTE_KIND = 255
 _Docs = npt.NDArray[np.intp]
 # One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
 _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
 
 
-class RecallIndex:
+class RecallIndex(RecallSpending):
     """Incremental BM25 + dense vectors over one session's turns and notes.
 
     `add_turn` / `add_note` cost a tokenisation and a few appends (no model work);
@@ -67,31 +59,7 @@ class RecallIndex:
     thread-safe: call it from the session's event loop only.
     """
 
-    __slots__ = (
-        "_alive", "_at", "_changes", "_kinds", "_lexical", "_note_doc", "_notes", "_people", "_person", "_seq",
-        "_sources", "_speakers", "_texts", "_turn_doc", "_vectors", "_who",
-    )
-
-    def __init__(self) -> None:
-        self._texts: list[str] = []
-        self._sources: list[str] = []
-        self._who = array("i")  # doc -> index into _people
-        self._people: list[tuple[str, str, str]] = []  # (speaker_id, display name, name key)
-        self._person: dict[tuple[str, str], int] = {}
-        self._kinds = bytearray()
-        self._alive = bytearray()
-        self._changes = bytearray()  # 1: the line says it changes something ("instead", "moved to")
-        self._at = array("d")
-        self._seq = array("q")  # -1 for notes
-        self._turn_doc = array("i")  # seq -> doc (-1: none)
-        self._notes: dict[int, Note] = {}
-        self._note_doc: dict[str, int] = {}
-        self._lexical = LexicalIndex()
-        self._vectors = VectorTable()
-        self._speakers: dict[str, str] = {}  # name key -> display name
-
-    def __len__(self) -> int:
-        return len(self._texts)
+    __slots__ = ()
 
     @property
     def vector_count(self) -> int:
@@ -101,28 +69,12 @@ class RecallIndex:
     def speakers(self) -> dict[str, str]:
         return dict(self._speakers)
 
-    def _doc_of(self, key: str) -> int | None:
-        kind, _, ident = key.partition(":")
-        if kind == "t" and ident.isdigit():
-            seq = int(ident)
-            doc = self._turn_doc[seq] if seq < len(self._turn_doc) else -1
-            return doc if doc >= 0 else None
-        if kind == "n":
-            return self._note_doc.get(ident)
-        return None
-
     def has_key(self, key: str) -> bool:
         return self._doc_of(key) is not None
 
     def turn(self, seq: int) -> Turn | None:
         doc = self._doc_of(turn_key(seq))
         return self._turn(doc) if doc is not None and self._alive[doc] else None
-
-    def _turn(self, doc: int) -> Turn:
-        speaker_id, name, _ = self._people[self._who[doc]]
-        at = self._at[doc]
-        return Turn(seq=self._seq[doc], kind=_KINDS[self._kinds[doc]], speaker_id=speaker_id, speaker_name=name,
-                    text=self._texts[doc], started_at=at, ended_at=at, source=self._sources[doc])
 
     def _person_of(self, speaker_id: str, name: str) -> int:
         key = (speaker_id, name)
@@ -223,12 +175,6 @@ class RecallIndex:
         return self._vectors.nbytes + self._lexical.nbytes() + texts + columns + 2 * len(self._kinds)
 
     # -- search ---------------------------------------------------------------------------
-
-    def _is_turn(self, doc: int) -> bool:
-        return self._kinds[doc] != _NOTE_KIND
-
-    def _recallable(self, doc: int) -> bool:
-        return bool(self._alive[doc]) and (not self._is_turn(doc) or _KINDS[self._kinds[doc]] in INDEXED_KINDS)
 
     def _eligible(self, doc: int, before_seq: int, live_note_ids: Collection[str]) -> bool:
         if not self._recallable(doc):
@@ -472,117 +418,3 @@ class RecallIndex:
         # More than one: the likeness of two different changes to one fact is close, and
         # showing a wrong "later" line costs a line, missing the right one costs the answer.
         return [index for _, index in sorted(found, reverse=True)[: config.later_lines]]
-
-    # -- spending the budget --------------------------------------------------------------
-
-    def _answers(self, doc_index: int, config: RecallConfig, before_seq: int) -> list[int]:
-        """The turns right after a question turn that answer it (by another speaker), at most
-        `answer_turns`; none for a turn that does not end with "?"."""
-        if not config.answer_turns or not self._is_turn(doc_index) or not asks(self._texts[doc_index]):
-            return []
-        out: list[int] = []
-        seq = self._seq[doc_index]
-        while len(out) < config.answer_turns:
-            seq += 1
-            near = self._doc_of(turn_key(seq))
-            if near is None or seq >= before_seq:
-                break
-            if not self._recallable(near):
-                continue
-            if self._who[near] == self._who[doc_index]:
-                break
-            out.append(near)
-        return out
-
-    def _spend(
-        self,
-        ranked: list[Scored],
-        later: dict[int, list[int]],
-        config: RecallConfig,
-        *,
-        before_seq: int,
-        budget_chars: int,
-        wider: Sequence[Scored] = (),
-    ) -> tuple[tuple[RecallHit, ...], tuple[RecallLine, ...]]:
-        used = 0
-        chosen: dict[int, tuple[RecallHit, RecallLine]] = {}
-        earlier_of: dict[int, int] = {}
-        for older, newers in later.items():
-            for newer in newers:
-                earlier_of.setdefault(newer, older)
-
-        def take(doc: int, entry: Scored | None, rank: int, cap: list[int] | None = None) -> bool:
-            nonlocal used
-            newer = later.get(doc, [])
-            older = earlier_of.get(doc)
-            line = self._line(doc, config, newer=newer, older=older, before_seq=before_seq)
-            cost = len(line) + (1 if chosen else 0)
-            if used + cost > budget_chars or (cap is not None and cap[0] < cost):
-                return False
-            used += cost
-            if cap is not None:
-                cap[0] -= cost
-            order = self._at[doc] + max(self._seq[doc], 0) * 1e-9
-            hit = self._hit(doc, entry, newer=newer, older=older)
-            chosen[doc] = (hit, RecallLine(order=order, rank=rank, text=line))
-            return True
-
-        # Distinct hits first, best first; a line that does not fit leaves room for shorter ones.
-        # The later statement on the same thing goes first (it is what counts), then the hit,
-        # then, for a hit that asks, its answer: the next turn(s) by someone else.
-        rank = 0
-        for entry in ranked:
-            if entry.doc in chosen:
-                continue
-            for newer in later.get(entry.doc, []):
-                if self._seq[newer] < before_seq and newer not in chosen and take(newer, None, rank):
-                    rank += 1
-            if not take(entry.doc, entry, rank):
-                continue
-            rank += 1
-            for answer in self._answers(entry.doc, config, before_seq):
-                if answer not in chosen and take(answer, None, rank):
-                    rank += 1
-        left = [config.wider_budget_chars]  # the wider tier spends its own small cap
-        for entry in wider:
-            if entry.doc not in chosen and take(entry.doc, entry, rank, left):
-                rank += 1
-        for entry in ranked:  # then neighbours of the hits that made it, with what is left
-            if entry.doc not in chosen or not self._is_turn(entry.doc):
-                continue
-            for offset in offsets(config.neighbours):
-                seq = self._seq[entry.doc] + offset
-                near = self._doc_of(turn_key(seq)) if seq >= 0 else None
-                if near is None or near in chosen or seq >= before_seq or not self._recallable(near):
-                    continue
-                if take(near, None, rank):
-                    rank += 1
-        hits = tuple(h for h, _ in sorted(chosen.values(), key=lambda item: item[1].rank))
-        lines = tuple(sorted((line for _, line in chosen.values()), key=lambda line: line.order))
-        return hits, lines
-
-    def _line(self, doc: int, config: RecallConfig, *, newer: list[int], older: int | None, before_seq: int) -> str:
-        if not self._is_turn(doc):
-            return cap_text(note_line(self._notes[doc]), config.line_cap_chars + 40)
-        later = [(self._at[n], self._seq[n] >= before_seq) for n in sorted(newer, key=lambda n: self._at[n])]
-        return render_recalled(self._turn(doc), config, later=later,
-                               earlier_at=self._at[older] if older is not None else None)
-
-    def _hit(self, doc: int, entry: Scored | None, *, newer: list[int], older: int | None) -> RecallHit:
-        note = self._notes.get(doc)
-        _, name, _ = self._people[self._who[doc]]
-        return RecallHit(
-            seq=None if note is not None else self._seq[doc],
-            note_id=note.note_id if note is not None else None,
-            score=round(entry.score, 6) if entry else 0.0,
-            speaker=note.by if note is not None else name,
-            text=note.text if note is not None else self._texts[doc],
-            at=self._at[doc],
-            lexical_rank=entry.lexical_rank if entry else None,
-            dense_rank=entry.dense_rank if entry else None,
-            neighbour=entry is None and older is None,
-            cosine=round(entry.cosine, 4) if entry and entry.cosine is not None else None,
-            coverage=round(entry.coverage, 4) if entry else 0.0,
-            later_seq=self._seq[newer[0]] if newer else None,
-            earlier_seq=self._seq[older] if older is not None else None,
-        )

@@ -1,0 +1,132 @@
+"""Spending recall's char budget (a ceiling): ranked hits first with the later statement on
+the same thing and a question's answer, then the small wider tier on its own cap, then
+neighbours with what is left; each chosen line rendered with its time and freshness marks.
+Part of `RecallIndex` (pipeline.context.recall_index). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipeline.context.recall import RecallConfig, RecallHit, RecallLine, turn_key
+from pipeline.context.recall_columns import RecallColumns
+from pipeline.context.recall_scoring import Scored, asks, offsets, render_recalled
+from pipeline.transcript.formatting import cap_text, note_line
+
+
+class RecallSpending(RecallColumns):
+    """How the index spends a budget on what its search ranked."""
+
+    __slots__ = ()
+
+    def _answers(self, doc_index: int, config: RecallConfig, before_seq: int) -> list[int]:
+        """The turns right after a question turn that answer it (by another speaker), at most
+        `answer_turns`; none for a turn that does not end with "?"."""
+        if not config.answer_turns or not self._is_turn(doc_index) or not asks(self._texts[doc_index]):
+            return []
+        out: list[int] = []
+        seq = self._seq[doc_index]
+        while len(out) < config.answer_turns:
+            seq += 1
+            near = self._doc_of(turn_key(seq))
+            if near is None or seq >= before_seq:
+                break
+            if not self._recallable(near):
+                continue
+            if self._who[near] == self._who[doc_index]:
+                break
+            out.append(near)
+        return out
+
+    def _spend(
+        self,
+        ranked: list[Scored],
+        later: dict[int, list[int]],
+        config: RecallConfig,
+        *,
+        before_seq: int,
+        budget_chars: int,
+        wider: Sequence[Scored] = (),
+    ) -> tuple[tuple[RecallHit, ...], tuple[RecallLine, ...]]:
+        used = 0
+        chosen: dict[int, tuple[RecallHit, RecallLine]] = {}
+        earlier_of: dict[int, int] = {}
+        for older, newers in later.items():
+            for newer in newers:
+                earlier_of.setdefault(newer, older)
+
+        def take(doc: int, entry: Scored | None, rank: int, cap: list[int] | None = None) -> bool:
+            nonlocal used
+            newer = later.get(doc, [])
+            older = earlier_of.get(doc)
+            line = self._line(doc, config, newer=newer, older=older, before_seq=before_seq)
+            cost = len(line) + (1 if chosen else 0)
+            if used + cost > budget_chars or (cap is not None and cap[0] < cost):
+                return False
+            used += cost
+            if cap is not None:
+                cap[0] -= cost
+            order = self._at[doc] + max(self._seq[doc], 0) * 1e-9
+            hit = self._hit(doc, entry, newer=newer, older=older)
+            chosen[doc] = (hit, RecallLine(order=order, rank=rank, text=line))
+            return True
+
+        # Distinct hits first, best first; a line that does not fit leaves room for shorter ones.
+        # The later statement on the same thing goes first (it is what counts), then the hit,
+        # then, for a hit that asks, its answer: the next turn(s) by someone else.
+        rank = 0
+        for entry in ranked:
+            if entry.doc in chosen:
+                continue
+            for newer in later.get(entry.doc, []):
+                if self._seq[newer] < before_seq and newer not in chosen and take(newer, None, rank):
+                    rank += 1
+            if not take(entry.doc, entry, rank):
+                continue
+            rank += 1
+            for answer in self._answers(entry.doc, config, before_seq):
+                if answer not in chosen and take(answer, None, rank):
+                    rank += 1
+        left = [config.wider_budget_chars]  # the wider tier spends its own small cap
+        for entry in wider:
+            if entry.doc not in chosen and take(entry.doc, entry, rank, left):
+                rank += 1
+        for entry in ranked:  # then neighbours of the hits that made it, with what is left
+            if entry.doc not in chosen or not self._is_turn(entry.doc):
+                continue
+            for offset in offsets(config.neighbours):
+                seq = self._seq[entry.doc] + offset
+                near = self._doc_of(turn_key(seq)) if seq >= 0 else None
+                if near is None or near in chosen or seq >= before_seq or not self._recallable(near):
+                    continue
+                if take(near, None, rank):
+                    rank += 1
+        hits = tuple(h for h, _ in sorted(chosen.values(), key=lambda item: item[1].rank))
+        lines = tuple(sorted((line for _, line in chosen.values()), key=lambda line: line.order))
+        return hits, lines
+
+    def _line(self, doc: int, config: RecallConfig, *, newer: list[int], older: int | None, before_seq: int) -> str:
+        if not self._is_turn(doc):
+            return cap_text(note_line(self._notes[doc]), config.line_cap_chars + 40)
+        later = [(self._at[n], self._seq[n] >= before_seq) for n in sorted(newer, key=lambda n: self._at[n])]
+        return render_recalled(self._turn(doc), config, later=later,
+                               earlier_at=self._at[older] if older is not None else None)
+
+    def _hit(self, doc: int, entry: Scored | None, *, newer: list[int], older: int | None) -> RecallHit:
+        note = self._notes.get(doc)
+        _, name, _ = self._people[self._who[doc]]
+        return RecallHit(
+            seq=None if note is not None else self._seq[doc],
+            note_id=note.note_id if note is not None else None,
+            score=round(entry.score, 6) if entry else 0.0,
+            speaker=note.by if note is not None else name,
+            text=note.text if note is not None else self._texts[doc],
+            at=self._at[doc],
+            lexical_rank=entry.lexical_rank if entry else None,
+            dense_rank=entry.dense_rank if entry else None,
+            neighbour=entry is None and older is None,
+            cosine=round(entry.cosine, 4) if entry and entry.cosine is not None else None,
+            coverage=round(entry.coverage, 4) if entry else 0.0,
+            later_seq=self._seq[newer[0]] if newer else None,
+            earlier_seq=self._seq[older] if older is not None else None,
+        )
