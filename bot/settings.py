@@ -7,7 +7,6 @@ the variable is a secret.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -15,6 +14,23 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bot.settings_parsers import SettingsError as SettingsError  # noqa: PLC0414  (re-exported: callers import it from here)
+from bot.settings_parsers import (
+    parse_bool,
+    parse_dashboard_token,
+    parse_data_dir,
+    parse_enum,
+    parse_float,
+    parse_host_ports,
+    parse_ids,
+    parse_int,
+    parse_level,
+    parse_redis_url,
+    parse_secret,
+    parse_shard_ids,
+    parse_text,
+    parse_words,
+)
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.recall import RecallConfig
 from pipeline.hearing.vad import VadKind
@@ -26,11 +42,6 @@ T = TypeVar("T")
 
 SECRET_VARIABLES = frozenset({"DISCORD_TOKEN", "OPENAI_API_KEY", "REDIS_URL", "DASHBOARD_TOKEN", "NOTES_INGEST_TOKEN"})
 DEFAULT_REDIS_DATA_DIR = Path("out/redis")  # relative to the working directory: `make demo`, then `longcall dashboard`
-DASHBOARD_TOKEN_MIN_CHARS = 16
-
-
-class SettingsError(ValueError):
-    """A configuration problem; the message names the variable and what it expected."""
 
 
 class LogFormat(StrEnum):
@@ -239,245 +250,105 @@ class Settings:
         return out
 
 
-# -- parsing ------------------------------------------------------------------------------------
-
-
-def _text(name: str, raw: str) -> str:
-    return raw.strip()
-
-
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, str], int]:
-    def parse(name: str, raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
-        if lo is not None and hi is not None and not lo <= value <= hi:
-            raise SettingsError(f"{name} must be between {lo} and {hi}, got {value}")
-        if lo is not None and value < lo:
-            raise SettingsError(f"{name} must be at least {lo}, got {value}")
-        if hi is not None and value > hi:
-            raise SettingsError(f"{name} must be at most {hi}, got {value}")
-        return value
-
-    return parse
-
-
-def _float(lo: float = 0.0, hi: float | None = None) -> Callable[[str, str], float]:
-    def parse(name: str, raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise SettingsError(f"{name} must be a number, got {raw!r}") from None
-        if not math.isfinite(value):  # inf, nan, 1e999: a deadline that never comes, a budget that never binds
-            raise SettingsError(f"{name} must be a finite number, got {raw.strip()!r}")
-        if value < lo:
-            raise SettingsError(f"{name} must be at least {lo}, got {value}")
-        if hi is not None and value > hi:
-            raise SettingsError(f"{name} must be at most {hi}, got {value}")
-        return value
-
-    return parse
-
-
-def _bool(name: str, raw: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off", ""}:
-        return False
-    raise SettingsError(f"{name} must be true or false, got {raw!r}")
-
-
-def _ids(name: str, raw: str) -> tuple[int, ...]:
-    parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if not all(p.isdigit() for p in parts):
-        raise SettingsError(f"{name} must be a comma-separated list of numeric Discord ids, got {raw!r}")
-    return tuple(int(p) for p in parts)
-
-
-def _shard_ids(name: str, raw: str) -> tuple[int, ...]:
-    """`0-3`, `0,1` or `0-1,4`: the shard ids this process runs, sorted, no duplicates."""
-    ids: set[int] = set()
-    for part in (p.strip() for p in raw.split(",")):
-        lo, dash, hi = part.partition("-")
-        if not lo.strip().isdigit() or (dash and not hi.strip().isdigit()):
-            raise SettingsError(f"{name} must be shard ids like 0-3 or 0,1 (ranges and lists), got {raw!r}")
-        first, last = int(lo), int(hi) if dash else int(lo)
-        if last < first:
-            raise SettingsError(f"{name}: the range {part!r} runs backwards")
-        ids.update(range(first, last + 1))
-    return tuple(sorted(ids))
-
-
-def _words(name: str, raw: str) -> tuple[str, ...]:
-    return tuple(w.strip().lower() for w in raw.split(",") if w.strip())
-
-
-def _enum(kind: type[StrEnum]) -> Callable[[str, str], Any]:
-    def parse(name: str, raw: str) -> Any:
-        try:
-            return kind(raw.strip().lower())
-        except ValueError:
-            allowed = ", ".join(m.value for m in kind)
-            raise SettingsError(f"{name} must be one of: {allowed}; got {raw!r}") from None
-
-    return parse
-
-
-def _secret(name: str, raw: str) -> str:
-    value = raw.strip()
-    if any(ch.isspace() for ch in value):
-        raise SettingsError(f"{name} contains whitespace; check how it was pasted (value not shown)")
-    return value
-
-
-def _redis_url(name: str, raw: str) -> str:
-    value = raw.strip()
-    if not value.startswith(("redis://", "rediss://", "unix://")):
-        raise SettingsError(f"{name} must start with redis://, rediss:// or unix:// (value not shown)")
-    return value
-
-
-def _host_ports(name: str, raw: str) -> tuple[tuple[str, int], ...]:
-    """`host:port,host:port` (REDIS_SENTINELS)."""
-    out: list[tuple[str, int]] = []
-    for part in (p.strip() for p in raw.split(",") if p.strip()):
-        host, colon, port = part.rpartition(":")
-        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise SettingsError(f"{name} must be host:port pairs separated by commas, e.g. "
-                                f"10.0.0.5:26379,10.0.0.6:26379; got {part!r}")
-        out.append((host.strip("[]"), int(port)))
-    return tuple(out)
-
-
-def _path(name: str, raw: str) -> Path:
-    return Path(raw.strip()).expanduser()
-
-
-def _data_dir(name: str, raw: str) -> Path | None:
-    """A folder, or `memory` for no persistence."""
-    if raw.strip().lower() in {"memory", "none", "off"}:
-        return None
-    return _path(name, raw)
-
-
-def _dashboard_token(name: str, raw: str) -> str:
-    value = _secret(name, raw)
-    if len(value) < DASHBOARD_TOKEN_MIN_CHARS:
-        raise SettingsError(
-            f"{name} must be at least {DASHBOARD_TOKEN_MIN_CHARS} characters (value not shown); "
-            "e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
-        )
-    return value
-
-
-def _level(name: str, raw: str) -> str:
-    value = raw.strip().upper()
-    if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
-        raise SettingsError(f"{name} must be DEBUG, INFO, WARNING or ERROR, got {raw!r}")
-    return value
-
-
 # variable name -> (field, parser)
 VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
-    "DISCORD_TOKEN": ("discord_token", _secret),
-    "DISCORD_GUILD_IDS": ("discord_guild_ids", _ids),
-    "SHARD_COUNT": ("shard_count", _int(1, 1_000_000)),
-    "SHARD_IDS": ("shard_ids", _shard_ids),
-    "OWNER_LEASE_TTL_S": ("owner_lease_ttl_s", _float(1.0, 3600.0)),
-    "OWNER_SCAN_INTERVAL_S": ("owner_scan_interval_s", _float(0.1, 3600.0)),
-    "BOT_NAME": ("bot_name", _text),
-    "WAKE_WORDS": ("wake_words", _words),
-    "REDIS_URL": ("redis_url", _redis_url),
-    "REDIS_MODE": ("redis_mode", _enum(RedisMode)),
-    "REDIS_SENTINELS": ("redis_sentinels", _host_ports),
-    "REDIS_SENTINEL_SERVICE": ("redis_sentinel_service", _text),
-    "REDIS_DATA_DIR": ("redis_data_dir", _data_dir),
-    "REDIS_POOL_MAX": ("redis_pool_max", _int(1, 10_000)),
-    "REDIS_POOL_TIMEOUT_S": ("redis_pool_timeout_s", _float(0.1, 120.0)),
-    "OPENAI_API_KEY": ("openai_api_key", _secret),
-    "OPENAI_BASE_URL": ("openai_base_url", _text),
-    "OPENAI_SERVER_KIND": ("openai_server_kind", _enum(ServerKind)),
-    "OPENAI_REASONING_EFFORT": ("openai_reasoning_effort", _enum(ReasoningEffort)),
-    "SUMMARY_MODEL": ("summary_model", _text),
-    "SUMMARY_TIMEOUT_S": ("summary_timeout_s", _float(0.1, 3600.0)),
-    "SUMMARY_PROFILE": ("summary_profile", _enum(SummaryProfile)),
-    "SUMMARY_BASE_URL": ("summary_base_url", _text),
-    "SUMMARY_MAX_TOKENS": ("summary_max_tokens", _int(32, 32768)),
-    "SUMMARY_CONTEXT_LIMIT": ("summary_context_limit", _int(512, 10_000_000)),
-    "BRAIN_MODEL": ("brain_model", _text),
-    "BRAIN_TIMEOUT_S": ("brain_timeout_s", _float(0.1, 3600.0)),
-    "BRAIN_CONTEXT_LIMIT": ("brain_context_limit", _int(1024)),
-    "TTS_MODEL": ("tts_model", _text),
-    "TTS_VOICE": ("tts_voice", _text),
-    "REALTIME_MODEL": ("realtime_model", _text),
-    "REALTIME_VOICE": ("realtime_voice", _text),
-    "REALTIME_SESSION_MAX_S": ("realtime_session_max_s", _float(60.0, 24 * 3600.0)),
-    "REPLY_MODE": ("reply_mode", _enum(ReplyMode)),
-    "REPLY_COOLDOWN_S": ("reply_cooldown_s", _float(0.0, 86400.0)),
-    "CONTEXT_WINDOW_TURNS": ("context_window_turns", _int(1, 1000)),
-    "COMPACTION_BATCH_TURNS": ("compaction_batch_turns", _int(1, 200)),
-    "SUMMARY_MAX_CHARS": ("summary_max_chars", _int(100, 20000)),
-    "NOTE_MAX_CHARS": ("note_max_chars", _int(20, 4000)),
-    "TURN_TEXT_MAX_CHARS": ("turn_text_max_chars", _int(50, 20000)),
-    "REALTIME_INSTRUCTIONS_MAX_CHARS": ("realtime_instructions_max_chars", _int(500, 100000)),
-    "RECALL_ENABLED": ("recall_enabled", _bool),
-    "RECALL_EMBEDDER": ("recall_embedder", _enum(RecallEmbedder)),
-    "RECALL_EMBEDDING_MODEL": ("recall_embedding_model", _text),
-    "RECALL_MAX_HITS": ("recall_max_hits", _int(0, 50)),
-    "RECALL_NEIGHBOURS": ("recall_neighbours", _int(0, 5)),
-    "RECALL_MIN_SIMILARITY": ("recall_min_similarity", _float(0.0, 1.0)),
-    "RECALL_MIN_COVERAGE": ("recall_min_coverage", _float(0.0, 1.0)),
-    "RECALL_REPLY_MAX_CHARS": ("recall_reply_max_chars", _int(0, 20000)),
-    "RECALL_REALTIME_MAX_CHARS": ("recall_realtime_max_chars", _int(0, 20000)),
-    "RECALL_LEXICAL_WEIGHT": ("recall_lexical_weight", _float()),
-    "RECALL_DENSE_WEIGHT": ("recall_dense_weight", _float()),
-    "PARTICIPANT_MEMORY_MAX_CHARS": ("participant_memory_max_chars", _int(0, 10000)),
-    "ASR_MODEL": ("asr_model", _text),
-    "ASR_DEVICE": ("asr_device", _text),
-    "ASR_COMPUTE_TYPE": ("asr_compute_type", _text),
-    "ASR_BEAM_SIZE": ("asr_beam_size", _int(1, 10)),
-    "ASR_THREADS": ("asr_threads", _int(1, 64)),
-    "ASR_VAD_FILTER": ("asr_vad_filter", _bool),
-    "ASR_MAX_QUEUED_PER_SPEAKER": ("asr_max_queued_per_speaker", _int(1, 50)),
-    "ASR_FIT_WINDOW": ("asr_fit_window", _bool),
-    "ASR_PARTIAL_AFTER_S": ("asr_partial_after_s", _float(0.0, 600.0)),
-    "ASR_MODE": ("asr_mode", _enum(AsrMode)),
-    "ASR_WORKERS": ("asr_workers", _int(1, 16)),
-    "ASR_REMOTE_URL": ("asr_remote_url", _text),
-    "ASR_REMOTE_MODEL": ("asr_remote_model", _text),
-    "ASR_REMOTE_TIMEOUT_S": ("asr_remote_timeout_s", _float(0.5, 600.0)),
-    "HEARING_VAD": ("hearing_vad", _enum(VadKind)),
-    "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", _int(100, 10000)),
-    "MAX_UTTERANCE_S": ("max_utterance_s", _float(1.0, 600.0)),
-    "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", _float(0.5, 600.0)),
-    "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", _float(10.0, 7 * 86400.0)),
-    "SESSION_MAX_DURATION_S": ("session_max_duration_s", _float(60.0, 30 * 86400.0)),
-    "VISION_MODEL": ("vision_model", _text),
-    "VISION_BASE_URL": ("vision_base_url", _text),
-    "VISION_TIMEOUT_S": ("vision_timeout_s", _float(0.1, 600.0)),
-    "OCR_THREADS": ("ocr_threads", _int(1, 64)),
-    "NOTES_MAX_IMAGE_BYTES": ("notes_max_image_bytes", _int(10_000, 100_000_000)),
-    "NOTES_PER_MINUTE": ("notes_per_minute", _float(0.1, 600.0)),
-    "NOTES_BURST": ("notes_burst", _int(1, 100)),
-    "NOTES_QUEUE_MAX": ("notes_queue_max", _int(1, 100)),
-    "NOTES_DEDUPE_DISTANCE": ("notes_dedupe_distance", _int(0, 1024)),
-    "NOTES_INGEST_TOKEN": ("notes_ingest_token", _secret),
-    "READ_TEXT_CHAT": ("read_text_chat", _bool),
-    "CHAT_REPLY": ("chat_reply", _enum(ChatReply)),
-    "CHAT_EDIT_GRACE_S": ("chat_edit_grace_s", _float(0.0, 86400.0)),
-    "PRIVACY_NOTICE": ("privacy_notice", _text),
-    "PRIVACY_NOTICE_SPOKEN": ("privacy_notice_spoken", _bool),
-    "PRIVACY_SPOKEN_NOTICE": ("privacy_spoken_notice", _text),
-    "TRANSCRIPT_RETENTION_DAYS": ("transcript_retention_days", _float(0.001, 36500.0)),
-    "REPLAY_RETENTION_DAYS": ("replay_retention_days", _float(0.001, 36500.0)),
-    "RETENTION_SWEEP_INTERVAL_S": ("retention_sweep_interval_s", _float(1.0, 86400.0)),
-    "LOG_FORMAT": ("log_format", _enum(LogFormat)),
-    "LOG_LEVEL": ("log_level", _level),
-    "DASHBOARD_HOST": ("dashboard_host", _text),
-    "DASHBOARD_PORT": ("dashboard_port", _int(0, 65535)),
-    "DASHBOARD_TOKEN": ("dashboard_token", _dashboard_token),
+    "DISCORD_TOKEN": ("discord_token", parse_secret),
+    "DISCORD_GUILD_IDS": ("discord_guild_ids", parse_ids),
+    "SHARD_COUNT": ("shard_count", parse_int(1, 1_000_000)),
+    "SHARD_IDS": ("shard_ids", parse_shard_ids),
+    "OWNER_LEASE_TTL_S": ("owner_lease_ttl_s", parse_float(1.0, 3600.0)),
+    "OWNER_SCAN_INTERVAL_S": ("owner_scan_interval_s", parse_float(0.1, 3600.0)),
+    "BOT_NAME": ("bot_name", parse_text),
+    "WAKE_WORDS": ("wake_words", parse_words),
+    "REDIS_URL": ("redis_url", parse_redis_url),
+    "REDIS_MODE": ("redis_mode", parse_enum(RedisMode)),
+    "REDIS_SENTINELS": ("redis_sentinels", parse_host_ports),
+    "REDIS_SENTINEL_SERVICE": ("redis_sentinel_service", parse_text),
+    "REDIS_DATA_DIR": ("redis_data_dir", parse_data_dir),
+    "REDIS_POOL_MAX": ("redis_pool_max", parse_int(1, 10_000)),
+    "REDIS_POOL_TIMEOUT_S": ("redis_pool_timeout_s", parse_float(0.1, 120.0)),
+    "OPENAI_API_KEY": ("openai_api_key", parse_secret),
+    "OPENAI_BASE_URL": ("openai_base_url", parse_text),
+    "OPENAI_SERVER_KIND": ("openai_server_kind", parse_enum(ServerKind)),
+    "OPENAI_REASONING_EFFORT": ("openai_reasoning_effort", parse_enum(ReasoningEffort)),
+    "SUMMARY_MODEL": ("summary_model", parse_text),
+    "SUMMARY_TIMEOUT_S": ("summary_timeout_s", parse_float(0.1, 3600.0)),
+    "SUMMARY_PROFILE": ("summary_profile", parse_enum(SummaryProfile)),
+    "SUMMARY_BASE_URL": ("summary_base_url", parse_text),
+    "SUMMARY_MAX_TOKENS": ("summary_max_tokens", parse_int(32, 32768)),
+    "SUMMARY_CONTEXT_LIMIT": ("summary_context_limit", parse_int(512, 10_000_000)),
+    "BRAIN_MODEL": ("brain_model", parse_text),
+    "BRAIN_TIMEOUT_S": ("brain_timeout_s", parse_float(0.1, 3600.0)),
+    "BRAIN_CONTEXT_LIMIT": ("brain_context_limit", parse_int(1024)),
+    "TTS_MODEL": ("tts_model", parse_text),
+    "TTS_VOICE": ("tts_voice", parse_text),
+    "REALTIME_MODEL": ("realtime_model", parse_text),
+    "REALTIME_VOICE": ("realtime_voice", parse_text),
+    "REALTIME_SESSION_MAX_S": ("realtime_session_max_s", parse_float(60.0, 24 * 3600.0)),
+    "REPLY_MODE": ("reply_mode", parse_enum(ReplyMode)),
+    "REPLY_COOLDOWN_S": ("reply_cooldown_s", parse_float(0.0, 86400.0)),
+    "CONTEXT_WINDOW_TURNS": ("context_window_turns", parse_int(1, 1000)),
+    "COMPACTION_BATCH_TURNS": ("compaction_batch_turns", parse_int(1, 200)),
+    "SUMMARY_MAX_CHARS": ("summary_max_chars", parse_int(100, 20000)),
+    "NOTE_MAX_CHARS": ("note_max_chars", parse_int(20, 4000)),
+    "TURN_TEXT_MAX_CHARS": ("turn_text_max_chars", parse_int(50, 20000)),
+    "REALTIME_INSTRUCTIONS_MAX_CHARS": ("realtime_instructions_max_chars", parse_int(500, 100000)),
+    "RECALL_ENABLED": ("recall_enabled", parse_bool),
+    "RECALL_EMBEDDER": ("recall_embedder", parse_enum(RecallEmbedder)),
+    "RECALL_EMBEDDING_MODEL": ("recall_embedding_model", parse_text),
+    "RECALL_MAX_HITS": ("recall_max_hits", parse_int(0, 50)),
+    "RECALL_NEIGHBOURS": ("recall_neighbours", parse_int(0, 5)),
+    "RECALL_MIN_SIMILARITY": ("recall_min_similarity", parse_float(0.0, 1.0)),
+    "RECALL_MIN_COVERAGE": ("recall_min_coverage", parse_float(0.0, 1.0)),
+    "RECALL_REPLY_MAX_CHARS": ("recall_reply_max_chars", parse_int(0, 20000)),
+    "RECALL_REALTIME_MAX_CHARS": ("recall_realtime_max_chars", parse_int(0, 20000)),
+    "RECALL_LEXICAL_WEIGHT": ("recall_lexical_weight", parse_float()),
+    "RECALL_DENSE_WEIGHT": ("recall_dense_weight", parse_float()),
+    "PARTICIPANT_MEMORY_MAX_CHARS": ("participant_memory_max_chars", parse_int(0, 10000)),
+    "ASR_MODEL": ("asr_model", parse_text),
+    "ASR_DEVICE": ("asr_device", parse_text),
+    "ASR_COMPUTE_TYPE": ("asr_compute_type", parse_text),
+    "ASR_BEAM_SIZE": ("asr_beam_size", parse_int(1, 10)),
+    "ASR_THREADS": ("asr_threads", parse_int(1, 64)),
+    "ASR_VAD_FILTER": ("asr_vad_filter", parse_bool),
+    "ASR_MAX_QUEUED_PER_SPEAKER": ("asr_max_queued_per_speaker", parse_int(1, 50)),
+    "ASR_FIT_WINDOW": ("asr_fit_window", parse_bool),
+    "ASR_PARTIAL_AFTER_S": ("asr_partial_after_s", parse_float(0.0, 600.0)),
+    "ASR_MODE": ("asr_mode", parse_enum(AsrMode)),
+    "ASR_WORKERS": ("asr_workers", parse_int(1, 16)),
+    "ASR_REMOTE_URL": ("asr_remote_url", parse_text),
+    "ASR_REMOTE_MODEL": ("asr_remote_model", parse_text),
+    "ASR_REMOTE_TIMEOUT_S": ("asr_remote_timeout_s", parse_float(0.5, 600.0)),
+    "HEARING_VAD": ("hearing_vad", parse_enum(VadKind)),
+    "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", parse_int(100, 10000)),
+    "MAX_UTTERANCE_S": ("max_utterance_s", parse_float(1.0, 600.0)),
+    "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", parse_float(0.5, 600.0)),
+    "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", parse_float(10.0, 7 * 86400.0)),
+    "SESSION_MAX_DURATION_S": ("session_max_duration_s", parse_float(60.0, 30 * 86400.0)),
+    "VISION_MODEL": ("vision_model", parse_text),
+    "VISION_BASE_URL": ("vision_base_url", parse_text),
+    "VISION_TIMEOUT_S": ("vision_timeout_s", parse_float(0.1, 600.0)),
+    "OCR_THREADS": ("ocr_threads", parse_int(1, 64)),
+    "NOTES_MAX_IMAGE_BYTES": ("notes_max_image_bytes", parse_int(10_000, 100_000_000)),
+    "NOTES_PER_MINUTE": ("notes_per_minute", parse_float(0.1, 600.0)),
+    "NOTES_BURST": ("notes_burst", parse_int(1, 100)),
+    "NOTES_QUEUE_MAX": ("notes_queue_max", parse_int(1, 100)),
+    "NOTES_DEDUPE_DISTANCE": ("notes_dedupe_distance", parse_int(0, 1024)),
+    "NOTES_INGEST_TOKEN": ("notes_ingest_token", parse_secret),
+    "READ_TEXT_CHAT": ("read_text_chat", parse_bool),
+    "CHAT_REPLY": ("chat_reply", parse_enum(ChatReply)),
+    "CHAT_EDIT_GRACE_S": ("chat_edit_grace_s", parse_float(0.0, 86400.0)),
+    "PRIVACY_NOTICE": ("privacy_notice", parse_text),
+    "PRIVACY_NOTICE_SPOKEN": ("privacy_notice_spoken", parse_bool),
+    "PRIVACY_SPOKEN_NOTICE": ("privacy_spoken_notice", parse_text),
+    "TRANSCRIPT_RETENTION_DAYS": ("transcript_retention_days", parse_float(0.001, 36500.0)),
+    "REPLAY_RETENTION_DAYS": ("replay_retention_days", parse_float(0.001, 36500.0)),
+    "RETENTION_SWEEP_INTERVAL_S": ("retention_sweep_interval_s", parse_float(1.0, 86400.0)),
+    "LOG_FORMAT": ("log_format", parse_enum(LogFormat)),
+    "LOG_LEVEL": ("log_level", parse_level),
+    "DASHBOARD_HOST": ("dashboard_host", parse_text),
+    "DASHBOARD_PORT": ("dashboard_port", parse_int(0, 65535)),
+    "DASHBOARD_TOKEN": ("dashboard_token", parse_dashboard_token),
 }
 
 
