@@ -416,8 +416,7 @@ class ParticipantCard:
 
 
 class RedisMode(StrEnum):
-    """REDIS_MODE: one server, Redis Cluster (sharded by session), or Sentinel (one primary
-    with replicas, promoted on failure). docs/redis.md."""
+    """REDIS_MODE: one server, Redis Cluster (sharded by session), or Sentinel (docs/redis.md)."""
 
     SINGLE = "single"
     CLUSTER = "cluster"
@@ -429,9 +428,8 @@ class StoreUnavailable(Exception):
 
 
 class LeaseLost(Exception):
-    """This process no longer holds the session's owner lease (it expired while the process was
-    frozen or cut off, and another process may have taken the session over): the write was
-    refused and the session must stop serving, never write blind."""
+    """This process no longer holds the session's owner lease (it expired while the process was frozen or
+    cut off; another may have taken the session over): the write was refused, the session must stop."""
 
     def __init__(self, session_id: str, holder: str) -> None:
         super().__init__(f"session {session_id}: owner lease held by {holder or 'nobody'}")
@@ -439,8 +437,8 @@ class LeaseLost(Exception):
 
 
 class StoreDiverged(Exception):
-    """The store no longer holds this session's generation (it restarted empty, or was
-    re-seeded by another process): the caller re-seeds it from what it holds, never writes blind."""
+    """The store lost this session's generation (restarted empty, or re-seeded by another process): the
+    caller re-seeds it from what it holds, never writes blind."""
 
     def __init__(self, session_id: str, stored_epoch: str) -> None:
         super().__init__(f"session {session_id}: store epoch {stored_epoch or 'missing'}")
@@ -448,9 +446,8 @@ class StoreDiverged(Exception):
 
 
 class StoreBehind(Exception):
-    """The store holds fewer turns than the caller saw it acknowledge: a replica promoted after
-    a failover missed the newest writes (replication is asynchronous). Nothing was written; the
-    caller writes back what it holds (`pipeline.transcript.store_repair`)."""
+    """The store holds fewer turns than it acknowledged: a replica promoted after a failover missed the
+    newest writes. Nothing was written; the caller writes back what it holds (`transcript.store_repair`)."""
 
     def __init__(self, session_id: str, stored_total: int) -> None:
         super().__init__(f"session {session_id}: store holds {stored_total} turns, fewer than acknowledged")

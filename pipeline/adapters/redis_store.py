@@ -18,13 +18,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
+from redis import exceptions as rx
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
-from redis.exceptions import ClusterError, MasterDownError, ReadOnlyError, RedisClusterException, TryAgainError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pipeline.adapters import redis_scripts as lua
 from pipeline.adapters.redis_keys import SESSIONS_KEY, VECTOR_PAGE
@@ -71,8 +69,8 @@ POOL_TIMEOUT_S = 5.0  # how long a command waits for a free connection (REDIS_PO
 # connection, a cluster without that slot's primary for a moment (CLUSTERDOWN, TRYAGAIN,
 # MASTERDOWN), a demoted primary refusing writes (READONLY), no slot table yet. All mean
 # "not now", never "lost": callers keep what they hold and retry (`StoreUnavailable`).
-_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError, MasterDownError,
-                ReadOnlyError, RedisClusterException)
+_UNAVAILABLE = (rx.ConnectionError, rx.TimeoutError, OSError, rx.ClusterError, rx.TryAgainError, rx.MasterDownError,
+                rx.ReadOnlyError, rx.RedisClusterException)
 
 
 CALL_DEADLINE_S = 30.0  # the longest one store call may take, whatever the client does inside
@@ -494,8 +492,6 @@ class RedisSessionStore(RedisPrivacyCommands):
         took is given back on disk). False when it has no AOF or a rewrite is running."""
         try:
             await self._call(self._redis.bgrewriteaof)
-        except StoreUnavailable:
-            raise
-        except Exception:  # ResponseError: AOF off, or a rewrite already in progress
+        except rx.ResponseError:  # AOF off, or a rewrite already in progress (a lost server: StoreUnavailable)
             return False
         return True
