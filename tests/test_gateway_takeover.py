@@ -13,10 +13,7 @@ processes. tests/test_ownership_takeover.py covers the same with Discord replace
 
 from __future__ import annotations
 
-import asyncio
-import os
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,13 +21,13 @@ from typing import Any
 import pytest
 
 from pipeline.events import CompactionCompleted, SessionOwned, SessionTakenOver
+from tests.support.bot_processes import BotProcesses
 from tests.support.fake_discord import FakeDiscord
 from tests.support.redis_cluster import RedisTarget
-from tests.support.waits import ProcessLog, RedisWatch, sessions_started
+from tests.support.waits import RedisWatch, sessions_started
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 TTL_S = 3.0
 SCAN_S = 0.5
 WINDOW, BATCH = 10, 5
@@ -51,55 +48,6 @@ def folds_of(events: list[dict[str, Any]], guild: int) -> list[tuple[int, int]]:
             if e.get("event") == CompactionCompleted.name and e.get("guild_id") == str(guild)]
 
 
-class Processes:
-    def __init__(self, redis_url: str, api_base: str, tmp: Path) -> None:
-        self.tmp = tmp
-        self.procs: dict[str, asyncio.subprocess.Process] = {}
-        self.logs: dict[str, ProcessLog] = {}
-        self.env = {
-            **os.environ, "PYTHONPATH": str(ROOT), "DISCORD_TOKEN": "fake-token", "REDIS_URL": redis_url,
-            "LONGCALL_DISCORD_API_BASE": api_base, "LOG_FORMAT": "json", "LOG_LEVEL": "INFO",
-            "READ_TEXT_CHAT": "true", "DASHBOARD_PORT": "0",
-            "OWNER_LEASE_TTL_S": str(TTL_S), "OWNER_SCAN_INTERVAL_S": str(SCAN_S),
-            "CONTEXT_WINDOW_TURNS": str(WINDOW), "COMPACTION_BATCH_TURNS": str(BATCH),
-        }
-        for name in ("REDIS_DATA_DIR", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SHARD_COUNT", "SHARD_IDS",
-                     "DISCORD_GUILD_IDS", "REPLY_MODE"):
-            self.env.pop(name, None)
-
-    async def start(self, name: str, **env: str) -> None:
-        self.procs[name] = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "run", cwd=self.tmp, env={**self.env, **env},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )
-        self.logs[name] = ProcessLog(self.tmp / f"{name}.log")
-        self.logs[name].attach(self.procs[name])
-
-    def log(self, name: str) -> list[dict[str, Any]]:
-        return self.logs[name].rows
-
-    def owner_id(self, name: str) -> str:
-        found = [e for e in self.log(name) if e.get("event") == "session_owner_id"]
-        return str(found[0]["owner"]) if found else ""
-
-    def tail(self, name: str) -> str:
-        path = self.tmp / f"{name}.log"
-        return path.read_text(encoding="utf-8")[-3000:] if path.exists() else "(not started)"
-
-    async def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.returncode is None:
-                proc.terminate()
-        for proc in self.procs.values():
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        for log in self.logs.values():
-            await asyncio.wait_for(log.closed(), timeout=30)
-
-
 async def test_sigkilled_process_sessions_move_to_the_other_process_through_discord(
     redis_target: RedisTarget, tmp_path: Path
 ) -> None:
@@ -108,7 +56,9 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
     a_guilds, b_guilds = guilds[:2], guilds[2:]
     discord = FakeDiscord(guilds)
     await discord.start()
-    procs = Processes(redis_target.url, discord.api_base, tmp_path)
+    procs = BotProcesses(redis_target.url, discord.api_base, tmp_path, OWNER_LEASE_TTL_S=str(TTL_S),
+                         OWNER_SCAN_INTERVAL_S=str(SCAN_S), CONTEXT_WINDOW_TURNS=str(WINDOW),
+                         COMPACTION_BATCH_TURNS=str(BATCH))
     store = redis_target.store()
     watch = RedisWatch(*redis_target.node_urls)
     await watch.start()
@@ -159,7 +109,7 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         # SIGKILLed right after a commit may never write the line for it.
         await procs.logs["a"].until("A logging its folds", lambda rows: all(
             any(new == settled_cursor(FIRST) for _, new in folds_of(rows, g)) for g in a_guilds), 90)
-        a_events = list(procs.log("a"))
+        a_events = list(procs.rows("a"))
         procs.procs["a"].kill()
         await procs.procs["a"].wait()
         killed_at = time.monotonic()
@@ -178,9 +128,9 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         await say(b_guilds, DURING, SECOND)
         await watch.until(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 90)
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
-        events = a_events + procs.log("b")
+        events = a_events + procs.rows("b")
     except AssertionError as err:
-        raise AssertionError(f"{err}\n--- a ---\n{procs.tail('a')}\n--- b ---\n{procs.tail('b')}") from None
+        raise AssertionError(f"{err}{procs.tails()}") from None
     finally:
         await procs.stop_all()
         await watch.aclose()
@@ -192,7 +142,7 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         assert list(range(SECOND)) == [t.seq for t in turns[g]]
         folds = sorted(folds_of(events, g))
         assert [(k, k + BATCH) for k in range(0, settled_cursor(SECOND), BATCH)] == folds
-    taken = {e["guild_id"]: e for e in procs.log("b") if e.get("event") == SessionTakenOver.name}
+    taken = {e["guild_id"]: e for e in procs.rows("b") if e.get("event") == SessionTakenOver.name}
     assert {str(g) for g in a_guilds} == set(taken)
     assert all(e["previous_owner"] == owner_a and e["owner"] == owner_b for e in taken.values())
     assert all(e["total_turns"] == FIRST and e["cursor"] == settled_cursor(FIRST) for e in taken.values())

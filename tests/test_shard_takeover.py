@@ -11,11 +11,8 @@ an op 4 "leave" from A would have dropped A2's voice connection (the old known l
 
 from __future__ import annotations
 
-import asyncio
-import os
 import random
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,12 +21,12 @@ import pytest
 
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
+from tests.support.bot_processes import BotProcesses
 from tests.support.fake_discord import TOKEN, FakeDiscord
-from tests.support.waits import ProcessLog, RedisWatch, sessions_started
+from tests.support.waits import RedisWatch, sessions_started
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 TTL_S = 3.0
 SCAN_S = 0.5
 
@@ -53,48 +50,6 @@ def guilds_per_shard() -> tuple[list[int], list[int]]:
     return found[0], found[1]
 
 
-class Bots:
-    def __init__(self, redis_url: str, api_base: str, tmp: Path) -> None:
-        self.tmp = tmp
-        self.procs: dict[str, asyncio.subprocess.Process] = {}
-        self.logs: dict[str, ProcessLog] = {}
-        self.env = {
-            **os.environ, "PYTHONPATH": str(ROOT), "DISCORD_TOKEN": TOKEN, "REDIS_URL": redis_url,
-            "LONGCALL_DISCORD_API_BASE": api_base, "LOG_FORMAT": "json", "LOG_LEVEL": "INFO",
-            "READ_TEXT_CHAT": "true", "DASHBOARD_PORT": "0", "SHARD_COUNT": "2",
-            "OWNER_LEASE_TTL_S": str(TTL_S), "OWNER_SCAN_INTERVAL_S": str(SCAN_S),
-        }
-        for name in ("REDIS_DATA_DIR", "OPENAI_API_KEY", "OPENAI_BASE_URL", "DISCORD_GUILD_IDS", "REPLY_MODE"):
-            self.env.pop(name, None)
-
-    async def start(self, name: str, shard: int) -> None:
-        self.procs[name] = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "run", cwd=self.tmp, env={**self.env, "SHARD_IDS": str(shard)},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )
-        self.logs[name] = ProcessLog(self.tmp / f"{name}.log")
-        self.logs[name].attach(self.procs[name])
-
-    def owner_id(self, name: str) -> str:
-        found = [e for e in self.logs[name].rows if e.get("event") == "session_owner_id"]
-        return str(found[0]["owner"]) if found else ""
-
-    def rows(self, name: str, event: str) -> list[dict[str, Any]]:
-        return [e for e in self.logs[name].rows if e.get("event") == event]
-
-    def tails(self) -> str:
-        return "".join(f"\n--- {n} ---\n{(self.tmp / f'{n}.log').read_text()[-2500:]}" for n in self.procs)
-
-    async def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.returncode is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.kill()
-                await proc.wait()
-        for log in self.logs.values():
-            await asyncio.wait_for(log.closed(), timeout=30)
-
-
 async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_over_without_dropping_voice(
     redis_server: PrivateRedisServer, tmp_path: Path
 ) -> None:
@@ -102,7 +57,8 @@ async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_ov
     guilds = shard0 + shard1
     discord = FakeDiscord(guilds, intents=1 + (1 << 7) + (1 << 9) + (1 << 15))
     await discord.start()
-    bots = Bots(redis_server.url, discord.api_base, tmp_path)
+    bots = BotProcesses(redis_server.url, discord.api_base, tmp_path, token=TOKEN, SHARD_COUNT="2",
+                        OWNER_LEASE_TTL_S=str(TTL_S), OWNER_SCAN_INTERVAL_S=str(SCAN_S))
     store = RedisSessionStore.from_url(redis_server.url)
     watch = RedisWatch(redis_server.url)
     await watch.start()
@@ -122,7 +78,7 @@ async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_ov
         conns = {}
         for name, shard, mine in (("a", 0, shard0), ("b", 1, shard1)):
             before = len(discord.connections)
-            await bots.start(name, shard)
+            await bots.start(name, SHARD_IDS=str(shard))
             await discord.until(f"{name} identified", lambda n=before: len(discord.connections) > n
                                 and discord.connections[-1].identified.is_set(), 90)
             conns[name] = discord.connections[-1]
@@ -142,7 +98,7 @@ async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_ov
 
         bots.procs["a"].send_signal(signal.SIGSTOP)  # A freezes: its leases run out
         frozen_at = time.monotonic()
-        await bots.start("a2", 0)
+        await bots.start("a2", SHARD_IDS="0")
         await discord.until("a2 identified", lambda: len(discord.connections) == 3
                             and discord.connections[-1].identified.is_set(), 90)
         owner_a2 = await _owner_id_when_logged(bots, "a2")
@@ -166,7 +122,7 @@ async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_ov
     except AssertionError as err:
         raise AssertionError(f"{err}{bots.tails()}") from None
     finally:
-        await bots.stop_all()
+        await bots.stop_all(kill=True)
         await watch.aclose()
         await store.aclose()
         await discord.close()
@@ -191,7 +147,7 @@ async def _eq(coro: Any, expected: Any) -> bool:
     return bool(await coro == expected)
 
 
-async def _owner_id_when_logged(bots: Bots, name: str) -> str:
+async def _owner_id_when_logged(bots: BotProcesses, name: str) -> str:
     await bots.logs[name].until(f"{name}'s owner id", lambda rows: any(e.get("event") == "session_owner_id"
                                                                        for e in rows), 30)
     return bots.owner_id(name)

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import redis
 
@@ -176,7 +177,28 @@ def _wait(what: str, check: object, timeout_s: float) -> None:
             _LOG.changed.wait_for(lambda s=seen: _LOG.lines != s, min(left, _QUIET_RECHECK_S))
 
 
-class LocalRedisCluster:
+class _Harness:
+    """`with harness:` starts it (stopping what did start if that fails) and stops it after."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+
+class LocalRedisCluster(_Harness):
     """`with LocalRedisCluster() as cluster: cluster.target` -- 3 primaries, 3 replicas."""
 
     # The shared cluster keeps Redis's own 15 s node timeout: on a loaded 2-core machine a node
@@ -264,17 +286,6 @@ class LocalRedisCluster:
         _wait("a replica promoted", lambda: self._healthy() and self.primary_of(key) is not old, timeout_s)
         return self.primary_of(key)
 
-    def __enter__(self) -> LocalRedisCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
-
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
@@ -282,7 +293,7 @@ class LocalRedisCluster:
             self._tmp.cleanup()
 
 
-class LocalSentinel:
+class LocalSentinel(_Harness):
     """One primary, one replica and `sentinels` sentinels (quorum 1) on loopback."""
 
     SERVICE = "longcall"
@@ -367,17 +378,6 @@ class LocalSentinel:
         _wait("sentinel promoting the replica", promoted, timeout_s)
         self.wait_healthy(timeout_s)
         return self.current_primary()
-
-    def __enter__(self) -> LocalSentinel:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
 
     def stop(self) -> None:
         for node in [*self.sentinels, *self.data_nodes]:
