@@ -150,6 +150,11 @@ class _NodeLog:
                 self.lines += 1
                 self.changed.notify_all()
 
+    def wait_past(self, seen: int, timeout_s: float) -> None:
+        """Until a line beyond the first `seen` arrives, or `timeout_s` passes."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.lines != seen, timeout_s)
+
 
 _LOG = _NodeLog()
 # A re-check also after this long with no line: a condition that a node reaches without a line
@@ -173,8 +178,7 @@ def _wait(what: str, check: object, timeout_s: float) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError(f"{what} not reached in {timeout_s} s (last error: {last})")
-        with _LOG.changed:
-            _LOG.changed.wait_for(lambda s=seen: _LOG.lines != s, min(left, _QUIET_RECHECK_S))
+        _LOG.wait_past(seen, min(left, _QUIET_RECHECK_S))
 
 
 class _Harness:
