@@ -4,7 +4,8 @@
 - `/watch on|off`: while on, images posted in the session's text chat (the voice channel's own
   chat, or the channel where `/join` or `/watch` was used) become notes (source `channel`).
 - With READ_TEXT_CHAT=true, messages typed there while the bot is in the call become CHAT
-  turns of their author; edits and deletions go to `GuildSession.on_chat_edit`.
+  turns of their author; edits and deletions go to `GuildSession.on_chat_edit`. One typed while
+  the session is being started (a /join connecting, a restart or takeover rejoining) waits for it.
 
 Reading message text and attachments needs the privileged Message Content intent
 (READ_TEXT_CHAT=true turns it on; README "Invite the bot"). `/look` works without it: a slash
@@ -33,6 +34,7 @@ log = structlog.get_logger("longcall.cogs.notes")
 
 NOTE_WAIT_S = 60.0  # /look waits this long for the note before answering "working on it"
 REPLY_POST_TIMEOUT_S = 10.0
+CHAT_WAIT_S = 120.0  # a typed message waits this long for a session that is being started
 DISCORD_MESSAGE_MAX = 2000
 
 _IMAGE_ERRORS = {
@@ -156,8 +158,15 @@ class NotesCog(commands.Cog):
 
     # -- listeners -------------------------------------------------------------------------------
 
-    def _chat_session(self, guild_id: int, channel_id: int) -> GuildSession | None:
-        session = self.registry.get(guild_id)
+    async def _chat_session(self, guild_id: int, channel_id: int) -> GuildSession | None:
+        # A message typed while the session is being started (a takeover joining voice and
+        # loading the stored session, a /join connecting) waits for it, bounded by CHAT_WAIT_S.
+        try:
+            async with asyncio.timeout(CHAT_WAIT_S):
+                session = await self.registry.settled(guild_id)
+        except TimeoutError:
+            log.warning("chat_message_skipped", guild_id=guild_id, reason="session_start_timed_out")
+            return None
         if session is None or session.stopping:
             return None
         if channel_id not in (session.channel_id, session.text_channel_id):
@@ -168,7 +177,7 @@ class NotesCog(commands.Cog):
     async def on_message(self, message: discord.Message) -> None:
         if message.author.bot or message.guild is None or not self.read_text_chat:
             return
-        session = self._chat_session(message.guild.id, message.channel.id)
+        session = await self._chat_session(message.guild.id, message.channel.id)
         if session is None:
             return
         author = message.author
@@ -195,7 +204,7 @@ class NotesCog(commands.Cog):
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         if not self.read_text_chat or payload.guild_id is None:
             return
-        session = self._chat_session(payload.guild_id, payload.channel_id)
+        session = await self._chat_session(payload.guild_id, payload.channel_id)
         content = payload.data.get("content")
         # Discord sends the whole message on every update (a link preview loading, a pin): only
         # one with an `edited_timestamp` is the author changing the text.
@@ -207,6 +216,6 @@ class NotesCog(commands.Cog):
     async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
         if not self.read_text_chat or payload.guild_id is None:
             return
-        session = self._chat_session(payload.guild_id, payload.channel_id)
+        session = await self._chat_session(payload.guild_id, payload.channel_id)
         if session is not None:
             await session.on_chat_edit(payload.message_id, None, deleted=True)

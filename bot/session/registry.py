@@ -55,7 +55,9 @@ class GuildSessionRegistry:
         self.deps = deps
         self.connector = connector
         self._sessions: dict[int, GuildSession] = {}
-        self._pending: set[int] = set()
+        # Guilds whose session is being started (a /join connecting, a resume or a takeover):
+        # each event is set when that attempt ends, started or not (`settled`).
+        self._pending: dict[int, asyncio.Event] = {}
         self._tg: asyncio.TaskGroup | None = None
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
@@ -66,6 +68,23 @@ class GuildSessionRegistry:
 
     def get(self, guild_id: int) -> GuildSession | None:
         return self._sessions.get(guild_id)
+
+    async def settled(self, guild_id: int) -> GuildSession | None:
+        """The guild's session, once a start in progress (a /join still connecting, a resume or a
+        takeover joining voice and loading the stored session) has ended: what is typed in that
+        gap is waited on, not dropped. None if no session runs or the start failed."""
+        starting = self._pending.get(guild_id)
+        if starting is not None:
+            await starting.wait()
+        return self._sessions.get(guild_id)
+
+    def _begin_start(self, guild_id: int) -> None:
+        self._pending[guild_id] = asyncio.Event()
+
+    def _end_start(self, guild_id: int) -> None:
+        starting = self._pending.pop(guild_id, None)
+        if starting is not None:
+            starting.set()
 
     def serving(self, session_id: str) -> GuildSession | None:
         """The session with this id while it still takes input (not once it is stopping: what
@@ -112,7 +131,7 @@ class GuildSessionRegistry:
         """
         if guild_id in self._sessions or guild_id in self._pending:
             raise RuntimeError("already in a voice channel in this guild")
-        self._pending.add(guild_id)
+        self._begin_start(guild_id)
         try:
             lease = await self._acquire(guild_id, session_id_for(guild_id))  # before joining voice
             started = False
@@ -130,7 +149,7 @@ class GuildSessionRegistry:
                 if not started and lease is not None:
                     await lease.release()
         finally:
-            self._pending.discard(guild_id)
+            self._end_start(guild_id)
 
     async def move(self, guild_id: int, channel: ChannelInfo) -> GuildSession:
         """`/join` from another channel of the guild: the running session goes there (same
@@ -245,7 +264,7 @@ class GuildSessionRegistry:
     async def _resume_one(self, guild_id: int, sid: str, meta: dict[str, str]) -> GuildSession | None:
         if guild_id in self._sessions or guild_id in self._pending:
             return None
-        self._pending.add(guild_id)
+        self._begin_start(guild_id)
         lease: SessionLease | None = None
         started = False
         try:
@@ -259,7 +278,7 @@ class GuildSessionRegistry:
             log.warning("session_resume_skipped", guild_id=guild_id, session_id=sid, reason="store_unavailable")
             return None
         finally:
-            self._pending.discard(guild_id)
+            self._end_start(guild_id)
             if not started and lease is not None:
                 await lease.release()
 

@@ -196,9 +196,12 @@ class FakeConnector:
     links: list[FakeVoiceLink] = field(default_factory=list)
     fail: Exception | None = None
     receive_error: Exception | None = None  # given to the next links: their receive loop fails
+    gate: asyncio.Event | None = None  # when set: connecting waits for it (a slow voice join)
 
     async def connect(self, guild_id: int, channel_id: int) -> FakeVoiceLink:
         self.calls.append((guild_id, channel_id))
+        if self.gate is not None:
+            await self.gate.wait()
         if self.fail is not None:
             raise self.fail
         link = FakeVoiceLink(channel_id, self.humans)

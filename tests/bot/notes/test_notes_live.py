@@ -6,11 +6,14 @@ discord.py's objects), the real guild session, a real HTTP ingest and `longcall 
   the summary, with who shared it, how and when;
 - a typed message becomes a CHAT turn between spoken turns, is folded like them, and an edit
   within the grace period is recorded as a correction (a late one only as an event);
+- a message typed while the session is still starting (voice joined, session not yet loaded)
+  waits for it instead of being dropped;
 - with CHAT_REPLY=text a typed question is answered in the text chat.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -21,6 +24,7 @@ from unittest.mock import create_autospec
 
 import aiohttp
 import discord
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
@@ -41,6 +45,7 @@ from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.support.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft
 from tests.support.note_images import hud_png, photo_like_png
 from tests.support.openai_stub import OpenAIStub, Reply
+from tests.support.waits import yield_until
 
 GUILD = 11
 VOICE = 1100
@@ -330,3 +335,41 @@ async def test_look_refuses_bad_images_clearly() -> None:
                                                "That image file is damaged"], strict=True)
     ]
     assert () == notes
+
+
+async def test_a_message_typed_while_the_session_is_starting_waits_for_it() -> None:
+    """A takeover or a /join joins voice before the session is loaded: a message typed in that
+    gap becomes a CHAT turn once the session is up, and a start that fails drops it cleanly."""
+    store = InMemorySessionStore()
+    resources = make_resources(store, clock=FakeClock(), events=Events(),
+                               config=GuildSessionConfig(bot_name="Clanky"))
+    connector = FakeConnector(humans=[(2, "James")], gate=asyncio.Event())
+    james = fake_member(2, "James")
+    async with RunningRegistry(resources, connector) as registry:
+        cog = NotesCog(registry, read_text_chat=True)
+        joining = asyncio.create_task(registry.join(GUILD, VOICE))
+        await yield_until("the voice join is under way", lambda: bool(connector.calls))
+        typed = asyncio.create_task(cog.on_message(fake_message(
+            james, message_id=900, channel_id=VOICE, content="did the bot come back? I'm on Thor now")))
+        for _ in range(5):  # let the message's handler run as far as it goes
+            await asyncio.sleep(0)
+        assert (False, None) == (typed.done(), registry.get(GUILD))  # it waits for the session
+        connector.gate.set()
+        session = await joining
+        await typed
+        turns = await store.get_turns(SID, 0, 5)
+        await registry.leave(GUILD)
+
+        connector.fail, connector.gate = ConnectionError("voice server gone"), asyncio.Event()
+        failing = asyncio.create_task(registry.join(GUILD, VOICE))
+        await yield_until("the second join is under way", lambda: len(connector.calls) == 2)
+        lost = asyncio.create_task(cog.on_message(fake_message(
+            james, message_id=901, channel_id=VOICE, content="hello?")))
+        connector.gate.set()
+        with pytest.raises(ConnectionError):
+            await failing
+        await lost
+    assert [(TurnKind.CHAT, "James", "did the bot come back? I'm on Thor now")] == [
+        (t.kind, t.speaker_name, t.text) for t in turns
+    ]
+    assert session.session_id == SID and registry.get(GUILD) is None
