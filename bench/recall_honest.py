@@ -52,6 +52,7 @@ SETS = {
     "chitchat": ("{split}", "chitchat-*.jsonl"),
     "synthetic": ("{split}", "synthetic-*.jsonl"),
     "corrections": ("corrections/{split}", "corrections-*.jsonl"),
+    "corrections_fresh": ("corrections_fresh/{split}", "corrections-fresh-*.jsonl"),
 }
 # Questions no session here answers (general knowledge, other topics).
 UNANSWERABLE = (
@@ -166,11 +167,15 @@ async def ask(session: Session, question: str, config: RecallConfig, vectors: Ve
     return result.render() + "\n" + window, result
 
 
-async def evaluate(sessions: list[Session], config: RecallConfig, vectors: Vectors) -> dict[str, Any]:
+async def evaluate(
+    sessions: list[Session], config: RecallConfig, vectors: Vectors, *, failures: bool = False
+) -> dict[str, Any]:
     no_shortcut = dataclasses.replace(config, answer_turns=0)
     rows: dict[str, list[float]] = {k: [] for k in (
         "hit", "ceiling", "no_shortcut", "unrelated", "answer_turn", "latest", "stale_alone", "chars", "un_chars",
         "reworded", "reworded_ceiling")}
+    styles: dict[str, list[tuple[bool, bool]]] = {}
+    missed: list[dict[str, Any]] = []
     all_questions = [(s.name, p["question"]) for s in sessions for p in s.probes]
     for s in sessions:
         whole = "\n".join(t.text for t in s.turns)
@@ -193,8 +198,15 @@ async def evaluate(sessions: list[Session], config: RecallConfig, vectors: Vecto
                 text_u, _ = await ask(s, others[(i * 7 + len(s.name)) % len(others)], config, vectors)
                 rows["unrelated"].append(found(probe, text_u))
             if "stale_any" in probe:
+                stale_alone = found(probe, text, "stale") and not hit
                 rows["latest"].append(hit)
-                rows["stale_alone"].append(found(probe, text, "stale") and not hit)
+                rows["stale_alone"].append(stale_alone)
+                styles.setdefault(probe.get("style", "-"), []).append((hit, stale_alone))
+                if failures and not hit:
+                    missed.append({"session": s.name, "question": probe["question"], "latest": probe["expect_any"],
+                                   "stale": probe["stale_any"], "style": probe.get("style"),
+                                   "evidence": [s.turns[i].text for i in probe.get("evidence", [])],
+                                   "recalled": [line.text for line in result.lines]})
         for question in UNANSWERABLE:
             _, result = await ask(s, question, config, vectors)
             rows["un_chars"].append(result.chars)
@@ -206,6 +218,10 @@ async def evaluate(sessions: list[Session], config: RecallConfig, vectors: Vecto
     out["vs_ceiling"] = round(out["hit"] / out["ceiling"], 3) if out.get("ceiling") else None
     out["recalled_chars_p50"] = int(statistics.median(rows["chars"])) if rows["chars"] else 0
     out["unanswerable_chars_p50"] = int(statistics.median(rows["un_chars"])) if rows["un_chars"] else 0
+    if len(styles) > 1:  # corrections by how they were said: (facts, latest, stale alone)
+        out["by_style"] = {k: (len(v), sum(h for h, _ in v), sum(a for _, a in v)) for k, v in sorted(styles.items())}
+    if failures:
+        out["failures"] = missed
     return out
 
 
@@ -217,7 +233,9 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
-async def run_split(split: str, sets: list[str], overrides: dict[str, Any], baseline: bool) -> dict[str, Any]:
+async def run_split(
+    split: str, sets: list[str], overrides: dict[str, Any], baseline: bool, *, failures: bool = False
+) -> dict[str, Any]:
     vectors = Vectors()
     report: dict[str, Any] = {"split": split, "window": WINDOW, "recall": overrides}
     try:
@@ -225,7 +243,7 @@ async def run_split(split: str, sets: list[str], overrides: dict[str, Any], base
             folder, pattern = SETS[name]
             paths = sorted((EVAL / folder.format(split=split)).glob(pattern))
             sessions = [await open_session(p, vectors) for p in paths]
-            report[name] = await evaluate(sessions, RecallConfig(**overrides), vectors)
+            report[name] = await evaluate(sessions, RecallConfig(**overrides), vectors, failures=failures)
             if baseline:
                 report[f"{name}/volume"] = await evaluate(sessions, RecallConfig(**{**VOLUME, **overrides}), vectors)
             vectors.save()
@@ -263,8 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", choices=sorted(SETS), help="default: all")
     parser.add_argument("--recall", nargs="*", default=[], help="RecallConfig overrides key=value")
     parser.add_argument("--baseline", action="store_true", help="also the volume config (no floor, 40 hits)")
+    parser.add_argument("--failures", action="store_true",
+                        help="list the missed corrections with what was recalled (dev only: held-out stays unseen)")
     args = parser.parse_args(argv)
-    report = asyncio.run(run_split(args.split, args.set or sorted(SETS), parse_overrides(args.recall), args.baseline))
+    if args.failures and args.split != "dev":
+        parser.error("--failures reads the dev split only: the held-out split is for reporting, not for tuning")
+    report = asyncio.run(run_split(args.split, args.set or sorted(SETS), parse_overrides(args.recall), args.baseline,
+                                   failures=args.failures))
     print(json.dumps(report, indent=1))
     return 0
 
