@@ -95,13 +95,17 @@ class RecallConfig:
     wider_budget_chars: int = 600
     name_only_factor: float = 0.3  # BM25 score x this for lines that share only a name with the query
     name_keep: float = 0.5  # share of a named speaker's name direction left in the dense query (`name_free`)
-    # Freshness: the best `fresh_hits` hits are checked for a later line on the same thing
-    # (dense cosine >= `supersede_dense`, or >= `supersede_dense_shared` when they share a
-    # content word); the latest such line comes along, marked, and the older one is marked earlier.
-    fresh_hits: int = 3
-    supersede_dense: float = 0.62
-    supersede_dense_shared: float = 0.42
-    supersede_dense_cue: float = 0.3  # ... or this, when the later line says it changes something
+    # Freshness: the best `fresh_hits` hits are checked for a later line on the same thing:
+    # its speaker-centred likeness to the hit + `supersede_shared` per shared rare word (two at
+    # most) + `supersede_cue` if it says it changes something must reach `supersede_bar`; those
+    # come along ranked by that + `supersede_asked` x their likeness to the question, marked,
+    # and the older line is marked earlier (`_later_on_same_thing`; calibrated on dev only).
+    fresh_hits: int = 8
+    supersede_bar: float = 0.3
+    supersede_shared: float = 0.1
+    supersede_cue: float = 0.2
+    supersede_asked: float = 2.0
+    supersede_speaker_rows: int = 16  # a speaker's mean is taken out once they have this many vectors
     later_lines: int = 2  # later lines shown per hit at most (the closest to the hit and the question)
     entity_weight: float = 2.0  # query-term weight for names (speakers, capitalised words)
     context_weight: float = 0.35  # query-term weight for words from the recent context turns

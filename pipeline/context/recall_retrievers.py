@@ -177,7 +177,8 @@ class LexicalIndex:
 class VectorTable:
     """One row per doc: its seq (-1 for notes) and, once it arrived, its quantised unit vector."""
 
-    __slots__ = ("_bits", "_count", "_has_vec", "_q", "_rows", "_scale", "_seq_of", "_sum")
+    __slots__ = ("_bits", "_count", "_group", "_group_sum", "_has_vec", "_means", "_q", "_rows", "_scale", "_seq_of",
+                 "_sum")
 
     def __init__(self) -> None:
         self._rows = 0  # rows in use
@@ -188,10 +189,13 @@ class VectorTable:
         self._seq_of: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1 for notes
         self._sum: npt.NDArray[np.float64] | None = None  # of the stored rows: their mean is the centre
         self._count = 0
+        self._group: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)  # who said it (-1: none)
+        self._group_sum: dict[int, tuple[npt.NDArray[np.float64], int]] = {}  # group -> (sum of rows, rows)
+        self._means: tuple[int, npt.NDArray[np.float32]] | None = None  # (min rows, group -> mean), until a change
 
     @property
     def nbytes(self) -> int:
-        arrays = [self._scale, self._has_vec, self._seq_of, self._q, self._bits]
+        arrays = [self._scale, self._has_vec, self._seq_of, self._group, self._q, self._bits]
         return sum(a.nbytes for a in arrays if a is not None)
 
     @property
@@ -201,9 +205,10 @@ class VectorTable:
     def count(self, docs: int) -> int:
         return int(self._has_vec[:docs].sum())
 
-    def add(self, index: int, seq: int | None) -> None:
+    def add(self, index: int, seq: int | None, group: int = -1) -> None:
         self._grow(index + 1)
         self._seq_of[index] = seq if seq is not None else -1
+        self._group[index] = group
         self._rows = max(self._rows, index + 1)
 
     def _grow(self, size: int) -> None:
@@ -218,6 +223,7 @@ class VectorTable:
             return grown
 
         self._seq_of = widen(self._seq_of, -1)  # type: ignore[assignment]
+        self._group = widen(self._group, -1)  # type: ignore[assignment]
         self._has_vec = widen(self._has_vec, False)  # type: ignore[assignment]
         self._scale = widen(self._scale, 0.0)  # type: ignore[assignment]
         if self._q is not None and self._bits is not None:
@@ -244,13 +250,23 @@ class VectorTable:
         self._has_vec[index] = True
         self._sum = (self._sum if self._sum is not None else np.zeros(len(unit))) + self._q[index] * scale
         self._count += 1
+        self._regroup(index, +1)
         return True
+
+    def _regroup(self, index: int, sign: int) -> None:
+        group = int(self._group[index])
+        if group < 0 or self._q is None:
+            return
+        total, rows = self._group_sum.get(group, (np.zeros(self._q.shape[1]), 0))
+        self._group_sum[group] = (total + sign * self._q[index] * float(self._scale[index]), rows + sign)
+        self._means = None
 
     def _uncount(self, index: int) -> None:
         """Take a stored row out of the running sum (before it is replaced or cleared)."""
         if self._q is not None and self._sum is not None and index < len(self._has_vec) and self._has_vec[index]:
             self._sum -= self._q[index] * float(self._scale[index])
             self._count -= 1
+            self._regroup(index, -1)
 
     def centre(self, min_rows: int) -> Vector | None:
         """The mean of the stored rows, once there are `min_rows` of them (None before)."""
@@ -258,6 +274,22 @@ class VectorTable:
             return None
         out: Vector = (self._sum / self._count).astype(np.float32)
         return out
+
+    def group_centred(self, rows: npt.NDArray[np.intp], min_rows: int) -> Vector:
+        """The rows as unit vectors after subtracting the mean row of their group (the speaker)
+        where it has `min_rows` rows. Lines are embedded as "Speaker: text", so two lines of one
+        speaker share a direction and raw cosines rank a speaker's filler close to their fact;
+        freshness compares a line with a later one by what they say, not by who said both."""
+        assert self._q is not None
+        if self._means is None or self._means[0] != min_rows:
+            means = np.zeros((max(self._group_sum, default=-1) + 2, self._q.shape[1]), dtype=np.float32)
+            for group, (total, count) in self._group_sum.items():
+                if count >= max(1, min_rows):
+                    means[group] = total / count
+            self._means = (min_rows, means)  # the last row stays zero: rows of no group (-1)
+        out = self.rows(rows) - self._means[1][self._group[rows]]
+        centred: Vector = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+        return centred
 
     def clear(self, index: int) -> None:
         """Drop doc `index`'s vector (forgotten)."""
@@ -268,6 +300,12 @@ class VectorTable:
             if self._q is not None and self._bits is not None:
                 self._q[index] = 0
                 self._bits[index] = 0
+
+    def have(self, indices: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        """`has` for many rows at once."""
+        inside = indices < len(self._has_vec)
+        out: npt.NDArray[np.bool_] = inside & self._has_vec[np.where(inside, indices, 0)]
+        return out
 
     def has(self, index: int) -> bool:
         return index < len(self._has_vec) and bool(self._has_vec[index])

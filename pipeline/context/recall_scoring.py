@@ -80,9 +80,15 @@ def passes(entry: Scored, config: RecallConfig, changes: object = None) -> bool:
     return (entry.cosine is not None and entry.cosine >= floor) or entry.coverage >= config.floor_lexical
 
 
-def first_person(text: str) -> bool:
-    flat = text.casefold().replace("'", "").replace("’", "")
-    return any(w in _FIRST_PERSON for w in _WORDS.findall(flat))
+def self_claims(text: str) -> frozenset[tuple[str, str]]:
+    """Each first-person word with the word after it ("i will", "i grew", "my rank"): what a
+    line says its speaker does or is. Two people's lines with one in common are parallel
+    personal statements ("I grew up in Cusco" beside Omar's "I grew up in Valparaiso", "I will
+    bring the potions" beside "I will bring the scrolls"), not a correction of one another;
+    a first-person aside in a line about a shared plan ("so Thursday at yours, I'm in" after
+    "game night at mine is Wednesday, I'll get snacks") has none in common."""
+    words = _WORDS.findall(text.casefold().replace("'", "").replace("’", ""))
+    return frozenset((w, words[i + 1]) for i, w in enumerate(words[:-1]) if w in _FIRST_PERSON)
 
 
 def asks(text: str) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import eval_data
+from bench import eval_corrections_fresh, eval_data
 from pipeline.evaluation.session_file import ProbeLine, TurnLine, load_session_file
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "eval" / "locomo_tiny.json"
@@ -92,3 +92,24 @@ def test_committed_sessions_match_the_generator(tmp_path: Path) -> None:
     for part in ("dev", "heldout"):
         for name in split[part]:
             assert (COMMITTED / part / name).read_text() == (tmp_path / part / name).read_text(), name
+
+
+def test_committed_fresh_corrections_match_their_generator(tmp_path: Path) -> None:
+    """samples/eval/corrections_fresh is what `python -m bench.eval_corrections_fresh` writes:
+    48 corrected facts per split, each value said only where its probe says, and the splits'
+    topics apart (held-out is not dev again in other seeds)."""
+    split = eval_corrections_fresh.build(tmp_path)
+    fresh = COMMITTED / "corrections_fresh"
+    assert json.loads((fresh / "split.json").read_text()) == split
+    categories: dict[str, set[str]] = {}
+    for part in ("dev", "heldout"):
+        probes = 0
+        for name in split[part]:
+            assert (fresh / part / name).read_text() == (tmp_path / part / name).read_text(), name
+            lines = _lines(fresh / part / name)
+            assert [] == eval_corrections_fresh.check(lines)
+            found = [ln for ln in lines if ln["type"] == "probe"]
+            probes += len(found)
+            categories.setdefault(part, set()).update(str(p["category"]) for p in found)
+        assert 48 == probes
+    assert not categories["dev"] & categories["heldout"]

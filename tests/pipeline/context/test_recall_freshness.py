@@ -1,0 +1,114 @@
+"""Freshness: a recalled statement comes with the later lines that say something new about it
+(issue 21, "the latest wins"), judged without who said them, and not with look-alikes.
+
+The corrections these tests plant are the kinds the fresh corrections set measures
+(`bench/eval_corrections_fresh.py`): a later question on the fact and its answer, a bare
+restatement by someone else, one person's own plan next to another's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from pipeline.adapters.embeddings import MiniLMEmbedder
+from pipeline.context.recall import RecallConfig, RecallResult, build_query
+from pipeline.context.recall_index import RecallIndex
+from pipeline.context.recall_retrievers import VectorTable
+from pipeline.context.recall_scoring import self_claims
+from tests.pipeline.context.test_recall import question
+from tests.pipeline.context.test_recall_precise import GAME, dense_index
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[MiniLMEmbedder]:
+    model = MiniLMEmbedder()
+    model.embed_blocking(["warm up"])
+    yield model
+
+
+def recall(index: RecallIndex, model: MiniLMEmbedder, text: str, *, seq: int, before: int) -> RecallResult:
+    config = RecallConfig()
+    query = build_query(question(seq, text, speaker="James"), (), known_speakers=index.speakers.keys(),
+                        config=config, bot_name="Clanky")
+    return index.search(query, config, before_seq=before, budget_chars=2300,
+                        query_vector=model.embed_blocking([query.dense_text])[0])
+
+
+def line_with(result: RecallResult, words: str) -> str:
+    [line] = [line.text for line in result.lines if words in line.text]
+    return line
+
+
+def test_a_later_question_on_the_fact_brings_its_answer(embedder: MiniLMEmbedder) -> None:
+    """"Is it still the Crooked Spoon?" ... "no, we moved it to the rooftop bar": the answer
+    names neither the place nor the gig, yet it is the later statement of the old line."""
+    lines = [GAME[i % len(GAME)] for i in range(160)]
+    lines[12] = ("Bob", "I've told everyone we're meeting at the Crooked Spoon before the gig")
+    lines[70] = ("Maya", "is it still the Crooked Spoon on Saturday?")
+    lines[71] = ("Alice", "no, we moved it to the rooftop bar at the Grand")
+    index = dense_index(embedder, lines)
+    result = recall(index, embedder, "which pub are we having a drink in before the concert?", seq=160, before=120)
+    older = line_with(result, "Crooked Spoon before the gig")
+    assert "(earlier; may be superseded by the later line [05:55])" in older, older  # seq 71 at 5 s a turn
+    assert "(later than [01:00]" in line_with(result, "rooftop bar")
+
+
+def test_a_speakers_own_chatter_is_not_a_later_statement_of_their_fact(embedder: MiniLMEmbedder) -> None:
+    """Lines are embedded as "Speaker: text": by raw likeness Maya's later chatter sits close to
+    her fact. Taken apart from who said it, the later line about the lobby is the one shown."""
+    lines = [GAME[i % len(GAME)] for i in range(200)]
+    for seq in range(20, 200, 9):
+        lines[seq] = ("Maya", "I have no idea what's going on")
+    lines[10] = ("Maya", "private lobby code word is silent walrus, don't share it")
+    lines[64] = ("Bob", "new code for the lobby, it's midnight tangerine now")
+    index = dense_index(embedder, lines)
+    result = recall(index, embedder, "what's the password for our private game?", seq=200, before=150)
+    older = line_with(result, "silent walrus")
+    assert "(earlier; may be superseded by the later line [05:20])" in older, older  # seq 64
+    assert not any("no idea" in line.text for line in result.lines)
+
+
+def test_one_persons_plan_does_not_supersede_anothers(embedder: MiniLMEmbedder) -> None:
+    """Two people each bringing something are two facts; a reply to a shared plan that only
+    mentions the replier ("I'm in") can still be its later statement."""
+    lines = [GAME[i % len(GAME)] for i in range(160)]
+    lines[12] = ("Maya", "for the raid I will bring the healing potions")
+    lines[40] = ("Bob", "for the raid I will bring the fire resistance scrolls")
+    lines[60] = ("James", "board game night at mine is Wednesday the sixteenth, I'll get snacks in")
+    lines[95] = ("Alice", "so the Thursday after next at yours, I'm in for board games")
+    index = dense_index(embedder, lines)
+    raid = recall(index, embedder, "what is everyone bringing to the raid?", seq=160, before=120)
+    assert not any("earlier;" in line.text or "later than" in line.text for line in raid.lines
+                   if "for the raid" in line.text), [line.text for line in raid.lines]
+    games = recall(index, embedder, "what day is the board game evening?", seq=161, before=120)
+    assert "may be superseded by the later line [07:55]" in line_with(games, "Wednesday the sixteenth")  # seq 95
+
+
+def test_self_claims_pair_first_person_words_with_the_next() -> None:
+    assert {("i", "grew")} == self_claims("I grew up in Cusco")
+    assert self_claims("for the raid I will bring potions") & self_claims("for the raid I will bring scrolls")
+    assert not self_claims("game night at mine is Wednesday, I'll get snacks") & self_claims("so Thursday, I'm in")
+    assert frozenset() == self_claims("the lobby code is silent walrus")
+
+
+def test_group_centred_rows_leave_out_their_speakers_mean() -> None:
+    """Each row minus the mean of its group's rows (once the group has `min_rows`), unit length."""
+    table = VectorTable()
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((6, 8)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    for doc, group in enumerate([0, 0, 0, 1, 1, -1]):
+        table.add(doc, doc, group)
+        table.set(doc, rows[doc])
+    got = table.group_centred(np.arange(6, dtype=np.intp), min_rows=3)
+    expected = rows.copy()
+    expected[:3] -= rows[:3].mean(axis=0)  # group 1 has two rows (< 3) and doc 5 none: unchanged
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(got, expected, atol=0.02)
+    table.clear(0)  # a forgotten row leaves its group's mean
+    got = table.group_centred(np.array([1], dtype=np.intp), min_rows=2)[0]
+    want = rows[1] - rows[1:3].mean(axis=0)
+    np.testing.assert_allclose(got, want / np.linalg.norm(want), atol=0.02)
