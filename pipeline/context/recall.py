@@ -99,7 +99,7 @@ class RecallConfig:
     # its speaker-centred likeness to the hit + `supersede_shared` per shared rare word (two at
     # most) + `supersede_cue` if it says it changes something must reach `supersede_bar`; those
     # come along ranked by that + `supersede_asked` x their likeness to the question, marked,
-    # and the older line is marked earlier (`_later_on_same_thing`; calibrated on dev only).
+    # and the older line is marked earlier (`RecallIndex._freshness`; calibrated on dev only).
     fresh_hits: int = 8
     supersede_bar: float = 0.3
     supersede_shared: float = 0.1

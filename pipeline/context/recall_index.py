@@ -259,9 +259,9 @@ class RecallIndex(RecallSpending):
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
                                 dense_used=dense_used)
         changers = [e.doc for e in relevant if e.doc in changes]
-        # Later lines are looked for among what the question brought up (every candidate of
-        # both retrievers) and the window's turns: a change of what was asked about is about
-        # what was asked, and this costs one small product instead of a scan per hit.
+        # Later lines are looked for among the lines sharing a hit's rare words and, of what the
+        # question brought up (every candidate of both retrievers) and the window's turns, those
+        # that say they change something: one small product for all hits, not a scan per hit.
         window = [d for d in self._turn_doc[before_seq:] if d >= 0]
         pool = np.array(sorted({*fused, *window}), dtype=np.intp)
         wider = self._wider(fused, relevant, ranked_hits, config, words)

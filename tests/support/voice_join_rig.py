@@ -59,8 +59,12 @@ class DatagramCounter:
         fut: asyncio.Future[None] = self._loop.create_future()
         with self._lock:
             if self.count >= target:
-                return
-            self._waiters.append((target, fut))
+                # Already seen: still resolve through the loop's queue, behind the deliveries
+                # the receiver scheduled for those datagrams (returning at once left them
+                # unrun, and the caller read an empty queue).
+                self._loop.call_soon_threadsafe(_resolve, fut)
+            else:
+                self._waiters.append((target, fut))
         await asyncio.wait_for(fut, timeout=timeout)
 
 
