@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
 import discord
+import numpy as np
 
+from bot.voice.opus import SAMPLE_RATE
 from tests.support.fake_voice_gateway import FakeMainGateway, FakeVoiceGateway
 
 
@@ -119,3 +121,23 @@ def plain_ws_connect(session: aiohttp.ClientSession) -> Callable[..., Any]:
         return await session.ws_connect("ws://" + url[len("wss://") :], compress=compress, autoclose=False)
 
     return ws_connect
+
+
+def tone(hz: float, seconds: float, *, rate: int, channels: int) -> np.ndarray[Any, Any]:
+    """A sine tone as interleaved int16 PCM: each member speaks at its own pitch."""
+    t = np.arange(int(seconds * rate)) / rate
+    mono = (np.sin(2 * np.pi * hz * t) * 9000).astype(np.int16)
+    return np.repeat(mono[:, None], channels, axis=1).reshape(-1)
+
+
+def dominant_hz(pcm: np.ndarray[Any, Any], *, rate: int = SAMPLE_RATE) -> float:
+    """The loudest frequency of stereo PCM's left channel (whose audio was heard)."""
+    left = pcm.reshape(-1, 2)[:, 0].astype(np.float64)
+    spectrum = np.abs(np.fft.rfft(left * np.hanning(len(left))))
+    return float(np.fft.rfftfreq(len(left), 1 / rate)[int(np.argmax(spectrum))])
+
+
+async def pcm_chunks(pcm: np.ndarray[Any, Any], pieces: int = 1) -> AsyncIterator[bytes]:
+    """PCM as a stream of `pieces` chunks, the way TTS hands a reply to the player."""
+    for part in np.array_split(pcm, pieces):
+        yield part.tobytes()

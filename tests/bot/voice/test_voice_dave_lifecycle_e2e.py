@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import numpy as np
@@ -26,7 +24,7 @@ from bot.voice.rtp import DropReason, FrameSource, VoiceFrame
 from tests.support.fake_dave_lifecycle import OP_MLS_INVALID_COMMIT_WELCOME, DaveLifecycleGateway
 from tests.support.fake_voice_gateway import BotAudio
 from tests.support.fake_voice_server import encode_discord_opus
-from tests.support.voice_join_rig import DatagramCounter, discord_client
+from tests.support.voice_join_rig import DatagramCounter, discord_client, dominant_hz, pcm_chunks, tone
 
 pytestmark = [pytest.mark.e2e_voice, pytest.mark.slow]
 
@@ -37,20 +35,7 @@ TONES = {501: 330.0, 502: 550.0}
 REPLY_HZ = 440.0
 
 
-def _tone(hz: float, seconds: float, *, rate: int, channels: int) -> np.ndarray[Any, Any]:
-    t = np.arange(int(seconds * rate)) / rate
-    mono = (np.sin(2 * np.pi * hz * t) * 9000).astype(np.int16)
-    return np.repeat(mono[:, None], channels, axis=1).reshape(-1)
 
-
-def _dominant_hz(pcm: np.ndarray[Any, Any]) -> float:
-    left = pcm.reshape(-1, 2)[:, 0].astype(np.float64)
-    spectrum = np.abs(np.fft.rfft(left * np.hanning(len(left))))
-    return float(np.fft.rfftfreq(len(left), 1 / SAMPLE_RATE)[int(np.argmax(spectrum))])
-
-
-async def _chunks(pcm: np.ndarray[Any, Any]) -> AsyncIterator[bytes]:
-    yield pcm.tobytes()
 
 
 class Call:
@@ -73,7 +58,7 @@ class Call:
             for user_id in gateway.speakers:
                 await gateway.speaking(user_id)
             for user_id, speaker in gateway.speakers.items():
-                frames = encode_discord_opus(_tone(TONES[user_id], 0.3, rate=SAMPLE_RATE, channels=2))
+                frames = encode_discord_opus(tone(TONES[user_id], 0.3, rate=SAMPLE_RATE, channels=2))
                 for opus in frames[:in_flight_encrypted]:
                     gateway.send_to_bot(speaker.packet(opus, dave=True))
                 for opus in frames[in_flight_encrypted:]:
@@ -92,18 +77,18 @@ class Call:
             decoded = [f for f in frames if f.source is FrameSource.DECODED]
             assert len(decoded) >= 12
             pcm = np.frombuffer(b"".join(f.pcm for f in decoded), dtype=np.int16)
-            assert abs(TONES[user_id] - _dominant_hz(pcm)) < 15
+            assert abs(TONES[user_id] - dominant_hz(pcm)) < 15
         await self._reply_opens()
         return got
 
     async def _reply_opens(self) -> None:
         audio = self.gateway.bot_audio
         opened = len(audio.opus)
-        result = await Playback(self.vc).play(_chunks(_tone(REPLY_HZ, 0.4, rate=24_000, channels=1)))
+        result = await Playback(self.vc).play(pcm_chunks(tone(REPLY_HZ, 0.4, rate=24_000, channels=1)))
         assert (True, None) == (result.started, result.error)
         await self.gateway.until(lambda: len(audio.opus) + len(audio.undecryptable) - opened >= result.frames_played)
         assert [] == audio.undecryptable
-        assert abs(REPLY_HZ - _dominant_hz(BotAudio(opus=audio.opus[opened:]).pcm())) < 15
+        assert abs(REPLY_HZ - dominant_hz(BotAudio(opus=audio.opus[opened:]).pcm())) < 15
 
 
 async def test_dave_group_through_first_member_join_leave_downgrade_upgrade_and_recovery() -> None:

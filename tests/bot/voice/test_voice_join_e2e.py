@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import davey
@@ -39,7 +37,7 @@ from tests.support.fake_voice_gateway import (
     FakeVoiceGateway,
 )
 from tests.support.fake_voice_server import encode_discord_opus
-from tests.support.voice_join_rig import DatagramCounter, SsrcMapped, discord_client
+from tests.support.voice_join_rig import DatagramCounter, SsrcMapped, discord_client, dominant_hz, pcm_chunks, tone
 
 pytestmark = [pytest.mark.e2e_voice]
 
@@ -52,22 +50,7 @@ REPLY_HZ = 440.0
 TTS_RATE = 24_000
 
 
-def _tone(hz: float, seconds: float, *, rate: int, channels: int) -> np.ndarray[Any, Any]:
-    t = np.arange(int(seconds * rate)) / rate
-    mono = (np.sin(2 * np.pi * hz * t) * 9000).astype(np.int16)
-    return np.repeat(mono[:, None], channels, axis=1).reshape(-1)
 
-
-def _dominant_hz(pcm: np.ndarray[Any, Any], *, rate: int = SAMPLE_RATE) -> float:
-    left = pcm.reshape(-1, 2)[:, 0].astype(np.float64)
-    spectrum = np.abs(np.fft.rfft(left * np.hanning(len(left))))
-    return float(np.fft.rfftfreq(len(left), 1 / rate)[int(np.argmax(spectrum))])
-
-
-async def _reply_chunks(pcm: np.ndarray[Any, Any]) -> AsyncIterator[bytes]:
-    half = len(pcm) // 2
-    yield pcm[:half].tobytes()  # a reply arrives in pieces, as TTS streams it
-    yield pcm[half:].tobytes()
 
 
 async def test_join_through_discord_py_hear_two_members_and_answer_through_its_player() -> None:
@@ -123,7 +106,7 @@ async def _hear_members(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway, loo
     await seen.wait(MEMBERS[0])
     sent: dict[int, int] = {}
     for user_id in MEMBERS:
-        frames = encode_discord_opus(_tone(TONES[user_id], 0.5, rate=SAMPLE_RATE, channels=2))
+        frames = encode_discord_opus(tone(TONES[user_id], 0.5, rate=SAMPLE_RATE, channels=2))
         sent[user_id] = len(frames)
         speaker = gateway.speakers[user_id]
         for opus in frames:
@@ -146,7 +129,7 @@ async def _hear_members(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway, loo
         assert {FRAME_BYTES} == {len(f.pcm) for f in frames}
         assert {FrameSource.DECODED} == {f.source for f in frames}
         pcm = np.frombuffer(b"".join(f.pcm for f in frames), dtype=np.int16)
-        assert abs(TONES[user_id] - _dominant_hz(pcm)) < 10  # each member's own audio, not the other's
+        assert abs(TONES[user_id] - dominant_hz(pcm)) < 10  # each member's own audio, not the other's
     assert sum(sent.values()) == stats.decrypted  # every frame went through DAVE
     assert 1 == stats.trial_mapped  # the member never announced by op 5
     assert 0 == stats.dropped_for(DropReason.DAVE_DECRYPT) == stats.dropped_for(DropReason.TRANSPORT_DECRYPT)
@@ -154,8 +137,8 @@ async def _hear_members(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway, loo
 
 async def _answer(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway) -> None:
     """A reply through bot.playback into discord.py's AudioPlayer, opened by a member's session."""
-    reply = _tone(REPLY_HZ, 0.6, rate=TTS_RATE, channels=1)
-    result = await Playback(vc).play(_reply_chunks(reply))
+    reply = tone(REPLY_HZ, 0.6, rate=TTS_RATE, channels=1)
+    result = await Playback(vc).play(pcm_chunks(reply, pieces=2))
 
     assert (True, False, None) == (result.started, result.interrupted, result.error)
     assert result.frames == result.frames_played >= 29  # 0.6 s at 20 ms a frame
@@ -167,7 +150,7 @@ async def _answer(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway) -> None:
     assert result.frames_played == len(audio.opus)
     pcm = audio.pcm()
     assert abs(len(pcm) / 2 / SAMPLE_RATE - 0.6) <= 0.06
-    assert abs(REPLY_HZ - _dominant_hz(pcm)) < 10
+    assert abs(REPLY_HZ - dominant_hz(pcm)) < 10
     assert float(np.sqrt(np.mean(pcm.astype(np.float64) ** 2))) > 2000  # audible, not silence
     assert vc.latency < float("inf")  # heartbeats were acknowledged (op 6) while it played
     # The player announced itself speaking (op 5, 1) and stopped speaking (op 5, 0) afterwards.
@@ -191,5 +174,5 @@ async def _member_joins_later(vc: ReceivingVoiceClient, gateway: FakeVoiceGatewa
     assert session.epoch == epoch + 1
     assert "503" in session.get_user_ids()
     # The newcomer's audio opens with the bot's keys of the new epoch.
-    frame = encode_discord_opus(_tone(700.0, 0.02, rate=SAMPLE_RATE, channels=2))[0]
+    frame = encode_discord_opus(tone(700.0, 0.02, rate=SAMPLE_RATE, channels=2))[0]
     assert frame == session.decrypt(503, davey.MediaType.audio, gateway.speakers[503].dave_encrypt(frame))

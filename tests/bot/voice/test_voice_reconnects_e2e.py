@@ -17,8 +17,7 @@ After every step the members are heard again and the bot's reply opens at the fa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import Callable
 
 import aiohttp
 import numpy as np
@@ -38,7 +37,7 @@ from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.support.bot_fakes import Events, RunningRegistry, ScriptedHearing, make_resources
 from tests.support.fake_voice_gateway import FakeMainGateway, FakeVoiceGateway
 from tests.support.fake_voice_server import encode_discord_opus
-from tests.support.voice_join_rig import discord_client
+from tests.support.voice_join_rig import discord_client, dominant_hz, pcm_chunks, tone
 
 pytestmark = [pytest.mark.e2e_voice, pytest.mark.slow]
 
@@ -75,20 +74,7 @@ class RecordingHearing(ScriptedHearing):
                 await self.changed.wait()
 
 
-def _tone(hz: float, seconds: float, *, rate: int, channels: int) -> np.ndarray[Any, Any]:
-    t = np.arange(int(seconds * rate)) / rate
-    mono = (np.sin(2 * np.pi * hz * t) * 9000).astype(np.int16)
-    return np.repeat(mono[:, None], channels, axis=1).reshape(-1)
 
-
-def _dominant_hz(pcm: np.ndarray[Any, Any]) -> float:
-    left = pcm.reshape(-1, 2)[:, 0].astype(np.float64)
-    spectrum = np.abs(np.fft.rfft(left * np.hanning(len(left))))
-    return float(np.fft.rfftfreq(len(left), 1 / SAMPLE_RATE)[int(np.argmax(spectrum))])
-
-
-async def _chunks(pcm: np.ndarray[Any, Any]) -> AsyncIterator[bytes]:
-    yield pcm.tobytes()
 
 
 def config_grace_s() -> float:
@@ -140,24 +126,24 @@ class Night:
             await self.gateway.speaking(user_id)
         for user_id in MEMBERS:
             speaker = self.gateway.speakers[user_id]
-            for opus in encode_discord_opus(_tone(TONES[user_id], 0.3, rate=SAMPLE_RATE, channels=2)):
+            for opus in encode_discord_opus(tone(TONES[user_id], 0.3, rate=SAMPLE_RATE, channels=2)):
                 self.gateway.send_to_bot(speaker.packet(opus))
         await self.hearing.until(lambda: all(self.hearing.frames(u) >= before[u] + 12 for u in MEMBERS))
         self.ssrcs_heard.append({self.gateway.speakers[u].ssrc for u in MEMBERS})
         for user_id in MEMBERS:
             pcm = np.frombuffer(b"".join(self.hearing.fed[str(user_id)][before[user_id]:]), dtype=np.int16)
-            assert abs(TONES[user_id] - _dominant_hz(pcm)) < 15  # each member's own audio
+            assert abs(TONES[user_id] - dominant_hz(pcm)) < 15  # each member's own audio
 
     async def answer(self) -> None:
         """A reply through the production playback; the fake opens it as a member's client would."""
         audio = self.gateway.bot_audio
         opened = len(audio.opus)
-        result = await Playback(self.session.link).play(_chunks(_tone(REPLY_HZ, 0.4, rate=24_000, channels=1)))
+        result = await Playback(self.session.link).play(pcm_chunks(tone(REPLY_HZ, 0.4, rate=24_000, channels=1)))
         assert (True, None) == (result.started, result.error)
         await self.gateway.until(lambda: len(audio.opus) + len(audio.undecryptable) - opened >= result.frames_played)
         assert [] == audio.undecryptable
         decoded = type(audio)(opus=audio.opus[opened:]).pcm()
-        assert abs(REPLY_HZ - _dominant_hz(decoded)) < 15
+        assert abs(REPLY_HZ - dominant_hz(decoded)) < 15
 
     async def advance(self, seconds: float) -> None:
         """Session time passes (the watchdog looks every 5 s); real time barely does."""
