@@ -45,6 +45,8 @@ def eval_paths(split: str, source: str | None = None) -> list[Path]:
     synthetic ones when its file is configured."""
     if source == "corrections":  # bench/eval_corrections.py: facts corrected later, asked at the end
         return sorted((EVAL / "corrections" / split).glob("corrections-*.jsonl"))
+    if source == "corrections_fresh":  # bench/eval_corrections_fresh.py: the second set, written apart
+        return sorted((EVAL / "corrections_fresh" / split).glob("corrections-fresh-*.jsonl"))
     paths = sorted((EVAL / split).glob(f"{source or '*'}-*.jsonl"))
     if source == "chitchat":
         return paths
@@ -106,6 +108,10 @@ def rows_from(report: dict[str, Any], split: str, label: str = "") -> list[dict[
     for tag, values in report["by_tag"].items():
         rows.append({"name": f"{prefix}{tag} probes ({values['probes']})",
                      "value": ", ".join(f"{m} {pct(values[m])}" for m in report["modes"])})
+    stale = report.get("stale_alone", {})
+    if stale.get("probes"):
+        rows.append({"name": f"{prefix}stale value alone in context ({stale['probes']} corrected facts)",
+                     "value": ", ".join(f"{m} {pct(stale[m])}" for m in report["modes"])})
     ctx = report["context"]
     rows.append({"name": f"{prefix}context chars p50 at the probes",
                  "value": ", ".join(f"{m} {ctx[m]['chars_p50']}" for m in report["modes"])})
@@ -135,7 +141,8 @@ def run() -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_recall_eval")
     parser.add_argument("--split", choices=["dev", "heldout"], default="heldout")
-    parser.add_argument("--source", choices=[*SOURCES, "corrections"], help="one source only (default: all)")
+    parser.add_argument("--source", choices=[*SOURCES, "corrections", "corrections_fresh"],
+                        help="one source only (default: all)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--recall", action="append", default=[], metavar="FIELD=VALUE")
     args = parser.parse_args(argv)

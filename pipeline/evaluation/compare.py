@@ -54,6 +54,8 @@ COMPARE_REPORT_KEYS: dict[str, str] = {
     "by_age": "rows {bucket, min_turns, max_turns, probes, <mode>: retention}: by turns between answer and probe",
     "by_tag": "{tag: {probes, <mode>: retention}} for lexical / reworded / multi-turn (from the session file)",
     "by_category": "{category: {probes, <mode>: retention}} (the source's question types)",
+    "stale_alone": "{probes, <mode>: share}: of the probes about a corrected fact (their `stale_any`), the "
+                   "share whose context holds a superseded value and not the latest",
     "context": "{mode: {chars_p50, chars_max, tokens_p50, tokens_max}} over the probes: session content "
                "only (no persona prompt, no question); tokens as the brain's counter counts them",
     "series": "context size over session time, sampled every 50 turns with the newest turn as the current one: "
@@ -63,7 +65,7 @@ COMPARE_REPORT_KEYS: dict[str, str] = {
     "build_ms": "{mode: {p50, p95}}: wall time of one reply build per mode at the probes (rolling+recall "
                 "includes the query embedding when dense recall is on)",
     "by_probe": "rows {session, question, expect_any, expect_all, tags, category, age_turns, age_s, "
-                "<mode>: hit, chars {mode: n}}",
+                "<mode>: hit, chars {mode: n}, and stale_alone {mode: bool} for a corrected fact}",
 }
 
 
@@ -253,6 +255,9 @@ class CompareReplayer(Replayer):
             chars["rolling+recall"] = len(text)
             tokens["rolling+recall"] = recalled.tokens.tokens
         age_turns, age_s = self._age(meta, probe, total)
+        stale = _stale_alone(meta, hits, {"drop-oldest": drop_text, "rolling": rolling_text,
+                                          "rolling+recall": text if self._recall is not None else None,
+                                          "ceiling": ceiling_text})
         self.compare_rows.append({
             "session": self._file.header.title or self._file.path.stem,
             "t": probe.t,
@@ -267,6 +272,7 @@ class CompareReplayer(Replayer):
             **hits,
             "chars": chars,
             "tokens": tokens,
+            **({"stale_alone": stale} if stale is not None else {}),
         })
         return rolling
 
@@ -291,11 +297,34 @@ class CompareReplayer(Replayer):
         return list(self._recorder.recall_latency_ms) if self._recorder is not None else []
 
 
+def _stale_alone(
+    meta: dict[str, Any], hits: dict[str, bool | None], texts: dict[str, str | None]
+) -> dict[str, bool | None] | None:
+    """For a probe about a corrected fact (`stale_any`: the superseded values), per mode: the
+    old value is in the context and the latest is not (the model would answer with the old)."""
+    stale = [str(v) for v in meta.get("stale_any", []) if str(v).strip()]
+    if not stale:
+        return None
+    old = ProbeLine(t=0, question="", expect_any=tuple(stale))
+    return {mode: (None if text is None or hits[mode] is None else bool(old.check(text)) and not hits[mode])
+            for mode, text in texts.items()}
+
+
 def _retention(rows: Sequence[dict[str, Any]], mode: str) -> float | None:
     values = [r[mode] for r in rows if r[mode] is not None]
     if not rows or len(values) < len(rows):
         return None
     return round(sum(1 for v in values if v) / len(rows), 3)
+
+
+def _stale_share(rows: Sequence[dict[str, bool | None]]) -> dict[str, Any]:
+    """{probes, <mode>: share} over the corrected-fact probes: the stale value alone in context."""
+    out: dict[str, Any] = {"probes": len(rows)}
+    for mode in MODES:
+        values = [r.get(mode) for r in rows]
+        out[mode] = (round(sum(1 for v in values if v) / len(rows), 3)
+                     if rows and all(v is not None for v in values) else None)
+    return out
 
 
 def _by(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -357,6 +386,7 @@ def aggregate(
         "by_age": by_age,
         "by_tag": {t: _by([r for r in rows if t in r["tags"]]) for t in tags},
         "by_category": {c: _by([r for r in rows if str(r["category"]) == c]) for c in categories},
+        "stale_alone": _stale_share([r["stale_alone"] for r in rows if "stale_alone" in r]),
         "context": context,
         "series": [row for run in runs for row in run["series"]],
         "recall_latency_ms": {

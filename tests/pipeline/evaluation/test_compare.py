@@ -119,3 +119,40 @@ def test_cli_compare_prints_every_mode(redis_server: PrivateRedisServer, tmp_pat
     assert (tmp_path / "c" / "compare.html").is_file()
     assert 2 == main(["compare", str(path), "--recall", "nonsense"])
     assert "--recall takes FIELD=VALUE" in capsys.readouterr().err
+
+
+async def test_a_corrected_fact_is_judged_for_its_stale_value(redis_server: PrivateRedisServer,
+                                                             tmp_path: Path) -> None:
+    """A probe naming `stale_any` gets `stale_alone` per mode: the superseded value in the
+    context and the latest not. Dinner at seven, moved to half past six in the window: no mode
+    holds the old value alone. A change nobody stated (half past eight) leaves seven alone in
+    every mode that holds it."""
+    lines: list[dict[str, Any]] = [{"type": "session", "title": "corrected"}]
+    t = 0.0
+    for i in range(120):
+        t += 5.0
+        text = "Team dinner is at seven o'clock on Friday." if i == 5 else FILLER[i % len(FILLER)]
+        if i == 110:
+            text = "Change of plan: the Friday dinner moved to half past six."
+        lines.append({"type": "turn", "t": t, "speaker": SPEAKERS[i % 4], "text": text})
+    lines += [
+        {"type": "probe", "t": t + 5, "question": "When is the team dinner?", "expect_any": ["half past six"],
+         "stale_any": ["seven o'clock"], "evidence": [5, 110], "tags": ["correction"]},
+        {"type": "probe", "t": t + 5, "question": "When is dinner on Friday?", "expect_any": ["half past eight"],
+         "stale_any": ["seven o'clock"], "tags": ["correction"]},
+        {"type": "probe", "t": t + 5, "question": "Who is ready?", "expect_any": ["ready"], "tags": ["lexical"]},
+    ]
+    path = tmp_path / "corrected.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    store = RedisSessionStore.from_url(redis_server.url)
+    try:
+        report = await run_compare(
+            [path], ReplaySetup(store=store, summarizer=None, fallback=OfflineSummarizer(), options=ReplayOptions()),
+            out=tmp_path / "out")
+    finally:
+        await store.aclose()
+    moved, unstated, plain = report["by_probe"]
+    assert {m: False for m in MODES} == moved["stale_alone"]
+    assert (False, True) == (unstated["stale_alone"]["drop-oldest"], unstated["stale_alone"]["ceiling"])
+    assert "stale_alone" not in plain
+    assert 2 == report["stale_alone"]["probes"] and 0.5 == report["stale_alone"]["ceiling"]
