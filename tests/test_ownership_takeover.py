@@ -22,6 +22,7 @@ from typing import Any
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import CompactionCompleted, SessionLeaseLost, SessionOwned, SessionTakenOver
+from tests.support.bot_processes import stop_processes
 from tests.support.redis_cluster import RedisTarget
 from tests.support.waits import ProcessLog, RedisWatch
 
@@ -92,18 +93,7 @@ class Cluster:
         return str(ready[0]["owner"]) if ready else ""
 
     async def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.returncode is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.terminate()
-        for proc in self.procs.values():
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        for log in self.logs.values():
-            await asyncio.wait_for(log.closed(), timeout=30)
+        await stop_processes(self.procs.values(), self.logs.values())
 
 
 async def wait_settled(

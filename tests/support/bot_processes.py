@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -55,20 +56,28 @@ class BotProcesses:
         return path.read_text(encoding="utf-8")[-3000:] if path.exists() else "(not started)"
 
     async def stop_all(self, *, kill: bool = False) -> None:
-        """SIGTERM and a clean shutdown (SIGKILL after 30 s), or straight SIGKILL (`kill`; a
-        frozen process is woken first so it dies at once)."""
-        live = [p for p in self.procs.values() if p.returncode is None]
-        for proc in live:
-            if kill:
-                proc.send_signal(signal.SIGCONT)
-                proc.kill()
-            else:
-                proc.terminate()
-        for proc in live:
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        for log in self.logs.values():
-            await asyncio.wait_for(log.closed(), timeout=30)
+        """SIGTERM and a clean shutdown (SIGKILL after 30 s), or straight SIGKILL (`kill`)."""
+        await stop_processes(self.procs.values(), self.logs.values(), kill=kill)
+
+
+async def stop_processes(
+    procs: Iterable[asyncio.subprocess.Process], logs: Iterable[ProcessLog], *, kill: bool = False
+) -> None:
+    """Stop test processes: each is woken first (a frozen one must see its signal), then sent
+    SIGTERM and given 30 s for a clean shutdown before SIGKILL, or SIGKILLed at once (`kill`);
+    then their log readers are drained."""
+    live = [p for p in procs if p.returncode is None]
+    for proc in live:
+        proc.send_signal(signal.SIGCONT)
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
+    for proc in live:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+    for log in logs:
+        await asyncio.wait_for(log.closed(), timeout=30)

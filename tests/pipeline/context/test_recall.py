@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-import pytest
 from structlog.testing import capture_logs
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
@@ -229,12 +228,6 @@ def test_realtime_recall_section_keeps_its_budget_at_turn_boundaries() -> None:
 
 # -- through the session and both builders --------------------------------------------------------
 
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[MiniLMEmbedder]:
-    model = MiniLMEmbedder()
-    model.embed_blocking(["warm up"])
-    yield model
 
 
 async def fill(session: ConversationSession, clock: FakeClock, lines: Sequence[tuple[str, str]]) -> None:

@@ -8,10 +8,7 @@ restatement by someone else, one person's own plan next to another's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
-import pytest
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.context.recall import RecallConfig, RecallResult, build_query
@@ -20,13 +17,6 @@ from pipeline.context.recall_retrievers import VectorTable
 from pipeline.context.recall_scoring import self_claims
 from tests.pipeline.context.test_recall import question
 from tests.pipeline.context.test_recall_precise import GAME, dense_index
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[MiniLMEmbedder]:
-    model = MiniLMEmbedder()
-    model.embed_blocking(["warm up"])
-    yield model
 
 
 def recall(index: RecallIndex, model: MiniLMEmbedder, text: str, *, seq: int, before: int) -> RecallResult:

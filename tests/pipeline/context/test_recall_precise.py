@@ -7,10 +7,8 @@ blind spot, stale facts, the asker's bias, trust and deletion, cost at length.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.context.realtime_instructions import RealtimeSpec, build_realtime_instructions
@@ -21,13 +19,6 @@ from pipeline.context.recall_retrievers import CHUNK_ROWS
 from pipeline.models import ContextSnapshot, Note, Turn, TurnKind
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.pipeline.context.test_recall import conversation, filler, index_of, question, turn
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[MiniLMEmbedder]:
-    model = MiniLMEmbedder()
-    model.embed_blocking(["warm up"])
-    yield model
 
 
 def dense_index(model: MiniLMEmbedder, lines: list[tuple[str, str]]) -> RecallIndex:

@@ -4,10 +4,8 @@ by centred cosines, and a second, small tier takes the lines just under the floo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.context.recall import RecallConfig, build_query, embed_text, terms, turn_key
@@ -91,12 +89,6 @@ def test_nothing_over_the_floor_means_nothing_from_the_wider_tier_either() -> No
     index = vector_index([0.25, 0.26, 0.27, 0.1])
     assert [] == search(index, PLAIN)
 
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[MiniLMEmbedder]:
-    model = MiniLMEmbedder()
-    model.embed_blocking(["warm up"])
-    yield model
 
 
 NADIA = ["sorry, my mic cut out, what happened?", "whose go is it now?", "no clue what is happening right now",
