@@ -446,11 +446,6 @@ class RecallIndex(RecallSpending):
         return list(dict.fromkeys(index for _, index in sorted(found, reverse=True)))[: config.later_lines]
 
     def _reply(self, doc: int) -> int | None:
-        """The statement right after question turn `doc` by another speaker (within two turns)."""
-        seq = self._seq[doc]
-        for step in (1, 2):
-            near = self._doc_of(turn_key(seq + step))
-            if near is None or not self._recallable(near) or self._who[near] == self._who[doc]:
-                continue
-            return None if asks(self._texts[near]) else near
-        return None
+        """The statement answering question turn `doc`: the next turn, by another speaker."""
+        replies = self._replies(doc, 1, 1 << 62)  # the answer may be in the window
+        return replies[0] if replies and not asks(self._texts[replies[0]]) else None

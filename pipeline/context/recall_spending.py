@@ -24,9 +24,14 @@ class RecallSpending(RecallColumns):
         `answer_turns`; none for a turn that does not end with "?"."""
         if not config.answer_turns or not self._is_turn(doc_index) or not asks(self._texts[doc_index]):
             return []
+        return self._replies(doc_index, config.answer_turns, before_seq)
+
+    def _replies(self, doc_index: int, limit: int, before_seq: int) -> list[int]:
+        """Up to `limit` recallable turns right after turn `doc_index` by other speakers, before
+        `before_seq`; the first turn by its own speaker ends them."""
         out: list[int] = []
         seq = self._seq[doc_index]
-        while len(out) < config.answer_turns:
+        while len(out) < limit:
             seq += 1
             near = self._doc_of(turn_key(seq))
             if near is None or seq >= before_seq:
