@@ -23,7 +23,7 @@ each fact is changed, one fact per style:
 
 Around the facts: same-subject lines about other occasions (another dinner, another train) that
 carry no value, restatements of the value (the old one before the change, the current one after
-it), and ordinary chatter (callouts, mic trouble, jokes, food, weather, life).
+it), and ordinary chatter (callouts, mic trouble, jokes, food, weather, life, short exchanges).
 
 After the last turn there is one probe per fact, asked the way a person asks the bot and in other
 words than the statement and the correction: `expect_any` holds the latest value (and a digit form
@@ -263,11 +263,22 @@ def session(index: int, seed: int) -> list[dict[str, Any]]:
         for text in rng.sample(fact.topic.distract, rng.randint(2, 3)):
             script.place(rng.randint(3, n - 3), [(0, Line(rng.choice(speakers), text))], n)
     used: set[str] = set()
+    used_exchanges: set[tuple[str, ...]] = set()
     previous = ""
     for i in range(n):
         if i in script.lines:
             previous = script.lines[i].speaker
             continue
+        if rng.random() < 0.1:
+            exchange = rng.choice(P.EXCHANGES)
+            span = range(i, i + len(exchange))
+            if exchange not in used_exchanges and span[-1] < n and not any(k in script.lines for k in span):
+                used_exchanges.add(exchange)
+                a, b, c = rng.sample(_others(speakers, previous), 3)
+                who_says = (a, b, a) if len(exchange) < 4 else (a, b, c, a)
+                for k, text in zip(span, exchange, strict=True):
+                    script.lines[k] = Line(who_says[k - i], text)
+                continue
         text = _chatter(rng)
         for _ in range(30):
             if text not in used or len(text) < 12:
