@@ -47,6 +47,8 @@ def eval_paths(split: str, source: str | None = None) -> list[Path]:
         return sorted((EVAL / "corrections" / split).glob("corrections-*.jsonl"))
     if source == "corrections_fresh":  # bench/eval_corrections_fresh.py: the second set, written apart
         return sorted((EVAL / "corrections_fresh" / split).glob("corrections-fresh-*.jsonl"))
+    if source == "corrections_third":  # bench/eval_corrections_third.py: the third set, held-out only
+        return sorted((EVAL / "corrections_third" / split).glob("corrections-third-*.jsonl"))
     paths = sorted((EVAL / split).glob(f"{source or '*'}-*.jsonl"))
     if source == "chitchat":
         return paths
@@ -141,7 +143,7 @@ def run() -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_recall_eval")
     parser.add_argument("--split", choices=["dev", "heldout"], default="heldout")
-    parser.add_argument("--source", choices=[*SOURCES, "corrections", "corrections_fresh"],
+    parser.add_argument("--source", choices=[*SOURCES, "corrections", "corrections_fresh", "corrections_third"],
                         help="one source only (default: all)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--recall", action="append", default=[], metavar="FIELD=VALUE")

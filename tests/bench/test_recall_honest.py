@@ -1,0 +1,30 @@
+"""bench/recall_honest.py: every corrections set it names has committed held-out sessions, a
+set with no sessions in a split is left out of the report (the third set has no dev split),
+and `--failures` refuses the held-out split (it stays unseen while tuning)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bench import recall_honest
+
+
+def test_every_set_has_held_out_sessions() -> None:
+    for name, (folder, pattern) in recall_honest.SETS.items():
+        paths = sorted((recall_honest.EVAL / folder.format(split="heldout")).glob(pattern))
+        assert paths, name
+
+
+def test_a_set_without_sessions_in_the_split_is_left_out() -> None:
+    report = asyncio.run(recall_honest.run_split("dev", ["corrections_third"], {}, baseline=False))
+    assert "corrections_third" not in report
+    assert report["split"] == "dev"
+
+
+def test_failures_refuse_the_held_out_split(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        recall_honest.main(["--split", "heldout", "--set", "corrections_third", "--failures"])
+    assert raised.value.code == 2
+    assert "dev split only" in capsys.readouterr().err
