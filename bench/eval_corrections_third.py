@@ -2,12 +2,16 @@
 
     python3 -m bench.eval_corrections_third --out samples/eval/corrections_third
 
-writes `heldout/corrections-third-NNN.jsonl`: 8 sessions (fixed seeds, stdlib only, byte-for-byte
-reproducible), each a 70-90 minute call of 4 to 6 regulars (our own names, see
-bench/corrections_third_pools.py) playing a game and chatting, with 640-780 turns. In the first
-half of each call somebody settles 8 facts (a time, a place, an amount, who drives, what to
-bring, which day, which film...; bench/corrections_third_topics*.py), and later in the call
-each fact is changed, one fact per style:
+writes `heldout/corrections-third-NNN.jsonl` and `dev/corrections-third-dev-NNN.jsonl` (`--split heldout`
+or `--split dev` writes one): 8 sessions each (fixed seeds, stdlib only, byte-for-byte reproducible).
+The dev split runs the same machinery (styles, placement, probes, `check()`) over its own topics,
+values, wordings, speakers and chatter (bench/corrections_third_dev_*.py), sharing none of them
+with the held-out split, so it can be tuned on without touching the held-out text. Each session is
+a 70-90 minute call of 4 to 6 regulars (our own names, see bench/corrections_third_pools.py)
+playing a game and chatting, with 640-780 turns. In the first half of each call somebody settles
+8 facts (a time, a place, an amount, who drives, what to bring, which day, which film...;
+bench/corrections_third_topics*.py), and later in the call each fact is changed, one fact per
+style:
 
 - `cue`: an explicit change word ("scratch that", "change of plan", "actually", ...);
 - `bare`: the new value simply said, no change word, usually by someone else;
@@ -46,21 +50,44 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from bench import corrections_third_dev_pools as DEV_P
 from bench import corrections_third_pools as P
+from bench.corrections_third_dev_topics import DEV_TOPICS
+from bench.corrections_third_dev_topics2 import DEV_TOPICS_B
 from bench.corrections_third_topics import TOPICS, Topic, Value
 from bench.corrections_third_topics2 import TOPICS_B
 
 ALL_TOPICS: tuple[Topic, ...] = TOPICS + TOPICS_B
+DEV_ALL_TOPICS: tuple[Topic, ...] = DEV_TOPICS + DEV_TOPICS_B
 STYLES: tuple[str, ...] = ("cue", "bare", "pronoun", "two_turn", "twice", "negation", "other_person", "far")
 SEEDS: tuple[int, ...] = (3101, 3203, 3307, 3409, 3511, 3613, 3719, 3821)
+DEV_SEEDS: tuple[int, ...] = (4103, 4211, 4327, 4441, 4549, 4651, 4759, 4877)
 BOT = "Clanky"
 FACTS = 8
 FAR_TURNS = 300  # at least this many turns between statement and a `far` change ...
 FAR_SECONDS = 1800.0  # ... and at least this much time
-VALUE_OF: dict[str, Value] = {f: v for t in ALL_TOPICS for v in t.values for f in v.forms}
+VALUE_OF: dict[str, Value] = {f: v for t in ALL_TOPICS + DEV_ALL_TOPICS for v in t.values for f in v.forms}
 LAST_CHANGE = 0.85  # every change lands before this fraction of the call (outside any recent window)
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split of the set: its folder and file names, seeds, facts and wording pools."""
+
+    name: str
+    prefix: str
+    seeds: tuple[int, ...]
+    topics: tuple[Topic, ...]
+    pools: ModuleType
+    title_tail: str
+
+
+HELDOUT = Split("heldout", "corrections-third", SEEDS, ALL_TOPICS, P, "while weekend plans keep changing")
+DEV = Split("dev", "corrections-third-dev", DEV_SEEDS, DEV_ALL_TOPICS, DEV_P, DEV_P.TITLE_TAIL)
+SPLITS: dict[str, Split] = {s.name: s for s in (HELDOUT, DEV)}
 
 
 @dataclass
@@ -75,6 +102,7 @@ class Fact:
     style: str
     owner: str
     values: list[Value]  # in the order they were said; the last one is current
+    pools: ModuleType  # the split's wording pools (bench/corrections_third_pools.py or its dev twin)
     evidence: list[int] = field(default_factory=list)
     restated: list[int] = field(default_factory=list)
 
@@ -105,8 +133,8 @@ def lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _pick_topics(rng: random.Random) -> list[Topic]:
-    pool = list(ALL_TOPICS)
+def _pick_topics(rng: random.Random, topics: tuple[Topic, ...]) -> list[Topic]:
+    pool = list(topics)
     rng.shuffle(pool)
     picked: list[Topic] = []
     for topic in pool:
@@ -123,6 +151,7 @@ def _others(speakers: list[str], *not_these: str) -> list[str]:
 
 def _change(rng: random.Random, fact: Fact, how: str, speaker: str, old: Value, new: Value) -> Line:
     """One line that changes `old` to `new` in the `cue`, `bare` or `negation` way."""
+    P = fact.pools
     clause = rng.choice(fact.topic.set).format(v=new.say)
     if how == "cue":
         text = rng.choice(P.CUE).format(set=clause)
@@ -152,6 +181,7 @@ def _schedule(rng: random.Random, n: int) -> tuple[list[int], list[str]]:
 
 
 def _place_fact(rng: random.Random, script: Script, fact: Fact, start: int, speakers: list[str]) -> None:
+    P = fact.pools
     t, owner, vals = fact.topic, fact.owner, fact.values
     end = int(script.n * LAST_CHANGE)
     [s0] = script.place(start, [(0, Line(owner, cap(rng.choice(t.state).format(v=vals[0].say))))], end)
@@ -217,7 +247,7 @@ def _restate(rng: random.Random, script: Script, fact: Fact, speakers: list[str]
         fact.restated += script.place(at, [(0, Line(rng.choice(speakers), cap(text)))], limit)
 
 
-def _chatter(rng: random.Random) -> str:
+def _chatter(rng: random.Random, P: ModuleType) -> str:
     kind = rng.choices(("game", "gamet", "banter", "tech", "food", "foodt", "weather", "life", "lifet", "qa"),
                        (22, 12, 24, 9, 5, 3, 4, 7, 4, 6))[0]
     if kind == "game":
@@ -242,19 +272,20 @@ def _chatter(rng: random.Random) -> str:
     return rng.choice(P.QUESTIONS) if rng.random() < 0.5 else rng.choice(P.ANSWERS)
 
 
-def session(index: int, seed: int) -> list[dict[str, Any]]:
+def session(index: int, seed: int, split: Split = HELDOUT) -> list[dict[str, Any]]:
     """One session's lines (header, turns, probes) as JSON objects."""
+    P = split.pools
     rng = random.Random(seed)
     speakers = rng.sample(P.SPEAKERS, rng.randint(4, 6))
     game, what = rng.choice(P.GAMES)
     n = rng.randint(640, 780)
     script = Script(n)
-    topics = _pick_topics(rng)
+    topics = _pick_topics(rng, split.topics)
     starts, styles = _schedule(rng, n)
     facts: list[Fact] = []
     for topic, style, start in zip(topics, styles, starts, strict=True):
         values = rng.sample(topic.values, 3 if style == "twice" else 2)
-        fact = Fact(topic, style, rng.choice(speakers), values)
+        fact = Fact(topic, style, rng.choice(speakers), values, P)
         _place_fact(rng, script, fact, start, speakers)
         facts.append(fact)
     for fact in facts:
@@ -279,18 +310,18 @@ def session(index: int, seed: int) -> list[dict[str, Any]]:
                 for k, text in zip(span, exchange, strict=True):
                     script.lines[k] = Line(who_says[k - i], text)
                 continue
-        text = _chatter(rng)
+        text = _chatter(rng, P)
         for _ in range(30):
             if text not in used or len(text) < 12:
                 break
-            text = _chatter(rng)
+            text = _chatter(rng, P)
         used.add(text)
         who = rng.choice(_others(speakers, previous) if rng.random() < 0.85 else speakers)
         script.lines[i] = Line(who, text)
         previous = who
     out: list[dict[str, Any]] = [{"type": "session", "bot_name": BOT,
-                                  "title": f"corrections-third-{index:03d} (heldout): {game} {what} "
-                                           "while weekend plans keep changing"}]
+                                  "title": f"{split.prefix}-{index:03d} ({split.name}): {game} {what} "
+                                           f"{split.title_tail}"}]
     t = rng.uniform(5.0, 20.0)
     for i in range(n):
         line = script.lines[i]
@@ -378,14 +409,14 @@ def check(lines: list[dict[str, Any]]) -> None:
             fail(f"{p['question']!r}: the far change is not far")
 
 
-def build(out: Path) -> list[Path]:
-    folder = out / "heldout"
+def build(out: Path, split: Split = HELDOUT) -> list[Path]:
+    folder = out / split.name
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for index, seed in enumerate(SEEDS, start=1):
-        lines = session(index, seed)
+    for index, seed in enumerate(split.seeds, start=1):
+        lines = session(index, seed, split)
         check(lines)
-        path = folder / f"corrections-third-{index:03d}.jsonl"
+        path = folder / f"{split.prefix}-{index:03d}.jsonl"
         path.write_text("".join(json.dumps(x) + "\n" for x in lines))
         written.append(path)
     return written
@@ -394,11 +425,15 @@ def build(out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=Path("samples/eval/corrections_third"))
+    parser.add_argument("--split", choices=["all", *SPLITS], default="all",
+                        help="which split to write (default: every split, each in its own folder)")
     args = parser.parse_args(argv)
-    paths = build(args.out)
-    styles = Counter(json.loads(x)["style"] for p in paths for x in p.read_text().splitlines()
-                     if '"probe"' in x)
-    print(f"wrote {len(paths)} sessions to {args.out / 'heldout'}; facts per style: {dict(sorted(styles.items()))}")
+    for split in SPLITS.values() if args.split == "all" else [SPLITS[args.split]]:
+        paths = build(args.out, split)
+        styles = Counter(json.loads(x)["style"] for p in paths for x in p.read_text().splitlines()
+                         if '"probe"' in x)
+        print(f"wrote {len(paths)} sessions to {args.out / split.name}; "
+              f"facts per style: {dict(sorted(styles.items()))}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """bench/recall_honest.py: every corrections set it names has committed held-out sessions, a
-set with no sessions in a split is left out of the report (the third set has no dev split),
+set with no sessions in a split is left out of the report,
 and `--failures` refuses the held-out split (it stays unseen while tuning)."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,8 @@ def test_every_set_has_held_out_sessions() -> None:
         assert paths, name
 
 
-def test_a_set_without_sessions_in_the_split_is_left_out() -> None:
+def test_a_set_without_sessions_in_the_split_is_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recall_honest, "EVAL", tmp_path)  # an evaluation folder with no sessions at all
     report = asyncio.run(recall_honest.run_split("dev", ["corrections_third"], {}, baseline=False))
     assert "corrections_third" not in report
     assert report["split"] == "dev"
