@@ -107,6 +107,11 @@ class RecallConfig:
     supersede_asked: float = 2.0
     supersede_speaker_rows: int = 16  # a speaker's mean is taken out once they have this many vectors
     later_lines: int = 2  # later lines shown per hit at most (the closest to the hit and the question)
+    # A question's answer is looked for among the next `reply_reach` turns by others ("Yep." may
+    # come before "Nope, we went with a pressure relief valve."); a later question on a hit whose
+    # answer changes or turns down something ranks `supersede_reply` higher as its later line.
+    reply_reach: int = 4
+    supersede_reply: float = 0.3
     entity_weight: float = 2.0  # query-term weight for names (speakers, capitalised words)
     context_weight: float = 0.35  # query-term weight for words from the recent context turns
     context_turns: int = 2  # recent turns (before the current one) that join the query
@@ -126,8 +131,8 @@ class RecallConfig:
             raise ValueError("fusion weights must not be negative and rrf_k must be positive")
         if self.line_cap_chars < 20:
             raise ValueError("line_cap_chars must be at least 20")
-        if self.fresh_hits < 0:
-            raise ValueError("fresh_hits must not be negative")
+        if self.fresh_hits < 0 or self.reply_reach < 1:
+            raise ValueError("fresh_hits must not be negative and reply_reach must be at least 1")
         if self.wider_hits < 0 or self.wider_budget_chars < 0 or self.centre_min_rows < 0:
             raise ValueError("wider_hits, wider_budget_chars and centre_min_rows must not be negative")
 

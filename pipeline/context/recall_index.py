@@ -31,6 +31,7 @@ from pipeline.context.recall_columns import NOTE_KIND as _NOTE_KIND
 from pipeline.context.recall_scoring import (
     Scored,
     asks,
+    denies,
     intern,
     passes,
     says_it_changes,
@@ -424,17 +425,20 @@ class RecallIndex(RecallSpending):
         and not one person's own fact next to another's (`self_claims`: "I grew up in Cusco"
         does not supersede Omar's "I grew up in Valparaiso")."""
         found: list[tuple[tuple[float, int], int]] = []
-        for candidate, score in likeness.items():
-            index = candidate
+        for candidate, likeness_score in likeness.items():
+            index, score = candidate, likeness_score
             if not self._recallable(index) or not self._is_turn(index) or index <= doc:
                 continue
-            if asks(self._texts[index]):
-                # A later question on the same thing ("is it still the Crooked Spoon?"): its
-                # answer is the later statement ("no, we moved it to the rooftop bar").
-                reply = self._reply(index)
+            if "?" in self._texts[index]:
+                # A later question on the same thing ("is it still the Crooked Spoon?", "can we
+                # change that? They're away now."): its answer is the later statement ("no, we
+                # moved it to the rooftop bar"), the surer one when it changes or turns it down.
+                reply = self._answer(index, config.reply_reach, 1 << 62)  # the answer may be in the window
                 if reply is None:
                     continue
                 index = reply
+                if self._changes[index] or denies(self._texts[index]):
+                    score += config.supersede_reply
             theirs = frozenset(terms(self._texts[index]))
             if mine and len(mine & theirs) >= config.dedupe_jaccard * len(mine | theirs):
                 continue  # the same words again: nothing new
@@ -445,7 +449,3 @@ class RecallIndex(RecallSpending):
         # showing a wrong "later" line costs a line, missing the right one costs the answer.
         return list(dict.fromkeys(index for _, index in sorted(found, reverse=True)))[: config.later_lines]
 
-    def _reply(self, doc: int) -> int | None:
-        """The statement answering question turn `doc`: the next turn, by another speaker."""
-        replies = self._replies(doc, 1, 1 << 62)  # the answer may be in the window
-        return replies[0] if replies and not asks(self._texts[replies[0]]) else None

@@ -21,6 +21,10 @@ CORRECTION_CUE = re.compile(
     r"cancel(?:l?ed)?|fell through|no longer|not anymore|correction|update|now|new (?:plan|idea|time|place|spot))\b",
     re.IGNORECASE)
 _FIRST_PERSON = frozenset({"i", "im", "ill", "ive", "id", "my", "me", "mine"})
+# A reply that turns down what was asked: "no, ...", "nope", "not X", "was, now it's a drag brunch".
+_DENIES = re.compile(r"^\W*(?:no|nope|nah|not|was)\b", re.IGNORECASE)
+# A reply that settles it: "okay, boxercise then", "fine", "right, ...".
+_SETTLES = re.compile(r"^\W*(?:okay|ok|sure|fine|right|alright)\b|\bthen\b", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -93,6 +97,16 @@ def self_claims(text: str) -> frozenset[tuple[str, str]]:
 
 def asks(text: str) -> bool:
     return text.rstrip().endswith("?")
+
+
+def denies(text: str) -> bool:
+    """True for a reply that turns down what was asked ("nope, we went with ...")."""
+    return _DENIES.search(text) is not None
+
+
+def settles(text: str) -> bool:
+    """True for a reply that settles what was asked ("okay, boxercise then")."""
+    return _SETTLES.search(text) is not None
 
 
 def offsets(neighbours: int) -> list[int]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pipeline.context.recall import RecallConfig, RecallHit, RecallLine, turn_key
 from pipeline.context.recall_columns import RecallColumns
-from pipeline.context.recall_scoring import Scored, asks, offsets, render_recalled
+from pipeline.context.recall_scoring import Scored, asks, denies, offsets, render_recalled, settles
 from pipeline.transcript.formatting import cap_text, note_line
 
 
@@ -24,7 +24,24 @@ class RecallSpending(RecallColumns):
         `answer_turns`; none for a turn that does not end with "?"."""
         if not config.answer_turns or not self._is_turn(doc_index) or not asks(self._texts[doc_index]):
             return []
-        return self._replies(doc_index, config.answer_turns, before_seq)
+        first = self._replies(doc_index, config.answer_turns, before_seq)
+        best = self._answer(doc_index, config.reply_reach, before_seq)
+        return [*first, best] if best is not None and best not in first else first
+
+    def _answer(self, doc_index: int, reach: int, before_seq: int) -> int | None:
+        """The reply answering question turn `doc_index`, among the next `reach` turns by others
+        (the first turn by its own speaker ends them): the first that says it changes something
+        or turns it down ("Nope, we went with a pressure relief valve" after someone's "Yep."),
+        else the first that settles it ("Okay, boxercise then"), else the first; a question
+        answers nothing."""
+        replies = [r for r in self._replies(doc_index, reach, before_seq) if not asks(self._texts[r])]
+        for r in replies:
+            if self._changes[r] or denies(self._texts[r]):
+                return r
+        for r in replies:
+            if settles(self._texts[r]):
+                return r
+        return replies[0] if replies else None
 
     def _replies(self, doc_index: int, limit: int, before_seq: int) -> list[int]:
         """Up to `limit` recallable turns right after turn `doc_index` by other speakers, before

@@ -77,6 +77,37 @@ def test_one_persons_plan_does_not_supersede_anothers(embedder: MiniLMEmbedder) 
     assert "may be superseded by the later line [07:55]" in line_with(games, "Wednesday the sixteenth")  # seq 95
 
 
+def test_the_answer_to_a_later_question_need_not_be_the_next_turn(embedder: MiniLMEmbedder) -> None:
+    """"He's ordering a fan assembly, yeah?" ... "Yep." ... "Nope, we went with a pressure relief
+    valve.": the reply that turns it down is the later statement, not the first reply."""
+    lines = [GAME[i % len(GAME)] for i in range(160)]
+    lines[12] = ("Maya", "so the boiler needs a fan assembly, that's what's broken apparently")
+    lines[70] = ("Bob", "he's ordering a fan assembly, yeah?")
+    lines[71] = ("James", "Yep.")
+    lines[72] = ("Alice", "Nope, we went with a pressure relief valve.")
+    index = dense_index(embedder, lines)
+    result = recall(index, embedder, "what part is going into Maya's heating?", seq=160, before=120)
+    assert "(earlier; may be superseded by the later line [06:00])" in line_with(result, "fan assembly, that's"), [
+        line.text for line in result.lines]  # seq 72 at 5 s a turn
+    assert "(later than [01:00]" in line_with(result, "pressure relief valve")
+
+
+def test_a_lead_in_that_asks_mid_line_brings_its_answer(embedder: MiniLMEmbedder) -> None:
+    """"Whoever's got the key for the appliance fix, can we change that? They're away now." asks
+    without ending on "?"; the reply that settles it ("okay, give it to Lorcan then") names
+    nothing it corrects, yet it is the later statement of the spare key."""
+    lines = [GAME[i % len(GAME)] for i in range(160)]
+    lines[12] = ("Maya", "sorted the repair visit, Ingrid from upstairs is letting the man in with our spare key")
+    lines[70] = ("Bob", "whoever's got the key for the appliance fix, can we change that? They're away now.")
+    lines[71] = ("James", "lol")
+    lines[72] = ("Alice", "okay, give it to Lorcan then, they work from home")
+    index = dense_index(embedder, lines)
+    result = recall(index, embedder, "who ended up with the spare key for the washer visit?", seq=160, before=120)
+    assert "may be superseded by the later line" in line_with(result, "Ingrid from upstairs"), [
+        line.text for line in result.lines]
+    assert "(later than [01:00]" in line_with(result, "Lorcan")
+
+
 def test_self_claims_pair_first_person_words_with_the_next() -> None:
     assert {("i", "grew")} == self_claims("I grew up in Cusco")
     assert self_claims("for the raid I will bring potions") & self_claims("for the raid I will bring scrolls")
