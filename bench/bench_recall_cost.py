@@ -23,6 +23,7 @@ unit vectors with some planted near-duplicates, so the dense side finds lines ab
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -75,6 +76,11 @@ def _questions(total: int) -> list[Turn]:
 
 
 def _search() -> dict[str, Any]:
+    # What bot/app.py does after start-up (freeze_startup_heap): the imports' objects leave the
+    # collector's view, so a full collection during a search scans what sessions allocate, as
+    # in the bot, not the whole of numpy and the bench (up to 3 ms more, once in a few hundred).
+    gc.collect()
+    gc.freeze()
     index, vectors = _index(SEARCH_TURNS, 17)
     config = RecallConfig()
     rng = np.random.default_rng(5)
@@ -92,7 +98,8 @@ def _search() -> dict[str, Any]:
     timings = timings[20:]  # warm-up
     p95 = _pct(timings, 0.95)
     return {"name": "recall_search_20k", "p50_ms": round(statistics.median(timings), 3), "p95_ms": round(p95, 3),
-            "max_ms": round(max(timings), 3), "goal": "p95 <= 5 ms", "met": p95 <= 5.0,
+            "max_ms": round(max(timings), 3), "goal": "p95 <= 5 ms, max <= 5 ms",
+            "met": p95 <= 5.0 and max(timings) <= 5.0,
             "note": "BM25 + int8 dense (sign-bit prefilter) + floor + freshness, on the loop"}
 
 
