@@ -21,7 +21,8 @@ class RecallSpending(RecallColumns):
 
     def _answers(self, doc_index: int, config: RecallConfig, before_seq: int) -> list[int]:
         """The turns right after a question turn that answer it (by another speaker), at most
-        `answer_turns`; none for a turn that does not end with "?"."""
+        `answer_turns`, then the reply `_answer` picks when it is not among them; none for a
+        turn that does not end with "?"."""
         if not config.answer_turns or not self._is_turn(doc_index) or not asks(self._texts[doc_index]):
             return []
         first = self._replies(doc_index, config.answer_turns, before_seq)
