@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench import eval_data
+from bench import eval_data, recall_honest
 from bench.bench_compaction import quiet_logging
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.redis_server import PrivateRedisServer
@@ -38,17 +38,16 @@ OUT = Path("out/bench/recall_eval")
 
 
 SOURCES = ("chitchat", "synthetic")
+# bench/eval_corrections.py, eval_corrections_fresh.py and eval_corrections_third.py
+CORRECTIONS = tuple(name for name in recall_honest.SETS if name.startswith("corrections"))
 
 
 def eval_paths(split: str, source: str | None = None) -> list[Path]:
     """The committed sessions of `split` (of one `source`, or all), plus LoCoMo's with the
     synthetic ones when its file is configured."""
-    if source == "corrections":  # bench/eval_corrections.py: facts corrected later, asked at the end
-        return sorted((EVAL / "corrections" / split).glob("corrections-*.jsonl"))
-    if source == "corrections_fresh":  # bench/eval_corrections_fresh.py: the second set, written apart
-        return sorted((EVAL / "corrections_fresh" / split).glob("corrections-fresh-*.jsonl"))
-    if source == "corrections_third":  # bench/eval_corrections_third.py: the third set, held-out only
-        return sorted((EVAL / "corrections_third" / split).glob("corrections-third-*.jsonl"))
+    if source in CORRECTIONS:  # facts corrected later, asked at the end: recall_honest's table of them
+        folder, pattern = recall_honest.SETS[source]
+        return sorted((EVAL / folder.format(split=split)).glob(pattern))
     paths = sorted((EVAL / split).glob(f"{source or '*'}-*.jsonl"))
     if source == "chitchat":
         return paths
@@ -143,7 +142,7 @@ def run() -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_recall_eval")
     parser.add_argument("--split", choices=["dev", "heldout"], default="heldout")
-    parser.add_argument("--source", choices=[*SOURCES, "corrections", "corrections_fresh", "corrections_third"],
+    parser.add_argument("--source", choices=[*SOURCES, *CORRECTIONS],
                         help="one source only (default: all)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--recall", action="append", default=[], metavar="FIELD=VALUE")

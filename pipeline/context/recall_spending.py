@@ -25,17 +25,21 @@ class RecallSpending(RecallColumns):
         turn that does not end with "?"."""
         if not config.answer_turns or not self._is_turn(doc_index) or not asks(self._texts[doc_index]):
             return []
-        first = self._replies(doc_index, config.answer_turns, before_seq)
-        best = self._answer(doc_index, config.reply_reach, before_seq)
+        replies = self._replies(doc_index, max(config.answer_turns, config.reply_reach), before_seq)
+        first = replies[: config.answer_turns]
+        best = self._pick_answer(replies[: config.reply_reach])
         return [*first, best] if best is not None and best not in first else first
 
     def _answer(self, doc_index: int, reach: int, before_seq: int) -> int | None:
         """The reply answering question turn `doc_index`, among the next `reach` turns by others
-        (the first turn by its own speaker ends them): the first that says it changes something
-        or turns it down ("Nope, we went with a pressure relief valve" after someone's "Yep."),
-        else the first that settles it ("Okay, boxercise then"), else the first; a question
-        answers nothing."""
-        replies = [r for r in self._replies(doc_index, reach, before_seq) if not asks(self._texts[r])]
+        (the first turn by its own speaker ends them); see `_pick_answer`."""
+        return self._pick_answer(self._replies(doc_index, reach, before_seq))
+
+    def _pick_answer(self, replies: list[int]) -> int | None:
+        """Of a question's `replies`: the first that says it changes something or turns it down
+        ("Nope, we went with a pressure relief valve" after someone's "Yep."), else the first
+        that settles it ("Okay, boxercise then"), else the first; a question answers nothing."""
+        replies = [r for r in replies if not asks(self._texts[r])]
         for r in replies:
             if self._changes[r] or denies(self._texts[r]):
                 return r

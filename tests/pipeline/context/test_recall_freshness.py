@@ -27,6 +27,14 @@ def recall(index: RecallIndex, model: MiniLMEmbedder, text: str, *, seq: int, be
                         query_vector=model.embed_blocking([query.dense_text])[0])
 
 
+def planted(model: MiniLMEmbedder, lines: dict[int, tuple[str, str]], turns: int = 160) -> RecallIndex:
+    """An index of `turns` game-chat turns (5 s apart) with `lines` planted at their seqs."""
+    chat = [GAME[i % len(GAME)] for i in range(turns)]
+    for seq, line in lines.items():
+        chat[seq] = line
+    return dense_index(model, chat)
+
+
 def line_with(result: RecallResult, words: str) -> str:
     [line] = [line.text for line in result.lines if words in line.text]
     return line
@@ -35,11 +43,11 @@ def line_with(result: RecallResult, words: str) -> str:
 def test_a_later_question_on_the_fact_brings_its_answer(embedder: MiniLMEmbedder) -> None:
     """"Is it still the Crooked Spoon?" ... "no, we moved it to the rooftop bar": the answer
     names neither the place nor the gig, yet it is the later statement of the old line."""
-    lines = [GAME[i % len(GAME)] for i in range(160)]
-    lines[12] = ("Bob", "I've told everyone we're meeting at the Crooked Spoon before the gig")
-    lines[70] = ("Maya", "is it still the Crooked Spoon on Saturday?")
-    lines[71] = ("Alice", "no, we moved it to the rooftop bar at the Grand")
-    index = dense_index(embedder, lines)
+    index = planted(embedder, {
+        12: ("Bob", "I've told everyone we're meeting at the Crooked Spoon before the gig"),
+        70: ("Maya", "is it still the Crooked Spoon on Saturday?"),
+        71: ("Alice", "no, we moved it to the rooftop bar at the Grand"),
+    })
     result = recall(index, embedder, "which pub are we having a drink in before the concert?", seq=160, before=120)
     older = line_with(result, "Crooked Spoon before the gig")
     assert "(earlier; may be superseded by the later line [05:55])" in older, older  # seq 71 at 5 s a turn
@@ -49,12 +57,11 @@ def test_a_later_question_on_the_fact_brings_its_answer(embedder: MiniLMEmbedder
 def test_a_speakers_own_chatter_is_not_a_later_statement_of_their_fact(embedder: MiniLMEmbedder) -> None:
     """Lines are embedded as "Speaker: text": by raw likeness Maya's later chatter sits close to
     her fact. Taken apart from who said it, the later line about the lobby is the one shown."""
-    lines = [GAME[i % len(GAME)] for i in range(200)]
-    for seq in range(20, 200, 9):
-        lines[seq] = ("Maya", "I have no idea what's going on")
-    lines[10] = ("Maya", "private lobby code word is silent walrus, don't share it")
-    lines[64] = ("Bob", "new code for the lobby, it's midnight tangerine now")
-    index = dense_index(embedder, lines)
+    index = planted(embedder, {
+        **dict.fromkeys(range(20, 200, 9), ("Maya", "I have no idea what's going on")),
+        10: ("Maya", "private lobby code word is silent walrus, don't share it"),
+        64: ("Bob", "new code for the lobby, it's midnight tangerine now"),
+    }, turns=200)
     result = recall(index, embedder, "what's the password for our private game?", seq=200, before=150)
     older = line_with(result, "silent walrus")
     assert "(earlier; may be superseded by the later line [05:20])" in older, older  # seq 64
@@ -64,12 +71,12 @@ def test_a_speakers_own_chatter_is_not_a_later_statement_of_their_fact(embedder:
 def test_one_persons_plan_does_not_supersede_anothers(embedder: MiniLMEmbedder) -> None:
     """Two people each bringing something are two facts; a reply to a shared plan that only
     mentions the replier ("I'm in") can still be its later statement."""
-    lines = [GAME[i % len(GAME)] for i in range(160)]
-    lines[12] = ("Maya", "for the raid I will bring the healing potions")
-    lines[40] = ("Bob", "for the raid I will bring the fire resistance scrolls")
-    lines[60] = ("James", "board game night at mine is Wednesday the sixteenth, I'll get snacks in")
-    lines[95] = ("Alice", "so the Thursday after next at yours, I'm in for board games")
-    index = dense_index(embedder, lines)
+    index = planted(embedder, {
+        12: ("Maya", "for the raid I will bring the healing potions"),
+        40: ("Bob", "for the raid I will bring the fire resistance scrolls"),
+        60: ("James", "board game night at mine is Wednesday the sixteenth, I'll get snacks in"),
+        95: ("Alice", "so the Thursday after next at yours, I'm in for board games"),
+    })
     raid = recall(index, embedder, "what is everyone bringing to the raid?", seq=160, before=120)
     assert not any("earlier;" in line.text or "later than" in line.text for line in raid.lines
                    if "for the raid" in line.text), [line.text for line in raid.lines]
@@ -80,12 +87,12 @@ def test_one_persons_plan_does_not_supersede_anothers(embedder: MiniLMEmbedder) 
 def test_the_answer_to_a_later_question_need_not_be_the_next_turn(embedder: MiniLMEmbedder) -> None:
     """"He's ordering a fan assembly, yeah?" ... "Yep." ... "Nope, we went with a pressure relief
     valve.": the reply that turns it down is the later statement, not the first reply."""
-    lines = [GAME[i % len(GAME)] for i in range(160)]
-    lines[12] = ("Maya", "so the boiler needs a fan assembly, that's what's broken apparently")
-    lines[70] = ("Bob", "he's ordering a fan assembly, yeah?")
-    lines[71] = ("James", "Yep.")
-    lines[72] = ("Alice", "Nope, we went with a pressure relief valve.")
-    index = dense_index(embedder, lines)
+    index = planted(embedder, {
+        12: ("Maya", "so the boiler needs a fan assembly, that's what's broken apparently"),
+        70: ("Bob", "he's ordering a fan assembly, yeah?"),
+        71: ("James", "Yep."),
+        72: ("Alice", "Nope, we went with a pressure relief valve."),
+    })
     result = recall(index, embedder, "what part is going into Maya's heating?", seq=160, before=120)
     assert "(earlier; may be superseded by the later line [06:00])" in line_with(result, "fan assembly, that's"), [
         line.text for line in result.lines]  # seq 72 at 5 s a turn
@@ -96,12 +103,12 @@ def test_a_lead_in_that_asks_mid_line_brings_its_answer(embedder: MiniLMEmbedder
     """"Whoever's got the key for the appliance fix, can we change that? They're away now." asks
     without ending on "?"; the reply that settles it ("okay, give it to Lorcan then") names
     nothing it corrects, yet it is the later statement of the spare key."""
-    lines = [GAME[i % len(GAME)] for i in range(160)]
-    lines[12] = ("Maya", "sorted the repair visit, Ingrid from upstairs is letting the man in with our spare key")
-    lines[70] = ("Bob", "whoever's got the key for the appliance fix, can we change that? They're away now.")
-    lines[71] = ("James", "lol")
-    lines[72] = ("Alice", "okay, give it to Lorcan then, they work from home")
-    index = dense_index(embedder, lines)
+    index = planted(embedder, {
+        12: ("Maya", "sorted the repair visit, Ingrid from upstairs is letting the man in with our spare key"),
+        70: ("Bob", "whoever's got the key for the appliance fix, can we change that? They're away now."),
+        71: ("James", "lol"),
+        72: ("Alice", "okay, give it to Lorcan then, they work from home"),
+    })
     result = recall(index, embedder, "who ended up with the spare key for the washer visit?", seq=160, before=120)
     assert "may be superseded by the later line" in line_with(result, "Ingrid from upstairs"), [
         line.text for line in result.lines]
