@@ -36,6 +36,7 @@ from pipeline.ports import SessionStore
 log = structlog.get_logger("longcall.client")
 
 CONNECT_TIMEOUT_S = 20.0
+CONNECT_ATTEMPTS = 2  # a join whose handshake timed out is asked for once more (join_voice)
 DISCONNECT_TIMEOUT_S = 10.0
 
 
@@ -128,6 +129,7 @@ class DiscordVoiceLink:
                     await self._vc.disconnect(force=True)
         else:  # no leave through the gateway: its confirmation would never reach this client
             await self._drop_locally()
+        # One attempt: the presence watchdog bounds the whole rejoin (voice_reconnect_timeout_s).
         self._vc = await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
         self._rebound.set()
         log.info("voice_reconnected", guild_id=self._guild.id, channel_id=channel.id)
@@ -182,6 +184,22 @@ class DiscordVoiceLink:
             self._reconnect_handler(user_id)
 
 
+async def join_voice(channel: discord.VoiceChannel | discord.StageChannel) -> ReceivingVoiceClient:
+    """Join `channel` undeafened through the receive-aware client, asking once more when the
+    handshake times out. A join is two gateway answers to one op 4 (VOICE_STATE_UPDATE and
+    VOICE_SERVER_UPDATE); when one never arrives, discord.py waits out its timeout, leaves and
+    raises, and a `/join` or a takeover would fail for good. A new op 4 gets new answers."""
+    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        try:
+            return await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
+        except TimeoutError:  # discord.py has left and dropped its voice client: joining anew is clean
+            if attempt == CONNECT_ATTEMPTS:
+                raise
+            log.warning("voice_connect_retry", guild_id=channel.guild.id, channel_id=channel.id, attempt=attempt,
+                        timeout_s=CONNECT_TIMEOUT_S)
+    raise AssertionError("unreachable")
+
+
 def _voice_channel(channel: object) -> discord.VoiceChannel | discord.StageChannel | None:
     return channel if isinstance(channel, discord.VoiceChannel | discord.StageChannel) else None
 
@@ -206,7 +224,7 @@ class DiscordVoiceConnector:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
                     await stale.disconnect(force=True)
-        voice_client = await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
+        voice_client = await join_voice(channel)
         log.info("voice_connected", guild_id=guild_id, channel_id=channel_id)
         return DiscordVoiceLink(voice_client, channel)
 

@@ -130,7 +130,7 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
         events = a_events + procs.rows("b")
     except AssertionError as err:
-        raise AssertionError(f"{err}{procs.tails()}") from None
+        raise AssertionError(f"{err}{procs.tails()}{discord.report()}") from None
     finally:
         await procs.stop_all()
         await watch.aclose()

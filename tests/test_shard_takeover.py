@@ -120,7 +120,7 @@ async def test_disjoint_shards_serve_their_own_guilds_and_a_replacement_takes_ov
         turns = {g: await store.get_turns(f"guild-{g}", 0, 30) for g in guilds}
         a2_voice_up = [v.ws_opened and not v.ws_closed and v.connections == 1 for v in a2_voice]
     except AssertionError as err:
-        raise AssertionError(f"{err}{bots.tails()}") from None
+        raise AssertionError(f"{err}{bots.tails()}{discord.report()}") from None
     finally:
         await bots.stop_all(kill=True)
         await watch.aclose()

@@ -248,6 +248,14 @@ class FakeDiscord:
         for conn in self.live(guild_id):
             await conn.dispatch("MESSAGE_CREATE", data)
 
+    def report(self) -> str:
+        """What a failing test prints beside the processes' logs: errors, every op 4 and every
+        voice event sent, per connection."""
+        voice_events = {c.index: [(seq, ev, d.get("guild_id")) for seq, ev, d in c.sent if ev.startswith("VOICE_")]
+                        for c in self.connections}
+        return (f"\n--- fake Discord ---\nerrors: {self.errors}\nop 4 (connection, guild, channel): "
+                f"{self.voice_requests}\nvoice events sent (seq, event, guild) per connection: {voice_events}")
+
     def joins_answered(self) -> int:
         """How many /join interactions the bot answered "Joined" (sent once the session listens:
         what a user waits for before talking)."""

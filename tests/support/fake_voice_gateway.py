@@ -460,6 +460,7 @@ class FakeMainGateway:
         self._voice = voice  # the voice server that answers joins (changed by `change_server`)
         self.requests: list[tuple[int, int | None, bool, bool]] = []
         self._pending: list[asyncio.Task[None]] = []
+        self.lose_server_updates = 0  # joins whose VOICE_SERVER_UPDATE never comes (lost)
 
     async def voice_state(
         self, guild_id: int, channel_id: int | None, self_mute: bool = False, self_deaf: bool = False
@@ -480,7 +481,9 @@ class FakeMainGateway:
             with contextlib.suppress(TimeoutError):
                 await voice.until(lambda: voice.ws_closed, timeout=5.0)
         self._bot_voice_state(guild_id, channel_id, self_mute=self_mute, self_deaf=self_deaf)
-        if channel_id is not None:
+        if channel_id is not None and self.lose_server_updates > 0:
+            self.lose_server_updates -= 1
+        elif channel_id is not None:
             self._state.parse_voice_server_update(
                 {"token": voice.token, "guild_id": str(guild_id), "endpoint": voice.endpoint}
             )

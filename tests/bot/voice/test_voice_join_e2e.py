@@ -19,6 +19,8 @@ import davey
 import numpy as np
 import pytest
 
+import bot.client
+from bot.client import DiscordVoiceConnector
 from bot.playback import Playback
 from bot.voice.opus import FRAME_BYTES, SAMPLE_RATE
 from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
@@ -69,6 +71,29 @@ async def test_join_through_discord_py_hear_two_members_and_answer_through_its_p
             await vc.disconnect(force=True)
             await gateway.close()
     assert (GUILD_ID, None) == main.requests[-1][:2]  # left the channel through the main gateway
+    assert [] == gateway.errors
+
+
+async def test_a_join_whose_voice_server_update_is_lost_asks_again_and_connects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Discord's VOICE_SERVER_UPDATE for a join never comes: discord.py waits out its timeout
+    and leaves; the connector asks once more (a new op 4) and the join completes."""
+    monkeypatch.setattr(bot.client, "CONNECT_TIMEOUT_S", 1.0)
+    gateway = FakeVoiceGateway(guild_id=GUILD_ID, channel_id=CHANNEL_ID, bot_user_id=BOT_ID)
+    await gateway.start(speaker_ids=list(MEMBERS))
+    async with aiohttp.ClientSession() as session:
+        channel, main = await discord_client(gateway, session)
+        main.lose_server_updates = 1
+        link = await DiscordVoiceConnector(channel.guild._state._get_client()).connect(GUILD_ID, CHANNEL_ID)
+        try:
+            connected, voice_connections = link.is_connected(), gateway.connections
+        finally:
+            await link.disconnect()
+            await gateway.close()
+    asked = [r[1] for r in main.requests]  # op 4: a channel to join, None to leave
+    assert ([CHANNEL_ID, CHANNEL_ID], None) == ([c for c in asked if c is not None], asked[1])  # left, then asked again
+    assert (True, 1) == (connected, voice_connections)
     assert [] == gateway.errors
 
 
