@@ -36,7 +36,7 @@ from pipeline.ports import SessionStore
 log = structlog.get_logger("longcall.client")
 
 CONNECT_TIMEOUT_S = 20.0
-CONNECT_ATTEMPTS = 2  # a join whose handshake timed out is asked for once more (join_voice)
+CONNECT_ATTEMPTS = 2  # a join whose handshake timed out is asked for once more (_join_voice)
 DISCONNECT_TIMEOUT_S = 10.0
 
 
@@ -184,7 +184,7 @@ class DiscordVoiceLink:
             self._reconnect_handler(user_id)
 
 
-async def join_voice(channel: discord.VoiceChannel | discord.StageChannel) -> ReceivingVoiceClient:
+async def _join_voice(channel: discord.VoiceChannel | discord.StageChannel) -> ReceivingVoiceClient:
     """Join `channel` undeafened through the receive-aware client, asking once more when the
     handshake times out. A join is two gateway answers to one op 4 (VOICE_STATE_UPDATE and
     VOICE_SERVER_UPDATE); when one never arrives, discord.py waits out its timeout, leaves and
@@ -192,11 +192,16 @@ async def join_voice(channel: discord.VoiceChannel | discord.StageChannel) -> Re
     for attempt in range(1, CONNECT_ATTEMPTS + 1):
         try:
             return await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
-        except TimeoutError:  # discord.py has left and dropped its voice client: joining anew is clean
+        except TimeoutError:  # discord.py has left (op 4 with no channel) and dropped its voice client
             if attempt == CONNECT_ATTEMPTS:
                 raise
             log.warning("voice_connect_retry", guild_id=channel.guild.id, channel_id=channel.id, attempt=attempt,
                         timeout_s=CONNECT_TIMEOUT_S)
+            left = channel.guild.voice_client
+            if left is not None:  # its leave failed: a client still registered would refuse the next join
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                        await left.disconnect(force=True)
     raise AssertionError("unreachable")
 
 
@@ -224,7 +229,7 @@ class DiscordVoiceConnector:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
                     await stale.disconnect(force=True)
-        voice_client = await join_voice(channel)
+        voice_client = await _join_voice(channel)
         log.info("voice_connected", guild_id=guild_id, channel_id=channel_id)
         return DiscordVoiceLink(voice_client, channel)
 
