@@ -83,7 +83,18 @@ class ReceivingVoiceClient(discord.VoiceClient):
                 log.info("voice_removed_by_discord", guild_id=data.get("guild_id"))
         else:
             self.kicked = False
+            self._log_update("voice_state")
         await super().on_voice_state_update(data)
+
+    async def on_voice_server_update(self, data: Any) -> None:
+        self._log_update("voice_server")  # never `data`: it carries the voice session's token
+        await super().on_voice_server_update(data)
+
+    def _log_update(self, update: str) -> None:
+        # Where discord.py's join handshake stood when Discord's answer arrived: an answer taken
+        # while it is still "disconnected" is dropped by discord.py (its own log says so only at
+        # debug level), and the join then times out (see bot.client._join_voice).
+        log.info("voice_gateway_update", guild_id=self.guild.id, update=update, flow=self._connection.state.name)
 
     def create_connection_state(self) -> VoiceConnectionState:
         state = VoiceConnectionState(self, hook=self._on_voice_ws_message)

@@ -18,6 +18,7 @@ import aiohttp
 import davey
 import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
 import bot.client
 from bot.client import DiscordVoiceConnector
@@ -85,7 +86,8 @@ async def test_a_join_whose_voice_server_update_is_lost_asks_again_and_connects(
     async with aiohttp.ClientSession() as session:
         channel, main = await discord_client(gateway, session)
         main.lose_server_updates = 1
-        link = await DiscordVoiceConnector(channel.guild._state._get_client()).connect(GUILD_ID, CHANNEL_ID)
+        with capture_logs() as logs:
+            link = await DiscordVoiceConnector(channel.guild._state._get_client()).connect(GUILD_ID, CHANNEL_ID)
         try:
             connected, voice_connections = link.is_connected(), gateway.connections
         finally:
@@ -95,6 +97,11 @@ async def test_a_join_whose_voice_server_update_is_lost_asks_again_and_connects(
     assert ([CHANNEL_ID, CHANNEL_ID], None) == ([c for c in asked if c is not None], asked[1])  # left, then asked again
     assert (True, 1) == (connected, voice_connections)
     assert [] == gateway.errors
+    # The log tells an operator which answers came, and where discord.py's handshake stood.
+    updates = [(e["update"], e["flow"]) for e in logs if e["event"] == "voice_gateway_update"]
+    assert [("voice_state", "set_guild_voice_state"), ("voice_state", "set_guild_voice_state"),
+            ("voice_server", "got_voice_state_update")] == updates
+    assert [1] == [e["attempt"] for e in logs if e["event"] == "voice_connect_retry"]
 
 
 async def _check_handshake(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway, main: FakeMainGateway) -> None:
