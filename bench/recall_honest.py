@@ -54,7 +54,7 @@ SETS = {
     "corrections": ("corrections/{split}", "corrections-*.jsonl"),
     "corrections_fresh": ("corrections_fresh/{split}", "corrections-fresh-*.jsonl"),
     # bench/eval_corrections_third.py: a third set, written apart from the code and from the
-    # first two; held-out only (nothing in it is for tuning).
+    # first two; its held-out split was never read, its dev split (written later) is tuned on.
     "corrections_third": ("corrections_third/{split}", "corrections-third-*.jsonl"),
 }
 # Questions no session here answers (general knowledge, other topics).
@@ -246,7 +246,7 @@ async def run_split(
             folder, pattern = SETS[name]
             paths = sorted((EVAL / folder.format(split=split)).glob(pattern))
             if not paths:
-                continue  # a set with no sessions in this split (the third set is held-out only)
+                continue  # a set with no sessions in this split: left out, not a crash
             sessions = [await open_session(p, vectors) for p in paths]
             report[name] = await evaluate(sessions, RecallConfig(**overrides), vectors, failures=failures)
             if baseline:

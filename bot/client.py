@@ -189,20 +189,23 @@ async def _join_voice(channel: discord.VoiceChannel | discord.StageChannel) -> R
     handshake times out. A join is two gateway answers to one op 4 (VOICE_STATE_UPDATE and
     VOICE_SERVER_UPDATE); when one never arrives, discord.py waits out its timeout, leaves and
     raises, and a `/join` or a takeover would fail for good. A new op 4 gets new answers."""
-    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+    attempt = 0
+    while True:
+        attempt += 1
+        # A voice client still registered for the guild makes discord.py refuse the join: one left
+        # over from before (a crashed session), or one whose leave after a timed-out try failed.
+        left = channel.guild.voice_client
+        if left is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                    await left.disconnect(force=True)
         try:
             return await channel.connect(cls=ReceivingVoiceClient, self_deaf=False, timeout=CONNECT_TIMEOUT_S)
         except TimeoutError:  # discord.py has left (op 4 with no channel) and dropped its voice client
-            if attempt == CONNECT_ATTEMPTS:
+            if attempt >= CONNECT_ATTEMPTS:
                 raise
             log.warning("voice_connect_retry", guild_id=channel.guild.id, channel_id=channel.id, attempt=attempt,
                         timeout_s=CONNECT_TIMEOUT_S)
-            left = channel.guild.voice_client
-            if left is not None:  # its leave failed: a client still registered would refuse the next join
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
-                        await left.disconnect(force=True)
-    raise AssertionError("unreachable")
 
 
 def _voice_channel(channel: object) -> discord.VoiceChannel | discord.StageChannel | None:
@@ -224,11 +227,6 @@ class DiscordVoiceConnector:
         channel = self._client.get_channel(channel_id)
         if not isinstance(channel, discord.VoiceChannel | discord.StageChannel) or channel.guild.id != guild_id:
             raise LookupError(f"voice channel {channel_id} not found in guild {guild_id}")
-        stale = channel.guild.voice_client
-        if stale is not None:  # a connection left over from before (e.g. a crashed session)
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
-                    await stale.disconnect(force=True)
         voice_client = await _join_voice(channel)
         log.info("voice_connected", guild_id=guild_id, channel_id=channel_id)
         return DiscordVoiceLink(voice_client, channel)

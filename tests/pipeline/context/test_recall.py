@@ -229,7 +229,6 @@ def test_realtime_recall_section_keeps_its_budget_at_turn_boundaries() -> None:
 # -- through the session and both builders --------------------------------------------------------
 
 
-
 async def fill(session: ConversationSession, clock: FakeClock, lines: Sequence[tuple[str, str]]) -> None:
     for seq, (speaker, text) in enumerate(lines, start=session.total_turns):
         clock.set(seq * 5.0)

@@ -90,7 +90,6 @@ def test_nothing_over_the_floor_means_nothing_from_the_wider_tier_either() -> No
     assert [] == search(index, PLAIN)
 
 
-
 NADIA = ["sorry, my mic cut out, what happened?", "whose go is it now?", "no clue what is happening right now",
          "hang on, someone is at my door", "can somebody repeat that for me?", "wait, where are we again?"]
 
