@@ -44,6 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -112,6 +113,15 @@ class RecallConfig:
     # answer changes or turns down something ranks `supersede_reply` higher as its later line.
     reply_reach: int = 4
     supersede_reply: float = 0.3
+    # Echoes: a later line that repeats a phrase of a recalled statement right after "not",
+    # "no longer", "forget", ... ("we've dropped twenty past one, ..."), or asks about it ("is it
+    # still the Crooked Spoon?", then its answer), comes along as its later line whatever its
+    # likeness, the latest `echo_lines` of them; candidates are the later lines holding two
+    # adjacent words of the statement, skipped when the rarer word is in over `echo_candidates`
+    # of them, and at most `echo_checks` candidates are looked at per search (the cost bound).
+    echo_lines: int = 2
+    echo_candidates: int = 24
+    echo_checks: int = 300
     entity_weight: float = 2.0  # query-term weight for names (speakers, capitalised words)
     context_weight: float = 0.35  # query-term weight for words from the recent context turns
     context_turns: int = 2  # recent turns (before the current one) that join the query
@@ -131,6 +141,8 @@ class RecallConfig:
             raise ValueError("fusion weights must not be negative and rrf_k must be positive")
         if self.line_cap_chars < 20:
             raise ValueError("line_cap_chars must be at least 20")
+        if self.echo_lines < 0 or self.echo_candidates < 0 or self.echo_checks < 0:
+            raise ValueError("echo_lines, echo_candidates and echo_checks must not be negative")
         if self.fresh_hits < 0 or self.reply_reach < 1:
             raise ValueError("fresh_hits must not be negative and reply_reach must be at least 1")
         if self.wider_hits < 0 or self.wider_budget_chars < 0 or self.centre_min_rows < 0:
@@ -230,6 +242,13 @@ def terms(text: str) -> list[str]:
     """Index terms of `text`: lowercase words, stop words out, lightly stemmed."""
     flat = text.casefold().replace("’", "'").replace("'", "")
     return [_stem(w) for w in _WORD.findall(flat) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+
+
+@lru_cache(maxsize=16384)
+def word_term(word: str) -> str:
+    """One word's index term ("" for a stop word), cached: the same few words recur."""
+    found = terms(word)
+    return found[0] if found else ""
 
 
 def name_key(name: str) -> str:

@@ -25,13 +25,19 @@ from pipeline.context.recall import (
     name_key,
     terms,
     turn_key,
+    word_term,
 )
 from pipeline.context.recall_columns import KINDS as _KINDS
 from pipeline.context.recall_columns import NOTE_KIND as _NOTE_KIND
 from pipeline.context.recall_scoring import (
+    ECHO,
+    NEGATED_ECHO,
+    Echoes,
     Scored,
     asks,
+    clause_tokens,
     denies,
+    flat_text,
     intern,
     passes,
     says_it_changes,
@@ -267,6 +273,8 @@ class RecallIndex(RecallSpending):
         pool = np.array(sorted({*fused, *window}), dtype=np.intp)
         wider = self._wider(fused, relevant, ranked_hits, config, words)
         later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool, words)
+        for doc, echoes in self._echoes([e.doc for e in (*ranked_hits, *wider)], config).items():
+            later[doc] = list(dict.fromkeys([*echoes, *later.get(doc, ())]))[: max(config.later_lines, len(echoes))]
         hits, lines = self._spend(ranked_hits, later, config, before_seq=before_seq, budget_chars=budget_chars,
                                   wider=wider)
         chars = sum(len(line.text) for line in lines) + max(0, len(lines) - 1)
@@ -375,6 +383,69 @@ class RecallIndex(RecallSpending):
             newer = self._later_statements(doc, likeness.get(doc, {}), config, words[doc])
             if newer:
                 out[doc] = newer
+        return out
+
+    def _echoes(self, stated: list[int], config: RecallConfig) -> dict[int, list[int]]:
+        """Statement doc -> its latest `echo_lines` echoes (`RecallConfig.echo_lines`): later
+        lines that say it no longer holds in its own words, and the answers to later questions
+        that ask about it in its own words; an echo's own echo is followed once ("not ten to
+        nine, half seven" ... "not half seven either, eight"). At most `echo_checks` candidate
+        lines are looked at per search, the best-ranked statements' first."""
+        if not config.echo_lines:
+            return {}
+        tokens: dict[int, list[str]] = {}
+        flats: dict[int, str] = {}
+        budget = [config.echo_checks]
+
+        def flat_of(doc: int) -> str:
+            found = flats.get(doc)
+            if found is None:
+                found = flats[doc] = flat_text(self._texts[doc]).replace("-", " ")
+            return found
+
+        def tokens_of(doc: int) -> list[str]:
+            found = tokens.get(doc)
+            if found is None:
+                found = tokens[doc] = clause_tokens(self._texts[doc])
+            return found
+
+        def echoes(doc: int, known: frozenset[str] = frozenset()) -> list[int]:
+            phrases = Echoes(tokens_of(doc), known)
+            checked: set[int] = set()
+            found: list[int] = []
+            for a, b in phrases.pairs:
+                first, second = word_term(a), word_term(b)
+                if not first or not second:
+                    continue
+                together = f"{a} {b}"
+                for other in self._lexical.rarer_after(first, second, after=doc, limit=config.echo_candidates):
+                    if budget[0] <= 0:
+                        return found
+                    budget[0] -= 1
+                    if other in checked or together not in flat_of(other):
+                        continue  # the two words are not side by side there: no phrase of it
+                    checked.add(other)
+                    if not self._recallable(other) or not self._is_turn(other):
+                        continue
+                    kind = phrases.of(tokens_of(other))
+                    if kind == NEGATED_ECHO:
+                        found.append(other)
+                    elif kind == ECHO and "?" in self._texts[other]:
+                        # "is it still the Crooked Spoon?": the answer that changes it or turns it down
+                        reply = self._answer(other, config.reply_reach, 1 << 62)  # may be in the window
+                        if reply is not None and (self._changes[reply] or denies(self._texts[reply])):
+                            found.append(reply)
+            return found
+
+        out: dict[int, list[int]] = {}
+        for doc in dict.fromkeys(stated):
+            if not self._is_turn(doc) or asks(self._texts[doc]):
+                continue
+            first = echoes(doc)
+            said = frozenset(tokens_of(doc))  # an echo's echo must repeat what the echo added
+            found = {*first, *(e for f in first for e in echoes(f, said))}
+            if found:
+                out[doc] = sorted(found, key=lambda d: self._seq[d])[-config.echo_lines :][::-1]
         return out
 
     def _likeness(

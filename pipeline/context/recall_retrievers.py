@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -153,6 +154,18 @@ class LexicalIndex:
             if len(out) >= config.candidates:
                 break
         return out
+
+    def rarer_after(self, first: str, second: str, *, after: int, limit: int) -> Iterable[int]:
+        """The docs after `after` holding the rarer of two terms (postings are in doc order,
+        so a bisection finds where "after" starts), at most `limit` of them, else none: two
+        common words say nothing. A doc holding it twice comes twice."""
+        a, b = self._postings.get(first), self._postings.get(second)
+        if a is None or b is None:
+            return ()
+        start_a, start_b = bisect_right(a, after), bisect_right(b, after)
+        if len(a) - start_a > len(b) - start_b:
+            a, start_a = b, start_b
+        return a[start_a:] if len(a) - start_a <= limit else ()
 
     def matches(
         self, words: Iterable[str], *, after: int, max_df: int, only: Collection[int] | None = None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.context.recall import RecallConfig, Vector
+from pipeline.context.recall import STOP_WORDS, RecallConfig, Vector
 from pipeline.models import Turn
 from pipeline.transcript.formatting import cap_text, mmss, one_line, render_turn_line
 
@@ -107,6 +107,85 @@ def denies(text: str) -> bool:
 def settles(text: str) -> bool:
     """True for a reply that settles what was asked ("okay, boxercise then")."""
     return _SETTLES.search(text) is not None
+
+
+_CLAUSES = re.compile(r"[,.;:!?()\"\u2014\u2013]+|\s-+\s")
+_TOKEN = re.compile(r"[0-9a-z]+")
+BREAK = "|"  # a clause boundary among `clause_tokens`
+# Words that, just before the words of an earlier statement, say that statement no longer
+# holds: "not ...", "no longer ...", "we've dropped ...", "forget ...", "don't go by ...".
+_NEGATORS = frozenset([
+    "not", "no", "longer", "dropped", "drop", "forget", "scrap", "scrapped", "ditch", "ditched", "instead",
+    "cancel", "cancelled", "canceled", "isnt", "arent", "wasnt", "werent", "dont", "doesnt", "wont", "aint",
+])
+ECHO = 1  # a later line repeats a phrase of the statement
+NEGATED_ECHO = 2  # ... right after a word that says it no longer holds
+
+
+def flat_text(text: str) -> str:
+    """`text` casefolded, apostrophes dropped ("Hannah's" -> "hannahs"): what `clause_tokens`
+    reads, and where two of its words side by side appear as "a b" (outside a clause break)."""
+    return text.casefold().replace("\u2019", "").replace("'", "")
+
+
+def clause_tokens(text: str) -> list[str]:
+    """Lowercase words (`flat_text`), and `BREAK` after each clause (punctuation ends a
+    phrase: "Larkspur Road, number nine" holds the phrase "larkspur road")."""
+    out: list[str] = []
+    for clause in _CLAUSES.split(flat_text(text)):
+        out += _TOKEN.findall(clause)
+        out.append(BREAK)
+    return out
+
+
+def _content(word: str) -> bool:
+    return word != BREAK and word not in STOP_WORDS
+
+
+class Echoes:
+    """How later lines repeat a phrase of an earlier statement (`clause_tokens`); `of(line)`:
+    `NEGATED_ECHO` when two or more content words of it come right after a negating word
+    ("I'm not bringing a folding gazebo", "we've dropped twenty past one", "forget reformer
+    pilates"), `ECHO` when they come otherwise ("is it still the Crooked Spoon?"), 0 when it
+    shares no such phrase. A shared run counts only where it does not diverge: "twenty past
+    seven" does not repeat "twenty past one"; nor when all its words are `known` (an echo's
+    echo must repeat what the echo added). Phrase overlap is the classic near-duplicate
+    signal (shingling); here it links a correction that restates the old value."""
+
+    __slots__ = ("_known", "_starts", "_stated")
+
+    def __init__(self, stated: list[str], known: frozenset[str] = frozenset()) -> None:
+        self._stated = stated
+        self._known = known
+        self._starts: dict[tuple[str, str], list[int]] = {}
+        for i, pair in enumerate(zip(stated, stated[1:], strict=False)):
+            if _content(pair[0]) and _content(pair[1]):
+                self._starts.setdefault(pair, []).append(i)
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """Adjacent pairs of content words: where a phrase two lines share must start."""
+        return list(self._starts)
+
+    def of(self, line: list[str]) -> int:
+        stated, starts, known = self._stated, self._starts, self._known
+        found = 0
+        for j, pair in enumerate(zip(line, line[1:], strict=False)):
+            for i in starts.get(pair, ()):
+                if i > 0 and j > 0 and _content(stated[i - 1]) and _content(line[j - 1]):
+                    continue  # not where the shared run starts
+                k = 2
+                while i + k < len(stated) and j + k < len(line) and stated[i + k] == line[j + k] \
+                        and _content(line[j + k]):
+                    k += 1
+                if i + k < len(stated) and j + k < len(line) and _content(stated[i + k]) and _content(line[j + k]):
+                    continue  # the two go on differently: another value
+                if known and all(w in known for w in stated[i : i + k]):
+                    continue
+                if any(w in _NEGATORS for w in line[max(0, j - 4) : j]):
+                    return NEGATED_ECHO
+                found = ECHO
+        return found
 
 
 def offsets(neighbours: int) -> list[int]:

@@ -116,7 +116,12 @@ class RecallSpending(RecallColumns):
                     rank += 1
         left = [config.wider_budget_chars]  # the wider tier spends its own small cap
         for entry in wider:
-            if entry.doc not in chosen and take(entry.doc, entry, rank, left):
+            if entry.doc in chosen:
+                continue
+            for newer in later.get(entry.doc, []):  # its echoes (`RecallIndex._echoes`), on the tier's cap
+                if self._seq[newer] < before_seq and newer not in chosen and take(newer, None, rank, left):
+                    rank += 1
+            if take(entry.doc, entry, rank, left):
                 rank += 1
         for entry in ranked:  # then neighbours of the hits that made it, with what is left
             if entry.doc not in chosen or not self._is_turn(entry.doc):
