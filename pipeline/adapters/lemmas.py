@@ -12,14 +12,12 @@ event loop in the middle of a session.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import simplemma
 
 
-@lru_cache(maxsize=8192)
 def lemma(word: str) -> str:
-    """The English lemma of one lowercase word (the word itself when the dictionary lacks it)."""
+    """The English lemma of one lowercase word (the word itself when the dictionary lacks it).
+    Not cached here: its one caller, recall's `_stem`, caches the whole term."""
     return str(simplemma.lemmatize(word, lang="en")).casefold()
 
 

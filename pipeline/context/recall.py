@@ -121,7 +121,7 @@ class RecallConfig:
     # of them, and at most `echo_checks` candidates are looked at per search (the cost bound).
     echo_lines: int = 2
     echo_candidates: int = 24
-    echo_checks: int = 300
+    echo_checks: int = 120
     entity_weight: float = 2.0  # query-term weight for names (speakers, capitalised words)
     context_weight: float = 0.35  # query-term weight for words from the recent context turns
     context_turns: int = 2  # recent turns (before the current one) that join the query
@@ -221,9 +221,12 @@ _STOP_TEXT = """a about above after again against all am an and any are aren as 
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
+@lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
     """The word's dictionary lemma ("bought" -> "buy"), then a deliberately light suffix
-    stripper: the same on both sides is all BM25 needs."""
+    stripper: the same on both sides is all BM25 needs. Cached (a chat reuses a few thousand
+    words; a search reads the terms of every candidate line, tens of thousands of words at
+    20k turns of real chat)."""
     word = lemma(word)
     if len(word) > 5 and word.endswith("ing"):
         return word[:-3]
@@ -244,7 +247,7 @@ def terms(text: str) -> list[str]:
     return [_stem(w) for w in _WORD.findall(flat) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def word_term(word: str) -> str:
     """One word's index term ("" for a stop word), cached: the same few words recur."""
     found = terms(word)

@@ -495,8 +495,16 @@ class RecallIndex(RecallSpending):
         statement (a later question on it brings its answer instead), not a near-repeat of it,
         and not one person's own fact next to another's (`self_claims`: "I grew up in Cusco"
         does not supersede Omar's "I grew up in Valparaiso")."""
-        found: list[tuple[tuple[float, int], int]] = []
-        for candidate, likeness_score in likeness.items():
+        found: dict[int, tuple[float, int]] = {}  # later line -> its best (score, seq)
+        claims = self_claims(self._texts[doc])
+        # Best first, and no further than needed: a candidate can gain `supersede_reply` at
+        # most, so once `later_lines` are found, one that cannot reach them ends the search
+        # (at 20k turns of real chat a hit has dozens of candidates; each costs a tokenisation).
+        for candidate, likeness_score in sorted(likeness.items(), key=lambda item: (-item[1], item[0])):
+            if len(found) >= config.later_lines:
+                kth = sorted(found.values(), reverse=True)[config.later_lines - 1]
+                if likeness_score + max(0.0, config.supersede_reply) < kth[0]:
+                    break
             index, score = candidate, likeness_score
             if not self._recallable(index) or not self._is_turn(index) or index <= doc:
                 continue
@@ -513,10 +521,9 @@ class RecallIndex(RecallSpending):
             theirs = frozenset(terms(self._texts[index]))
             if mine and len(mine & theirs) >= config.dedupe_jaccard * len(mine | theirs):
                 continue  # the same words again: nothing new
-            if self._who[index] != self._who[doc] and self_claims(self._texts[doc]) & self_claims(self._texts[index]):
+            if self._who[index] != self._who[doc] and claims & self_claims(self._texts[index]):
                 continue
-            found.append(((score, self._seq[index]), index))
+            found[index] = max(found.get(index, (score, self._seq[index])), (score, self._seq[index]))
         # More than one: the likeness of two different changes to one fact is close, and
         # showing a wrong "later" line costs a line, missing the right one costs the answer.
-        return list(dict.fromkeys(index for _, index in sorted(found, reverse=True)))[: config.later_lines]
-
+        return sorted(found, key=lambda index: found[index], reverse=True)[: config.later_lines]
