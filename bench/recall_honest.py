@@ -68,7 +68,8 @@ UNANSWERABLE = (
 )
 # The volume config recall had before (no floor, no freshness, neighbours, 40 hits): a baseline.
 VOLUME = {"floor_dense": -1.0, "floor_lexical": 0.0, "fresh_hits": 0, "max_hits": 40, "neighbours": 1,
-          "name_only_factor": 1.0, "centre_min_rows": 0, "wider_hits": 0, "min_dense_similarity": 0.25}
+          "name_only_factor": 1.0, "centre_min_rows": 0, "wider_hits": 0, "min_dense_similarity": 0.25,
+          "echo_lines": 0}
 PROJECT = True
 _TIME = re.compile(r"\[\d{1,2}:\d{2}(?::\d{2})?\]")
 

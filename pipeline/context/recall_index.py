@@ -431,16 +431,19 @@ class RecallIndex(RecallSpending):
                     if kind == NEGATED_ECHO:
                         found.append(other)
                     elif kind == ECHO and "?" in self._texts[other]:
-                        # "is it still the Crooked Spoon?": the answer that changes it or turns it down
+                        # "is it still the Crooked Spoon?" / "no, we moved it to the rooftop bar":
+                        # the answer that turns it down, or says it changed when asked "still"
+                        # ("did you try the escape room yet?" / "my cousin just moved" is chatter)
                         reply = self._answer(other, config.reply_reach, 1 << 62)  # may be in the window
-                        if reply is not None and (self._changes[reply] or denies(self._texts[reply])):
+                        if reply is not None and (denies(self._texts[reply]) or (
+                                self._changes[reply] and "still" in tokens_of(other))):
                             found.append(reply)
             return found
 
         out: dict[int, list[int]] = {}
         for doc in dict.fromkeys(stated):
-            if not self._is_turn(doc) or asks(self._texts[doc]):
-                continue
+            if not self._is_turn(doc) or "?" in self._texts[doc]:
+                continue  # a line that asks states little a later line could take back
             first = echoes(doc)
             said = frozenset(tokens_of(doc))  # an echo's echo must repeat what the echo added
             found = {*first, *(e for f in first for e in echoes(f, said))}
@@ -501,7 +504,7 @@ class RecallIndex(RecallSpending):
         # most, so once `later_lines` are found, one that cannot reach them ends the search
         # (at 20k turns of real chat a hit has dozens of candidates; each costs a tokenisation).
         for candidate, likeness_score in sorted(likeness.items(), key=lambda item: (-item[1], item[0])):
-            if len(found) >= config.later_lines:
+            if config.later_lines and len(found) >= config.later_lines:
                 kth = sorted(found.values(), reverse=True)[config.later_lines - 1]
                 if likeness_score + max(0.0, config.supersede_reply) < kth[0]:
                     break

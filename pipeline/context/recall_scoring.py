@@ -118,6 +118,8 @@ _NEGATORS = frozenset([
     "not", "no", "longer", "dropped", "drop", "forget", "scrap", "scrapped", "ditch", "ditched", "instead",
     "cancel", "cancelled", "canceled", "isnt", "arent", "wasnt", "werent", "dont", "doesnt", "wont", "aint",
 ])
+_NOT_TAKEN_BACK = frozenset(["stop", "know", "think", "care", "mind", "want", "like", "remember", "understand",
+                             "see", "believe", "wonder", "miss"])
 ECHO = 1  # a later line repeats a phrase of the statement
 NEGATED_ECHO = 2  # ... right after a word that says it no longer holds
 
@@ -142,14 +144,33 @@ def _content(word: str) -> bool:
     return word != BREAK and word not in STOP_WORDS
 
 
+def _negated(tokens: list[str], start: int) -> bool:
+    """A negating word right before `tokens[start]`, with at most one content word between
+    ("not a folding gazebo", "not bringing a folding gazebo", "don't go by a murder mystery
+    night"), and that one not a verb of opinion or talk ("won't stop talking about chess
+    openings", "I don't know about the new patch" take nothing back)."""
+    between = 0
+    for word in reversed(tokens[max(0, start - 4) : start]):
+        if word in _NEGATORS:
+            return True
+        if word == BREAK or word in _NOT_TAKEN_BACK:
+            return False
+        if _content(word):
+            between += 1
+            if between > 1:
+                return False
+    return False
+
+
 class Echoes:
     """How later lines repeat a phrase of an earlier statement (`clause_tokens`); `of(line)`:
     `NEGATED_ECHO` when two or more content words of it come right after a negating word
-    ("I'm not bringing a folding gazebo", "we've dropped twenty past one", "forget reformer
-    pilates"), `ECHO` when they come otherwise ("is it still the Crooked Spoon?"), 0 when it
-    shares no such phrase. A shared run counts only where it does not diverge: "twenty past
-    seven" does not repeat "twenty past one"; nor when all its words are `known` (an echo's
-    echo must repeat what the echo added). Phrase overlap is the classic near-duplicate
+    (`_negated`: "I'm not bringing a folding gazebo", "we've dropped twenty past one", "forget
+    reformer pilates") that the statement does not have there too, `ECHO` when they come
+    otherwise ("is it still the Crooked Spoon?"), 0 when it shares no such phrase. A shared
+    run counts only where it does not diverge: "twenty past seven" does not repeat "twenty
+    past one"; nor when all its words are `known` (an echo's echo must repeat what the echo
+    added). Phrase overlap is the classic near-duplicate
     signal (shingling); here it links a correction that restates the old value."""
 
     __slots__ = ("_known", "_starts", "_stated")
@@ -182,8 +203,8 @@ class Echoes:
                     continue  # the two go on differently: another value
                 if known and all(w in known for w in stated[i : i + k]):
                     continue
-                if any(w in _NEGATORS for w in line[max(0, j - 4) : j]):
-                    return NEGATED_ECHO
+                if _negated(line, j) and not _negated(stated, i):
+                    return NEGATED_ECHO  # (the statement's own "no idea ..." repeated is no negation of it)
                 found = ECHO
         return found
 

@@ -116,3 +116,28 @@ def test_rarer_after_gives_the_rarer_words_later_docs_within_the_limit() -> None
     assert list(lexical.rarer_after("hammer", "velvet", after=2, limit=5)) == [4]
     assert list(lexical.rarer_after("velvet", "hammer", after=0, limit=1)) == []  # too common to say anything
     assert list(lexical.rarer_after("velvet", "kettle", after=0, limit=5)) == []
+
+
+@pytest.mark.parametrize(("stated", "line"), [
+    # The statement's own negation repeated takes nothing back.
+    ("I have no idea what's going on.", "I have no idea what's going on."),
+    # A negated verb of opinion or talk before the phrase takes nothing back either.
+    ("I saw a video about pottery class yesterday.", "My brother won't stop talking about pottery class."),
+    ("we're doing a murder mystery night", "I don't know about murder mystery night stuff"),
+])
+def test_a_repeat_that_takes_nothing_back_is_a_plain_echo(stated: str, line: str) -> None:
+    assert echo(stated, line) == ECHO
+
+
+def test_a_question_in_its_words_counts_only_with_an_answer_that_takes_it_back(embedder: MiniLMEmbedder) -> None:
+    """"did you try the escape room yet?" / "my cousin Leo just moved to Denver" is chatter
+    (a change word, but no "still" asked and nothing turned down); "is the escape room still on
+    for Friday?" / "nope, we switched to bowling" takes the statement back."""
+    index = planted(embedder, {
+        12: ("Maya", "the escape room thing was a disaster last week"),
+        80: ("Bob", "did you try the escape room yet?"),
+        81: ("Alice", "my cousin Leo just moved to Denver"),
+        100: ("Bob", "is the escape room still on for Friday?"),
+        101: ("Maya", "nope, we switched to bowling"),
+    })
+    assert index._echoes([12], RecallConfig()) == {12: [101]}  # docs are seqs here: turns only, in order
