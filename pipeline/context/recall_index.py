@@ -53,6 +53,7 @@ from pipeline.transcript.formatting import (
 )
 
 _Docs = npt.NDArray[np.intp]
+LATER_CANDIDATES = 48  # a hit's best later-line candidates read by `_later_statements`
 # One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
 _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
 
@@ -485,10 +486,19 @@ class RecallIndex(RecallSpending):
         over = (score >= config.supersede_bar) & said & (docs[:, None] > hit_docs[None, :])
         asked = (self._vectors.similarities(docs, q, self._vectors.centre(config.centre_min_rows))
                  if q is not None else np.zeros(len(docs), dtype=np.float32))
+        ranked = np.where(over, score + config.supersede_asked * asked[:, None], -np.inf)
         out: dict[int, dict[int, float]] = {}
-        for row, column in zip(*np.nonzero(over), strict=True):
-            doc = int(hit_docs[column])
-            out.setdefault(doc, {})[int(docs[row])] = float(score[row, column] + config.supersede_asked * asked[row])
+        # Each hit's best `LATER_CANDIDATES` only: `_later_statements` reads them best first and
+        # keeps two (a long session's hit has hundreds over the bar; reading them all was most
+        # of a search's time on real chat).
+        for column in range(len(hit_docs)):
+            values = ranked[:, column]
+            count = int(np.count_nonzero(over[:, column]))
+            if not count:
+                continue
+            k = min(count, LATER_CANDIDATES)
+            rows = np.argpartition(-values, k - 1)[:k] if k < len(values) else np.arange(len(values))
+            out[int(hit_docs[column])] = {int(docs[r]): float(values[r]) for r in rows.tolist() if over[r, column]}
         return out
 
     def _later_statements(
