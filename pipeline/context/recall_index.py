@@ -497,8 +497,8 @@ class RecallIndex(RecallSpending):
             if not count:
                 continue
             k = min(count, LATER_CANDIDATES)
-            rows = np.argpartition(-values, k - 1)[:k] if k < len(values) else np.arange(len(values))
-            out[int(hit_docs[column])] = {int(docs[r]): float(values[r]) for r in rows.tolist() if over[r, column]}
+            best = np.argpartition(-values, k - 1)[:k] if k < len(values) else np.arange(len(values))
+            out[int(hit_docs[column])] = {int(docs[r]): float(values[r]) for r in best.tolist() if over[r, column]}
         return out
 
     def _later_statements(
