@@ -97,7 +97,7 @@ class ReceivingVoiceClient(discord.VoiceClient):
         log.info("voice_gateway_update", guild_id=self.guild.id, update=update, flow=self._connection.state.name)
 
     def create_connection_state(self) -> VoiceConnectionState:
-        state = VoiceConnectionState(self, hook=self._on_voice_ws_message)
+        state = SteadyVoiceConnectionState(self, hook=self._on_voice_ws_message)
         _harden_socket_reader(state)
         return state
 
@@ -120,6 +120,39 @@ class ReceivingVoiceClient(discord.VoiceClient):
             apply_voice_ws_message(self.ssrc_map, msg)
         except Exception:
             log.exception("voice_receive_ws_message_failed", op=msg.get("op"))
+
+
+STATE_POLL_S: Final = 0.1  # how late a voice handshake step can be noticed at worst (see below)
+
+
+async def wait_for_flow(
+    holder: Any, states: tuple[Any, ...], *, timeout: float | None, poll_s: float = STATE_POLL_S  # noqa: ASYNC109
+) -> None:
+    """Until `holder.state` is one of `states`, or `TimeoutError` after `timeout` s.
+
+    discord.py's `VoiceConnectionState._wait_for_state` checks the state, then waits on an
+    `asyncio.Event` that the state setter sets and at once clears, through a task that has not
+    started yet. Discord's two answers to a join, VOICE_STATE_UPDATE and VOICE_SERVER_UPDATE,
+    are each handled in a task of their own (`discord.state.ConnectionState.parse_voice_*`):
+    when the second lands after the first woke the waiter but before its next wait has started,
+    that change is never seen, and the join waits out its whole timeout ("Timed out connecting
+    to voice" with both answers received; seen in this project's CI on a loaded machine). Here
+    the wait also looks again every `poll_s`: a missed change costs at most that."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    while holder.state not in states:
+        wait = poll_s if deadline is None else min(poll_s, deadline - loop.time())
+        if wait <= 0:
+            raise TimeoutError
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(holder._state_event.wait(), wait)
+
+
+class SteadyVoiceConnectionState(VoiceConnectionState):
+    """discord.py's voice connection state whose waits cannot miss a state change (`wait_for_flow`)."""
+
+    async def _wait_for_state(self, state: Any, *other_states: Any, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        await wait_for_flow(self, (state, *other_states), timeout=timeout)
 
 
 def _harden_socket_reader(state: VoiceConnectionState, *, clock: Callable[[], float] = time.monotonic) -> None:

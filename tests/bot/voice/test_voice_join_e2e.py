@@ -24,7 +24,7 @@ import bot.client
 from bot.client import DiscordVoiceConnector
 from bot.playback import Playback
 from bot.voice.opus import FRAME_BYTES, SAMPLE_RATE
-from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
+from bot.voice.receive import ReceivingVoiceClient, SteadyVoiceConnectionState, VoiceReceiver
 from bot.voice.rtp import DropReason, FrameSource, VoiceFrame
 from tests.support.fake_voice_gateway import (
     BOT_SSRC,
@@ -113,6 +113,7 @@ async def _check_handshake(vc: ReceivingVoiceClient, gateway: FakeVoiceGateway, 
     identify = gateway.from_bot[0]["d"]
     assert davey.DAVE_PROTOCOL_VERSION == identify["max_dave_protocol_version"] >= 1
     conn = vc._connection
+    assert isinstance(conn, SteadyVoiceConnectionState)  # its waits cannot miss a handshake step
     # Everything the receive path reads came from the handshake, not from the test.
     assert (TRANSPORT_MODE, gateway.media.secret_key, BOT_SSRC) == (conn.mode, bytes(conn.secret_key), conn.ssrc)
     assert (conn.ip, conn.port) == gateway.bot_addr  # IP discovery answered by the UDP server
