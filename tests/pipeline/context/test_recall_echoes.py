@@ -61,6 +61,11 @@ def recall(index: RecallIndex, model: MiniLMEmbedder, text: str, config: RecallC
                         query_vector=model.embed_blocking([query.dense_text])[0])
 
 
+def with_and_without_echoes(index: RecallIndex, model: MiniLMEmbedder, asked: str) -> tuple[RecallResult, RecallResult]:
+    config = RecallConfig()
+    return recall(index, model, asked, config), recall(index, model, asked, dataclasses.replace(config, echo_lines=0))
+
+
 def test_a_correction_in_the_statements_own_words_comes_along(embedder: MiniLMEmbedder) -> None:
     """The correction shares the old time and the day with the statement but says little else
     like it: by likeness it is only found as the later line of the restatement. As an echo, it
@@ -70,13 +75,10 @@ def test_a_correction_in_the_statements_own_words_comes_along(embedder: MiniLMEm
         40: ("Bob", "Thursday, twenty past one, someone has to be in for the boiler."),
         100: ("Alice", "We've dropped twenty past one, Thursday's repair visit is quarter to two."),
     })
-    config = RecallConfig()
-    asked = "what time is the heating getting fixed on Thursday?"
-    result = recall(index, embedder, asked, config)
+    result, without = with_and_without_echoes(index, embedder, "what time is the heating getting fixed on Thursday?")
     statement = line_with(result, "he said he'd be at the flat")
     assert "(earlier; may be superseded by the later line [08:20])" in statement, statement  # seq 100 at 5 s
     assert "later than" in line_with(result, "quarter to two")
-    without = recall(index, embedder, asked, dataclasses.replace(config, echo_lines=0))
     assert "superseded" not in line_with(without, "he said he'd be at the flat")
 
 
@@ -92,13 +94,10 @@ def test_a_question_in_its_words_brings_the_answer_that_changes_it(embedder: Min
         90: ("Bob", "is it still velvet hammer to get in?"),
         91: ("Maya", "no, I reset it to copper kettle"),
     })
-    config = RecallConfig()
-    asked = "what's the password for the private lobby?"
-    result = recall(index, embedder, asked, config)
+    result, without = with_and_without_echoes(index, embedder, "what's the password for the private lobby?")
     statement = line_with(result, "is velvet hammer")
     assert "may be superseded by the later lines [04:15], [07:35]" in statement, statement  # seq 91 at 5 s
     assert "(later than [01:00]" in line_with(result, "copper kettle")
-    without = recall(index, embedder, asked, dataclasses.replace(config, echo_lines=0))
     assert not any("copper kettle" in line.text for line in without.lines)
 
 
