@@ -55,7 +55,9 @@ from bot.voice.rtp import (
     apply_voice_ws_message,
 )
 
-__all__ = ["ReceivingVoiceClient", "SteadyVoiceConnectionState", "VoiceConnectionLike", "VoiceReceiver", "wait_for_flow"]
+__all__ = [
+    "ReceivingVoiceClient", "SteadyVoiceConnectionState", "VoiceConnectionLike", "VoiceReceiver", "wait_for_flow",
+]
 
 log = structlog.get_logger("longcall.voice_receive")
 
