@@ -188,7 +188,8 @@ async def _join_voice(channel: discord.VoiceChannel | discord.StageChannel) -> R
     """Join `channel` undeafened through the receive-aware client, asking once more when the
     handshake times out. A join is two gateway answers to one op 4 (VOICE_STATE_UPDATE and
     VOICE_SERVER_UPDATE); when one never arrives, discord.py waits out its timeout, leaves and
-    raises, and a `/join` or a takeover would fail for good. A new op 4 gets new answers."""
+    raises, and a `/join` or a takeover would fail for good. A new op 4 gets new answers. (Two
+    answers that do arrive are never missed: `bot.voice.receive.SteadyVoiceConnectionState`.)"""
     attempt = 0
     while True:
         attempt += 1

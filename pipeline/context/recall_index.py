@@ -2,11 +2,10 @@
 
 What recall is for, how queries are built and why it scores as it does: `pipeline.context.recall`
 and docs/recall.md. Here: the index itself (`RecallIndex`) over its two retrievers
-(`recall_retrievers`), the relevance floor, freshness (a later line on the same thing comes
-along, marked), and the spending of a char budget, which is a ceiling: nothing relevant,
-nothing recalled.
-
-Storage is columnar (`recall_columns`); spending the budget is `recall_spending`'s.
+(`recall_retrievers`), the relevance floor and the wider tier. Freshness (a later line on the
+same thing comes along, marked) is `recall_freshness`'s; spending the char budget, which is a
+ceiling (nothing relevant, nothing recalled), is `recall_spending`'s; storage is columnar
+(`recall_columns`).
 """
 
 from __future__ import annotations
@@ -25,26 +24,17 @@ from pipeline.context.recall import (
     name_key,
     terms,
     turn_key,
-    word_term,
 )
 from pipeline.context.recall_columns import KINDS as _KINDS
 from pipeline.context.recall_columns import NOTE_KIND as _NOTE_KIND
+from pipeline.context.recall_freshness import RecallFreshness
 from pipeline.context.recall_scoring import (
-    ECHO,
-    NEGATED_ECHO,
-    Echoes,
     Scored,
-    asks,
-    clause_tokens,
-    denies,
-    flat_text,
     intern,
     passes,
     says_it_changes,
-    self_claims,
     unit,
 )
-from pipeline.context.recall_spending import RecallSpending
 from pipeline.models import Note, Turn, TurnKind
 from pipeline.transcript.formatting import (
     CHAT_DELETE_SOURCE,
@@ -52,13 +42,11 @@ from pipeline.transcript.formatting import (
     one_line,
 )
 
-_Docs = npt.NDArray[np.intp]
-LATER_CANDIDATES = 48  # a hit's best later-line candidates read by `_later_statements`
 # One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
 _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
 
 
-class RecallIndex(RecallSpending):
+class RecallIndex(RecallFreshness):
     """Incremental BM25 + dense vectors over one session's turns and notes.
 
     `add_turn` / `add_note` cost a tokenisation and a few appends (no model work);
@@ -341,202 +329,3 @@ class RecallIndex(RecallSpending):
             chosen.append(entry)
             seen.append(mine)
         return chosen
-
-    # -- freshness ------------------------------------------------------------------------
-
-    def _freshness(
-        self, hits: list[Scored], config: RecallConfig, q: Vector | None, changers: list[int], pool: _Docs,
-        words: dict[int, frozenset[str]],
-    ) -> dict[int, list[int]]:
-        """Hit doc -> the later lines on the same thing, best first (they may be in the window).
-
-        Candidates are the lines the question brought up (`pool`: both retrievers' candidates
-        and the window), the relevant lines that say they change something (`changers`) and
-        every later line sharing one of the hit's rare words. A candidate is on the same thing
-        when its likeness to the hit, with both lines' speaker taken out
-        (`VectorTable.group_centred`), plus `supersede_shared` per shared rare word (two at
-        most) and `supersede_cue` if it says it changes something, reaches `supersede_bar`
-        (calibrated on the dev splits' corrections). One product covers every hit."""
-        names = {t for _, _, key in self._people for t in key.split()}
-        n = len(self)
-        stated: list[tuple[int, frozenset[str], dict[int, int]]] = []
-        for entry in hits:
-            doc = entry.doc
-            if not self._is_turn(doc) or asks(self._texts[doc]):
-                continue  # a question states nothing a later line could change
-            known = words.get(doc)
-            if known is None:
-                known = words[doc] = frozenset(terms(self._texts[doc]))
-            mine = known - names
-            if mine:
-                stated.append((doc, mine, self._lexical.matches(mine, after=doc, max_df=max(20, n // 500))))
-        if not stated:
-            return {}
-        with_vector = [item for item in stated if self._vectors.has(item[0])]
-        likeness: dict[int, dict[int, float]] = {
-            doc: {index: count / len(mine) for index, count in rare.items() if count >= 2 and count * 2 >= len(mine)}
-            for doc, mine, rare in stated if not self._vectors.has(doc)
-        }  # no vector yet: two or more rare shared words decide
-        if with_vector:
-            likeness.update(self._likeness(with_vector, config, q, changers, pool))
-        out: dict[int, list[int]] = {}
-        for doc, _, _ in stated:
-            newer = self._later_statements(doc, likeness.get(doc, {}), config, words[doc])
-            if newer:
-                out[doc] = newer
-        return out
-
-    def _echoes(self, stated: list[int], config: RecallConfig) -> dict[int, list[int]]:
-        """Statement doc -> its latest `echo_lines` echoes (`RecallConfig.echo_lines`): later
-        lines that say it no longer holds in its own words, and the answers to later questions
-        that ask about it in its own words; an echo's own echo is followed once ("not ten to
-        nine, half seven" ... "not half seven either, eight"). At most `echo_checks` candidate
-        lines are looked at per search, the best-ranked statements' first."""
-        if not config.echo_lines:
-            return {}
-        tokens: dict[int, list[str]] = {}
-        flats: dict[int, str] = {}
-        budget = [config.echo_checks]
-
-        def flat_of(doc: int) -> str:
-            found = flats.get(doc)
-            if found is None:
-                found = flats[doc] = flat_text(self._texts[doc]).replace("-", " ")
-            return found
-
-        def tokens_of(doc: int) -> list[str]:
-            found = tokens.get(doc)
-            if found is None:
-                found = tokens[doc] = clause_tokens(self._texts[doc])
-            return found
-
-        def echoes(doc: int, known: frozenset[str] = frozenset()) -> list[int]:
-            phrases = Echoes(tokens_of(doc), known)
-            checked: set[int] = set()
-            found: list[int] = []
-            for a, b in phrases.pairs:
-                first, second = word_term(a), word_term(b)
-                if not first or not second:
-                    continue
-                together = f"{a} {b}"
-                for other in self._lexical.rarer_after(first, second, after=doc, limit=config.echo_candidates):
-                    if budget[0] <= 0:
-                        return found
-                    budget[0] -= 1
-                    if other in checked or together not in flat_of(other):
-                        continue  # the two words are not side by side there: no phrase of it
-                    checked.add(other)
-                    if not self._recallable(other) or not self._is_turn(other):
-                        continue
-                    kind = phrases.of(tokens_of(other))
-                    if kind == NEGATED_ECHO:
-                        found.append(other)
-                    elif kind == ECHO and "?" in self._texts[other]:
-                        # "is it still the Crooked Spoon?" / "no, we moved it to the rooftop bar":
-                        # the answer that turns it down, or says it changed when asked "still"
-                        # ("did you try the escape room yet?" / "my cousin just moved" is chatter)
-                        reply = self._answer(other, config.reply_reach, 1 << 62)  # may be in the window
-                        if reply is not None and (denies(self._texts[reply]) or (
-                                self._changes[reply] and "still" in tokens_of(other))):
-                            found.append(reply)
-            return found
-
-        out: dict[int, list[int]] = {}
-        for doc in dict.fromkeys(stated):
-            if not self._is_turn(doc) or "?" in self._texts[doc]:
-                continue  # a line that asks states little a later line could take back
-            first = echoes(doc)
-            said = frozenset(tokens_of(doc))  # an echo's echo must repeat what the echo added
-            found = {*first, *(e for f in first for e in echoes(f, said))}
-            if found:
-                out[doc] = sorted(found, key=lambda d: self._seq[d])[-config.echo_lines :][::-1]
-        return out
-
-    def _likeness(
-        self, stated: list[tuple[int, frozenset[str], dict[int, int]]], config: RecallConfig, q: Vector | None,
-        changers: list[int], pool: _Docs,
-    ) -> dict[int, dict[int, float]]:
-        """Hit doc -> {later candidate: rank score} for the candidates over the bar (see `_freshness`)."""
-        first = min(doc for doc, _, _ in stated)
-        cues = np.frombuffer(self._changes, dtype=np.uint8)
-        later = pool[pool > first]
-        # Candidates: every later line sharing a rare word with a hit, and the pool's changes.
-        columns = [np.full(len(rare), column, dtype=np.intp) for column, (_, _, rare) in enumerate(stated)]
-        shared_docs = np.fromiter((d for _, _, rare in stated for d in rare), dtype=np.intp)
-        shared_counts = np.fromiter((c for _, _, rare in stated for c in rare.values()), dtype=np.float32)
-        changed = np.array([c for c in changers if c > first], dtype=np.intp)
-        docs = np.unique(np.concatenate([shared_docs, later[cues[later] > 0], changed]))
-        docs = docs[self._vectors.have(docs) & (np.frombuffer(self._kinds, dtype=np.uint8)[docs] != _NOTE_KIND)]
-        if not docs.size:
-            return {}
-        hit_docs = np.array([doc for doc, _, _ in stated], dtype=np.intp)
-        rows = config.supersede_speaker_rows
-        close = self._vectors.group_centred(docs, rows) @ self._vectors.group_centred(hit_docs, rows).T
-        shared = np.zeros_like(close)
-        if shared_docs.size:
-            at = np.searchsorted(docs, shared_docs).clip(0, len(docs) - 1)
-            kept = docs[at] == shared_docs  # (a line without a vector was dropped above)
-            shared[at[kept], np.concatenate(columns)[kept]] = np.minimum(shared_counts[kept], 2)
-        cue = cues[docs].astype(np.float32)
-        score = close + config.supersede_shared * shared + config.supersede_cue * cue[:, None]
-        # Likeness alone is not enough: two filler lines on one topic ("I'm starving" / "I'm
-        # eating crisps") are alike; a later line on the same thing shares a rare word with it
-        # or says it changes something.
-        said = (shared > 0) | (cue[:, None] > 0)
-        over = (score >= config.supersede_bar) & said & (docs[:, None] > hit_docs[None, :])
-        asked = (self._vectors.similarities(docs, q, self._vectors.centre(config.centre_min_rows))
-                 if q is not None else np.zeros(len(docs), dtype=np.float32))
-        ranked = np.where(over, score + config.supersede_asked * asked[:, None], -np.inf)
-        out: dict[int, dict[int, float]] = {}
-        # Each hit's best `LATER_CANDIDATES` only: `_later_statements` reads them best first and
-        # keeps two (a long session's hit has hundreds over the bar; reading them all was most
-        # of a search's time on real chat).
-        for column in range(len(hit_docs)):
-            values = ranked[:, column]
-            count = int(np.count_nonzero(over[:, column]))
-            if not count:
-                continue
-            k = min(count, LATER_CANDIDATES)
-            best = np.argpartition(-values, k - 1)[:k] if k < len(values) else np.arange(len(values))
-            out[int(hit_docs[column])] = {int(docs[r]): float(values[r]) for r in best.tolist() if over[r, column]}
-        return out
-
-    def _later_statements(
-        self, doc: int, likeness: dict[int, float], config: RecallConfig, mine: frozenset[str]
-    ) -> list[int]:
-        """The best `later_lines` of `doc`'s later candidates that say something new about it: a
-        statement (a later question on it brings its answer instead), not a near-repeat of it,
-        and not one person's own fact next to another's (`self_claims`: "I grew up in Cusco"
-        does not supersede Omar's "I grew up in Valparaiso")."""
-        found: dict[int, tuple[float, int]] = {}  # later line -> its best (score, seq)
-        claims = self_claims(self._texts[doc])
-        # Best first, and no further than needed: a candidate can gain `supersede_reply` at
-        # most, so once `later_lines` are found, one that cannot reach them ends the search
-        # (at 20k turns of real chat a hit has dozens of candidates; each costs a tokenisation).
-        for candidate, likeness_score in sorted(likeness.items(), key=lambda item: (-item[1], item[0])):
-            if config.later_lines and len(found) >= config.later_lines:
-                kth = sorted(found.values(), reverse=True)[config.later_lines - 1]
-                if likeness_score + max(0.0, config.supersede_reply) < kth[0]:
-                    break
-            index, score = candidate, likeness_score
-            if not self._recallable(index) or not self._is_turn(index) or index <= doc:
-                continue
-            if "?" in self._texts[index]:
-                # A later question on the same thing ("is it still the Crooked Spoon?", "can we
-                # change that? They're away now."): its answer is the later statement ("no, we
-                # moved it to the rooftop bar"), the surer one when it changes or turns it down.
-                reply = self._answer(index, config.reply_reach, 1 << 62)  # the answer may be in the window
-                if reply is None:
-                    continue
-                index = reply
-                if self._changes[index] or denies(self._texts[index]):
-                    score += config.supersede_reply
-            theirs = frozenset(terms(self._texts[index]))
-            if mine and len(mine & theirs) >= config.dedupe_jaccard * len(mine | theirs):
-                continue  # the same words again: nothing new
-            if self._who[index] != self._who[doc] and claims & self_claims(self._texts[index]):
-                continue
-            found[index] = max(found.get(index, (score, self._seq[index])), (score, self._seq[index]))
-        # More than one: the likeness of two different changes to one fact is close, and
-        # showing a wrong "later" line costs a line, missing the right one costs the answer.
-        return sorted(found, key=lambda index: found[index], reverse=True)[: config.later_lines]
