@@ -160,6 +160,9 @@ class DiscordVoiceLink:
         op 4 on the main gateway (discord.py's `soft_disconnect`, which it uses to move)."""
         vc = self._vc
         conn = vc._connection
+        # discord.py's websocket poller, should it see the close before its cancellation, takes
+        # a close it did not expect for a reason to leave through the gateway (op 4): expected.
+        conn._expecting_disconnect = True
         vc.stop()
         self._stop_recovery()
         with contextlib.suppress(Exception):

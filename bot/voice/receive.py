@@ -39,7 +39,7 @@ from typing import Any, Final, Protocol
 import davey
 import discord
 import structlog
-from discord.voice_state import SocketReader, VoiceConnectionState
+from discord.voice_state import ConnectionFlowState, SocketReader, VoiceConnectionState
 
 from bot.voice.opus import OpusDecoder, make_opus_decoder
 from bot.voice.packets import NOT_READY_DAVE, DaveSessionLike, PacketProcessor
@@ -72,9 +72,25 @@ class ReceivingVoiceClient(discord.VoiceClient):
     def __init__(self, client: discord.Client, channel: discord.abc.Connectable) -> None:
         self.ssrc_map = SsrcMap()  # before super(): it creates the connection state and its hook
         self.kicked = False  # Discord removed the bot from voice (see on_voice_state_update)
+        self._foreign_server_update = False  # the next VOICE_SERVER_UPDATE is another session's
         super().__init__(client, channel)
 
+    def _of_another_session(self, data: Any) -> bool:
+        """A voice state of this bot user joining voice from another gateway session: another
+        process of the same bot on the same shard (a replacement after a takeover) has joined.
+        Discord sends it, and the VOICE_SERVER_UPDATE of that join, to every session of the
+        shard; discord.py would take them for its own and move this connection onto the other
+        session's voice server. Only while connected: our own join's answers come before that."""
+        session = data.get("session_id")
+        return (data.get("channel_id") is not None and bool(session)
+                and self._connection.state is ConnectionFlowState.connected
+                and session != self._connection.session_id)
+
     async def on_voice_state_update(self, data: Any) -> None:
+        if self._of_another_session(data):
+            self._foreign_server_update = True
+            log.info("voice_update_of_another_session", guild_id=data.get("guild_id"))
+            return
         # Runs before the `voice_state_update` event reaches the cogs (discord.py schedules this
         # handler first). A "left voice" that discord.py did not ask for is Discord removing the
         # bot (kicked, channel deleted); the one it asked for itself -- leaving to rejoin after
@@ -89,6 +105,9 @@ class ReceivingVoiceClient(discord.VoiceClient):
         await super().on_voice_state_update(data)
 
     async def on_voice_server_update(self, data: Any) -> None:
+        if self._foreign_server_update:  # the answer to another session's join (see above)
+            self._foreign_server_update = False
+            return
         self._log_update("voice_server")  # never `data`: it carries the voice session's token
         await super().on_voice_server_update(data)
 

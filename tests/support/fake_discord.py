@@ -388,7 +388,7 @@ class FakeDiscord:
             await self._resume(conn, data)
         elif op == OP_VOICE_STATE:
             self.voice_requests.append((conn.index, int(data["guild_id"]), data["channel_id"]))
-            await self._voice_state(int(data["guild_id"]), data["channel_id"])
+            await self._voice_state(int(data["guild_id"]), data["channel_id"], conn.session_id)
         else:
             self.errors.append(f"unexpected gateway op {op}")
 
@@ -407,17 +407,20 @@ class FakeDiscord:
         await conn.dispatch("RESUMED", {})
         conn.identified.set()
 
-    async def _voice_state(self, guild_id: int, channel_id: str | None) -> None:
+    async def _voice_state(self, guild_id: int, channel_id: str | None, session_id: str) -> None:
         """The bot joins or leaves voice: its voice state to everyone, and on a join a voice server
-        of its own (a fresh one per join, as Discord hands out a new voice session)."""
+        of its own (a fresh one per join, as Discord hands out a new voice session). The voice
+        state carries the gateway session that asked (`session_id`), as Discord's does: another
+        process of the same bot on the same shard sees it is not its own."""
         bot_member = _member(BOT_USER_ID, "longcall", bot=True)
         if channel_id is None:
-            state = _voice_state(guild_id, BOT_USER_ID, None, "voice-left")
+            state = _voice_state(guild_id, BOT_USER_ID, None, session_id)
             for conn in self.live(guild_id):
                 await conn.dispatch("VOICE_STATE_UPDATE", {**state, "member": bot_member})
             return
         voice = FakeVoiceGateway(guild_id=guild_id, channel_id=int(channel_id), bot_user_id=BOT_USER_ID,
                                  heartbeat_interval_ms=2000.0)
+        voice.session_id = session_id  # what the bot's IDENTIFY on the voice websocket must carry
         await voice.start(speaker_ids=[uid for uid, _ in HUMANS])
         self.voice.append(voice)
         state = _voice_state(guild_id, BOT_USER_ID, int(channel_id), voice.session_id)
