@@ -392,6 +392,9 @@ class ContextSnapshot:
     total_turns: int
     in_flight: bool = False
     live_notes: tuple[Note, ...] = ()
+    # Seq -> the later seqs that correct it, newest first, from the memory items' supersession
+    # (`pipeline.compaction.memory_items.corrections_of`): recall brings them with the old line.
+    corrections: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

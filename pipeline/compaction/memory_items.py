@@ -18,6 +18,8 @@ the model sees from them (docs/summary-items.md):
 
 `items_citing(items, seqs)` and `drop_citing(items, seqs)` are the helpers for anything that
 must find or forget what a person said (forget-me): the items citing those seqs.
+`corrections_of(items)` gives recall the same supersession by turn: an old line the memory
+knows was corrected comes back with the line that corrected it (docs/recall.md).
 """
 
 from __future__ import annotations
@@ -65,6 +67,34 @@ def drop_citing(items: Sequence[MemoryItem], seqs: Iterable[int]) -> tuple[Memor
     return tuple(
         replace(i, supersedes="") if i.supersedes in gone else i for i in items if i.id not in gone
     )
+
+
+def corrections_of(items: Sequence[MemoryItem]) -> dict[int, tuple[int, ...]]:
+    """Seq -> the later seqs cited by the items that correct an item citing it, newest first,
+    along the whole chain (a correction of the correction too). A model that read the batch
+    resolved what a correction refers to ("that place shut, we're doing the rooftop then"),
+    which a retriever reading the words of two lines cannot; recall marks the old line and
+    brings these with it (`RecallIndex.search`'s `corrected`)."""
+    by_id = {i.id: i for i in items}
+    correctors: dict[str, list[MemoryItem]] = {}
+    for item in items:
+        if item.supersedes in by_id and item.supersedes != item.id:
+            correctors.setdefault(item.supersedes, []).append(item)
+    out: dict[int, set[int]] = {}
+    for old_id, first in correctors.items():
+        seen = {old_id}
+        stack = list(first)
+        cited: set[int] = set()
+        while stack:
+            item = stack.pop()
+            if item.id in seen:
+                continue
+            seen.add(item.id)
+            cited.update(item.seqs)
+            stack.extend(correctors.get(item.id, ()))
+        for seq in by_id[old_id].seqs:
+            out.setdefault(seq, set()).update(s for s in cited if s > seq)
+    return {seq: tuple(sorted(later, reverse=True)) for seq, later in sorted(out.items()) if later}
 
 
 def _from_draft(draft: ItemDraft, *, item_id_: str, created_at: int, ids: dict[str, str]) -> MemoryItem:

@@ -42,8 +42,8 @@ cosine floor, only when something reached the main floor (docs/recall.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -259,6 +259,19 @@ def name_key(name: str) -> str:
 
 
 # -- the index -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecallScope:
+    """What the session knows beside the index, for one search: the notes already live in the
+    context (never recalled twice) and the corrections its memory items record (seq -> the later
+    seqs correcting it, newest first: `pipeline.compaction.memory_items.corrections_of`)."""
+
+    live_note_ids: Collection[str] = ()
+    corrected: Mapping[int, Sequence[int]] = field(default_factory=dict)
+
+
+NO_SCOPE = RecallScope()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

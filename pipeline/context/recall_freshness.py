@@ -1,17 +1,20 @@
 """Freshness for recall: a recalled statement comes with the later lines that say something
 new about it (`_freshness`: likeness to it with each speaker taken out, shared rare words,
-change cues, a later question's answer) and the later lines that take it back in its own
-words (`_echoes`). Part of `RecallIndex` (pipeline.context.recall_index), as spending the
-budget is `recall_spending`'s. Pure. Why it scores as it does: docs/recall.md ("The latest
-wins, visibly") and bench/recall_tuning.md.
+change cues, a later question's answer), the later lines that take it back in its own
+words (`_echoes`) and the lines the memory items say correct it (`_corrected`). Part of
+`RecallIndex` (pipeline.context.recall_index), as spending the budget is `recall_spending`'s.
+Pure. Why it scores as it does: docs/recall.md ("The latest wins, visibly") and
+bench/recall_tuning.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.context.recall import RecallConfig, Vector, terms, word_term
+from pipeline.context.recall import RecallConfig, Vector, terms, turn_key, word_term
 from pipeline.context.recall_columns import NOTE_KIND
 from pipeline.context.recall_scoring import (
     ECHO,
@@ -71,8 +74,9 @@ class RecallFreshness(RecallSpending):
         if with_vector:
             likeness.update(self._likeness(with_vector, config, q, changers, pool))
         out: dict[int, list[int]] = {}
+        claimed: dict[int, frozenset[tuple[str, str]]] = {}  # doc -> its `self_claims`, for this search
         for doc, _, _ in stated:
-            newer = self._later_statements(doc, likeness.get(doc, {}), config, words[doc])
+            newer = self._later_statements(doc, likeness.get(doc, {}), config, words, claimed)
             if newer:
                 out[doc] = newer
         return out
@@ -143,6 +147,23 @@ class RecallFreshness(RecallSpending):
                 out[doc] = sorted(found, key=lambda d: self._seq[d])[-config.echo_lines :][::-1]
         return out
 
+    def _corrected(
+        self, recalled: list[int], corrected: Mapping[int, Sequence[int]], config: RecallConfig
+    ) -> dict[int, list[int]]:
+        """Recalled doc -> the newest `later_lines` of the lines that correct it according to
+        the memory items (`corrected`: seq -> later seqs, newest first), still recallable."""
+        out: dict[int, list[int]] = {}
+        if not corrected or not config.later_lines:
+            return out
+        for doc in recalled:
+            if not self._is_turn(doc):
+                continue
+            newer = [d for seq in corrected.get(self._seq[doc], ()) if (d := self._doc_of(turn_key(seq))) is not None
+                     and self._recallable(d) and self._is_turn(d)]
+            if newer:
+                out[doc] = newer[: config.later_lines]
+        return out
+
     def _likeness(
         self, stated: list[tuple[int, frozenset[str], dict[int, int]]], config: RecallConfig, q: Vector | None,
         changers: list[int], pool: Docs,
@@ -192,15 +213,23 @@ class RecallFreshness(RecallSpending):
             out[int(hit_docs[column])] = {int(docs[r]): float(values[r]) for r in best.tolist() if over[r, column]}
         return out
 
+    def _claims(self, doc: int, claimed: dict[int, frozenset[tuple[str, str]]]) -> frozenset[tuple[str, str]]:
+        found = claimed.get(doc)
+        if found is None:
+            found = claimed[doc] = self_claims(self._texts[doc])
+        return found
+
     def _later_statements(
-        self, doc: int, likeness: dict[int, float], config: RecallConfig, mine: frozenset[str]
+        self, doc: int, likeness: dict[int, float], config: RecallConfig, words: dict[int, frozenset[str]],
+        claimed: dict[int, frozenset[tuple[str, str]]],
     ) -> list[int]:
         """The best `later_lines` of `doc`'s later candidates that say something new about it: a
         statement (a later question on it brings its answer instead), not a near-repeat of it,
         and not one person's own fact next to another's (`self_claims`: "I grew up in Cusco"
         does not supersede Omar's "I grew up in Valparaiso")."""
         found: dict[int, tuple[float, int]] = {}  # later line -> its best (score, seq)
-        claims = self_claims(self._texts[doc])
+        mine = words[doc]
+        claims = self._claims(doc, claimed)
         # Best first, and no further than needed: a candidate can gain `supersede_reply` at
         # most, so once `later_lines` are found, one that cannot reach them ends the search
         # (at 20k turns of real chat a hit has dozens of candidates; each costs a tokenisation).
@@ -222,10 +251,12 @@ class RecallFreshness(RecallSpending):
                 index = reply
                 if self._changes[index] or denies(self._texts[index]):
                     score += config.supersede_reply
-            theirs = frozenset(terms(self._texts[index]))
+            theirs = words.get(index)
+            if theirs is None:
+                theirs = words[index] = frozenset(terms(self._texts[index]))
             if mine and len(mine & theirs) >= config.dedupe_jaccard * len(mine | theirs):
                 continue  # the same words again: nothing new
-            if self._who[index] != self._who[doc] and claims & self_claims(self._texts[index]):
+            if claims and self._who[index] != self._who[doc] and claims & self._claims(index, claimed):
                 continue
             found[index] = max(found.get(index, (score, self._seq[index])), (score, self._seq[index]))
         # More than one: the likeness of two different changes to one fact is close, and

@@ -11,15 +11,18 @@ ceiling (nothing relevant, nothing recalled), is `recall_spending`'s; storage is
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
 from pipeline.context.recall import (
     INDEXED_KINDS,
+    NO_SCOPE,
     RecallConfig,
     RecallQuery,
     RecallResult,
+    RecallScope,
     Vector,
     name_key,
     terms,
@@ -44,6 +47,10 @@ from pipeline.transcript.formatting import (
 
 # One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
 _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
+
+
+def _note_terms(note: Note) -> list[str]:
+    return terms(f"{note.by} {note.text} {note.why}")
 
 
 class RecallIndex(RecallFreshness):
@@ -107,8 +114,7 @@ class RecallIndex(RecallFreshness):
     def add_note(self, note: Note) -> bool:
         if note.note_id in self._note_doc:
             return False
-        words = terms(f"{note.by} {note.text} {note.why}")
-        doc = self._add_doc((None, note.by, note.by, note.text, note.at, None, "note"), words)
+        doc = self._add_doc((None, note.by, note.by, note.text, note.at, None, "note"), _note_terms(note))
         self._notes[doc] = note
         self._note_doc[note.note_id] = doc
         return True
@@ -140,9 +146,12 @@ class RecallIndex(RecallFreshness):
             doc = self._doc_of(key)
             if doc is None or not self._alive[doc]:
                 continue
+            note = self._notes.get(doc)
+            self._lexical.forget(doc, terms(self._texts[doc]) if note is None else _note_terms(note))
+            if note is not None:  # its id stays known (a re-add is refused), its words go
+                self._notes[doc] = replace(note, by="", text="", why="")
             self._alive[doc] = 0
             self._texts[doc] = ""
-            self._lexical.forget(doc)
             self._vectors.clear(doc)
             removed += 1
         return removed
@@ -199,11 +208,13 @@ class RecallIndex(RecallFreshness):
         *,
         before_seq: int,
         budget_chars: int,
-        live_note_ids: Collection[str] = (),
         query_vector: Vector | None = None,
+        scope: RecallScope = NO_SCOPE,
     ) -> RecallResult:
         """The relevant eligible lines for `query` (none if nothing reaches the floor), with
-        later statements on the same things, rendered within `budget_chars`."""
+        later statements on the same things, rendered within `budget_chars`. The lines that
+        `scope.corrected` says correct a recalled line come first among its later lines."""
+        live_note_ids = scope.live_note_ids
         if not config.enabled or budget_chars <= 0 or config.max_hits == 0 or not self._texts:
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
                                 dense_used=False)
@@ -262,8 +273,10 @@ class RecallIndex(RecallFreshness):
         pool = np.array(sorted({*fused, *window}), dtype=np.intp)
         wider = self._wider(fused, relevant, ranked_hits, config, words)
         later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool, words)
-        for doc, echoes in self._echoes([e.doc for e in (*ranked_hits, *wider)], config).items():
-            later[doc] = list(dict.fromkeys([*echoes, *later.get(doc, ())]))[: max(config.later_lines, len(echoes))]
+        recalled = [e.doc for e in (*ranked_hits, *wider)]
+        for found in (self._echoes(recalled, config), self._corrected(recalled, scope.corrected, config)):
+            for doc, newer in found.items():  # these first, then what freshness found
+                later[doc] = list(dict.fromkeys([*newer, *later.get(doc, ())]))[: max(config.later_lines, len(newer))]
         hits, lines = self._spend(ranked_hits, later, config, before_seq=before_seq, budget_chars=budget_chars,
                                   wider=wider)
         chars = sum(len(line.text) for line in lines) + max(0, len(lines) - 1)
@@ -317,13 +330,17 @@ class RecallIndex(RecallFreshness):
                 found = words[doc] = frozenset(terms(self._texts[doc]))
             return found
 
+        bar = config.dedupe_jaccard
         seen: list[frozenset[str]] = [of(d) for d in seen_docs]
         for entry in ranked:
             if len(chosen) >= limit:
                 break
             mine = of(entry.doc)
-            if config.dedupe_jaccard < 1.0 and mine and any(
-                len(mine & other) / len(mine | other) >= config.dedupe_jaccard for other in seen if other
+            # Two sets' Jaccard is at most the smaller size over the larger: sizes alone rule
+            # out most pairs before a set operation (with a little slack: a filter, not the test).
+            low, high = len(mine) * bar * (1 - 1e-9), len(mine) / max(bar, 1e-9) * (1 + 1e-9)
+            if bar < 1.0 and mine and any(
+                low <= len(other) <= high and len(mine & other) / len(mine | other) >= bar for other in seen if other
             ):
                 continue
             chosen.append(entry)

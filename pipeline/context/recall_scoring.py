@@ -179,8 +179,9 @@ class Echoes:
         self._stated = stated
         self._known = known
         self._starts: dict[tuple[str, str], list[int]] = {}
+        content = [word != BREAK and word not in STOP_WORDS for word in stated]  # `_content`, once per word
         for i, pair in enumerate(zip(stated, stated[1:], strict=False)):
-            if _content(pair[0]) and _content(pair[1]):
+            if content[i] and content[i + 1]:
                 self._starts.setdefault(pair, []).append(i)
 
     @property

@@ -24,7 +24,7 @@ from pipeline.context.realtime_instructions import (
     Section,
     build_realtime_instructions,
 )
-from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallQuery, RecallResult, build_query
+from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallQuery, RecallResult, RecallScope, build_query
 from pipeline.context.reply_context import ReplyContext, ReplyRecall, ReplySpec, build_reply_messages
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import ModelTokenCounter, make_token_counter
@@ -111,8 +111,9 @@ class ModelContext:
             config,
             before_seq=snapshot.cursor,
             budget_chars=budget_chars,
-            live_note_ids={n.note_id for n in snapshot.live_notes},
             query_vector=vector,
+            scope=RecallScope(live_note_ids={n.note_id for n in snapshot.live_notes},
+                              corrected=dict(snapshot.corrections)),
         )
         result = replace(result, latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms)
         self.last_recall = result

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequ
 import structlog
 
 from pipeline.compaction.compactor import RollingCompactor
+from pipeline.compaction.memory_items import corrections_of
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.recall import note_key, turn_key
 from pipeline.context.recall_indexer import SessionRecall
@@ -179,6 +180,7 @@ class ConversationSession:
             total_turns=self._sync.total,
             in_flight=self.compactor.in_flight,
             live_notes=self._notes.notes,
+            corrections=tuple(corrections_of(state.items).items()),
         )
 
     @property

@@ -1,6 +1,6 @@
 """bench/recall_honest.py: every corrections set it names has committed held-out sessions, a
-set with no sessions in a split is left out of the report,
-and `--failures` refuses the held-out split (it stays unseen while tuning)."""
+set with no sessions in a split is left out of the report, `--failures` refuses the held-out
+split (it stays unseen while tuning), and `--linked` links each corrected statement to its corrections."""
 
 from __future__ import annotations
 
@@ -30,3 +30,12 @@ def test_failures_refuse_the_held_out_split(capsys: pytest.CaptureFixture[str]) 
         recall_honest.main(["--split", "heldout", "--set", "corrections_third", "--failures"])
     assert raised.value.code == 2
     assert "dev split only" in capsys.readouterr().err
+
+
+def test_linked_maps_each_corrected_statement_to_its_corrections_newest_first() -> None:
+    """`--linked` gives the search what a model's items would record: statement seq -> the
+    correcting seqs; probes that are no corrections, or cite one line only, link nothing."""
+    probes = [{"stale_any": ["x"], "evidence": [85, 177, 178]}, {"stale_any": ["y"], "evidence": [12]},
+              {"expect_any": ["z"], "evidence": [3, 9]}]
+    session = recall_honest.Session("s", [], probes, recall_honest.RecallIndex(), asker=None)  # type: ignore[arg-type]
+    assert {85: (178, 177)} == dict(recall_honest.linked_scope(session).corrected)

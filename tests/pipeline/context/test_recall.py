@@ -10,7 +10,7 @@ from structlog.testing import capture_logs
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.context.realtime_instructions import HEADERS, RealtimeSpec, Section, build_realtime_instructions
-from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallLine, build_query
+from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallLine, RecallScope, build_query
 from pipeline.context.recall_index import RecallIndex
 from pipeline.context.reply_context import DATA_CLOSE, DATA_OPEN
 from pipeline.context.token_guard import GuardConfig, PromptParts, TokenGuard
@@ -162,7 +162,7 @@ def test_notes_are_recalled_unless_still_live() -> None:
     config = RecallConfig(neighbours=0)
     query = build_query(current, (), known_speakers=index.speakers.keys(), config=config)
     old = index.search(query, config, before_seq=10, budget_chars=500)
-    live = index.search(query, config, before_seq=10, budget_chars=500, live_note_ids={"n1"})
+    live = index.search(query, config, before_seq=10, budget_chars=500, scope=RecallScope(live_note_ids={"n1"}))
     assert ["n1"] == [h.note_id for h in old.hits if h.note_id]
     assert [] == [h.note_id for h in live.hits if h.note_id]
     assert "on James's screen: inventory shows the golden key" in old.render()

@@ -7,6 +7,7 @@ blind spot, stale facts, the asker's bias, trust and deletion, cost at length.
 from __future__ import annotations
 
 import asyncio
+import pickle
 
 import numpy as np
 
@@ -151,6 +152,33 @@ def test_forget_removes_lines_and_vectors_everywhere(embedder: MiniLMEmbedder) -
     assert index.vector(turn_key(20)) is None and index.turn(20) is None
     assert 20 not in ask(index, embedder, question(100, "what is the vault code?"), before=80)
     assert 0 == index.forget([20])
+
+
+def test_a_forgotten_line_leaves_no_trace_in_the_index() -> None:
+    """A forgotten line's words leave the postings (a word only it used leaves the vocabulary)
+    and a forgotten note's words leave its record: every later search ranks as if the line had
+    never been indexed, and the index holds none of its words."""
+    lines = conversation(80, {30: ("Bob", "my locker combination is quixotic marmalade 7731"),
+                              31: ("Maya", "the marmalade jar is in the pantry")})
+    forgotten = index_of(lines)
+    forgotten.add_note(Note(note_id="n1", at=400.0, by="Bob", text="Bob's banking page shows zephyrine holdings"))
+    assert 2 == forgotten.forget_keys([turn_key(30), "n:n1"])
+    never = index_of([(speaker, "" if seq == 30 else text) for seq, (speaker, text) in enumerate(lines)])
+    never.add_note(Note(note_id="n1", at=400.0, by="", text="-"))
+    never.forget_keys([turn_key(30), "n:n1"])
+    config = RecallConfig(neighbours=0)
+    for text in ("what's the quixotic combination?", "where is the marmalade?", "what does zephyrine hold?",
+                 "who has the 7731 locker?"):
+        query = build_query(question(80, text), (), known_speakers=["bob", "maya"], config=config)
+        a = forgotten.search(query, config, before_seq=80, budget_chars=1000)
+        b = never.search(query, config, before_seq=80, budget_chars=1000)
+        assert [(h.seq, h.score, h.coverage) for h in a.hits] == [(h.seq, h.score, h.coverage) for h in b.hits]
+        assert forgotten._lexical.rank(query, config, bool) == never._lexical.rank(query, config, bool)  # BM25 too
+    assert (never._lexical.term_count, never._lexical.posting_count) == (
+        forgotten._lexical.term_count, forgotten._lexical.posting_count)
+    held = pickle.dumps(forgotten)
+    assert not any(word in held for word in (b"quixotic", b"zephyrine", b"7731", b"banking"))
+    assert b"marmalade" in held  # Maya's line stays
 
 
 async def test_a_deleted_typed_message_is_forgotten_with_its_stored_vector() -> None:
