@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from array import array
 
-from pipeline.context.recall import INDEXED_KINDS
-from pipeline.context.recall_retrievers import LexicalIndex, VectorTable
+from pipeline.context.recall import INDEXED_KINDS, terms
+from pipeline.context.recall_retrievers import LexicalIndex, VectorTable, term_hash
 from pipeline.models import Note, Turn, TurnKind
 
 KINDS: tuple[TurnKind, ...] = tuple(TurnKind)
@@ -68,3 +68,12 @@ class RecallColumns:
     def _recallable(self, doc: int) -> bool:
         return bool(self._alive[doc]) and (not self._is_turn(doc) or KINDS[self._kinds[doc]] in INDEXED_KINDS)
 
+    def _term_ids(self, doc: int, memo: dict[int, frozenset[int]]) -> frozenset[int]:
+        """The terms of doc's text, hashed (`term_hash`), memoised for one search: what the
+        near-repeat checks compare. A turn's come from the lexical index; a note's were indexed
+        with its author and reason, so they are taken from its text."""
+        found = memo.get(doc)
+        if found is None:
+            found = memo[doc] = (self._lexical.term_set(doc) if self._is_turn(doc)
+                                 else frozenset(term_hash(t) for t in terms(self._texts[doc])))
+        return found

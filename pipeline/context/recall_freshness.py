@@ -40,7 +40,7 @@ class RecallFreshness(RecallSpending):
 
     def _freshness(
         self, hits: list[Scored], config: RecallConfig, q: Vector | None, changers: list[int], pool: Docs,
-        words: dict[int, frozenset[str]],
+        words: dict[int, frozenset[int]],
     ) -> dict[int, list[int]]:
         """Hit doc -> the later lines on the same thing, best first (they may be in the window).
 
@@ -58,10 +58,7 @@ class RecallFreshness(RecallSpending):
             doc = entry.doc
             if not self._is_turn(doc) or asks(self._texts[doc]):
                 continue  # a question states nothing a later line could change
-            known = words.get(doc)
-            if known is None:
-                known = words[doc] = frozenset(terms(self._texts[doc]))
-            mine = known - names
+            mine = frozenset(terms(self._texts[doc])) - names
             if mine:
                 stated.append((doc, mine, self._lexical.matches(mine, after=doc, max_df=max(20, n // 500))))
         if not stated:
@@ -220,7 +217,7 @@ class RecallFreshness(RecallSpending):
         return found
 
     def _later_statements(
-        self, doc: int, likeness: dict[int, float], config: RecallConfig, words: dict[int, frozenset[str]],
+        self, doc: int, likeness: dict[int, float], config: RecallConfig, words: dict[int, frozenset[int]],
         claimed: dict[int, frozenset[tuple[str, str]]],
     ) -> list[int]:
         """The best `later_lines` of `doc`'s later candidates that say something new about it: a
@@ -228,7 +225,7 @@ class RecallFreshness(RecallSpending):
         and not one person's own fact next to another's (`self_claims`: "I grew up in Cusco"
         does not supersede Omar's "I grew up in Valparaiso")."""
         found: dict[int, tuple[float, int]] = {}  # later line -> its best (score, seq)
-        mine = words[doc]
+        mine = self._term_ids(doc, words)
         claims = self._claims(doc, claimed)
         # Best first, and no further than needed: a candidate can gain `supersede_reply` at
         # most, so once `later_lines` are found, one that cannot reach them ends the search
@@ -251,9 +248,7 @@ class RecallFreshness(RecallSpending):
                 index = reply
                 if self._changes[index] or denies(self._texts[index]):
                     score += config.supersede_reply
-            theirs = words.get(index)
-            if theirs is None:
-                theirs = words[index] = frozenset(terms(self._texts[index]))
+            theirs = self._term_ids(index, words)
             if mine and len(mine & theirs) >= config.dedupe_jaccard * len(mine | theirs):
                 continue  # the same words again: nothing new
             if claims and self._who[index] != self._who[doc] and claims & self._claims(index, claimed):

@@ -260,7 +260,7 @@ class RecallIndex(RecallFreshness):
         relevant = [e for e in fused.values() if passes(e, config, e.doc in changes)]
         for e in relevant:  # among relevant lines, how relevant counts too, not only the ranks
             e.score += config.relevance_weight * ((e.cosine or 0.0) + e.coverage) / config.rrf_k
-        words: dict[int, frozenset[str]] = {}  # doc -> its terms, for this search's near-repeat checks
+        words: dict[int, frozenset[int]] = {}  # doc -> its hashed terms, for this search's near-repeat checks
         ranked_hits = self._distinct(sorted(relevant, key=lambda e: (-e.score, e.doc)), config, config.max_hits, words)
         if not ranked_hits:
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
@@ -295,7 +295,7 @@ class RecallIndex(RecallFreshness):
 
     def _wider(
         self, fused: dict[int, Scored], relevant: list[Scored], hits: list[Scored], config: RecallConfig,
-        words: dict[int, frozenset[str]],
+        words: dict[int, frozenset[int]],
     ) -> list[Scored]:
         """The second, small tier: the next best lines after the hits, down to the lower
         `wider_floor_dense` (a reworded question's answer often sits just under the floor, a
@@ -318,24 +318,18 @@ class RecallIndex(RecallFreshness):
                               seen_docs=taken)
 
     def _distinct(
-        self, ranked: list[Scored], config: RecallConfig, limit: int, words: dict[int, frozenset[str]],
+        self, ranked: list[Scored], config: RecallConfig, limit: int, words: dict[int, frozenset[int]],
         seen_docs: Collection[int] = (),
     ) -> list[Scored]:
         """The best `max_hits`, skipping near-repeats of a better hit (game chatter repeats
         itself: "who has eyes on their Storm?"), so the budget buys different facts."""
         chosen: list[Scored] = []
-        def of(doc: int) -> frozenset[str]:
-            found = words.get(doc)
-            if found is None:
-                found = words[doc] = frozenset(terms(self._texts[doc]))
-            return found
-
         bar = config.dedupe_jaccard
-        seen: list[frozenset[str]] = [of(d) for d in seen_docs]
+        seen = [self._term_ids(d, words) for d in seen_docs]
         for entry in ranked:
             if len(chosen) >= limit:
                 break
-            mine = of(entry.doc)
+            mine = self._term_ids(entry.doc, words)
             # Two sets' Jaccard is at most the smaller size over the larger: sizes alone rule
             # out most pairs before a set operation (with a little slack: a filter, not the test).
             low, high = len(mine) * bar * (1 - 1e-9), len(mine) / max(bar, 1e-9) * (1 + 1e-9)

@@ -9,9 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipeline.context.recall import RecallConfig, RecallHit, RecallLine, turn_key
+from pipeline.context.recall_columns import KINDS as _KINDS
 from pipeline.context.recall_columns import RecallColumns
 from pipeline.context.recall_scoring import Scored, asks, denies, offsets, render_recalled, settles
-from pipeline.transcript.formatting import cap_text, note_line
+from pipeline.models import TurnKind
+from pipeline.transcript.formatting import cap_text, note_line, one_line
+
+# Kinds whose recalled line holds its quoted text whole (`render_recalled`): the ones a
+# lower bound on the line's length can be read from without rendering it.
+_WITH_TEXT = frozenset({TurnKind.SPEECH, TurnKind.BOT, TurnKind.CHAT, TurnKind.THOUGHT})
 
 
 class RecallSpending(RecallColumns):
@@ -84,6 +90,9 @@ class RecallSpending(RecallColumns):
 
         def take(doc: int, entry: Scored | None, rank: int, cap: list[int] | None = None) -> bool:
             nonlocal used
+            room = min(budget_chars - used, cap[0] if cap is not None else budget_chars) - (1 if chosen else 0)
+            if self._shortest(doc, config) > room:
+                return False  # it cannot fit, however it renders: not worth rendering
             newer = later.get(doc, [])
             older = earlier_of.get(doc)
             line = self._line(doc, config, newer=newer, older=older, before_seq=before_seq)
@@ -136,6 +145,15 @@ class RecallSpending(RecallColumns):
         hits = tuple(h for h, _ in sorted(chosen.values(), key=lambda item: item[1].rank))
         lines = tuple(sorted((line for _, line in chosen.values()), key=lambda line: line.order))
         return hits, lines
+
+    def _shortest(self, doc: int, config: RecallConfig) -> int:
+        """A length `_line` never goes under for `doc`: `[mm:ss] ` and the quoted text (a text
+        over the cap is cut at a word, so it may keep as little as the ellipsis); 0 for a line
+        whose rendering may leave its text out (a note, an effect)."""
+        if not self._is_turn(doc) or _KINDS[self._kinds[doc]] not in _WITH_TEXT:
+            return 0
+        flat = one_line(self._texts[doc])
+        return len("[00:00] ") + 2 + (len(flat) if len(flat) <= config.line_cap_chars else 1)
 
     def _line(self, doc: int, config: RecallConfig, *, newer: list[int], older: int | None, before_seq: int) -> str:
         if not self._is_turn(doc):

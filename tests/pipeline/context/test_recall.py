@@ -569,3 +569,27 @@ def test_typed_chat_is_recalled_like_speech() -> None:
         speaker, text = filler(seq)
         index.add_turn(turn(seq, speaker, text))
     assert 200 in search(index, question(260, "what was the raid password Bob typed?"), before=209)
+
+
+def test_a_line_is_never_shorter_than_the_bound_that_skips_rendering_it() -> None:
+    """Spending skips rendering a line whose lower bound (`_shortest`) cannot fit the room left:
+    the bound must hold for every kind of line, marked or not, capped or not, at any time."""
+    index = RecallIndex()
+    texts = [
+        ("Bob", "ok", TurnKind.SPEECH), ("Bob", "line one\n\n   line two", TurnKind.SPEECH),
+        ("Ann", "x" * 400, TurnKind.SPEECH), ("Ann", "word " * 90, TurnKind.CHAT),
+        ("Clanky", 'quotes " and \\ backslashes', TurnKind.BOT), ("Ann", "café 🎉 naïve", TurnKind.THOUGHT),
+        ("[voice] Sys:", "a name with brackets", TurnKind.SPEECH), ("Bob", "the bomb went off", TurnKind.EFFECT),
+    ]
+    for seq, (speaker, text, kind) in enumerate(texts):
+        index.add_turn(dataclasses.replace(turn(seq, speaker, text, kind=kind), started_at=seq * 4000.0))
+    index.add_turn(Turn(seq=len(texts), kind=TurnKind.CHAT, speaker_id="bob", speaker_name="Bob", text="fixed",
+                        started_at=1.0, ended_at=1.0, source="chat_edit:1"))
+    config = RecallConfig(line_cap_chars=300)
+    for doc in range(len(index)):
+        if not index._recallable(doc):
+            continue
+        for newer, older in (([], None), ([0], None), ([], 0)):
+            line = index._line(doc, config, newer=newer, older=older, before_seq=100)
+            assert index._shortest(doc, config) <= len(line), line
+    assert index._shortest(0, config) == len('[00:00] "ok"')  # tight for a plain line, bar the name
