@@ -220,8 +220,8 @@ class LexicalIndex:
             if only is not None:
                 found = set(posting).intersection(only) if len(only) < len(posting) else set(posting)
                 hits = (i for i in found if i in only and i > after)
-            else:
-                hits = (i for i in set(posting) if i > after)
+            else:  # postings are in doc order: the docs after `after` are its tail
+                hits = set(posting[bisect_right(posting, after) :])
             for index in hits:
                 out[index] = out.get(index, 0) + 1
         return out

@@ -21,6 +21,7 @@ CORRECTION_CUE = re.compile(
     r"cancel(?:l?ed)?|fell through|no longer|not anymore|correction|update|now|new (?:plan|idea|time|place|spot))\b",
     re.IGNORECASE)
 _FIRST_PERSON = frozenset({"i", "im", "ill", "ive", "id", "my", "me", "mine"})
+_FIRST_PERSON_WORD = re.compile(rf"(?<![a-z])(?:{'|'.join(sorted(_FIRST_PERSON))})(?![a-z])")  # one as a `_WORDS` run
 # A reply that turns down what was asked: "no, ...", "nope", "not X", "was, now it's a drag brunch".
 _DENIES = re.compile(r"^\W*(?:no|nope|nah|not|was)\b", re.IGNORECASE)
 # A reply that settles it: "okay, boxercise then", "fine", "right, ...".
@@ -91,8 +92,11 @@ def self_claims(text: str) -> frozenset[tuple[str, str]]:
     bring the potions" beside "I will bring the scrolls"), not a correction of one another;
     a first-person aside in a line about a shared plan ("so Thursday at yours, I'm in" after
     "game night at mine is Wednesday, I'll get snacks") has none in common."""
-    words = _WORDS.findall(text.casefold().replace("'", "").replace("’", ""))
-    return frozenset((w, words[i + 1]) for i, w in enumerate(words[:-1]) if w in _FIRST_PERSON)
+    flat = text.casefold().replace("'", "").replace("’", "")
+    if _FIRST_PERSON_WORD.search(flat) is None:
+        return frozenset()  # most lines: one scan, no word list
+    words = _WORDS.findall(flat)
+    return frozenset(pair for pair in zip(words, words[1:], strict=False) if pair[0] in _FIRST_PERSON)
 
 
 def asks(text: str) -> bool:

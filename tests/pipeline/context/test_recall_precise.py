@@ -176,6 +176,7 @@ def test_a_forgotten_line_leaves_no_trace_in_the_index() -> None:
         assert forgotten._lexical.rank(query, config, bool) == never._lexical.rank(query, config, bool)  # BM25 too
     assert (never._lexical.term_count, never._lexical.posting_count) == (
         forgotten._lexical.term_count, forgotten._lexical.posting_count)
+    assert forgotten._lexical.term_set(30) <= {0}  # its hashed terms too
     held = pickle.dumps(forgotten)
     assert not any(word in held for word in (b"quixotic", b"zephyrine", b"7731", b"banking"))
     assert b"marmalade" in held  # Maya's line stays
