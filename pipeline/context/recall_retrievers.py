@@ -217,6 +217,7 @@ class LexicalIndex:
             posting = self._postings.get(word)
             if posting is None or len(posting) > max_df:
                 continue
+            hits: Iterable[int]
             if only is not None:
                 found = set(posting).intersection(only) if len(only) < len(posting) else set(posting)
                 hits = (i for i in found if i in only and i > after)
