@@ -10,6 +10,7 @@ bench/recall_tuning.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -170,9 +171,12 @@ class RecallFreshness(RecallSpending):
         cues = np.frombuffer(self._changes, dtype=np.uint8)
         later = pool[pool > first]
         # Candidates: every later line sharing a rare word with a hit, and the pool's changes.
-        columns = [np.full(len(rare), column, dtype=np.intp) for column, (_, _, rare) in enumerate(stated)]
-        shared_docs = np.fromiter((d for _, _, rare in stated for d in rare), dtype=np.intp)
-        shared_counts = np.fromiter((c for _, _, rare in stated for c in rare.values()), dtype=np.float32)
+        sizes = [len(rare) for _, _, rare in stated]
+        columns = np.repeat(np.arange(len(stated), dtype=np.intp), sizes)
+        shared_docs = np.fromiter(chain.from_iterable(rare.keys() for _, _, rare in stated), dtype=np.intp,
+                                  count=sum(sizes))
+        shared_counts = np.fromiter(chain.from_iterable(rare.values() for _, _, rare in stated), dtype=np.float32,
+                                    count=sum(sizes))
         changed = np.array([c for c in changers if c > first], dtype=np.intp)
         docs = np.unique(np.concatenate([shared_docs, later[cues[later] > 0], changed]))
         docs = docs[self._vectors.have(docs) & (np.frombuffer(self._kinds, dtype=np.uint8)[docs] != NOTE_KIND)]
@@ -180,12 +184,13 @@ class RecallFreshness(RecallSpending):
             return {}
         hit_docs = np.array([doc for doc, _, _ in stated], dtype=np.intp)
         rows = config.supersede_speaker_rows
-        close = self._vectors.group_centred(docs, rows) @ self._vectors.group_centred(hit_docs, rows).T
+        converted = self._vectors.dequantised(docs)  # once, for likeness to the hits and to the question
+        close = self._vectors.group_centred(docs, rows, converted) @ self._vectors.group_centred(hit_docs, rows).T
         shared = np.zeros_like(close)
         if shared_docs.size:
             at = np.searchsorted(docs, shared_docs).clip(0, len(docs) - 1)
             kept = docs[at] == shared_docs  # (a line without a vector was dropped above)
-            shared[at[kept], np.concatenate(columns)[kept]] = np.minimum(shared_counts[kept], 2)
+            shared[at[kept], columns[kept]] = np.minimum(shared_counts[kept], 2)
         cue = cues[docs].astype(np.float32)
         score = close + config.supersede_shared * shared + config.supersede_cue * cue[:, None]
         # Likeness alone is not enough: two filler lines on one topic ("I'm starving" / "I'm
@@ -193,7 +198,7 @@ class RecallFreshness(RecallSpending):
         # or says it changes something.
         said = (shared > 0) | (cue[:, None] > 0)
         over = (score >= config.supersede_bar) & said & (docs[:, None] > hit_docs[None, :])
-        asked = (self._vectors.similarities(docs, q, self._vectors.centre(config.centre_min_rows))
+        asked = (self._vectors.similarities(docs, q, self._vectors.centre(config.centre_min_rows), converted)
                  if q is not None else np.zeros(len(docs), dtype=np.float32))
         ranked = np.where(over, score + config.supersede_asked * asked[:, None], -np.inf)
         out: dict[int, dict[int, float]] = {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
@@ -212,7 +213,7 @@ class LexicalIndex:
     ) -> dict[int, int]:
         """Docs after `after` (and in `only`, when given) sharing any of `words` (each in at most
         `max_df` docs): doc -> how many of the words."""
-        out: dict[int, int] = {}
+        out: Counter[int] = Counter()
         for word in set(words):
             posting = self._postings.get(word)
             if posting is None or len(posting) > max_df:
@@ -223,8 +224,7 @@ class LexicalIndex:
                 hits = (i for i in found if i in only and i > after)
             else:  # postings are in doc order: the docs after `after` are its tail
                 hits = set(posting[bisect_right(posting, after) :])
-            for index in hits:
-                out[index] = out.get(index, 0) + 1
+            out.update(hits)  # a count per doc (Counter counts in C)
         return out
 
 
@@ -329,7 +329,7 @@ class VectorTable:
         out: Vector = (self._sum / self._count).astype(np.float32)
         return out
 
-    def group_centred(self, rows: npt.NDArray[np.intp], min_rows: int) -> Vector:
+    def group_centred(self, rows: npt.NDArray[np.intp], min_rows: int, dequantised: Vector | None = None) -> Vector:
         """The rows as unit vectors after subtracting the mean row of their group (the speaker)
         where it has `min_rows` rows. Lines are embedded as "Speaker: text", so two lines of one
         speaker share a direction and raw cosines rank a speaker's filler close to their fact;
@@ -341,7 +341,8 @@ class VectorTable:
                 if count >= max(1, min_rows):
                     means[group] = total / count
             self._means = (min_rows, means)  # the last row stays zero: rows of no group (-1)
-        out = self.rows(rows) - self._means[1][self._group[rows]]
+        scaled = self.rows(rows) if dequantised is None else dequantised * self._scale[rows, None]
+        out = scaled - self._means[1][self._group[rows]]
         centred: Vector = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
         return centred
 
@@ -376,7 +377,16 @@ class VectorTable:
         out: Vector = self._q[indices].astype(np.float32) * self._scale[indices, None]
         return out
 
-    def similarities(self, rows: npt.NDArray[np.intp], q: Vector, centre: Vector | None = None) -> Vector:
+    def dequantised(self, rows: npt.NDArray[np.intp]) -> Vector:
+        """The int8 rows as float32, before their scales: what `rows`, `group_centred` and
+        `similarities` start from (pass it to both of the latter for the same rows, to convert once)."""
+        assert self._q is not None
+        out: Vector = self._q[rows].astype(np.float32)
+        return out
+
+    def similarities(
+        self, rows: npt.NDArray[np.intp], q: Vector, centre: Vector | None = None, dequantised: Vector | None = None
+    ) -> Vector:
         """Cosine of each of `rows` with the unit query `q`; with a `centre` (the session's mean
         row), the cosine of the two after subtracting it from both. Every line of one chat
         shares a common direction (the chatter's, the speakers' names), and MiniLM's raw
@@ -386,10 +396,11 @@ class VectorTable:
         ICLR 2018). Rows are unit vectors, so |row - centre|^2 = 1 - 2 row.centre + |centre|^2."""
         assert self._q is not None
         scale = self._scale[rows]
+        if dequantised is None:
+            dequantised = self._q[rows].astype(np.float32)
         if centre is None:
-            plain: Vector = (self._q[rows].astype(np.float32) @ q) * scale
+            plain: Vector = (dequantised @ q) * scale
             return plain
-        dequantised = self._q[rows].astype(np.float32)
         lq, lc = (dequantised @ q) * scale, (dequantised @ centre) * scale  # two products: faster than one (n, 2)
         cc = float(centre @ centre)
         q_norm = math.sqrt(max(1e-12, 1.0 - 2.0 * float(q @ centre) + cc))

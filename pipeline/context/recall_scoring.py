@@ -177,7 +177,7 @@ class Echoes:
     added). Phrase overlap is the classic near-duplicate
     signal (shingling); here it links a correction that restates the old value."""
 
-    __slots__ = ("_known", "_starts", "_stated")
+    __slots__ = ("_firsts", "_known", "_starts", "_stated")
 
     def __init__(self, stated: list[str], known: frozenset[str] = frozenset()) -> None:
         self._stated = stated
@@ -187,6 +187,7 @@ class Echoes:
         for i, pair in enumerate(zip(stated, stated[1:], strict=False)):
             if content[i] and content[i + 1]:
                 self._starts.setdefault(pair, []).append(i)
+        self._firsts = frozenset(a for a, _ in self._starts)  # a line's word that can start a shared pair
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -194,10 +195,12 @@ class Echoes:
         return list(self._starts)
 
     def of(self, line: list[str]) -> int:
-        stated, starts, known = self._stated, self._starts, self._known
+        stated, starts, known, firsts = self._stated, self._starts, self._known, self._firsts
         found = 0
-        for j, pair in enumerate(zip(line, line[1:], strict=False)):
-            for i in starts.get(pair, ()):
+        for j in range(len(line) - 1):
+            if line[j] not in firsts:
+                continue  # (most words: one set lookup, no pair built)
+            for i in starts.get((line[j], line[j + 1]), ()):
                 if i > 0 and j > 0 and _content(stated[i - 1]) and _content(line[j - 1]):
                     continue  # not where the shared run starts
                 k = 2
