@@ -7,7 +7,7 @@ the model sees from them (docs/summary-items.md):
 - items the update does not mention are kept: history cannot vanish in one fold;
 - a correction (`supersedes`) marks the older item superseded (kept as history, not shown) and
   the newer one is rendered with the older value as `(was: ...)`;
-- a merge replaces old items with one that carries all their seqs;
+- a merge replaces old items with one that carries all their seqs (and what they corrected);
 - the rendered summary is speaker-attributed (`- Bob keeps dying as Hulk.` when the text names
   the person first, else `- Bob: ...`), at most `max_chars`: the newest fold's items first, then
   what is happening now, plans, open questions, facts and screen context, newest first within
@@ -131,7 +131,11 @@ def apply_update(
         if not olds:
             continue
         seqs = {s for o in olds for s in o.seqs} | set(merge.item.seqs)
-        draft = replace(merge.item, seqs=tuple(seqs), supersedes="")
+        # What the merged items corrected, the merge corrects (the newest such, if several): else
+        # a consolidation would lose the "(was: ...)" and recall's link to the old lines.
+        correcting = [o for o in olds if o.supersedes and o.supersedes not in merge.ids]
+        supersedes = max(correcting, key=lambda o: o.created_at).supersedes if correcting else ""
+        draft = replace(merge.item, seqs=tuple(seqs), supersedes=supersedes)
         new = _from_draft(draft, item_id_=item_id(created_at, n), created_at=min(o.created_at for o in olds),
                           ids=ids)
         n += 1

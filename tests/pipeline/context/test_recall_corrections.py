@@ -14,14 +14,23 @@ import pytest
 
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
-from pipeline.compaction.memory_items import corrections_of, drop_citing
+from pipeline.compaction.memory_items import apply_update, corrections_of, drop_citing, render_summary
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.context.recall import NO_SCOPE, RecallConfig, RecallScope, build_query
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.model_context import ModelContext
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter
-from pipeline.models import CompactionPolicy, ItemStatus, MemoryItem, TurnDraft, TurnKind
+from pipeline.models import (
+    CompactionPolicy,
+    ItemDraft,
+    ItemMerge,
+    ItemStatus,
+    MemoryItem,
+    MemoryUpdate,
+    TurnDraft,
+    TurnKind,
+)
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.pipeline.context.test_recall import conversation, index_of, question
@@ -156,3 +165,23 @@ async def test_a_models_correction_reaches_recall_through_the_session(
     assert 22 in result.seqs and 22 not in plain.seqs and 0 in plain.seqs
     [old] = [line.text for line in result.lines if "Friday at my place" in line.text]
     assert "(earlier; may be superseded by the later line" in old
+
+
+def test_a_merge_keeps_what_its_items_corrected() -> None:
+    """A model that consolidates the correcting item with a related one keeps the correction:
+    the summary still shows the old value, and recall still links the old turn."""
+    items = (
+        MemoryItem(id="m0.0", who=("Sarah",), what="Sarah hosts pizza night on Friday.", seqs=(0,),
+                   status=ItemStatus.SUPERSEDED),
+        MemoryItem(id="m10.0", who=("Sarah",), what="Pizza night moved to Dana's on Saturday.", seqs=(12,),
+                   supersedes="m0.0", created_at=10),
+        MemoryItem(id="m20.0", who=("Sarah",), what="Sarah will bring dough for pizza night.", seqs=(21,),
+                   created_at=20),
+    )
+    merged = apply_update(items, MemoryUpdate(merge=(ItemMerge(ids=("m10.0", "m20.0"), item=ItemDraft(
+        who=("Sarah",), what="Pizza night is at Dana's on Saturday; Sarah brings dough.", seqs=(12, 21))),)),
+        created_at=30)
+    [new] = [i for i in merged if i.status is ItemStatus.ACTIVE]
+    assert ("m0.0", (12, 21)) == (new.supersedes, new.seqs)
+    assert "(was: Sarah hosts pizza night on Friday.)" in render_summary(merged, 1200)[0]
+    assert {0: (21, 12)} == corrections_of(merged)
