@@ -62,10 +62,15 @@ def items_citing(items: Sequence[MemoryItem], seqs: Iterable[int]) -> list[Memor
 
 def drop_citing(items: Sequence[MemoryItem], seqs: Iterable[int]) -> tuple[MemoryItem, ...]:
     """`items` without those citing any of `seqs` (forget-me): an item correcting a dropped one
-    no longer points at it."""
-    gone = {i.id for i in items_citing(items, seqs)}
+    no longer points at it, and an item only a dropped one corrected stands again (the
+    correction went with the words that made it)."""
+    dropped = items_citing(items, seqs)
+    gone = {i.id for i in dropped}
+    kept = [replace(i, supersedes="") if i.supersedes in gone else i for i in items if i.id not in gone]
+    revived = {i.supersedes for i in dropped} - {i.supersedes for i in kept}
     return tuple(
-        replace(i, supersedes="") if i.supersedes in gone else i for i in items if i.id not in gone
+        replace(i, status=ItemStatus.ACTIVE) if i.id in revived and i.status is ItemStatus.SUPERSEDED else i
+        for i in kept
     )
 
 

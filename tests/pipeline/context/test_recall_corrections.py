@@ -185,3 +185,22 @@ def test_a_merge_keeps_what_its_items_corrected() -> None:
     assert ("m0.0", (12, 21)) == (new.supersedes, new.seqs)
     assert "(was: Sarah hosts pizza night on Friday.)" in render_summary(merged, 1200)[0]
     assert {0: (21, 12)} == corrections_of(merged)
+
+
+def test_forgetting_the_correction_lets_the_old_item_stand_again() -> None:
+    """`drop_citing` (the helper that takes out the items citing given turns) drops the item
+    that corrected Sarah's plan: her plan is shown again and recall links nothing to it; an item
+    another correction still points at stays superseded, linked to that one."""
+    items = (
+        MemoryItem(id="m0.0", who=("Sarah",), what="Sarah hosts pizza night on Friday.", seqs=(0,),
+                   status=ItemStatus.SUPERSEDED),
+        MemoryItem(id="m10.0", who=("Bob",), what="Bob moved pizza night to Saturday.", seqs=(12,), supersedes="m0.0"),
+        MemoryItem(id="m1.0", who=("Ann",), what="Ann plays bass.", seqs=(3,), status=ItemStatus.SUPERSEDED),
+        MemoryItem(id="m11.0", who=("Bob",), what="Bob says Ann plays drums now.", seqs=(13,), supersedes="m1.0"),
+        MemoryItem(id="m12.0", who=("Ann",), what="Ann switched to drums.", seqs=(14,), supersedes="m1.0"),
+    )
+    kept = drop_citing(items, [12, 13])
+    assert [("m0.0", ItemStatus.ACTIVE), ("m1.0", ItemStatus.SUPERSEDED), ("m12.0", ItemStatus.ACTIVE)] == [
+        (i.id, i.status) for i in kept]
+    assert "Sarah hosts pizza night on Friday." in render_summary(kept, 1200)[0]
+    assert {3: (14,)} == corrections_of(kept)
