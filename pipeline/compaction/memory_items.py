@@ -79,7 +79,7 @@ def corrections_of(items: Sequence[MemoryItem]) -> dict[int, tuple[int, ...]]:
     along the whole chain (a correction of the correction too). A model that read the batch
     resolved what a correction refers to ("that place shut, we're doing the rooftop then"),
     which a retriever reading the words of two lines cannot; recall marks the old line and
-    brings these with it (`RecallIndex.search`'s `corrected`)."""
+    brings these with it (`RecallScope.corrected`)."""
     by_id = {i.id: i for i in items}
     correctors: dict[str, list[MemoryItem]] = {}
     for item in items:
