@@ -61,9 +61,9 @@ from pipeline.conversation.retention import SweepDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, EventSink
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
+from pipeline.hearing.transcription import AsrError
 from pipeline.metrics import CompactionMetrics
 from pipeline.model_profiles import realtime_reasoning_effort
-from pipeline.models import AsrError
 from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.screen_notes import NoteWriter

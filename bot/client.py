@@ -192,7 +192,7 @@ async def _join_voice(channel: discord.VoiceChannel | discord.StageChannel) -> R
     handshake times out. A join is two gateway answers to one op 4 (VOICE_STATE_UPDATE and
     VOICE_SERVER_UPDATE); when one never arrives, discord.py waits out its timeout, leaves and
     raises, and a `/join` or a takeover would fail for good. A new op 4 gets new answers. (Two
-    answers that do arrive are never missed: `bot.voice.receive.SteadyVoiceConnectionState`.)"""
+    answers that do arrive are never missed: `bot.voice.connection_state.SteadyVoiceConnectionState`.)"""
     attempt = 0
     while True:
         attempt += 1

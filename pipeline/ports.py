@@ -21,7 +21,7 @@ from pipeline.models import (
 
 if TYPE_CHECKING:  # type-only: keeps this module free of numpy/PyAV at import time
     from pipeline.hearing.pcm import PcmInt16
-    from pipeline.models import Transcription
+    from pipeline.hearing.transcription import Transcription
 
 
 @runtime_checkable

@@ -30,7 +30,7 @@ from typing import Any
 
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.hearing.pcm import PcmInt16
-from pipeline.models import AsrError, AsrErrorCode, Transcription
+from pipeline.hearing.transcription import AsrError, AsrErrorCode, Transcription
 
 _worker: WhisperTranscriber | None = None  # the model of this worker process
 _started: Any = None  # a barrier every worker passes once at start-up (see `_ready`)

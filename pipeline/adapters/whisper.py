@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_float32
-from pipeline.models import AsrError, AsrErrorCode, Transcription
+from pipeline.hearing.transcription import AsrError, AsrErrorCode, Transcription
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel

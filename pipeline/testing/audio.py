@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_float32
-from pipeline.models import Transcription, Turn, TurnDraft
+from pipeline.hearing.transcription import Transcription
+from pipeline.models import Turn, TurnDraft
 from pipeline.ports import Clock
 
 _BASE_HZ = 300.0

@@ -1,4 +1,4 @@
-"""The voice handshake's waits cannot miss a state change (`bot.voice.receive.wait_for_flow`).
+"""The voice handshake's waits cannot miss a state change (`bot.voice.connection_state.wait_for_flow`).
 
 Discord answers a join with VOICE_STATE_UPDATE and VOICE_SERVER_UPDATE; discord.py handles each
 in a task of its own, and its connection state pulses an `asyncio.Event` (set, then clear at
@@ -16,7 +16,7 @@ import enum
 import pytest
 from discord.voice_state import ConnectionFlowState, VoiceConnectionState
 
-from bot.voice.receive import wait_for_flow
+from bot.voice.connection_state import wait_for_flow
 
 
 class Pulsing:

@@ -23,8 +23,9 @@ from structlog.testing import capture_logs
 import bot.client
 from bot.client import DiscordVoiceConnector
 from bot.playback import Playback
+from bot.voice.connection_state import SteadyVoiceConnectionState
 from bot.voice.opus import FRAME_BYTES, SAMPLE_RATE
-from bot.voice.receive import ReceivingVoiceClient, SteadyVoiceConnectionState, VoiceReceiver
+from bot.voice.receive import ReceivingVoiceClient, VoiceReceiver
 from bot.voice.rtp import DropReason, FrameSource, VoiceFrame
 from tests.support.fake_voice_gateway import (
     BOT_SSRC,

@@ -1,4 +1,4 @@
-"""bot.voice.receive._harden_socket_reader on discord.py's own `SocketReader` thread, with real
+"""bot.voice.connection_state.harden_socket_reader on discord.py's own `SocketReader` thread, with real
 UDP sockets on loopback: after discord.py swaps the socket (its recovery from a dropped voice
 websocket) the reader reads the new one at once instead of staying blocked up to 30 s on the
 closed one, and an IP discovery answer that arrives before its listener is registered is not
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from discord.voice_state import SocketReader
 
-from bot.voice.receive import _harden_socket_reader
+from bot.voice.connection_state import harden_socket_reader
 
 SSRC = 77
 
@@ -58,7 +58,7 @@ def state() -> Iterator[SimpleNamespace]:
     original = SocketReader(state)  # type: ignore[arg-type]
     state._socket_reader = original
     original.start()
-    _harden_socket_reader(state)  # type: ignore[arg-type]
+    harden_socket_reader(state)  # type: ignore[arg-type]
     assert not original.is_alive() and state._socket_reader is not original
     state._socket_reader.resume()  # as discord.py's _connect_websocket does once the socket exists
     yield state

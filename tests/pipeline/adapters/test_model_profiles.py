@@ -19,6 +19,7 @@ from pipeline.adapters.openai_api import BrainError, BrainErrorCode, OpenAIBrain
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
+from pipeline.hearing.transcription import AsrError, AsrErrorCode
 from pipeline.model_profiles import (
     SHUTDOWN_DATES,
     ReasoningEffort,
@@ -29,7 +30,7 @@ from pipeline.model_profiles import (
     shutdown_date,
     transcription_params,
 )
-from pipeline.models import AsrError, AsrErrorCode, SummaryRequest, Turn, TurnKind
+from pipeline.models import SummaryRequest, Turn, TurnKind
 from tests.support.openai_stub import OpenAIStub, Reply
 
 GUARD_S = 3.0  # a test that waits out a server's Retry-After blows this instead of passing slowly

@@ -30,7 +30,7 @@ from pipeline.evaluation.wer import wer
 from pipeline.events import EventEmitter
 from pipeline.hearing.pcm import TARGET_RATE, wav_bytes
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
-from pipeline.models import AsrError
+from pipeline.hearing.transcription import AsrError
 from pipeline.ports import Transcriber
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink, frames, to_discord
