@@ -39,6 +39,7 @@ from pipeline.models import (
     ContextSnapshot,
     FoldPlan,
     LeaseLost,
+    MemoryItem,
     Note,
     ParticipantCard,
     Skip,
@@ -89,6 +90,9 @@ class ConversationSession:
         self._append_lock = asyncio.Lock()  # seqs are assigned in the order things happened
         self._lease_listeners: list[Callable[[], None]] = []
         self.compactor = RollingCompactor(deps, state=stored.state, epoch=stored.epoch)
+        # The memory items' corrections by turn, for the items they were read from: items change
+        # only when a fold commits, snapshots are taken for every reply and command.
+        self._corrections: tuple[tuple[MemoryItem, ...], tuple[tuple[int, tuple[int, ...]], ...]] = ((), ())
         # Every turn and note, for the context builders' "From earlier in this session".
         self.recall = SessionRecall(session_id=deps.session_id, store=deps.store, embedder=deps.embedder)
         self._sync = StoreSync(deps, stored, compactor=self.compactor, recall=self.recall, notes=self._notes)
@@ -180,8 +184,13 @@ class ConversationSession:
             total_turns=self._sync.total,
             in_flight=self.compactor.in_flight,
             live_notes=self._notes.notes,
-            corrections=tuple(corrections_of(state.items).items()),
+            corrections=self._corrections_of(state.items),
         )
+
+    def _corrections_of(self, items: tuple[MemoryItem, ...]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        if items is not self._corrections[0]:
+            self._corrections = (items, tuple(corrections_of(items).items()))
+        return self._corrections[1]
 
     @property
     def memory_config(self) -> ParticipantMemoryConfig:
