@@ -127,6 +127,9 @@ async def test_sigkilled_process_sessions_move_to_the_other_process_through_disc
         await say(a_guilds, FIRST, SECOND)  # A's rooms: what is typed once B serves them
         await say(b_guilds, DURING, SECOND)
         await watch.until(f"{SECOND} turns folded in every guild", lambda: settled(SECOND), 90)
+        # B writes a fold's log line after its commit: Redis can show the last cursor first.
+        await procs.logs["b"].until("B logging its folds", lambda rows: all(
+            any(new == settled_cursor(SECOND) for _, new in folds_of(rows, g)) for g in guilds), 30)
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
         events = a_events + procs.rows("b")
     except AssertionError as err:

@@ -151,6 +151,8 @@ async def test_sigkill_owner_and_the_other_process_takes_its_sessions_over(
         await watch.until("B owning A's sessions", b_owns_all, TTL_S + 10)
         takeover_s = time.monotonic() - killed_at
         await wait_settled(watch, store, guilds, SECOND, timeout_s=30)
+        # B writes a fold's log line after its commit: Redis can show the last cursor first.
+        await cluster.logs["b"].until("B logging its folds", folded_to_each(guilds, settled_cursor(SECOND)), 30)
 
         turns = {g: await store.get_turns(f"guild-{g}", 0, SECOND + 10) for g in guilds}
         events = a_events + cluster.log("b")
