@@ -3,19 +3,20 @@ reopening, and many long-lived sessions in one process.
 
 - `recall_memory_per_10k_turns`: Python heap growth (tracemalloc) of a `RecallIndex` of 10,000
   turns with 384-d vectors (int8 + sign bits, grown in fixed chunks). Goal <= 10 MB.
-- `recall_search_20k`: `RecallIndex.search` (BM25 + dense + floor + freshness) at 20,000 turns,
-  p50/p95/max over the bench questions. Goal p95 <= 5 ms; the max is the longest loop stall
-  one search causes (goal <= 5 ms too). Every search runs in three passes over the questions:
-  p50/p95/max are the first pass's; `max_own_ms` is the worst question's best of three, the
-  search's own cost without the machine's pauses (on this 2-core VM a search is sometimes held
-  up 2 ms by something else: a different question each run, with no collection under way).
-  The stall goal is judged on `max_own_ms`, the stall a search itself causes; `max_ms` is
-  reported beside it.
+- `recall_search_20k`: a recall search (BM25 + dense + floor + freshness) at 20,000 turns,
+  p50/p95/max over the bench questions. Goal p95 <= 5 ms. Each search runs as the reply path
+  runs it (`RecallIndex.search_steps`, which `ModelContext.prepare` drives with the event loop
+  free between the steps), so the loop stall one search causes is its longest step,
+  `max_step_own_ms` (goal <= 5 ms). Every search runs in three passes over the questions:
+  p50/p95/max are the first pass's; `max_own_ms` (a whole search) and `max_step_own_ms` are
+  the worst question's best of three, the search's own cost without the machine's pauses (on
+  this 2-core VM a search is sometimes held up 2 ms by something else: a different question
+  each run, with no collection under way).
 - `recall_search_20k_real`: the same at 20,000 turns of real lines (the committed evaluation
   sessions' dev splits, one after another, with their packaged-MiniLM vectors; their own
   questions): longer lines and more speakers than the synthetic ones, and corrections,
-  questions and answers for freshness and echoes to follow. Goal p95 <= 5 ms; `p95_own_ms`
-  and `max_own_ms` are the best-of-three figures, as above.
+  questions and answers for freshness and echoes to follow. Goals as above; `p95_own_ms`,
+  `max_own_ms` and `max_step_own_ms` are the best-of-three figures.
 - `recall_reopen_20k`: `SessionRecall.restore` of 20,000 turns and their stored vectors while
   a ticker task measures the longest gap between its wake-ups (the loop stall). Goal <= 20 ms.
 - `recall_many_sessions`: `LONGCALL_BENCH_SESSIONS` sessions (default 1,000) of 5,000 turns
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import gc
 import json
 import os
@@ -112,29 +112,51 @@ def _timed_searches() -> dict[str, Any]:
         # A query near some old line (so the dense side and freshness have work to do).
         target = vectors[int(rng.integers(0, SEARCH_TURNS - 100))]
         qvec = target + 0.6 * rng.standard_normal(DIM).astype(np.float32) / np.sqrt(DIM)
-        searches.append(functools.partial(index.search, query, config, before_seq=SEARCH_TURNS - 50,
-                                          budget_chars=2300, query_vector=qvec))
-    timings, own = _three_passes(searches, warm_up=20)
+        searches.append(_stepped(index, query, config, before_seq=SEARCH_TURNS - 50, budget_chars=2300,
+                                 query_vector=qvec))
+    timings, own, step = _three_passes(searches, warm_up=20)
     p95 = _pct(timings, 0.95)
     return {"name": "recall_search_20k", "p50_ms": round(statistics.median(timings), 3), "p95_ms": round(p95, 3),
-            "max_ms": round(max(timings), 3), "max_own_ms": round(max(own), 3),
-            "goal": "p95 <= 5 ms, max_own <= 5 ms", "met": p95 <= 5.0 and max(own) <= 5.0,
-            "note": "BM25 + int8 dense (sign-bit prefilter) + floor + freshness, on the loop"}
+            "max_ms": round(max(timings), 3), "max_own_ms": round(max(own), 3), "max_step_own_ms": round(max(step), 3),
+            "goal": "p95 <= 5 ms, longest step <= 5 ms", "met": p95 <= 5.0 and max(step) <= 5.0,
+            "note": "BM25 + int8 dense (sign-bit prefilter) + floor + freshness, in steps on the loop"}
 
 
-def _three_passes(searches: list[Callable[[], object]], *, warm_up: int) -> tuple[list[float], list[float]]:
+def _stepped(index: RecallIndex, *args: Any, **kwargs: Any) -> Callable[[], float]:
+    """A search run as the reply path runs it (`ModelContext.prepare`: `search_steps`, the loop
+    free between steps); returns its longest step in ms, the loop stall it causes."""
+    def run() -> float:
+        steps = index.search_steps(*args, **kwargs)
+        longest = 0.0
+        while True:
+            t0 = time.perf_counter()
+            try:
+                next(steps)
+            except StopIteration:
+                return max(longest, time.perf_counter() - t0) * 1000
+            longest = max(longest, time.perf_counter() - t0)
+    return run
+
+
+def _three_passes(
+    searches: list[Callable[[], float]], *, warm_up: int
+) -> tuple[list[float], list[float], list[float]]:
     """Every search timed in three passes over the list, after the first `warm_up` searches:
-    (the first pass's ms, each search's best of the three). The passes are seconds apart, so
-    one pause of the machine does not land on all three runs of a search."""
+    (the first pass's ms, each search's best of the three, each search's best longest step).
+    The passes are seconds apart, so one pause of the machine does not land on all three runs
+    of a search."""
     runs: list[list[float]] = []
+    steps: list[list[float]] = []
     for _ in range(3):
-        times = []
+        times, longest = [], []
         for search in searches:
             t0 = time.perf_counter()
-            search()
+            longest.append(search())
             times.append((time.perf_counter() - t0) * 1000)
         runs.append(times[warm_up:])
-    return runs[0], [min(column) for column in zip(*runs, strict=True)]
+        steps.append(longest[warm_up:])
+    best = [min(column) for column in zip(*runs, strict=True)]
+    return runs[0], best, [min(column) for column in zip(*steps, strict=True)]
 
 
 def _search_real() -> dict[str, Any]:
@@ -183,13 +205,14 @@ def _timed_real_searches(index: RecallIndex, questions: list[tuple[Turn, Any]]) 
     searches: list[Callable[[], object]] = []
     for current, qvec in questions:
         query = build_query(current, (), known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
-        searches.append(functools.partial(index.search, query, config, before_seq=current.seq - 50,
-                                          budget_chars=2300, query_vector=qvec))
-    timings, own = _three_passes(searches, warm_up=10)
+        searches.append(_stepped(index, query, config, before_seq=current.seq - 50, budget_chars=2300,
+                                 query_vector=qvec))
+    timings, own, step = _three_passes(searches, warm_up=10)
     p95 = _pct(timings, 0.95)
     return {"name": "recall_search_20k_real", "p50_ms": round(statistics.median(timings), 3),
             "p95_ms": round(p95, 3), "max_ms": round(max(timings), 3), "p95_own_ms": round(_pct(own, 0.95), 3),
-            "max_own_ms": round(max(own), 3), "goal": "p95 <= 5 ms", "met": p95 <= 5.0,
+            "max_own_ms": round(max(own), 3), "max_step_own_ms": round(max(step), 3),
+            "goal": "p95 <= 5 ms, longest step <= 5 ms", "met": p95 <= 5.0 and max(step) <= 5.0,
             "note": f"{len(index)} real lines (dev sessions), {len(timings)} of their questions, MiniLM vectors"}
 
 

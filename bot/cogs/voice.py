@@ -209,7 +209,7 @@ class VoiceCog(commands.Cog):
             return
         snapshot = live.session.snapshot()
         current = placeholder_turn(snapshot)
-        await live.model_context.prepare(current)  # recall's query vector, off the event loop
+        await live.model_context.prepare(current)  # recall's query vector and search, yielding
         context = live.model_context.reply(current)
         await interaction.response.send_message(
             render_context(context, live.session.snapshot(), model=self.brain_model), ephemeral=True

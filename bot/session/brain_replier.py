@@ -56,7 +56,7 @@ class BrainReplier:
             await self._reply_in_text(job, job.text_reply, stages)
             return
         model_context = self._t.model_context
-        await model_context.prepare(job.turn)  # recall's query vector, off the event loop
+        await model_context.prepare(job.turn)  # recall's query vector and search, yielding
         context = model_context.reply(job.turn)
         stages.decided = self._perf()
         answer = Answer()
@@ -69,7 +69,7 @@ class BrainReplier:
 
     async def _reply_in_text(self, job: ReplyJob, post: TextReply, stages: Stages) -> None:
         """CHAT_REPLY=text: the brain's whole answer, posted where the question was typed."""
-        await self._t.model_context.prepare(job.turn)  # recall's query vector, off the event loop
+        await self._t.model_context.prepare(job.turn)  # recall's query vector and search, yielding
         context = self._t.model_context.reply(job.turn)
         stages.decided = self._perf()
         try:

@@ -70,7 +70,7 @@ class RealtimeReplier:
 
     async def _reply(self, job: ReplyJob, stages: Stages) -> None:
         model_context, realtime, ledger = self._t.model_context, self._realtime, self._ledger
-        await model_context.prepare(job.turn)  # recall's query vector, off the event loop
+        await model_context.prepare(job.turn, realtime=True)  # recall's query vector and search, yielding
         instructions = model_context.realtime(job.turn)  # the compaction trigger, then the budget
         stages.decided = self._perf()
         line = render_turn_line(job.turn, self._core.conversation.policy.turn_text_cap_chars)

@@ -22,7 +22,7 @@ class RecallColumns:
 
     __slots__ = (
         "_alive", "_at", "_changes", "_kinds", "_lexical", "_note_doc", "_notes", "_people", "_person", "_seq",
-        "_sources", "_speakers", "_texts", "_turn_doc", "_vectors", "_who",
+        "_sources", "_speakers", "_texts", "_turn_doc", "_vectors", "_version", "_who",
     )
 
     def __init__(self) -> None:
@@ -42,6 +42,7 @@ class RecallColumns:
         self._lexical = LexicalIndex()
         self._vectors = VectorTable()
         self._speakers: dict[str, str] = {}  # name key -> display name
+        self._version = 0  # bumped by every change a search could see (`RecallIndex.version`)
 
     def __len__(self) -> int:
         return len(self._texts)

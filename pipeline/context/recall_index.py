@@ -10,7 +10,7 @@ ceiling (nothing relevant, nothing recalled), is `recall_spending`'s; storage is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Generator, Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -51,6 +51,16 @@ _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
 
 def _note_terms(note: Note) -> list[str]:
     return terms(f"{note.by} {note.text} {note.why}")
+
+
+def finish(steps: Generator[None, None, RecallResult]) -> RecallResult:
+    """Run `RecallIndex.search_steps` to its end, on the spot."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: RecallResult = done.value
+            return result
 
 
 class RecallIndex(RecallFreshness):
@@ -122,6 +132,7 @@ class RecallIndex(RecallFreshness):
     def _add_doc(self, row: _Row, words: list[str]) -> int:
         kind, speaker_id, name, text, at, seq, source = row
         index = len(self._texts)
+        self._version += 1
         self._texts.append(text)
         self._sources.append(intern(source))
         self._who.append(self._person_of(speaker_id, name))
@@ -153,6 +164,7 @@ class RecallIndex(RecallFreshness):
             self._alive[doc] = 0
             self._texts[doc] = ""
             self._vectors.clear(doc)
+            self._version += 1
             removed += 1
         return removed
 
@@ -160,7 +172,10 @@ class RecallIndex(RecallFreshness):
         """Attach a (normalised here) vector to an indexed doc. False if the doc is unknown or
         forgotten, or the vector's dimension does not match the ones already stored."""
         doc = self._doc_of(key)
-        return doc is not None and bool(self._alive[doc]) and self._vectors.set(doc, vector)
+        if doc is None or not self._alive[doc] or not self._vectors.set(doc, vector):
+            return False
+        self._version += 1
+        return True
 
     def has_vector(self, key: str) -> bool | None:
         """Whether a recallable doc has its vector (None: unknown or forgotten doc)."""
@@ -201,6 +216,11 @@ class RecallIndex(RecallFreshness):
 
         return eligible
 
+    @property
+    def version(self) -> int:
+        """Bumped by every change a search could see (a line, a vector, a forgotten line)."""
+        return self._version
+
     def search(
         self,
         query: RecallQuery,
@@ -214,6 +234,23 @@ class RecallIndex(RecallFreshness):
         """The relevant eligible lines for `query` (none if nothing reaches the floor), with
         later statements on the same things, rendered within `budget_chars`. The lines that
         `scope.corrected` says correct a recalled line come first among its later lines."""
+        return finish(self.search_steps(query, config, before_seq=before_seq, budget_chars=budget_chars,
+                                        query_vector=query_vector, scope=scope))
+
+    def search_steps(
+        self,
+        query: RecallQuery,
+        config: RecallConfig,
+        *,
+        before_seq: int,
+        budget_chars: int,
+        query_vector: Vector | None = None,
+        scope: RecallScope = NO_SCOPE,
+    ) -> Generator[None, None, RecallResult]:
+        """`search` in steps: the generator yields between its phases (retrieval, freshness,
+        echoes and the memory items' corrections, spending) and returns the same result, so a
+        caller on the event loop can let other tasks run in between (`ModelContext.prepare`). The
+        index must not change while it is paused: `version` tells."""
         live_note_ids = scope.live_note_ids
         if not config.enabled or budget_chars <= 0 or config.max_hits == 0 or not self._texts:
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),
@@ -250,6 +287,7 @@ class RecallIndex(RecallFreshness):
             # The centred cosine ranks; the floor and the relevance term read the plain one
             # (the floors and freshness thresholds were calibrated on it).
             self._fill_cosines(fused, q)
+        yield
         for entry in fused.values():
             speaker = self._people[self._who[entry.doc]][2]
             if speaker and speaker in query.speakers:
@@ -272,11 +310,14 @@ class RecallIndex(RecallFreshness):
         window = [d for d in self._turn_doc[before_seq:] if d >= 0]
         pool = np.array(sorted({*fused, *window}), dtype=np.intp)
         wider = self._wider(fused, relevant, ranked_hits, config, words)
+        yield
         later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool, words)
+        yield
         recalled = [e.doc for e in (*ranked_hits, *wider)]
         for found in (self._echoes(recalled, config), self._corrected(recalled, scope.corrected, config)):
             for doc, newer in found.items():  # these first, then what freshness found
                 later[doc] = list(dict.fromkeys([*newer, *later.get(doc, ())]))[: max(config.later_lines, len(newer))]
+        yield
         hits, lines = self._spend(ranked_hits, later, config, before_seq=before_seq, budget_chars=budget_chars,
                                   wider=wider)
         chars = sum(len(line.text) for line in lines) + max(0, len(lines) - 1)

@@ -12,6 +12,7 @@ session (recall on / off) see the same transcript, so an evaluation can compare 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
@@ -24,7 +25,15 @@ from pipeline.context.realtime_instructions import (
     Section,
     build_realtime_instructions,
 )
-from pipeline.context.recall import REPLY_HEADER, RecallConfig, RecallQuery, RecallResult, RecallScope, build_query
+from pipeline.context.recall import (
+    REPLY_HEADER,
+    RecallConfig,
+    RecallQuery,
+    RecallResult,
+    RecallScope,
+    Vector,
+    build_query,
+)
 from pipeline.context.reply_context import ReplyContext, ReplyRecall, ReplySpec, build_reply_messages
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import ModelTokenCounter, make_token_counter
@@ -33,6 +42,26 @@ from pipeline.events import ContextRecall, Event
 from pipeline.models import ContextSnapshot, Turn
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """What one recall search depends on; `prepare`'s result is taken only for an equal one."""
+
+    query: RecallQuery
+    vector: Vector | None
+    before_seq: int
+    budget_chars: int
+    scope: RecallScope
+    version: int  # the index's (`RecallIndex.version`)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _Search) and (self.query, self.before_seq, self.budget_chars, self.scope,
+                                                self.version) == (other.query, other.before_seq, other.budget_chars,
+                                                                  other.scope, other.version)
+                and self.vector is other.vector)  # the cached query vector: the same object while unchanged
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +87,7 @@ class ModelContextConfig:
 class ModelContext:
     """Per-session builder of reply messages and realtime instructions."""
 
-    __slots__ = ("_config", "_counter", "_guard", "_session", "last_recall")
+    __slots__ = ("_config", "_counter", "_guard", "_prepared", "_session", "last_recall")
 
     def __init__(self, session: ConversationSession, config: ModelContextConfig | None = None) -> None:
         self._session = session
@@ -66,6 +95,7 @@ class ModelContext:
         self._counter: ModelTokenCounter = make_token_counter(self._config.model, self._config.context_limit)
         self._guard = TokenGuard(self._config.guard)
         self.last_recall: RecallResult | None = None  # what the latest build recalled (inspect)
+        self._prepared: tuple[_Search, RecallResult] | None = None  # `prepare`'s search, for the next build
 
     @property
     def counter(self) -> ModelTokenCounter:
@@ -92,30 +122,33 @@ class ModelContext:
         speakers = self._session.recall.index.speakers
         return [speakers[k] for k in sorted(query.speakers) if k in speakers]
 
+    def _search(self, current: Turn, snapshot: ContextSnapshot, budget_chars: int) -> _Search:
+        config = self._config.recall
+        query = self._query(current, snapshot)
+        vector = None
+        if config.dense_weight > 0 and snapshot.cursor > 0:
+            vector = self._session.recall.query_vector(query.dense_text, self._names(query))
+        scope = RecallScope(live_note_ids={n.note_id for n in snapshot.live_notes},
+                            corrected=dict(snapshot.corrections))
+        return _Search(query, vector, snapshot.cursor, budget_chars, scope, self._session.recall.index.version)
+
     def recall_for(self, current: Turn, snapshot: ContextSnapshot, *, budget_chars: int) -> RecallResult | None:
-        """Search the old transcript for `current`; None when recall is off."""
+        """Search the old transcript for `current`; None when recall is off. What `prepare`
+        searched ahead for the same question, on the same index, is taken as it is."""
         config = self._config.recall
         if not config.enabled or budget_chars <= 0:
             return None
-        recall = self._session.recall
         started = time.perf_counter()
-        query = self._query(current, snapshot)
-        embed_ms = 0.0
-        vector = None
-        if config.dense_weight > 0 and snapshot.cursor > 0:
-            embed_started = time.perf_counter()
-            vector = recall.query_vector(query.dense_text, self._names(query))
-            embed_ms = (time.perf_counter() - embed_started) * 1000
-        result = recall.index.search(
-            query,
-            config,
-            before_seq=snapshot.cursor,
-            budget_chars=budget_chars,
-            query_vector=vector,
-            scope=RecallScope(live_note_ids={n.note_id for n in snapshot.live_notes},
-                              corrected=dict(snapshot.corrections)),
-        )
-        result = replace(result, latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms)
+        search = self._search(current, snapshot, budget_chars)
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and prepared[0] == search:
+            result = prepared[1]
+        else:
+            result = self._session.recall.index.search(
+                search.query, config, before_seq=search.before_seq, budget_chars=budget_chars,
+                query_vector=search.vector, scope=search.scope,
+            )
+            result = replace(result, latency_ms=(time.perf_counter() - started) * 1000)
         self.last_recall = result
         return result
 
@@ -149,13 +182,51 @@ class ModelContext:
             dense=result.dense_used,
         )
 
-    async def prepare(self, current: Turn) -> None:
-        """Before `reply`/`realtime`: embeds the query off the event loop (the synchronous
-        builders never embed). Skipped, recall's query for that build is lexical only."""
+    async def prepare(self, current: Turn, *, realtime: bool = False) -> None:
+        """Before `reply` (or `realtime`, with `realtime=True`): embeds the query off the event
+        loop (the synchronous builders never embed; skipped, that build's query is lexical
+        only), then runs the search in steps, letting the loop run between them
+        (`RecallIndex.search_steps`), so no reply stalls voice receive for a whole search. The
+        build takes that result if nothing it depends on changed meanwhile (the question, its
+        context turns, the cursor, live notes, corrections, any line or vector of the index);
+        otherwise it searches again on the spot."""
         config = self._config.recall
-        if config.enabled and config.dense_weight > 0:
+        self._prepared = None
+        if not config.enabled:
+            return
+        embed_started = time.perf_counter()
+        if config.dense_weight > 0:
             query = self._query(current, self._session.snapshot())
             await self._session.recall.prepare_query(query.dense_text, self._names(query), name_keep=config.name_keep)
+        embed_s = time.perf_counter() - embed_started
+        budget = self._recall_budget(realtime)
+        if budget <= 0:
+            return
+        search = self._search(current, self._session.snapshot(), budget)
+        index = self._session.recall.index
+        steps = index.search_steps(search.query, config, before_seq=search.before_seq, budget_chars=budget,
+                                   query_vector=search.vector, scope=search.scope)
+        own = 0.0
+        while True:
+            started = time.perf_counter()
+            try:
+                next(steps)
+            except StopIteration as done:
+                own += time.perf_counter() - started
+                result: RecallResult = done.value
+                self._prepared = (search, replace(result, latency_ms=(embed_s + own) * 1000, embed_ms=embed_s * 1000))
+                return
+            own += time.perf_counter() - started
+            await asyncio.sleep(0)  # the loop runs other tasks (voice receive) between steps
+            if index.version != search.version:
+                steps.close()  # the index changed under it: the build searches afresh
+                return
+
+    def _recall_budget(self, realtime: bool) -> int:
+        recall = self._config.recall
+        if realtime:
+            return recall.realtime_budget_chars - len(HEADERS[Section.RECALL]) - 1
+        return recall.reply_budget_chars - len(REPLY_HEADER) - 1
 
     def _emit(self, built: Built[T]) -> T:
         for event in built.events:
@@ -177,8 +248,7 @@ class ModelContext:
         (`urge_compaction` reports it; a second trigger here would plan the same again)."""
         self._session.trigger()
         snapshot = self._session.snapshot()
-        budget = self._config.recall.reply_budget_chars - len(REPLY_HEADER) - 1
-        recalled = self.recall_for(current, snapshot, budget_chars=budget)
+        recalled = self.recall_for(current, snapshot, budget_chars=self._recall_budget(False))
         spec = ReplySpec(
             bot_name=self._session.bot_name,
             counter=self._counter,
@@ -204,8 +274,7 @@ class ModelContext:
         snapshot = self._session.snapshot()
         recalled = None
         if current is not None:
-            budget = self._config.recall.realtime_budget_chars - len(HEADERS[Section.RECALL]) - 1
-            recalled = self.recall_for(current, snapshot, budget_chars=budget)
+            recalled = self.recall_for(current, snapshot, budget_chars=self._recall_budget(True))
         spec = RealtimeSpec(
             bot_name=self._session.bot_name,
             tool_policy=self._config.tool_policy,

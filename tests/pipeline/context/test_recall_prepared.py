@@ -1,0 +1,141 @@
+"""The live reply path searches ahead, in steps: `ModelContext.prepare` runs recall's search
+with the event loop running between its phases, and the build that follows takes that result,
+unless the index changed meanwhile (a forgotten line must not come back from it)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pipeline.adapters.embeddings import MiniLMEmbedder
+from pipeline.context.recall import RecallResult
+from pipeline.context.recall_index import RecallIndex
+from pipeline.conversation.deps import ConversationDeps
+from pipeline.conversation.model_context import ModelContext
+from pipeline.conversation.session import ConversationSession
+from pipeline.events import EventEmitter
+from pipeline.models import CompactionPolicy
+from pipeline.testing import FakeClock, ScriptedSummarizer
+from pipeline.transcript.store_memory import InMemorySessionStore
+from tests.pipeline.compaction.test_compactor import running
+from tests.pipeline.context.test_recall import conversation, fill, question
+
+FACT = ("Maya", "the spare key to the boathouse is under the blue flowerpot")
+ASK = "Where did Maya say the boathouse key is hidden?"
+
+
+class Steps:
+    """Wraps `RecallIndex.search_steps`: counts searches, notes how often a ticker task ran
+    before each step, and can run `between` once after the first step."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.searches = 0
+        self.ticks = 0
+        self.at_step: list[list[int]] = []  # per search, the ticker's count as each step began
+        self.after_first = asyncio.Event()
+        original = RecallIndex.search_steps
+
+        def wrapped(index: RecallIndex, *args: Any, **kwargs: Any) -> Generator[None, None, RecallResult]:
+            self.searches += 1
+            self.at_step.append([])
+            inner = original(index, *args, **kwargs)
+            while True:
+                self.at_step[-1].append(self.ticks)
+                try:
+                    next(inner)
+                except StopIteration as done:
+                    result: RecallResult = done.value
+                    return result
+                self.after_first.set()
+                yield
+
+        monkeypatch.setattr(RecallIndex, "search_steps", wrapped)
+
+    async def tick(self) -> None:
+        while True:
+            self.ticks += 1
+            await asyncio.sleep(0)
+
+
+async def _session(session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder) -> ConversationSession:
+    return await ConversationSession.open(ConversationDeps(
+        session_id=session_id, store=InMemorySessionStore(), summarizer=ScriptedSummarizer(), fallback=None,
+        policy=CompactionPolicy(window=10, batch=5), clock=FakeClock(), events=emitter, bot_name="Clanky",
+        embedder=embedder,
+    ))
+
+
+async def test_the_reply_takes_the_search_prepare_ran_in_steps(
+    session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = await _session(session_id, emitter, embedder)
+    context = ModelContext(session)
+    async with running(session):
+        await fill(session, FakeClock(), conversation(40, {3: FACT}))
+        ask = question(40, ASK)
+        steps = Steps(monkeypatch)
+        ticker = asyncio.create_task(steps.tick())
+        try:
+            await context.prepare(ask)
+            reply = context.reply(ask)
+        finally:
+            ticker.cancel()
+        assert 1 == steps.searches  # prepare's: the build took it and searched no more
+        prepared = context.last_recall
+        on_the_spot = context.recall_for(ask, session.snapshot(), budget_chars=context._recall_budget(False))
+    assert 2 == steps.searches
+    assert prepared is not None and on_the_spot is not None and 3 in on_the_spot.seqs and on_the_spot.dense_used
+    assert on_the_spot.lines == prepared.lines and on_the_spot.hits == prepared.hits  # the same search, in steps
+    assert FACT[1] in "\n".join(m["content"] for m in reply.messages)
+    # The loop ran between every two steps: no reply holds it for a whole search.
+    ticks = steps.at_step[0]  # prepare's search
+    assert len(ticks) >= 4 and all(b > a for a, b in zip(ticks, ticks[1:], strict=False))
+    assert len(set(steps.at_step[1])) == 1  # (on the spot, in one go: the ticker never ran)
+
+
+async def test_a_line_forgotten_while_prepare_searches_is_not_recalled(
+    session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = await _session(session_id, emitter, embedder)
+    context = ModelContext(session)
+    async with running(session):
+        await fill(session, FakeClock(), conversation(40, {3: FACT}))
+        ask = question(40, ASK)
+        steps = Steps(monkeypatch)
+
+        async def forget_mid_search() -> None:
+            await steps.after_first.wait()
+            await session.recall.forget([3])  # "forget me" / a deleted message, between two steps
+
+        forgetting = asyncio.create_task(forget_mid_search())
+        await context.prepare(ask)
+        await forgetting
+        reply = context.reply(ask)
+    assert 1 == len(steps.at_step[0])  # prepare stopped at the first step after the change
+    assert 2 == steps.searches  # and the build searched again
+    assert context.last_recall is not None and 3 not in context.last_recall.seqs
+    assert "flowerpot" not in "\n".join(m["content"] for m in reply.messages)
+
+
+async def test_a_line_forgotten_after_prepare_is_not_recalled_by_the_build(
+    session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between `prepare` and the build (the reply path awaits nothing there today, but a caller
+    may): the prepared result names an older index and is not taken."""
+    session = await _session(session_id, emitter, embedder)
+    context = ModelContext(session)
+    async with running(session):
+        await fill(session, FakeClock(), conversation(40, {3: FACT}))
+        ask = question(40, ASK)
+        steps = Steps(monkeypatch)
+        await context.prepare(ask, realtime=True)
+        # The index alone (`SessionRecall.forget` also drops the cached query vector, which
+        # would send the build to search again anyway): its version is what tells.
+        session.recall.index.forget([3])
+        instructions = context.realtime(ask)
+    assert 2 == steps.searches and 3 < len(steps.at_step[0])  # prepare's ran to its end, then the build's
+    assert context.last_recall is not None and 3 not in context.last_recall.seqs
+    assert "flowerpot" not in instructions.text
