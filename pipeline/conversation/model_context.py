@@ -44,7 +44,7 @@ from pipeline.models import ContextSnapshot, Turn
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class _Search:
     """What one recall search depends on; `prepare`'s result is taken only for an equal one."""
 
