@@ -21,8 +21,8 @@ class RecallColumns:
     """The columns and the lookups every part of the index shares. Not thread-safe."""
 
     __slots__ = (
-        "_alive", "_at", "_changes", "_kinds", "_lexical", "_note_doc", "_notes", "_people", "_person", "_seq",
-        "_sources", "_speakers", "_texts", "_turn_doc", "_vectors", "_version", "_who",
+        "_alive", "_at", "_changes", "_kinds", "_lexical", "_note_doc", "_notes", "_people", "_person", "_removals",
+        "_seq", "_sources", "_speakers", "_texts", "_turn_doc", "_vectors", "_who",
     )
 
     def __init__(self) -> None:
@@ -42,7 +42,7 @@ class RecallColumns:
         self._lexical = LexicalIndex()
         self._vectors = VectorTable()
         self._speakers: dict[str, str] = {}  # name key -> display name
-        self._version = 0  # bumped by every change a search could see (`RecallIndex.version`)
+        self._removals = 0  # lines forgotten so far (`RecallIndex.removals`)
 
     def __len__(self) -> int:
         return len(self._texts)

@@ -132,7 +132,6 @@ class RecallIndex(RecallFreshness):
     def _add_doc(self, row: _Row, words: list[str]) -> int:
         kind, speaker_id, name, text, at, seq, source = row
         index = len(self._texts)
-        self._version += 1
         self._texts.append(text)
         self._sources.append(intern(source))
         self._who.append(self._person_of(speaker_id, name))
@@ -164,7 +163,7 @@ class RecallIndex(RecallFreshness):
             self._alive[doc] = 0
             self._texts[doc] = ""
             self._vectors.clear(doc)
-            self._version += 1
+            self._removals += 1
             removed += 1
         return removed
 
@@ -172,10 +171,7 @@ class RecallIndex(RecallFreshness):
         """Attach a (normalised here) vector to an indexed doc. False if the doc is unknown or
         forgotten, or the vector's dimension does not match the ones already stored."""
         doc = self._doc_of(key)
-        if doc is None or not self._alive[doc] or not self._vectors.set(doc, vector):
-            return False
-        self._version += 1
-        return True
+        return doc is not None and bool(self._alive[doc]) and self._vectors.set(doc, vector)
 
     def has_vector(self, key: str) -> bool | None:
         """Whether a recallable doc has its vector (None: unknown or forgotten doc)."""
@@ -217,9 +213,11 @@ class RecallIndex(RecallFreshness):
         return eligible
 
     @property
-    def version(self) -> int:
-        """Bumped by every change a search could see (a line, a vector, a forgotten line)."""
-        return self._version
+    def removals(self) -> int:
+        """How many lines were ever forgotten. A search paused across a removal must not go on
+        (its hits may be gone), nor its result be used; one paused across an addition (a new
+        line, a vector) may: it is what a search a moment earlier would have found."""
+        return self._removals
 
     def search(
         self,
@@ -249,8 +247,8 @@ class RecallIndex(RecallFreshness):
     ) -> Generator[None, None, RecallResult]:
         """`search` in steps: the generator yields between its phases (retrieval, freshness,
         echoes and the memory items' corrections, spending) and returns the same result, so a
-        caller on the event loop can let other tasks run in between (`ModelContext.prepare`). The
-        index must not change while it is paused: `version` tells."""
+        caller on the event loop can let other tasks run in between (`ModelContext.prepare`).
+        Lines and vectors may be added while it is paused, never removed: `removals` tells."""
         live_note_ids = scope.live_note_ids
         if not config.enabled or budget_chars <= 0 or config.max_hits == 0 or not self._texts:
             return RecallResult(hits=(), lines=(), chars=0, query_chars=query.chars, index_size=len(self),

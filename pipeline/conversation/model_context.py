@@ -53,12 +53,12 @@ class _Search:
     before_seq: int
     budget_chars: int
     scope: RecallScope
-    version: int  # the index's (`RecallIndex.version`)
+    removals: int  # the index's (`RecallIndex.removals`): a line forgotten since, and it is not taken
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, _Search) and (self.query, self.before_seq, self.budget_chars, self.scope,
-                                                self.version) == (other.query, other.before_seq, other.budget_chars,
-                                                                  other.scope, other.version)
+                                                self.removals) == (other.query, other.before_seq, other.budget_chars,
+                                                                   other.scope, other.removals)
                 and self.vector is other.vector)  # the cached query vector: the same object while unchanged
 
     __hash__ = None  # type: ignore[assignment]
@@ -130,7 +130,7 @@ class ModelContext:
             vector = self._session.recall.query_vector(query.dense_text, self._names(query))
         scope = RecallScope(live_note_ids={n.note_id for n in snapshot.live_notes},
                             corrected=dict(snapshot.corrections))
-        return _Search(query, vector, snapshot.cursor, budget_chars, scope, self._session.recall.index.version)
+        return _Search(query, vector, snapshot.cursor, budget_chars, scope, self._session.recall.index.removals)
 
     def recall_for(self, current: Turn, snapshot: ContextSnapshot, *, budget_chars: int) -> RecallResult | None:
         """Search the old transcript for `current`; None when recall is off. What `prepare`
@@ -187,9 +187,10 @@ class ModelContext:
         loop (the synchronous builders never embed; skipped, that build's query is lexical
         only), then runs the search in steps, letting the loop run between them
         (`RecallIndex.search_steps`), so no reply stalls voice receive for a whole search. The
-        build takes that result if nothing it depends on changed meanwhile (the question, its
-        context turns, the cursor, live notes, corrections, any line or vector of the index);
-        otherwise it searches again on the spot."""
+        build takes that result if what it depends on is unchanged (the question, its context
+        turns, the cursor, live notes, corrections, the query vector) and no line was forgotten
+        since (a vector or a line added meanwhile, as the embedding queue does all the time,
+        only means the result is a moment old); otherwise it searches again on the spot."""
         config = self._config.recall
         self._prepared = None
         if not config.enabled:
@@ -218,8 +219,8 @@ class ModelContext:
                 return
             own += time.perf_counter() - started
             await asyncio.sleep(0)  # the loop runs other tasks (voice receive) between steps
-            if index.version != search.version:
-                steps.close()  # the index changed under it: the build searches afresh
+            if index.removals != search.removals:
+                steps.close()  # a line was forgotten meanwhile: the build searches afresh
                 return
 
     def _recall_budget(self, realtime: bool) -> int:

@@ -1,6 +1,7 @@
 """The live reply path searches ahead, in steps: `ModelContext.prepare` runs recall's search
 with the event loop running between its phases, and the build that follows takes that result,
-unless the index changed meanwhile (a forgotten line must not come back from it)."""
+unless a line was forgotten meanwhile (it must not come back from it). Lines and vectors added
+meanwhile, as the embedding queue adds them all the time, do not undo it."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from typing import Any
 import pytest
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
-from pipeline.context.recall import RecallResult
+from pipeline.context.recall import RecallResult, turn_key
 from pipeline.context.recall_index import RecallIndex
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.model_context import ModelContext
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter
-from pipeline.models import CompactionPolicy
+from pipeline.models import CompactionPolicy, Turn, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.pipeline.compaction.test_compactor import running
@@ -33,6 +34,7 @@ class Steps:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.searches = 0
+        self.steps_done = 0
         self.ticks = 0
         self.at_step: list[list[int]] = []  # per search, the ticker's count as each step began
         self.after_first = asyncio.Event()
@@ -49,6 +51,7 @@ class Steps:
                 except StopIteration as done:
                     result: RecallResult = done.value
                     return result
+                self.steps_done += 1
                 self.after_first.set()
                 yield
 
@@ -133,9 +136,38 @@ async def test_a_line_forgotten_after_prepare_is_not_recalled_by_the_build(
         steps = Steps(monkeypatch)
         await context.prepare(ask, realtime=True)
         # The index alone (`SessionRecall.forget` also drops the cached query vector, which
-        # would send the build to search again anyway): its version is what tells.
+        # would send the build to search again anyway): its count of removals is what tells.
         session.recall.index.forget([3])
         instructions = context.realtime(ask)
     assert 2 == steps.searches and 3 < len(steps.at_step[0])  # prepare's ran to its end, then the build's
     assert context.last_recall is not None and 3 not in context.last_recall.seqs
     assert "flowerpot" not in instructions.text
+
+
+async def test_lines_and_vectors_added_while_prepare_searches_keep_its_result(
+    session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the live path meets on every reply: the asker's own turn is embedded by the queue
+    while the search runs. A vector or a newer line changes no line the search could recall."""
+    session = await _session(session_id, emitter, embedder)
+    context = ModelContext(session)
+    async with running(session):
+        await fill(session, FakeClock(), conversation(40, {3: FACT}))
+        ask = question(40, ASK)
+        steps = Steps(monkeypatch)
+        index = session.recall.index
+        newest = index.vector(turn_key(39))
+        assert newest is not None
+
+        async def add_mid_search() -> None:
+            await steps.after_first.wait()
+            index.add_turn(Turn(seq=40, kind=TurnKind.SPEECH, speaker_id="bob", speaker_name="Bob",
+                                text="brb, grabbing a drink", started_at=400.0, ended_at=401.0))
+            assert index.set_vector(turn_key(40), newest)
+
+        adding = asyncio.create_task(add_mid_search())
+        await context.prepare(ask)
+        await adding
+        context.reply(ask)
+    assert 1 == steps.searches and steps.steps_done >= 4  # prepare's ran to its end and the build took it
+    assert context.last_recall is not None and 3 in context.last_recall.seqs
