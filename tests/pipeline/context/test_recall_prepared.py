@@ -6,7 +6,8 @@ meanwhile, as the embedding queue adds them all the time, do not undo it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from tests.pipeline.compaction.test_compactor import running
 from tests.pipeline.context.test_recall import conversation, fill, question
 
 FACT = ("Maya", "the spare key to the boathouse is under the blue flowerpot")
-ASK = "Where did Maya say the boathouse key is hidden?"
+ASKED = question(40, "Where did Maya say the boathouse key is hidden?")
 
 
 class Steps:
@@ -63,32 +64,46 @@ class Steps:
             await asyncio.sleep(0)
 
 
-async def _session(session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder) -> ConversationSession:
-    return await ConversationSession.open(ConversationDeps(
+@asynccontextmanager
+async def talked(
+    session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder
+) -> AsyncIterator[tuple[ConversationSession, ModelContext]]:
+    """A running session of 40 turns, the fact at seq 3 folded away, every vector in."""
+    session = await ConversationSession.open(ConversationDeps(
         session_id=session_id, store=InMemorySessionStore(), summarizer=ScriptedSummarizer(), fallback=None,
         policy=CompactionPolicy(window=10, batch=5), clock=FakeClock(), events=emitter, bot_name="Clanky",
         embedder=embedder,
     ))
+    async with running(session):
+        await fill(session, FakeClock(), conversation(40, {3: FACT}))
+        yield session, ModelContext(session)
+
+
+async def prepare_while(context: ModelContext, steps: Steps, change: Callable[[], Awaitable[None]]) -> None:
+    """`prepare` the question while `change` runs once its search has taken a first step."""
+    async def after_first_step() -> None:
+        await steps.after_first.wait()
+        await change()
+
+    changing = asyncio.create_task(after_first_step())
+    await context.prepare(ASKED)
+    await changing
 
 
 async def test_the_reply_takes_the_search_prepare_ran_in_steps(
     session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    session = await _session(session_id, emitter, embedder)
-    context = ModelContext(session)
-    async with running(session):
-        await fill(session, FakeClock(), conversation(40, {3: FACT}))
-        ask = question(40, ASK)
+    async with talked(session_id, emitter, embedder) as (session, context):
         steps = Steps(monkeypatch)
         ticker = asyncio.create_task(steps.tick())
         try:
-            await context.prepare(ask)
-            reply = context.reply(ask)
+            await context.prepare(ASKED)
+            reply = context.reply(ASKED)
         finally:
             ticker.cancel()
         assert 1 == steps.searches  # prepare's: the build took it and searched no more
         prepared = context.last_recall
-        on_the_spot = context.recall_for(ask, session.snapshot(), budget_chars=context._recall_budget(False))
+        on_the_spot = context.recall_for(ASKED, session.snapshot(), budget_chars=context._recall_budget(False))
     assert 2 == steps.searches
     assert prepared is not None and on_the_spot is not None and 3 in on_the_spot.seqs and on_the_spot.dense_used
     assert on_the_spot.lines == prepared.lines and on_the_spot.hits == prepared.hits  # the same search, in steps
@@ -102,21 +117,14 @@ async def test_the_reply_takes_the_search_prepare_ran_in_steps(
 async def test_a_line_forgotten_while_prepare_searches_is_not_recalled(
     session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    session = await _session(session_id, emitter, embedder)
-    context = ModelContext(session)
-    async with running(session):
-        await fill(session, FakeClock(), conversation(40, {3: FACT}))
-        ask = question(40, ASK)
+    async with talked(session_id, emitter, embedder) as (session, context):
         steps = Steps(monkeypatch)
 
-        async def forget_mid_search() -> None:
-            await steps.after_first.wait()
+        async def forget() -> None:
             await session.recall.forget([3])  # "forget me" / a deleted message, between two steps
 
-        forgetting = asyncio.create_task(forget_mid_search())
-        await context.prepare(ask)
-        await forgetting
-        reply = context.reply(ask)
+        await prepare_while(context, steps, forget)
+        reply = context.reply(ASKED)
     assert 1 == len(steps.at_step[0])  # prepare stopped at the first step after the change
     assert 2 == steps.searches  # and the build searched again
     assert context.last_recall is not None and 3 not in context.last_recall.seqs
@@ -127,18 +135,14 @@ async def test_a_line_forgotten_after_prepare_is_not_recalled_by_the_build(
     session_id: str, emitter: EventEmitter, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Between `prepare` and the build (the reply path awaits nothing there today, but a caller
-    may): the prepared result names an older index and is not taken."""
-    session = await _session(session_id, emitter, embedder)
-    context = ModelContext(session)
-    async with running(session):
-        await fill(session, FakeClock(), conversation(40, {3: FACT}))
-        ask = question(40, ASK)
+    may): the prepared result is from before the removal and is not taken."""
+    async with talked(session_id, emitter, embedder) as (session, context):
         steps = Steps(monkeypatch)
-        await context.prepare(ask, realtime=True)
+        await context.prepare(ASKED, realtime=True)
         # The index alone (`SessionRecall.forget` also drops the cached query vector, which
         # would send the build to search again anyway): its count of removals is what tells.
         session.recall.index.forget([3])
-        instructions = context.realtime(ask)
+        instructions = context.realtime(ASKED)
     assert 2 == steps.searches and 3 < len(steps.at_step[0])  # prepare's ran to its end, then the build's
     assert context.last_recall is not None and 3 not in context.last_recall.seqs
     assert "flowerpot" not in instructions.text
@@ -149,25 +153,18 @@ async def test_lines_and_vectors_added_while_prepare_searches_keep_its_result(
 ) -> None:
     """What the live path meets on every reply: the asker's own turn is embedded by the queue
     while the search runs. A vector or a newer line changes no line the search could recall."""
-    session = await _session(session_id, emitter, embedder)
-    context = ModelContext(session)
-    async with running(session):
-        await fill(session, FakeClock(), conversation(40, {3: FACT}))
-        ask = question(40, ASK)
+    async with talked(session_id, emitter, embedder) as (session, context):
         steps = Steps(monkeypatch)
         index = session.recall.index
         newest = index.vector(turn_key(39))
         assert newest is not None
 
-        async def add_mid_search() -> None:
-            await steps.after_first.wait()
+        async def add() -> None:
             index.add_turn(Turn(seq=40, kind=TurnKind.SPEECH, speaker_id="bob", speaker_name="Bob",
                                 text="brb, grabbing a drink", started_at=400.0, ended_at=401.0))
             assert index.set_vector(turn_key(40), newest)
 
-        adding = asyncio.create_task(add_mid_search())
-        await context.prepare(ask)
-        await adding
-        context.reply(ask)
+        await prepare_while(context, steps, add)
+        context.reply(ASKED)
     assert 1 == steps.searches and steps.steps_done >= 4  # prepare's ran to its end and the build took it
     assert context.last_recall is not None and 3 in context.last_recall.seqs
