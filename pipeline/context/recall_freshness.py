@@ -60,7 +60,7 @@ class RecallFreshness(RecallSpending):
             if not self._is_turn(doc) or asks(self._texts[doc]):
                 continue  # a question states nothing a later line could change
             mine = frozenset(terms(self._texts[doc])) - names
-            if mine:
+            if len(mine) >= 2:  # "Iconic.", "Which class": one word states nothing a later line changes
                 stated.append((doc, mine, self._lexical.matches(mine, after=doc, max_df=max(20, n // 500))))
         if not stated:
             return {}

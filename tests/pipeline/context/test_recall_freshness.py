@@ -140,3 +140,15 @@ def test_group_centred_rows_leave_out_their_speakers_mean() -> None:
     got = table.group_centred(np.array([1], dtype=np.intp), min_rows=2)[0]
     want = rows[1] - rows[1:3].mean(axis=0)
     np.testing.assert_allclose(got, want / np.linalg.norm(want), atol=0.02)
+
+
+def test_a_one_word_line_states_nothing_a_later_line_supersedes(embedder: MiniLMEmbedder) -> None:
+    """"Iconic." is a reaction, not a fact: recalled, it comes alone and unmarked, not as the
+    older side of a later line that happens to share its word and say something changed."""
+    index = planted(embedder, {
+        12: ("Maya", "Iconic."),
+        70: ("Bob", "that comeback was iconic, now we're switching to the desert map"),
+    })
+    result = recall(index, embedder, "was anything iconic tonight?", seq=160, before=120)
+    assert "Iconic." in "\n".join(line.text for line in result.lines)  # (the precondition: it is recalled)
+    assert not [line.text for line in result.lines if "superseded" in line.text or "later than" in line.text]
