@@ -7,8 +7,10 @@ seconds (float) since the session started unless a name says otherwise.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 
 
 class TurnKind(StrEnum):
@@ -381,6 +383,9 @@ class OwnerGrant:
     previous_owner: str  # the owner id that held it before ('' = nobody: a fresh session)
 
 
+NO_CORRECTIONS: Mapping[int, tuple[int, ...]] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextSnapshot:
     """What the context builders read: the summary and the verbatim turns from the cursor."""
@@ -394,7 +399,7 @@ class ContextSnapshot:
     live_notes: tuple[Note, ...] = ()
     # Seq -> the later seqs that correct it, newest first, from the memory items' supersession
     # (`pipeline.compaction.memory_items.corrections_of`): recall brings them with the old line.
-    corrections: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    corrections: Mapping[int, tuple[int, ...]] = field(default_factory=lambda: NO_CORRECTIONS)  # read-only
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -50,12 +50,14 @@ class RecallColumns:
     def _doc_of(self, key: str) -> int | None:
         kind, _, ident = key.partition(":")
         if kind == "t" and ident.isdigit():
-            seq = int(ident)
-            doc = self._turn_doc[seq] if seq < len(self._turn_doc) else -1
-            return doc if doc >= 0 else None
+            return self._doc_of_seq(int(ident))
         if kind == "n":
             return self._note_doc.get(ident)
         return None
+
+    def _doc_of_seq(self, seq: int) -> int | None:
+        doc = self._turn_doc[seq] if 0 <= seq < len(self._turn_doc) else -1
+        return doc if doc >= 0 else None
 
     def _turn(self, doc: int) -> Turn:
         speaker_id, name, _ = self._people[self._who[doc]]

@@ -15,7 +15,7 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.context.recall import RecallConfig, Vector, terms, turn_key, word_term
+from pipeline.context.recall import RecallConfig, Vector, terms, word_term
 from pipeline.context.recall_columns import NOTE_KIND
 from pipeline.context.recall_scoring import (
     ECHO,
@@ -156,7 +156,7 @@ class RecallFreshness(RecallSpending):
         for doc in recalled:
             if not self._is_turn(doc):
                 continue
-            newer = [d for seq in corrected.get(self._seq[doc], ()) if (d := self._doc_of(turn_key(seq))) is not None
+            newer = [d for seq in corrected.get(self._seq[doc], ()) if (d := self._doc_of_seq(seq)) is not None
                      and self._recallable(d) and self._is_turn(d)]
             if newer:
                 out[doc] = newer[: config.later_lines]

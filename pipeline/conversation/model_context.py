@@ -128,8 +128,7 @@ class ModelContext:
         vector = None
         if config.dense_weight > 0 and snapshot.cursor > 0:
             vector = self._session.recall.query_vector(query.dense_text, self._names(query))
-        scope = RecallScope(live_note_ids={n.note_id for n in snapshot.live_notes},
-                            corrected=dict(snapshot.corrections))
+        scope = RecallScope(live_note_ids={n.note_id for n in snapshot.live_notes}, corrected=snapshot.corrections)
         return _Search(query, vector, snapshot.cursor, budget_chars, scope, self._session.recall.index.removals)
 
     def recall_for(self, current: Turn, snapshot: ContextSnapshot, *, budget_chars: int) -> RecallResult | None:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from types import MappingProxyType
 
 import structlog
 
@@ -35,6 +36,7 @@ from pipeline.conversation.deps import ConversationDeps, StoredSession
 from pipeline.conversation.participant_cards import ParticipantCards
 from pipeline.conversation.store_sync import StoreSync
 from pipeline.models import (
+    NO_CORRECTIONS,
     CompactionState,
     ContextSnapshot,
     FoldPlan,
@@ -92,7 +94,7 @@ class ConversationSession:
         self.compactor = RollingCompactor(deps, state=stored.state, epoch=stored.epoch)
         # The memory items' corrections by turn, for the items they were read from: items change
         # only when a fold commits, snapshots are taken for every reply and command.
-        self._corrections: tuple[tuple[MemoryItem, ...], tuple[tuple[int, tuple[int, ...]], ...]] = ((), ())
+        self._corrections: tuple[tuple[MemoryItem, ...], Mapping[int, tuple[int, ...]]] = ((), NO_CORRECTIONS)
         # Every turn and note, for the context builders' "From earlier in this session".
         self.recall = SessionRecall(session_id=deps.session_id, store=deps.store, embedder=deps.embedder)
         self._sync = StoreSync(deps, stored, compactor=self.compactor, recall=self.recall, notes=self._notes)
@@ -187,9 +189,9 @@ class ConversationSession:
             corrections=self._corrections_of(state.items),
         )
 
-    def _corrections_of(self, items: tuple[MemoryItem, ...]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    def _corrections_of(self, items: tuple[MemoryItem, ...]) -> Mapping[int, tuple[int, ...]]:
         if items is not self._corrections[0]:
-            self._corrections = (items, tuple(corrections_of(items).items()))
+            self._corrections = (items, MappingProxyType(corrections_of(items)))
         return self._corrections[1]
 
     @property
