@@ -113,6 +113,14 @@ class RecallConfig:
     # answer changes or turns down something ranks `supersede_reply` higher as its later line.
     reply_reach: int = 4
     supersede_reply: float = 0.3
+    # A later line that repeats a phrase of the hit ("So it's the Red Lion for the final, see you
+    # there") without saying it changes anything restates it: it ranks `supersede_restated` lower,
+    # so a line that says something new about it comes first.
+    supersede_restated: float = 0.2
+    # Among the later lines over the bar, one that says it changes something ranks `cue_rank`
+    # higher ("update on the stag do, we're doing axe throwing instead" over "Jamal's stag is
+    # going to be messy").
+    cue_rank: float = 0.2
     # Echoes: a later line that repeats a phrase of a recalled statement right after "not",
     # "no longer", "forget", ... ("we've dropped twenty past one, ..."), or asks about it ("is it
     # still the Crooked Spoon?", then its answer), comes along as its later line whatever its

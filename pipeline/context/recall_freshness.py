@@ -200,7 +200,8 @@ class RecallFreshness(RecallSpending):
         over = (score >= config.supersede_bar) & said & (docs[:, None] > hit_docs[None, :])
         asked = (self._vectors.similarities(docs, q, self._vectors.centre(config.centre_min_rows), converted)
                  if q is not None else np.zeros(len(docs), dtype=np.float32))
-        ranked = np.where(over, score + config.supersede_asked * asked[:, None], -np.inf)
+        ranked = np.where(over, score + config.supersede_asked * asked[:, None] + config.cue_rank * cue[:, None],
+                          -np.inf)
         out: dict[int, dict[int, float]] = {}
         # Each hit's best `LATER_CANDIDATES` only: `_later_statements` reads them best first and
         # keeps two (a long session's hit has hundreds over the bar; reading them all was most
@@ -228,9 +229,11 @@ class RecallFreshness(RecallSpending):
         """The best `later_lines` of `doc`'s later candidates that say something new about it: a
         statement (a later question on it brings its answer instead), not a near-repeat of it,
         and not one person's own fact next to another's (`self_claims`: "I grew up in Cusco"
-        does not supersede Omar's "I grew up in Valparaiso")."""
+        does not supersede Omar's "I grew up in Valparaiso"); one that only restates it (repeats
+        a phrase of it, no change word) ranks `supersede_restated` lower."""
         found: dict[int, tuple[float, int]] = {}  # later line -> its best (score, seq)
         mine = self._term_ids(doc, words)
+        phrases: Echoes | None = None  # the hit's phrases, once a candidate needs them
         claims = self._claims(doc, claimed)
         # Best first, and no further than needed: a candidate can gain `supersede_reply` at
         # most, so once `later_lines` are found, one that cannot reach them ends the search
@@ -258,6 +261,11 @@ class RecallFreshness(RecallSpending):
                 continue  # the same words again: nothing new
             if claims and self._who[index] != self._who[doc] and claims & self._claims(index, claimed):
                 continue
+            if config.supersede_restated and not self._changes[index]:
+                if phrases is None:
+                    phrases = Echoes(clause_tokens(self._texts[doc]))
+                if phrases.of(clause_tokens(self._texts[index])) == ECHO:
+                    score -= config.supersede_restated  # it says the hit again, nothing new
             found[index] = max(found.get(index, (score, self._seq[index])), (score, self._seq[index]))
         # More than one: the likeness of two different changes to one fact is close, and
         # showing a wrong "later" line costs a line, missing the right one costs the answer.

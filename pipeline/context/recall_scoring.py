@@ -17,13 +17,17 @@ from pipeline.transcript.formatting import cap_text, mmss, one_line, render_turn
 _WORDS = re.compile(r"[a-z]+")
 # Words people use when they change what was said before.
 CORRECTION_CUE = re.compile(
-    r"\b(instead|actually|scratch that|forget (?:it|that|the)|change[ds]?|changing|moved|pushed|switch(?:ed|ing)?|"
-    r"cancel(?:l?ed)?|fell through|no longer|not anymore|correction|update|now|new (?:plan|idea|time|place|spot))\b",
+    r"\b(instead|actually|scratch that|(?:forget|ignore) (?:it|that|the|what i said)|change[ds]?|changing|moved|"
+    r"pushed|switch(?:ed|ing)?|swap(?:ped|ping)?|cancel(?:l?ed)?|fell through|no longer|not anymore|correction|"
+    r"update|(?<!right )now|new (?:plan|idea|time|place|spot))\b",  # ("I could murder a pizza right now": no change)
     re.IGNORECASE)
 _FIRST_PERSON = frozenset({"i", "im", "ill", "ive", "id", "my", "me", "mine"})
 _FIRST_PERSON_WORD = re.compile(rf"(?<![a-z])(?:{'|'.join(sorted(_FIRST_PERSON))})(?![a-z])")  # one as a `_WORDS` run
 # A reply that turns down what was asked: "no, ...", "nope", "not X", "was, now it's a drag brunch".
 _DENIES = re.compile(r"^\W*(?:no|nope|nah|not|was)\b", re.IGNORECASE)
+# A reply that opens by pointing back at what was asked: "yeah about that, ...", "oh, on that, ...".
+_REFERS_BACK = re.compile(r"^\W*(?:(?:yeah|yes|oh|so|ok|okay|right)\W+)?(?:about|on|re|regarding) (?:that|this|it)\b",
+                          re.IGNORECASE)
 # A reply that settles it: "okay, boxercise then", "fine", "right, ...".
 _SETTLES = re.compile(r"^\W*(?:okay|ok|sure|fine|right|alright)\b|\bthen\b", re.IGNORECASE)
 
@@ -106,6 +110,11 @@ def asks(text: str) -> bool:
 def denies(text: str) -> bool:
     """True for a reply that turns down what was asked ("nope, we went with ...")."""
     return _DENIES.search(text) is not None
+
+
+def refers_back(text: str) -> bool:
+    """True for a reply that opens by pointing back at what was asked ("yeah, about that, ...")."""
+    return _REFERS_BACK.search(text) is not None
 
 
 def settles(text: str) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pipeline.context.recall import RecallConfig, RecallHit, RecallLine, turn_key
 from pipeline.context.recall_columns import KINDS as _KINDS
 from pipeline.context.recall_columns import RecallColumns
-from pipeline.context.recall_scoring import Scored, asks, denies, offsets, render_recalled, settles
+from pipeline.context.recall_scoring import Scored, asks, denies, offsets, refers_back, render_recalled, settles
 from pipeline.models import TurnKind
 from pipeline.transcript.formatting import cap_text, note_line, one_line
 
@@ -42,10 +42,16 @@ class RecallSpending(RecallColumns):
         return self._pick_answer(self._replies(doc_index, reach, before_seq))
 
     def _pick_answer(self, replies: list[int]) -> int | None:
-        """Of a question's `replies`: the first that says it changes something or turns it down
-        ("Nope, we went with a pressure relief valve" after someone's "Yep."), else the first
-        that settles it ("Okay, boxercise then"), else the first; a question answers nothing."""
-        replies = [r for r in replies if not asks(self._texts[r])]
+        """Of a question's `replies`: the first that points back at it ("Oh, on that, Fenwick can
+        run it" after someone's "Change of plan, next game night is Lethal Company."), else the
+        first that says it changes something or turns it down ("Nope, we went with a pressure
+        relief valve" after someone's "Yep."), else the first that settles it ("Okay, boxercise
+        then"), else the first. A question answers nothing unless it turns it down ("No no,
+        Declan. Did nobody read the group chat?")."""
+        replies = [r for r in replies if not asks(self._texts[r]) or denies(self._texts[r])]
+        for r in replies:
+            if refers_back(self._texts[r]):
+                return r
         for r in replies:
             if self._changes[r] or denies(self._texts[r]):
                 return r
@@ -112,12 +118,12 @@ class RecallSpending(RecallColumns):
         # then, for a hit that asks, its answer: the next turn(s) by someone else.
         rank = 0
         for entry in ranked:
-            if entry.doc in chosen:
-                continue
+            # (A hit already in as another hit's later line still brings its own: the line says
+            # "may be superseded by [18:51]", so the reader needs [18:51].)
             for newer in later.get(entry.doc, []):
                 if self._seq[newer] < before_seq and newer not in chosen and take(newer, None, rank):
                     rank += 1
-            if not take(entry.doc, entry, rank):
+            if entry.doc in chosen or not take(entry.doc, entry, rank):
                 continue
             rank += 1
             for answer in self._answers(entry.doc, config, before_seq):

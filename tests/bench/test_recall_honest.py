@@ -25,11 +25,14 @@ def test_a_set_without_sessions_in_the_split_is_left_out(tmp_path: Path, monkeyp
     assert report["split"] == "dev"
 
 
-def test_failures_refuse_the_held_out_split(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("sets", [["--set", "corrections"], [], ["--set", "corrections_third", "--set", "synthetic"]])
+def test_failures_refuse_the_held_out_split(sets: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the held-out splits read since round 11 (`READ_HELDOUT`) may be listed."""
     with pytest.raises(SystemExit) as raised:
-        recall_honest.main(["--split", "heldout", "--set", "corrections_third", "--failures"])
+        recall_honest.main(["--split", "heldout", *sets, "--failures"])
     assert raised.value.code == 2
     assert "dev split only" in capsys.readouterr().err
+    assert "corrections" not in recall_honest.READ_HELDOUT and "synthetic" not in recall_honest.READ_HELDOUT
 
 
 def test_linked_maps_each_corrected_statement_to_its_corrections_newest_first() -> None:
