@@ -70,6 +70,9 @@ SETS = {
     # bench/eval_corrections_third.py: a third set, written apart from the code and from the
     # first two; its held-out split was never read, its dev split (written later) is tuned on.
     "corrections_third": ("corrections_third/{split}", "corrections-third-*.jsonl"),
+    # bench/eval_corrections_fourth.py: a fourth set (held-out only), written apart from the code
+    # and the other sets as speech-to-text of casual chat; written after round 10, never read.
+    "corrections_fourth": ("corrections_fourth/{split}", "corrections-fourth-*.jsonl"),
 }
 # Sets whose held-out split has been read since round 11 of bench/recall_tuning.md (their misses
 # studied): `--failures` may list them, and the bars are judged on a set nobody tuned on.
@@ -293,10 +296,10 @@ def run() -> list[dict[str, Any]]:
     """`make bench` rows: the held-out split, judged against the issue's bars, beside the
     volume baseline (the old defaults) on the same sessions."""
     report = asyncio.run(run_split("heldout", sorted(SETS), {}, baseline=True))
-    linked = asyncio.run(run_split("heldout", ["corrections", "corrections_fresh", "corrections_third"], {},
-                                   baseline=False, linked=True))
+    corrections = ["corrections", "corrections_fresh", "corrections_third", "corrections_fourth"]
+    linked = asyncio.run(run_split("heldout", corrections, {}, baseline=False, linked=True))
     chit, syn = report["chitchat"], report["synthetic"]
-    sets = ("chitchat", "synthetic", "corrections", "corrections_fresh", "corrections_third")
+    sets = ("chitchat", "synthetic", *corrections)
     unanswerable = max(report[name]["unanswerable_chars_p50"] for name in sets)
     reworded = syn["reworded"] / syn["reworded_ceiling"] if syn.get("reworded_ceiling") else 0.0
     rows: list[dict[str, Any]] = [
@@ -304,9 +307,12 @@ def run() -> list[dict[str, Any]]:
          "note": f"volume baseline: {report['chitchat/volume']['unanswerable_chars_p50']} (public)"},
     ]
     for name, label in (("corrections", "corrections"),
-                        ("corrections_fresh", "fresh corrections (written apart from the recall code)"),
+                        ("corrections_fresh", "fresh corrections (written apart from the recall code; held-out "
+                                              "split read since round 11)"),
                         ("corrections_third", "third corrections set (written apart from the code and the "
-                                              "other sets, never tuned on)")):
+                                              "other sets; held-out split read since round 11)"),
+                        ("corrections_fourth", "fourth corrections set (speech-to-text style, written apart from "
+                                               "the code and the other sets, never read)")):
         cor, volume = report[name], report[f"{name}/volume"]
         rows += [
             {"name": f"recall_{name}_latest", "value": cor["latest"], "goal": ">= 0.90", "met": cor["latest"] >= 0.9,

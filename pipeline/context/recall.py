@@ -112,6 +112,10 @@ class RecallConfig:
     # come before "Nope, we went with a pressure relief valve."); a later question on a hit whose
     # answer changes or turns down something ranks `supersede_reply` higher as its later line.
     reply_reach: int = 4
+    # A later line whose speaker goes on within `said_on_s` (start to start) comes with that next
+    # turn, with what the hits leave: speech-to-text splits one thing said at a pause ("oh the
+    # group theme" / "we're going as ghostbusters now"). 0: never.
+    said_on_s: float = 10.0
     supersede_reply: float = 0.3
     # A later line that repeats a phrase of the hit ("So it's the Red Lion for the final, see you
     # there") without saying it changes anything restates it: it ranks `supersede_restated` lower,
@@ -149,6 +153,8 @@ class RecallConfig:
             raise ValueError("fusion weights must not be negative and rrf_k must be positive")
         if self.line_cap_chars < 20:
             raise ValueError("line_cap_chars must be at least 20")
+        if self.said_on_s < 0:
+            raise ValueError("said_on_s must not be negative")
         if self.echo_lines < 0 or self.echo_candidates < 0 or self.echo_checks < 0:
             raise ValueError("echo_lines, echo_candidates and echo_checks must not be negative")
         if self.fresh_hits < 0 or self.reply_reach < 1:

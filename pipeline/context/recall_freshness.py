@@ -10,6 +10,7 @@ bench/recall_tuning.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
@@ -31,6 +32,15 @@ from pipeline.context.recall_scoring import (
 from pipeline.context.recall_spending import RecallSpending
 
 Docs = npt.NDArray[np.intp]
+
+
+@dataclass(slots=True)
+class LineMemo:
+    """What one search works out once per line: its hashed terms (`RecallColumns._term_ids`)
+    and its clause tokens (`_tokens`, read by freshness and echoes)."""
+
+    words: dict[int, frozenset[int]]
+    tokens: dict[int, list[str]] = field(default_factory=dict)
 LATER_CANDIDATES = 48  # a hit's best later-line candidates read by `_later_statements`
 
 
@@ -41,7 +51,7 @@ class RecallFreshness(RecallSpending):
 
     def _freshness(
         self, hits: list[Scored], config: RecallConfig, q: Vector | None, changers: list[int], pool: Docs,
-        words: dict[int, frozenset[int]],
+        memo: LineMemo,
     ) -> dict[int, list[int]]:
         """Hit doc -> the later lines on the same thing, best first (they may be in the window).
 
@@ -74,12 +84,12 @@ class RecallFreshness(RecallSpending):
         out: dict[int, list[int]] = {}
         claimed: dict[int, frozenset[tuple[str, str]]] = {}  # doc -> its `self_claims`, for this search
         for doc, _, _ in stated:
-            newer = self._later_statements(doc, likeness.get(doc, {}), config, words, claimed)
+            newer = self._later_statements(doc, likeness.get(doc, {}), config, memo, claimed)
             if newer:
                 out[doc] = newer
         return out
 
-    def _echoes(self, stated: list[int], config: RecallConfig) -> dict[int, list[int]]:
+    def _echoes(self, stated: list[int], config: RecallConfig, tokens: dict[int, list[str]]) -> dict[int, list[int]]:
         """Statement doc -> its latest `echo_lines` echoes (`RecallConfig.echo_lines`): later
         lines that say it no longer holds in its own words, and the answers to later questions
         that ask about it in its own words; an echo's own echo is followed once ("not ten to
@@ -87,7 +97,6 @@ class RecallFreshness(RecallSpending):
         lines are looked at per search, the best-ranked statements' first."""
         if not config.echo_lines:
             return {}
-        tokens: dict[int, list[str]] = {}
         flats: dict[int, str] = {}
         budget = [config.echo_checks]
 
@@ -98,10 +107,7 @@ class RecallFreshness(RecallSpending):
             return found
 
         def tokens_of(doc: int) -> list[str]:
-            found = tokens.get(doc)
-            if found is None:
-                found = tokens[doc] = clause_tokens(self._texts[doc])
-            return found
+            return self._tokens(doc, tokens)
 
         def echoes(doc: int, known: frozenset[str] = frozenset()) -> list[int]:
             phrases = Echoes(tokens_of(doc), known)
@@ -112,7 +118,7 @@ class RecallFreshness(RecallSpending):
                 if not first or not second:
                     continue
                 together = f"{a} {b}"
-                for other in self._lexical.rarer_after(first, second, after=doc, limit=config.echo_candidates):
+                for other in self._lexical.both_after(first, second, after=doc, limit=config.echo_candidates):
                     if budget[0] <= 0:
                         return found
                     budget[0] -= 1
@@ -216,6 +222,13 @@ class RecallFreshness(RecallSpending):
             out[int(hit_docs[column])] = {int(docs[r]): float(values[r]) for r in best.tolist() if over[r, column]}
         return out
 
+    def _tokens(self, doc: int, memo: dict[int, list[str]]) -> list[str]:
+        """doc's `clause_tokens`, once per search (freshness and echoes both read them)."""
+        found = memo.get(doc)
+        if found is None:
+            found = memo[doc] = clause_tokens(self._texts[doc])
+        return found
+
     def _claims(self, doc: int, claimed: dict[int, frozenset[tuple[str, str]]]) -> frozenset[tuple[str, str]]:
         found = claimed.get(doc)
         if found is None:
@@ -223,7 +236,7 @@ class RecallFreshness(RecallSpending):
         return found
 
     def _later_statements(
-        self, doc: int, likeness: dict[int, float], config: RecallConfig, words: dict[int, frozenset[int]],
+        self, doc: int, likeness: dict[int, float], config: RecallConfig, memo: LineMemo,
         claimed: dict[int, frozenset[tuple[str, str]]],
     ) -> list[int]:
         """The best `later_lines` of `doc`'s later candidates that say something new about it: a
@@ -232,12 +245,13 @@ class RecallFreshness(RecallSpending):
         does not supersede Omar's "I grew up in Valparaiso"); one that only restates it (repeats
         a phrase of it, no change word) ranks `supersede_restated` lower."""
         found: dict[int, tuple[float, int]] = {}  # later line -> its best (score, seq)
-        mine = self._term_ids(doc, words)
+        mine = self._term_ids(doc, memo.words)
         phrases: Echoes | None = None  # the hit's phrases, once a candidate needs them
         claims = self._claims(doc, claimed)
         # Best first, and no further than needed: a candidate can gain `supersede_reply` at
         # most, so once `later_lines` are found, one that cannot reach them ends the search
         # (at 20k turns of real chat a hit has dozens of candidates; each costs a tokenisation).
+        kth: tuple[float, int] | None = None  # the `later_lines`-th best found so far
         for candidate, likeness_score in sorted(likeness.items(), key=lambda item: (-item[1], item[0])):
             if config.later_lines and len(found) >= config.later_lines:
                 kth = sorted(found.values(), reverse=True)[config.later_lines - 1]
@@ -256,15 +270,17 @@ class RecallFreshness(RecallSpending):
                 index = reply
                 if self._changes[index] or denies(self._texts[index]):
                     score += config.supersede_reply
-            theirs = self._term_ids(index, words)
+            theirs = self._term_ids(index, memo.words)
             if mine and len(mine & theirs) >= config.dedupe_jaccard * len(mine | theirs):
                 continue  # the same words again: nothing new
             if claims and self._who[index] != self._who[doc] and claims & self._claims(index, claimed):
                 continue
-            if config.supersede_restated and not self._changes[index]:
+            if config.supersede_restated and not self._changes[index] and (
+                    kth is None or (score, self._seq[index]) > kth):
+                # (only where it could be shown: the check tokenises the line)
                 if phrases is None:
-                    phrases = Echoes(clause_tokens(self._texts[doc]))
-                if phrases.of(clause_tokens(self._texts[index])) == ECHO:
+                    phrases = Echoes(self._tokens(doc, memo.tokens))
+                if phrases.of(self._tokens(index, memo.tokens)) == ECHO:
                     score -= config.supersede_restated  # it says the hit again, nothing new
             found[index] = max(found.get(index, (score, self._seq[index])), (score, self._seq[index]))
         # More than one: the likeness of two different changes to one fact is close, and

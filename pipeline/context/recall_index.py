@@ -30,7 +30,7 @@ from pipeline.context.recall import (
 )
 from pipeline.context.recall_columns import KINDS as _KINDS
 from pipeline.context.recall_columns import NOTE_KIND as _NOTE_KIND
-from pipeline.context.recall_freshness import RecallFreshness
+from pipeline.context.recall_freshness import LineMemo, RecallFreshness
 from pipeline.context.recall_scoring import (
     Scored,
     intern,
@@ -309,10 +309,11 @@ class RecallIndex(RecallFreshness):
         pool = np.array(sorted({*fused, *window}), dtype=np.intp)
         wider = self._wider(fused, relevant, ranked_hits, config, words)
         yield
-        later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool, words)
+        memo = LineMemo(words)
+        later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool, memo)
         yield
         recalled = [e.doc for e in (*ranked_hits, *wider)]
-        for found in (self._echoes(recalled, config), self._corrected(recalled, scope.corrected, config)):
+        for found in (self._echoes(recalled, config, memo.tokens), self._corrected(recalled, scope.corrected, config)):
             for doc, newer in found.items():  # these first, then what freshness found
                 later[doc] = list(dict.fromkeys([*newer, *later.get(doc, ())]))[: max(config.later_lines, len(newer))]
         yield

@@ -196,17 +196,25 @@ class LexicalIndex:
                 break
         return out
 
-    def rarer_after(self, first: str, second: str, *, after: int, limit: int) -> Iterable[int]:
-        """The docs after `after` holding the rarer of two terms (postings are in doc order,
-        so a bisection finds where "after" starts), at most `limit` of them, else none: two
-        common words say nothing. A doc holding it twice comes twice."""
+    def both_after(self, first: str, second: str, *, after: int, limit: int) -> list[int]:
+        """The docs after `after` holding both terms, looked for among those holding the rarer
+        one (postings are in doc order, so a bisection finds where "after" starts and whether
+        the other holds a doc), and only when at most `limit` docs hold it: two common words
+        say nothing. A doc holding the rarer twice comes twice."""
         a, b = self._postings.get(first), self._postings.get(second)
         if a is None or b is None:
-            return ()
+            return []
         start_a, start_b = bisect_right(a, after), bisect_right(b, after)
         if len(a) - start_a > len(b) - start_b:
-            a, start_a = b, start_b
-        return a[start_a:] if len(a) - start_a <= limit else ()
+            a, start_a, b, start_b = b, start_b, a, start_a
+        if len(a) - start_a > limit:
+            return []
+        out: list[int] = []
+        for doc in a[start_a:]:
+            at = bisect_left(b, doc, start_b)
+            if at < len(b) and b[at] == doc:
+                out.append(doc)
+        return out
 
     def matches(
         self, words: Iterable[str], *, after: int, max_df: int, only: Collection[int] | None = None

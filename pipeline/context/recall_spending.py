@@ -117,18 +117,25 @@ class RecallSpending(RecallColumns):
         # The later statement on the same thing goes first (it is what counts), then the hit,
         # then, for a hit that asks, its answer: the next turn(s) by someone else.
         rank = 0
+        said_on: list[int] = []  # the rest of a later line said in two parts: with what is left at the end
         for entry in ranked:
             # (A hit already in as another hit's later line still brings its own: the line says
             # "may be superseded by [18:51]", so the reader needs [18:51].)
             for newer in later.get(entry.doc, []):
                 if self._seq[newer] < before_seq and newer not in chosen and take(newer, None, rank):
                     rank += 1
+                    rest = self._said_on(newer, config, before_seq)
+                    if rest is not None:
+                        said_on.append(rest)
             if entry.doc in chosen or not take(entry.doc, entry, rank):
                 continue
             rank += 1
             for answer in self._answers(entry.doc, config, before_seq):
                 if answer not in chosen and take(answer, None, rank):
                     rank += 1
+        for rest in said_on:
+            if rest not in chosen and take(rest, None, rank):
+                rank += 1
         left = [config.wider_budget_chars]  # the wider tier spends its own small cap
         for entry in wider:
             if entry.doc in chosen:
@@ -151,6 +158,18 @@ class RecallSpending(RecallColumns):
         hits = tuple(h for h, _ in sorted(chosen.values(), key=lambda item: item[1].rank))
         lines = tuple(sorted((line for _, line in chosen.values()), key=lambda line: line.order))
         return hits, lines
+
+    def _said_on(self, doc: int, config: RecallConfig, before_seq: int) -> int | None:
+        """The turn right after turn `doc` when its speaker goes on within `said_on_s`: the rest
+        of one thing said in two parts ("oh the group theme" / "we're going as ghostbusters
+        now"), as speech-to-text splits it at a pause."""
+        seq = self._seq[doc] + 1
+        near = self._doc_of_seq(seq) if config.said_on_s and seq < before_seq else None
+        if (near is None or not self._is_turn(near) or self._who[near] != self._who[doc]
+                or self._at[near] - self._at[doc] > config.said_on_s or not self._recallable(near)
+                or "?" in self._texts[near]):
+            return None
+        return near
 
     def _shortest(self, doc: int, config: RecallConfig) -> int:
         """A length `_line` never goes under for `doc`: `[mm:ss] ` and the quoted text (a text

@@ -1,6 +1,7 @@
 """bench/recall_honest.py: every corrections set it names has committed held-out sessions, a
 set with no sessions in a split is left out of the report, `--failures` refuses the held-out
-split (it stays unseen while tuning), and `--linked` links each corrected statement to its corrections."""
+split (it stays unseen while tuning) but for the sets whose held-out split was read in round 11,
+and `--linked` links each corrected statement to its corrections."""
 
 from __future__ import annotations
 

@@ -106,15 +106,16 @@ def test_echo_settings_are_checked() -> None:
         RecallConfig(echo_checks=-1)
 
 
-def test_rarer_after_gives_the_rarer_words_later_docs_within_the_limit() -> None:
+def test_both_after_gives_the_later_docs_holding_both_words_within_the_limit() -> None:
     lexical = LexicalIndex()
-    docs = [["velvet", "hammer"], ["hammer"], ["velvet", "hammer"], ["hammer"], ["velvet"], ["hammer", "hammer"]]
+    docs = [["velvet", "hammer"], ["hammer"], ["velvet", "hammer"], ["hammer"], ["velvet"], ["hammer", "hammer"],
+            ["hammer", "velvet"]]
     for i, words in enumerate(docs):
         lexical.add(i, words, len(words))
-    assert list(lexical.rarer_after("velvet", "hammer", after=0, limit=5)) == [2, 4]
-    assert list(lexical.rarer_after("hammer", "velvet", after=2, limit=5)) == [4]
-    assert list(lexical.rarer_after("velvet", "hammer", after=0, limit=1)) == []  # too common to say anything
-    assert list(lexical.rarer_after("velvet", "kettle", after=0, limit=5)) == []
+    assert lexical.both_after("velvet", "hammer", after=0, limit=5) == [2, 6]  # not 4: velvet alone
+    assert lexical.both_after("hammer", "velvet", after=2, limit=5) == [6]
+    assert lexical.both_after("velvet", "hammer", after=0, limit=2) == []  # too common to say anything
+    assert lexical.both_after("velvet", "kettle", after=0, limit=5) == []
 
 
 @pytest.mark.parametrize(("stated", "line"), [
@@ -139,4 +140,4 @@ def test_a_question_in_its_words_counts_only_with_an_answer_that_takes_it_back(e
         100: ("Bob", "is the escape room still on for Friday?"),
         101: ("Maya", "nope, we switched to bowling"),
     })
-    assert index._echoes([12], RecallConfig()) == {12: [101]}  # docs are seqs here: turns only, in order
+    assert index._echoes([12], RecallConfig(), {}) == {12: [101]}  # docs are seqs here: turns only, in order

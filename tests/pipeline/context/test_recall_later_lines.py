@@ -103,3 +103,22 @@ def test_a_hit_recalled_as_another_hits_later_line_brings_its_own() -> None:
     texts = [line.text for line in lines]
     assert any("Skoda" in text for text in texts), texts
     assert "may be superseded by the later line [00:15]" in next(t for t in texts if "hired" in t)
+
+
+def test_a_later_line_said_in_two_parts_comes_whole(embedder: MiniLMEmbedder) -> None:
+    """Speech-to-text splits "i renamed the chat btw ..." / "ruby anniversary crew, ..." at
+    a pause: the first part is the later line of the old name, the second holds the new one."""
+    lines = {
+        12: ("Callum", "i made a group chat for the surprise, it's called operation lovebirds"),
+        70: ("Ines", "i renamed the chat btw, my mum saw the old name on my phone"),
+        71: ("Ines", "ruby anniversary crew, she won't clock that"),
+    }
+    index = planted(embedder, lines)
+    asked = "what's the whatsapp group for the surprise called?"
+    result = recall(index, embedder, asked, RecallConfig())
+    texts = [line.text for line in result.lines]
+    assert "may be superseded by the later line [05:50]" in line_with(result, "operation lovebirds"), texts  # seq 70
+    assert any("ruby anniversary crew" in text for text in texts), texts
+    apart = planted(embedder, lines)  # the same, with the second part said a minute later
+    apart._at[71] = apart._at[70] + 60.0
+    assert not any("ruby anniversary" in line.text for line in recall(apart, embedder, asked, RecallConfig()).lines)
