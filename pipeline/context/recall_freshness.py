@@ -37,10 +37,11 @@ Docs = npt.NDArray[np.intp]
 @dataclass(slots=True)
 class LineMemo:
     """What one search works out once per line: its hashed terms (`RecallColumns._term_ids`)
-    and its clause tokens (`_tokens`, read by freshness and echoes)."""
+    and its clause tokens and flat text (`_tokens`, `_flat`: read by freshness and echoes)."""
 
     words: dict[int, frozenset[int]]
     tokens: dict[int, list[str]] = field(default_factory=dict)
+    flats: dict[int, str] = field(default_factory=dict)  # `flat_text`, hyphens as spaces
 LATER_CANDIDATES = 48  # a hit's best later-line candidates read by `_later_statements`
 
 
@@ -89,7 +90,7 @@ class RecallFreshness(RecallSpending):
                 out[doc] = newer
         return out
 
-    def _echoes(self, stated: list[int], config: RecallConfig, tokens: dict[int, list[str]]) -> dict[int, list[int]]:
+    def _echoes(self, stated: list[int], config: RecallConfig, memo: LineMemo) -> dict[int, list[int]]:
         """Statement doc -> its latest `echo_lines` echoes (`RecallConfig.echo_lines`): later
         lines that say it no longer holds in its own words, and the answers to later questions
         that ask about it in its own words; an echo's own echo is followed once ("not ten to
@@ -97,17 +98,13 @@ class RecallFreshness(RecallSpending):
         lines are looked at per search, the best-ranked statements' first."""
         if not config.echo_lines:
             return {}
-        flats: dict[int, str] = {}
         budget = [config.echo_checks]
 
         def flat_of(doc: int) -> str:
-            found = flats.get(doc)
-            if found is None:
-                found = flats[doc] = flat_text(self._texts[doc]).replace("-", " ")
-            return found
+            return self._flat(doc, memo)
 
         def tokens_of(doc: int) -> list[str]:
-            return self._tokens(doc, tokens)
+            return self._tokens(doc, memo.tokens)
 
         def echoes(doc: int, known: frozenset[str] = frozenset()) -> list[int]:
             phrases = Echoes(tokens_of(doc), known)
@@ -222,6 +219,14 @@ class RecallFreshness(RecallSpending):
             out[int(hit_docs[column])] = {int(docs[r]): float(values[r]) for r in best.tolist() if over[r, column]}
         return out
 
+    def _flat(self, doc: int, memo: LineMemo) -> str:
+        """doc's `flat_text` with hyphens as spaces, once per search: where two of its words
+        side by side appear as "a b"."""
+        found = memo.flats.get(doc)
+        if found is None:
+            found = memo.flats[doc] = flat_text(self._texts[doc]).replace("-", " ")
+        return found
+
     def _tokens(self, doc: int, memo: dict[int, list[str]]) -> list[str]:
         """doc's `clause_tokens`, once per search (freshness and echoes both read them)."""
         found = memo.get(doc)
@@ -247,6 +252,7 @@ class RecallFreshness(RecallSpending):
         found: dict[int, tuple[float, int]] = {}  # later line -> its best (score, seq)
         mine = self._term_ids(doc, memo.words)
         phrases: Echoes | None = None  # the hit's phrases, once a candidate needs them
+        pairs: list[str] = []
         claims = self._claims(doc, claimed)
         # Best first, and no further than needed: a candidate can gain `supersede_reply` at
         # most, so once `later_lines` are found, one that cannot reach them ends the search
@@ -280,7 +286,9 @@ class RecallFreshness(RecallSpending):
                 # (only where it could be shown: the check tokenises the line)
                 if phrases is None:
                     phrases = Echoes(self._tokens(doc, memo.tokens))
-                if phrases.of(self._tokens(index, memo.tokens)) == ECHO:
+                    pairs = [f"{a} {b}" for a, b in phrases.pairs]
+                flat = self._flat(index, memo)  # (one of its pairs must be there as "a b": no tokenising if not)
+                if any(pair in flat for pair in pairs) and phrases.of(self._tokens(index, memo.tokens)) == ECHO:
                     score -= config.supersede_restated  # it says the hit again, nothing new
             found[index] = max(found.get(index, (score, self._seq[index])), (score, self._seq[index]))
         # More than one: the likeness of two different changes to one fact is close, and

@@ -313,7 +313,7 @@ class RecallIndex(RecallFreshness):
         later = self._freshness(ranked_hits[: config.fresh_hits], config, q, changers, pool, memo)
         yield
         recalled = [e.doc for e in (*ranked_hits, *wider)]
-        for found in (self._echoes(recalled, config, memo.tokens), self._corrected(recalled, scope.corrected, config)):
+        for found in (self._echoes(recalled, config, memo), self._corrected(recalled, scope.corrected, config)):
             for doc, newer in found.items():  # these first, then what freshness found
                 later[doc] = list(dict.fromkeys([*newer, *later.get(doc, ())]))[: max(config.later_lines, len(newer))]
         yield

@@ -12,6 +12,7 @@ import pytest
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.context.recall import RecallConfig, RecallResult, build_query
+from pipeline.context.recall_freshness import LineMemo
 from pipeline.context.recall_index import RecallIndex
 from pipeline.context.recall_retrievers import LexicalIndex
 from pipeline.context.recall_scoring import ECHO, NEGATED_ECHO, Echoes, clause_tokens
@@ -140,4 +141,4 @@ def test_a_question_in_its_words_counts_only_with_an_answer_that_takes_it_back(e
         100: ("Bob", "is the escape room still on for Friday?"),
         101: ("Maya", "nope, we switched to bowling"),
     })
-    assert index._echoes([12], RecallConfig(), {}) == {12: [101]}  # docs are seqs here: turns only, in order
+    assert index._echoes([12], RecallConfig(), LineMemo({})) == {12: [101]}  # docs are seqs here: turns only, in order
