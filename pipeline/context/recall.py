@@ -112,10 +112,6 @@ class RecallConfig:
     # come before "Nope, we went with a pressure relief valve."); a later question on a hit whose
     # answer changes or turns down something ranks `supersede_reply` higher as its later line.
     reply_reach: int = 4
-    # A later line whose speaker goes on within `said_on_s` (start to start) comes with that next
-    # turn, with what the hits leave: speech-to-text splits one thing said at a pause ("oh the
-    # group theme" / "we're going as ghostbusters now"). 0: never.
-    said_on_s: float = 10.0
     supersede_reply: float = 0.3
     # A later line that repeats a phrase of the hit ("So it's the Red Lion for the final, see you
     # there") without saying it changes anything restates it: it ranks `supersede_restated` lower,
@@ -125,6 +121,10 @@ class RecallConfig:
     # higher ("update on the stag do, we're doing axe throwing instead" over "Jamal's stag is
     # going to be messy").
     cue_rank: float = 0.2
+    # A later line whose speaker goes on within `said_on_s` (start to start) comes with that next
+    # turn, with what the hits leave: speech-to-text splits one thing said at a pause ("oh the
+    # group theme" / "we're going as ghostbusters now"). 0: never.
+    said_on_s: float = 10.0
     # Echoes: a later line that repeats a phrase of a recalled statement right after "not",
     # "no longer", "forget", ... ("we've dropped twenty past one, ..."), or asks about it ("is it
     # still the Crooked Spoon?", then its answer), comes along as its later line whatever its

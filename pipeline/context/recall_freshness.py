@@ -32,6 +32,7 @@ from pipeline.context.recall_scoring import (
 from pipeline.context.recall_spending import RecallSpending
 
 Docs = npt.NDArray[np.intp]
+LATER_CANDIDATES = 48  # a hit's best later-line candidates read by `_later_statements`
 
 
 @dataclass(slots=True)
@@ -42,7 +43,6 @@ class LineMemo:
     words: dict[int, frozenset[int]]
     tokens: dict[int, list[str]] = field(default_factory=dict)
     flats: dict[int, str] = field(default_factory=dict)  # `flat_text`, hyphens as spaces
-LATER_CANDIDATES = 48  # a hit's best later-line candidates read by `_later_statements`
 
 
 class RecallFreshness(RecallSpending):

@@ -117,7 +117,7 @@ class RecallSpending(RecallColumns):
         # The later statement on the same thing goes first (it is what counts), then the hit,
         # then, for a hit that asks, its answer: the next turn(s) by someone else.
         rank = 0
-        said_on: list[int] = []  # the rest of a later line said in two parts: with what is left at the end
+        said_on: list[int] = []  # the rest of a later line said in two parts: after the hits, before the wider tier
         for entry in ranked:
             # (A hit already in as another hit's later line still brings its own: the line says
             # "may be superseded by [18:51]", so the reader needs [18:51].)
