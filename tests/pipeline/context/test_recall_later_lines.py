@@ -122,3 +122,20 @@ def test_a_later_line_said_in_two_parts_comes_whole(embedder: MiniLMEmbedder) ->
     apart = planted(embedder, lines)  # the same, with the second part said a minute later
     apart._at[71] = apart._at[70] + 60.0
     assert not any("ruby anniversary" in line.text for line in recall(apart, embedder, asked, RecallConfig()).lines)
+
+
+def test_a_line_that_says_it_changes_something_comes_before_talk_about_the_thing(embedder: MiniLMEmbedder) -> None:
+    """"Jamal's stag is going to be messy" is about the stag as much as the update is; the
+    line that says it changes something ("update on the stag do, ... instead now") is the
+    later line a reader needs (`cue_rank`)."""
+    index = planted(embedder, {
+        12: ("James", "for Jamal's stag, well, the afternoon bit, I've booked crazy golf on the pier"),
+        40: ("Sofia", "Jamal's stag is going to be messy, his mates are animals"),
+        75: ("Lena", "update on the stag do, we're doing axe throwing in the old warehouse instead now"),
+    })
+    asked = "what's the fun bit before the drinks for the groom-to-be?"
+    result = recall(index, embedder, asked, RecallConfig(later_lines=1))
+    assert "may be superseded by the later line [06:15]" in line_with(result, "crazy golf"), [
+        line.text for line in result.lines]  # seq 75
+    unranked = recall(index, embedder, asked, RecallConfig(later_lines=1, cue_rank=0.0))
+    assert "may be superseded by the later line [03:20]" in line_with(unranked, "crazy golf")  # seq 40
