@@ -74,6 +74,9 @@ _URL = re.compile(r"(www\.|https?://|\.com\b|\.org\b|\.net\b|amara)", re.IGNOREC
 _ANNOTATION = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪+[^♪]*♪*|♫+")
 # Six or more of one word in a row; "go go go go" is a gaming-night staple, so four is not enough.
 _REPEATED_WORD = re.compile(r"\b(\w+)(?:\W+\1\b){5,}", re.IGNORECASE)
+# A word drawn out over four or more of one letter: "BUZZZZZZZZ", "hmmmmmmm" (a sampled decode
+# of a noise burst; people say "noooo" too, so only with weak acoustic evidence).
+_DRAWN_OUT = re.compile(r"(\w)\1{3,}", re.IGNORECASE)
 
 
 def clean_text(text: str) -> str:
@@ -118,4 +121,5 @@ def is_hallucination(text: str, transcription: Transcription, cfg: GuardConfig) 
         transcription.no_speech_prob >= cfg.weak_no_speech_prob
         or transcription.avg_logprob < cfg.weak_min_avg_logprob
     )
-    return unsure and phrase in WEAK_HALLUCINATIONS
+    drawn_out = all(_DRAWN_OUT.search(word) for word in phrase.split())
+    return unsure and (phrase in WEAK_HALLUCINATIONS or drawn_out)

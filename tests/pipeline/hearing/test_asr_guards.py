@@ -44,6 +44,16 @@ def test_weak_phrase_is_kept_when_whisper_is_sure() -> None:
     assert Verdict.HALLUCINATION == judge(heard("Thank you.", no_speech=0.4, logprob=-0.1, duration=1.6))
 
 
+def test_a_drawn_out_noise_word_is_rejected_when_whisper_is_unsure() -> None:
+    """A 0.5 s noise burst decoded at a sampling temperature came out as "BUZZZZZZZZZZZZZZZZ"
+    (no_speech 0.48, logprob -0.88, as measured); a confident "Noooo, not again" is speech."""
+    buzz = heard("BUZZZZZZZZZZZZZZZZZZZZZZZZ", no_speech=0.48, logprob=-0.88, duration=0.5, compression=2.17)
+    assert Verdict.HALLUCINATION == judge(buzz)
+    assert Verdict.HALLUCINATION == judge(heard("hmmmmm", no_speech=0.35, logprob=-0.5, duration=0.8))
+    assert Verdict.ACCEPT == judge(heard("Noooo, not again", no_speech=0.05, logprob=-0.3, duration=1.2))
+    assert Verdict.ACCEPT == judge(heard("Noooo, not again", no_speech=0.48, logprob=-0.88, duration=1.2))
+
+
 def test_high_no_speech_probability_is_rejected() -> None:
     """The hotword hallucinated over hiss ("Clanky", no_speech 0.988 as measured) is rejected."""
     assert Verdict.NO_SPEECH == judge(heard("Clanky", no_speech=0.988, logprob=-0.63))
