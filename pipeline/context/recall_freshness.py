@@ -100,14 +100,8 @@ class RecallFreshness(RecallSpending):
             return {}
         budget = [config.echo_checks]
 
-        def flat_of(doc: int) -> str:
-            return self._flat(doc, memo)
-
-        def tokens_of(doc: int) -> list[str]:
-            return self._tokens(doc, memo.tokens)
-
         def echoes(doc: int, known: frozenset[str] = frozenset()) -> list[int]:
-            phrases = Echoes(tokens_of(doc), known)
+            phrases = Echoes(self._tokens(doc, memo), known)
             checked: set[int] = set()
             found: list[int] = []
             for a, b in phrases.pairs:
@@ -119,12 +113,12 @@ class RecallFreshness(RecallSpending):
                     if budget[0] <= 0:
                         return found
                     budget[0] -= 1
-                    if other in checked or together not in flat_of(other):
+                    if other in checked or together not in self._flat(other, memo):
                         continue  # the two words are not side by side there: no phrase of it
                     checked.add(other)
                     if not self._recallable(other) or not self._is_turn(other):
                         continue
-                    kind = phrases.of(tokens_of(other))
+                    kind = phrases.of(self._tokens(other, memo))
                     if kind == NEGATED_ECHO:
                         found.append(other)
                     elif kind == ECHO and "?" in self._texts[other]:
@@ -133,7 +127,7 @@ class RecallFreshness(RecallSpending):
                         # ("did you try the escape room yet?" / "my cousin just moved" is chatter)
                         reply = self._answer(other, config.reply_reach, 1 << 62)  # may be in the window
                         if reply is not None and (denies(self._texts[reply]) or (
-                                self._changes[reply] and "still" in tokens_of(other))):
+                                self._changes[reply] and "still" in self._tokens(other, memo))):
                             found.append(reply)
             return found
 
@@ -142,7 +136,7 @@ class RecallFreshness(RecallSpending):
             if not self._is_turn(doc) or "?" in self._texts[doc]:
                 continue  # a line that asks states little a later line could take back
             first = echoes(doc)
-            said = frozenset(tokens_of(doc))  # an echo's echo must repeat what the echo added
+            said = frozenset(self._tokens(doc, memo))  # an echo's echo must repeat what the echo added
             found = {*first, *(e for f in first for e in echoes(f, said))}
             if found:
                 out[doc] = sorted(found, key=lambda d: self._seq[d])[-config.echo_lines :][::-1]
@@ -227,11 +221,11 @@ class RecallFreshness(RecallSpending):
             found = memo.flats[doc] = flat_text(self._texts[doc]).replace("-", " ")
         return found
 
-    def _tokens(self, doc: int, memo: dict[int, list[str]]) -> list[str]:
+    def _tokens(self, doc: int, memo: LineMemo) -> list[str]:
         """doc's `clause_tokens`, once per search (freshness and echoes both read them)."""
-        found = memo.get(doc)
+        found = memo.tokens.get(doc)
         if found is None:
-            found = memo[doc] = clause_tokens(self._texts[doc])
+            found = memo.tokens[doc] = clause_tokens(self._texts[doc])
         return found
 
     def _claims(self, doc: int, claimed: dict[int, frozenset[tuple[str, str]]]) -> frozenset[tuple[str, str]]:
@@ -285,10 +279,10 @@ class RecallFreshness(RecallSpending):
                     kth is None or (score, self._seq[index]) > kth):
                 # (only where it could be shown: the check tokenises the line)
                 if phrases is None:
-                    phrases = Echoes(self._tokens(doc, memo.tokens))
+                    phrases = Echoes(self._tokens(doc, memo))
                     pairs = [f"{a} {b}" for a, b in phrases.pairs]
                 flat = self._flat(index, memo)  # (one of its pairs must be there as "a b": no tokenising if not)
-                if any(pair in flat for pair in pairs) and phrases.of(self._tokens(index, memo.tokens)) == ECHO:
+                if any(pair in flat for pair in pairs) and phrases.of(self._tokens(index, memo)) == ECHO:
                     score -= config.supersede_restated  # it says the hit again, nothing new
             found[index] = max(found.get(index, (score, self._seq[index])), (score, self._seq[index]))
         # More than one: the likeness of two different changes to one fact is close, and

@@ -121,5 +121,4 @@ def is_hallucination(text: str, transcription: Transcription, cfg: GuardConfig) 
         transcription.no_speech_prob >= cfg.weak_no_speech_prob
         or transcription.avg_logprob < cfg.weak_min_avg_logprob
     )
-    drawn_out = all(_DRAWN_OUT.search(word) for word in phrase.split())
-    return unsure and (phrase in WEAK_HALLUCINATIONS or drawn_out)
+    return unsure and (phrase in WEAK_HALLUCINATIONS or all(_DRAWN_OUT.search(word) for word in phrase.split()))
