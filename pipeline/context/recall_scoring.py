@@ -133,6 +133,10 @@ _NEGATORS = frozenset([
 ])
 _NOT_TAKEN_BACK = frozenset(["stop", "know", "think", "care", "mind", "want", "like", "remember", "understand",
                              "see", "believe", "wonder", "miss"])
+# Words that end a repeated phrase without giving it another value: "no pub crawl anymore"
+# repeats "a pub crawl round the old town" (where "twenty past seven" does not repeat "twenty
+# past one").
+_NO_VALUE = frozenset(["anymore", "instead", "either", "though", "tho", "anyway", "btw", "actually"])
 ECHO = 1  # a later line repeats a phrase of the statement
 NEGATED_ECHO = 2  # ... right after a word that says it no longer holds
 
@@ -216,7 +220,8 @@ class Echoes:
                 while i + k < len(stated) and j + k < len(line) and stated[i + k] == line[j + k] \
                         and _content(line[j + k]):
                     k += 1
-                if i + k < len(stated) and j + k < len(line) and _content(stated[i + k]) and _content(line[j + k]):
+                if i + k < len(stated) and j + k < len(line) and _content(stated[i + k]) and _content(line[j + k]) \
+                        and line[j + k] not in _NO_VALUE:
                     continue  # the two go on differently: another value
                 if known and all(w in known for w in stated[i : i + k]):
                     continue

@@ -35,6 +35,10 @@ def echo(stated: str, line: str, known: str = "") -> int:
     ("For Hannah's thirtieth we're doing a murder mystery night", "forget Hannahs thirtieth plans", NEGATED_ECHO),
     ("I've told everyone we're meeting at the Crooked Spoon before the gig",
      "is it still the Crooked Spoon on Saturday?", ECHO),
+    # A word that only ends the phrase ("anymore", "instead") gives it no other value.
+    ("the night before we're doing a pub crawl round the old town",
+     "no pub crawl anymore, she wants it quiet, so board games at mine", NEGATED_ECHO),
+    ("we're meeting at the crooked spoon pub", "not the crooked spoon either, the rooftop bar", NEGATED_ECHO),
     # Another value that starts the same way is no echo of this one.
     ("he said he'd be at the flat for twenty past one", "not twenty past seven, he said", 0),
     ("the password for the private lobby is velvet hammer", "velvet underground is a great band", 0),
