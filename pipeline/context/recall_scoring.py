@@ -15,11 +15,12 @@ from pipeline.models import Turn
 from pipeline.transcript.formatting import cap_text, mmss, one_line, render_turn_line
 
 _WORDS = re.compile(r"[a-z]+")
-# Words people use when they change what was said before.
+# Words people use when they change what was said before. ("I could murder a pizza right now":
+# no change.)
 CORRECTION_CUE = re.compile(
     r"\b(instead|actually|scratch that|(?:forget|ignore) (?:it|that|the|what i said)|change[ds]?|changing|moved|"
     r"pushed|switch(?:ed|ing)?|swap(?:ped|ping)?|cancel(?:l?ed)?|fell through|no longer|not anymore|correction|"
-    r"update|(?<!right )now|new (?:plan|idea|time|place|spot))\b",  # ("I could murder a pizza right now": no change)
+    r"in the end|update|(?<!right )now|new (?:plan|idea|time|place|spot))\b",
     re.IGNORECASE)
 _FIRST_PERSON = frozenset({"i", "im", "ill", "ive", "id", "my", "me", "mine"})
 _FIRST_PERSON_WORD = re.compile(rf"(?<![a-z])(?:{'|'.join(sorted(_FIRST_PERSON))})(?![a-z])")  # one as a `_WORDS` run

@@ -139,3 +139,29 @@ def test_a_line_that_says_it_changes_something_comes_before_talk_about_the_thing
         line.text for line in result.lines]  # seq 75
     unranked = recall(index, embedder, asked, RecallConfig(later_lines=1, cue_rank=0.0))
     assert "may be superseded by the later line [03:20]" in line_with(unranked, "crazy golf")  # seq 40
+
+
+def test_in_the_end_says_it_changed() -> None:
+    """"is it still just four tickets?" / "she got seven tickets in the end": the answer says
+    the number changed (an answer to a "still" question counts when it says so)."""
+    assert says_it_changes("she got seven tickets in the end, someone's family dropped out")
+
+
+def test_a_lead_in_whose_second_part_changes_it_is_its_later_line(embedder: MiniLMEmbedder) -> None:
+    """Speech-to-text splits "oh the group theme" / "we're going as ghostbusters now" at a
+    pause: the lead-in names the thing, its second part changes it. Other lines that only say
+    they change something ("it's the saturday after halloween now") do not take its place."""
+    index = planted(embedder, {
+        12: ("Bastien", "our group costume theme is the addams family"),
+        40: ("Kofi", "it's the saturday after halloween now"),
+        35: ("Dmitri", "change of plan, fancy dress is optional now"),
+        45: ("Kofi", "update, the dress code for the party changed, smart casual now"),
+        50: ("Yara", "the costume contest moved to eleven now"),
+        55: ("Yara", "ok the decoration thing changed again"),
+        70: ("Ines", "oh the group theme"),
+        71: ("Ines", "we're going as ghostbusters now, way easier to make"),
+    })
+    result = recall(index, embedder, "what are we dressing as together?", RecallConfig())
+    older = line_with(result, "addams family")
+    assert "[05:50]" in older, [line.text for line in result.lines]  # seq 70 at 5 s a turn
+    assert "ghostbusters" in " ".join(line.text for line in result.lines)
