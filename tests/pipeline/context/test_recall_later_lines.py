@@ -4,7 +4,9 @@ one that only says it again; and a later line shown whenever a recalled line poi
 
 The shapes are those of the corrections sets' held-out splits that were read in round 11 of
 bench/recall_tuning.md: an answer after someone else's unrelated change line, a "no" that ends
-on a question, a restatement of the old value taking the later line's place, "right now".
+on a question, a restatement of the old value taking the later line's place, "right now";
+and, from round 12, the fourth set's dev split: a lead-in whose second part changes it, "in the
+end".
 """
 
 from __future__ import annotations
