@@ -229,12 +229,12 @@ class RecallFreshness(RecallSpending):
         rows, nxt = rows[nxt >= 0], nxt[nxt >= 0]
         here = docs[rows]
         go_on = ((np.frombuffer(self._changes, dtype=np.uint8)[nxt] > 0)
-                 & (np.frombuffer(self._alive, dtype=np.uint8)[nxt] > 0)
                  & (np.frombuffer(self._who, dtype=np.int32)[nxt] == np.frombuffer(self._who, dtype=np.int32)[here])
                  & (np.frombuffer(self._at, dtype=np.float64)[nxt] - np.frombuffer(self._at, dtype=np.float64)[here]
                     <= said_on_s))
         for row, following in zip(rows[go_on].tolist(), nxt[go_on].tolist(), strict=True):
-            out[row] = "?" not in self._texts[following]
+            # (as `_said_on` will take it: a recallable turn that asks nothing)
+            out[row] = self._recallable(following) and "?" not in self._texts[following]
         return out
 
     def _flat(self, doc: int, memo: LineMemo) -> str:

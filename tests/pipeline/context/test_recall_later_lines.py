@@ -11,6 +11,8 @@ end".
 
 from __future__ import annotations
 
+import numpy as np
+
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.context.recall import RecallConfig, RecallResult, build_query
 from pipeline.context.recall_index import RecallIndex
@@ -167,3 +169,21 @@ def test_a_lead_in_whose_second_part_changes_it_is_its_later_line(embedder: Mini
     older = line_with(result, "addams family")
     assert "[05:50]" in older, [line.text for line in result.lines]  # seq 70 at 5 s a turn
     assert "ghostbusters" in " ".join(line.text for line in result.lines)
+
+
+def test_a_lead_in_counts_only_with_a_second_part_that_is_there() -> None:
+    """The lead-in is a change line while its second part is: by the same speaker, soon after,
+    not a question, not forgotten (a deleted message takes the lead-in's mark with it)."""
+    index = index_of([
+        ("Ines", "oh the group theme"),
+        ("Ines", "we're going as ghostbusters now, way easier to make"),
+        ("Yara", "oh the venue"),
+        ("Kofi", "it's the village hall now"),  # someone else's change line
+        ("Ines", "oh the costume budget"),
+        ("Ines", "is it twenty quid now?"),  # a question
+    ])
+    docs = np.arange(len(index), dtype=np.intp)
+    assert index._leads_to_change(docs, 10.0).tolist() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert index._leads_to_change(docs, 1.0).tolist() == [0.0] * 6  # turns are 5 s apart here
+    index.forget([1])
+    assert index._leads_to_change(docs, 10.0).tolist() == [0.0] * 6
