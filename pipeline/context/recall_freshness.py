@@ -190,7 +190,7 @@ class RecallFreshness(RecallSpending):
             shared[at[kept], columns[kept]] = np.minimum(shared_counts[kept], 2)
         cue = cues[docs].astype(np.float32)
         if config.said_on_s:  # a lead-in whose second part says it changes it counts as saying so
-            cue = np.maximum(cue, self._leads_to_change(docs, config.said_on_s))
+            cue = np.maximum(cue, self._leads_to_change(docs, config))
         score = close + config.supersede_shared * shared + config.supersede_cue * cue[:, None]
         # Likeness alone is not enough: two filler lines on one topic ("I'm starving" / "I'm
         # eating crisps") are alike; a later line on the same thing shares a rare word with it
@@ -215,26 +215,21 @@ class RecallFreshness(RecallSpending):
             out[int(hit_docs[column])] = {int(docs[r]): float(values[r]) for r in best.tolist() if over[r, column]}
         return out
 
-    def _leads_to_change(self, docs: Docs, said_on_s: float) -> npt.NDArray[np.float32]:
-        """1.0 for each of `docs` whose speaker goes on within `said_on_s` with a turn that says
-        it changes something (and asks nothing): speech-to-text splits "oh the group theme" /
-        "we're going as ghostbusters now" at a pause, and the lead-in is the part that names the
-        thing. That second part comes along with it (`RecallSpending._said_on`)."""
+    def _leads_to_change(self, docs: Docs, config: RecallConfig) -> npt.NDArray[np.float32]:
+        """1.0 for each of `docs` whose second part (`RecallSpending._said_on`: the same speaker
+        going on within `said_on_s`, asking nothing) says it changes something: speech-to-text
+        splits "oh the group theme" / "we're going as ghostbusters now" at a pause, and the
+        lead-in is the part that names the thing. That second part comes along with it."""
         out = np.zeros(len(docs), dtype=np.float32)
+        # Only the docs whose next turn has a change word are worth asking `_said_on` about.
         seqs = np.frombuffer(self._seq, dtype=np.int64)[docs] + 1
         turn_doc = np.frombuffer(self._turn_doc, dtype=np.int32)
-        at = (seqs > 0) & (seqs < len(turn_doc))
-        rows = np.flatnonzero(at)
+        rows = np.flatnonzero((seqs > 0) & (seqs < len(turn_doc)))
         nxt = turn_doc[seqs[rows]]
         rows, nxt = rows[nxt >= 0], nxt[nxt >= 0]
-        here = docs[rows]
-        go_on = ((np.frombuffer(self._changes, dtype=np.uint8)[nxt] > 0)
-                 & (np.frombuffer(self._who, dtype=np.int32)[nxt] == np.frombuffer(self._who, dtype=np.int32)[here])
-                 & (np.frombuffer(self._at, dtype=np.float64)[nxt] - np.frombuffer(self._at, dtype=np.float64)[here]
-                    <= said_on_s))
-        for row, following in zip(rows[go_on].tolist(), nxt[go_on].tolist(), strict=True):
-            # (as `_said_on` will take it: a recallable turn that asks nothing)
-            out[row] = self._recallable(following) and "?" not in self._texts[following]
+        rows = rows[np.frombuffer(self._changes, dtype=np.uint8)[nxt] > 0]
+        for row in rows.tolist():
+            out[row] = self._said_on(int(docs[row]), config, 1 << 62) is not None  # (it may be in the window)
         return out
 
     def _flat(self, doc: int, memo: LineMemo) -> str:

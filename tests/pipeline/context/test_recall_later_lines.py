@@ -183,7 +183,7 @@ def test_a_lead_in_counts_only_with_a_second_part_that_is_there() -> None:
         ("Ines", "is it twenty quid now?"),  # a question
     ])
     docs = np.arange(len(index), dtype=np.intp)
-    assert index._leads_to_change(docs, 10.0).tolist() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-    assert index._leads_to_change(docs, 1.0).tolist() == [0.0] * 6  # turns are 5 s apart here
+    assert index._leads_to_change(docs, RecallConfig(said_on_s=10.0)).tolist() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert index._leads_to_change(docs, RecallConfig(said_on_s=1.0)).tolist() == [0.0] * 6  # turns are 5 s apart here
     index.forget([1])
-    assert index._leads_to_change(docs, 10.0).tolist() == [0.0] * 6
+    assert index._leads_to_change(docs, RecallConfig(said_on_s=10.0)).tolist() == [0.0] * 6
