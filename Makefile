@@ -17,14 +17,14 @@ demo: $(STAMP)
 	$(BIN)/longcall demo --out out/demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check pipeline bot tests bench docs
+	$(BIN)/ruff check pipeline bot tests benchmarks eval docs
 	$(BIN)/mypy pipeline bot
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m bench --out out/bench
+	$(BIN)/python -m benchmarks --out out/bench
 
 run: $(STAMP)
 	$(BIN)/longcall run

@@ -219,7 +219,7 @@ def freeze_startup_heap() -> None:
     """Move everything alive after start-up (imports, the models' Python side, settings) out of
     the garbage collector's view: a full collection then scans only what sessions allocate,
     instead of stalling the event loop 100-400 ms over objects that live as long as the
-    process (measured in bench/bench_scale.py)."""
+    process (measured in benchmarks/bench_scale.py)."""
     gc.collect()
     gc.freeze()
 

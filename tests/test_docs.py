@@ -33,7 +33,7 @@ IMAGE_MAX_BYTES = 200 * 1024
 ENV_ELSEWHERE = {
     "GRAFANA_ADMIN_PASSWORD": "deploy/docker-compose.yml",
     "LONGCALL_DISCORD_API_BASE": "bot/client.py",
-    "LONGCALL_EVAL_LOCOMO": "bench/bench_recall_eval.py",
+    "LONGCALL_EVAL_LOCOMO": "eval/recall_eval.py",
     "LONGCALL_GGUF": "tests/pipeline/adapters/test_local_model.py",
     "LONGCALL_REQUIRE_BROWSER": "tests/bot/dashboard/test_dashboard_browser.py",
 }
@@ -125,7 +125,7 @@ def settings_names(root: Path) -> set[str]:
 def code_constants(root: Path) -> set[str]:
     """UPPER_CASE names assigned at module level anywhere in the code (COMPARE_REPORT_KEYS, ...)."""
     names: set[str] = set()
-    for package in ("bot", "pipeline", "bench", "tests"):
+    for package in ("bot", "pipeline", "benchmarks", "eval", "tests"):
         for path in (root / package).rglob("*.py"):
             for node in ast.parse(path.read_text(encoding="utf-8")).body:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(

@@ -146,7 +146,7 @@ def _load_libopus() -> _Libopus | None:
 class LibopusDecoder:
     """libopus through ctypes: real in-band FEC (`decode_fec=1`) and native PLC (NULL packet).
 
-    Measured on speech at 10% random loss (bench/bench_receive.py), SNR against the lossless
+    Measured on speech at 10% random loss (benchmarks/bench_receive.py), SNR against the lossless
     decode: lost frames rebuilt from FEC 10.7 dB, libopus PLC 1.4 dB, repeat-attenuate -1.1 dB,
     silence 0 dB; whole stream 19.3 / 9.3 / 7.8 / 8.5 dB. libopus only puts FEC (LBRR) data in
     voiced SILK/hybrid frames: 57-75% of packets in our speech samples. Decode ~50-65 µs/frame.

@@ -10,7 +10,7 @@ The perceptual hash is a difference hash (dHash) written here in a dozen lines r
 taken from `imagehash`: that package pulls SciPy and PyWavelets (tens of MB) for hash kinds we
 do not use, while dHash needs only a grayscale resize and the Hamming distance is
 `int.bit_count`. Two changes from the textbook 8x8 version, measured on rendered HUD frames
-(bench/bench_notes.py): a 32x32 grid (1,024 bits), so a changed HUD value (HP 2 -> HP 90, a
+(benchmarks/bench_notes.py): a 32x32 grid (1,024 bits), so a changed HUD value (HP 2 -> HP 90, a
 new map name) moves the hash by 4-5 bits instead of 0-2; and a dead band (a gradient counts
 only above one grey level, on box-averaged cells), so capture noise over flat areas moves it
 by 0 bits instead of 25-60. Frames within 2 bits are near-duplicates.

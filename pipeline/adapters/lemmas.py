@@ -5,7 +5,7 @@ Recall's light suffix stripper (`pipeline.context.recall.terms`) handles "packed
 not irregular forms: "What did Maya finally buy?" shared no term with "I bought it last
 week". A dictionary lemmatiser maps "bought" to "buy", "grew" to "grow", "brought" to
 "bring" on both sides (on the dev split it took reworded statement questions from 80% to 84%
-of the ceiling; bench/recall_tuning.md). Measured here: ~1 us a word; the English dictionary
+of the ceiling; eval/recall_tuning.md). Measured here: ~1 us a word; the English dictionary
 costs ~19 MB once per process and 1.6 s to load, so it is loaded at import, never on the
 event loop in the middle of a session.
 """

@@ -12,7 +12,7 @@ factor on conversational clips was ~2x the library's figure on long audio. CTran
 a shorter window, so an utterance of up to 15 s is encoded in a window of max(10 s, 2 x its
 length) and decoded greedily with the same prompt (hotwords), token suppression and scores
 as faster-whisper's own path: ~3x faster on the bundled clips, and no more word errors
-(bench/bench_latency.py "asr" rows). Shorter windows (length + 1-4 s) were measured too:
+(benchmarks/bench_latency.py "asr" rows). Shorter windows (length + 1-4 s) were measured too:
 they send tiny.en into repetition loops on short clips; half the window left as padding,
 as in training, keeps it sane. A result that looks wrong (compression ratio or log
 probability past Whisper's own fallback thresholds) is decoded again the library's way, as

@@ -34,7 +34,7 @@ lines only); neighbouring turns are added only with what is left, so an answer s
 several turns gets several hits, not one hit and its neighbours. The exception is a question:
 a hit ending in "?" brings the next turn by someone else (`answer_turns`) right after it, since
 the answer seldom repeats the question's words and is what the reply needs (on the public
-Chit-Chat dev set this took rolling+recall from 56.6% to 92.6%; see bench/recall_tuning.md).
+Chit-Chat dev set this took rolling+recall from 56.6% to 92.6%; see eval/recall_tuning.md).
 After the hits, a small "wider" tier of its own char cap takes the next lines down to a lower
 cosine floor, only when something reached the main floor (docs/recall.md).
 """
@@ -66,7 +66,7 @@ REPLY_HEADER = (
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallConfig:
     """How recall queries, scores and spends its budgets. The floors and freshness thresholds
-    were calibrated on the dev split only (bench/recall_tuning.md, docs/recall.md)."""
+    were calibrated on the dev split only (eval/recall_tuning.md, docs/recall.md)."""
 
     enabled: bool = True
     max_hits: int = 12  # best old turns/notes returned (the relevance floor usually binds first)

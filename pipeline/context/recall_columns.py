@@ -1,6 +1,6 @@
 """The recall index's storage: one session's lines as columns (texts, interned speakers,
 arrays of kinds, times and seqs) rather than one `Turn` object per line, so a session of 10k
-turns costs a few MB (bench/bench_recall.py). `RecallIndex` (pipeline.context.recall_index)
+turns costs a few MB (benchmarks/bench_recall.py). `RecallIndex` (pipeline.context.recall_index)
 builds on it; `RecallSpending` (recall_spending) turns ranked lines into a budgeted section.
 Pure.
 """

@@ -4,7 +4,7 @@ change cues, a later question's answer), the later lines that take it back in it
 words (`_echoes`) and the lines the memory items say correct it (`_corrected`). Part of
 `RecallIndex` (pipeline.context.recall_index), as spending the budget is `recall_spending`'s.
 Pure. Why it scores as it does: docs/recall.md ("The latest wins, visibly") and
-bench/recall_tuning.md.
+eval/recall_tuning.md.
 """
 
 from __future__ import annotations

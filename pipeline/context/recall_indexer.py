@@ -105,7 +105,7 @@ class SessionRecall:
 
         Rebuilt in slices of `RESTORE_SLICE` lines with a yield to the event loop between them,
         so reopening a session of 20k turns never holds the loop for more than a few ms
-        (bench/bench_recall.py measures the longest stall)."""
+        (benchmarks/bench_recall.py measures the longest stall)."""
         for start in range(0, len(turns), RESTORE_SLICE):
             for turn in turns[start : start + RESTORE_SLICE]:
                 self.index.add_turn(turn)

@@ -11,7 +11,7 @@
   1,536 for float32 (and up to twice that with capacity doubling).
   Binary quantisation with an exact rescoring pass is the usual trade for sentence
   embeddings (e.g. the sentence-transformers docs on embedding quantisation); the numbers
-  for this project are in bench/bench_recall.py.
+  for this project are in benchmarks/bench_recall.py.
 """
 
 from __future__ import annotations

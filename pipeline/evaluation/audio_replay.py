@@ -9,7 +9,7 @@ does). Every other line (note, join, leave, probe, text turns) goes to `on_event
 
 Transcription takes no simulated time: after each step the replay waits until the pipeline
 is idle. That keeps a replay deterministic whatever the machine's speed; the real ASR
-latency is measured by `bench/bench_asr.py` instead.
+latency is measured by `benchmarks/bench_asr.py` instead.
 
 Scoring: per speaker, the reference words of their clips (in time order) are aligned with
 the words of the turns attributed to them; each clip's row gets the hypothesis words aligned

@@ -11,7 +11,7 @@ Two implementations behind one Protocol, chosen by `VadKind`:
   few microseconds per window, but any loud noise is "speech". Used for synthetic audio in
   tests and as a fallback where onnxruntime is unavailable.
 
-Measured on the bundled session's four speaker streams (bench/bench_asr.py, "vad" rows):
+Measured on the bundled session's four speaker streams (benchmarks/bench_asr.py, "vad" rows):
 both found all 29 clips in clean audio; with pink noise at 18 dB SNR the energy detector
 opened 6 utterances with no speech in them, Silero none; with keyboard/game-sound bursts,
 65 against none. Each false utterance is a wasted Whisper call (~0.6 s of a core here) and

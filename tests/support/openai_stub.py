@@ -30,7 +30,7 @@ from tests.support.sdk_conformance import request_violations, response_violation
 class Reply:
     text: str | None = "ok"
     status: int = 200
-    # delay_s / stream_over_s: real-time pacing of a stand-in model for bench/'s latency runs;
+    # delay_s / stream_over_s: real-time pacing of a stand-in model for benchmarks/' latency runs;
     # tests script no delays (they hold an answer on an event: `hold`, below).
     delay_s: float = 0.0
     raw_body: bytes | None = None  # sent as-is (malformed JSON tests)
@@ -88,7 +88,7 @@ class OpenAIStub:
         # a violation fails the test at shutdown unless `strict` is turned off.
         self.violations: list[str] = []
         self.strict = True
-        self.validate = True  # off only where its cost would distort a timing (bench/)
+        self.validate = True  # off only where its cost would distort a timing (benchmarks/)
         self._changed = asyncio.Event()  # set on every request recorded and every chat answer ended
         self._holds: list[asyncio.Event] = []  # released at shutdown, so a held answer cannot keep it waiting
         self._runner: web.AppRunner | None = None

@@ -111,12 +111,12 @@ class RealtimeStub:
         # a violation fails the test at shutdown unless `strict` is turned off.
         self.violations: list[str] = []
         self.strict = True
-        self.validate = True  # off only where its cost would distort a timing (bench/)
+        self.validate = True  # off only where its cost would distort a timing (benchmarks/)
         self.connections: list[ConnectionInfo] = []
         self.reject_status: int | None = None  # refuse the websocket handshake with this HTTP status
         self.admission_error: ServerError | None = None  # send this instead of session.created, then close
         self.hold_session_created = False  # never send session.created (connect deadline tests)
-        self.session_created_delay_s = 0.0  # bench/: a stand-in for the real service's session setup time
+        self.session_created_delay_s = 0.0  # benchmarks/: a stand-in for the real service's session setup time
         self.session_update_error: ServerError | None = None  # answer the next session.update with this
         self.clock: Callable[[], float] = time.monotonic
         self.session_limit_s: float | None = None  # expire sessions this old (on `clock`)

@@ -1,6 +1,6 @@
 """The compactor's task ends when it is cancelled, whatever the fold lock is doing.
 
-Found by the scale harness (bench/bench_scale.py): closing 1,000 sessions at once, one
+Found by the scale harness (benchmarks/bench_scale.py): closing 1,000 sessions at once, one
 compactor was cancelled just as a fold finished, while it waited for the lease-renewal task
 to stop; the wait suppressed `CancelledError` (the renewal's *and* its own), so the task
 carried on, went back to waiting for work, and the process never finished shutting down.

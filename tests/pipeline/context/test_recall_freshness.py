@@ -2,7 +2,7 @@
 (issue 21, "the latest wins"), judged without who said them, and not with look-alikes.
 
 The corrections these tests plant are the kinds the fresh corrections set measures
-(`bench/eval_corrections_fresh.py`): a later question on the fact and its answer, a bare
+(`eval/recipes/corrections_fresh.py`): a later question on the fact and its answer, a bare
 restatement by someone else, one person's own plan next to another's.
 """
 

@@ -3,7 +3,7 @@ that answers a later question, not the chatter between; a line that says somethi
 one that only says it again; and a later line shown whenever a recalled line points at it.
 
 The shapes are those of the corrections sets' held-out splits that were read in round 11 of
-bench/recall_tuning.md: an answer after someone else's unrelated change line, a "no" that ends
+eval/recall_tuning.md: an answer after someone else's unrelated change line, a "no" that ends
 on a question, a restatement of the old value taking the later line's place, "right now";
 and, from round 12, the fourth set's dev split: a lead-in whose second part changes it, "in the
 end".
@@ -78,7 +78,7 @@ def test_a_question_answered_after_a_right_now_line(embedder: MiniLMEmbedder) ->
 def test_a_restatement_gives_way_to_the_change(embedder: MiniLMEmbedder) -> None:
     """"So it's the Red Lion for the final, see you there" says the old value again; the line
     that changes it is the one a reader needs beside the statement. (The penalty is raised here
-    so one planted line decides; its default is set on the dev splits, bench/recall_tuning.md.)"""
+    so one planted line decides; its default is set on the dev splits, eval/recall_tuning.md.)"""
     index = planted(embedder, {
         12: ("Lupe", "For the final, we're watching it at the Red Lion, they've got the big screen."),
         30: ("Bastien", "So it's the Red Lion for the final, see you there."),

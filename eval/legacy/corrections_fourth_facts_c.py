@@ -1,0 +1,213 @@
+"""Sessions 005-006 of the fourth corrected-facts set (eval/recipes/corrections_fourth.py).
+
+Same shape as corrections_fourth_facts_a: say / change / old / new / noise lines by roles a-d
+("~" for a filler by anyone), the probe `q`, and the `expect` / `stale` value forms.
+"""
+
+from __future__ import annotations
+
+SESSIONS: list[dict[str, object]] = [
+    {
+        "seed": 40405,
+        "title": "pro clubs league night, arranging a watch party for a cup replay",
+        "speakers": ["Amara", "Sven", "Lucia", "Farid", "Greta"],
+        "game": "footy",
+        "facts": [
+            {
+                "cat": "time",
+                "style": "negation",
+                "say": [("a", "come round at five o'clock, we'll do food before")],
+                "change": [[("b", "not five o'clock anymore, six thirty, kick off got moved back")]],
+                "new": [("c", "6:30 then")],
+                "noise": [("~", "is there gonna be extra time if it's a draw or straight to pens")],
+                "q": "clanky what time are people arriving?",
+                "expect": ["six thirty", "6:30"],
+                "stale": ["five o'clock"],
+            },
+            {
+                "cat": "place",
+                "style": "split",
+                "say": [("a", "we're watching it at the sports bar on king street")],
+                "change": [
+                    [("b", "oh also, the match"), ("b", "it's at the rugby club now, they've got a massive screen")]
+                ],
+                "new": [("c", "rugby club has cheaper pints anyway")],
+                "noise": [("~", "where did we watch the semi, that place with the broken telly?")],
+                "q": "clanky where's the viewing?",
+                "expect": ["rugby club"],
+                "stale": ["king street"],
+            },
+            {
+                "cat": "number",
+                "style": "far",
+                "say": [("a", "i think it's like twelve of us for the watch party")],
+                "change": [[("b", "right we're at nineteen people now lol, everyone's mates want in")]],
+                "noise": [("~", "do we need to tell them how many or can we just turn up")],
+                "q": "clanky how many are coming to see the final?",
+                "expect": ["nineteen"],
+                "stale": ["twelve of us"],
+            },
+            {
+                "cat": "person",
+                "style": "bare",
+                "say": [("a", "milo's doing the bbq before, he's got one of those smoker things")],
+                "change": [[("b", "osagie's manning the grill, he's bringing his own charcoal")]],
+                "new": [("c", "osagie's burgers are elite")],
+                "noise": [("~", "is there a veggie option or am i eating bread")],
+                "q": "clanky, who's cooking the meat?",
+                "expect": ["osagie"],
+                "stale": ["milo"],
+            },
+            {
+                "cat": "item",
+                "style": "cue",
+                "say": [("a", "bring your own beer, nobody'll mind")],
+                "change": [[("c", "update, don't bring drinks, they'll kick us out, bring snacks")]],
+                "noise": [("~", "i'm bringing my lucky scarf regardless")],
+                "q": "clanky what should each person carry along?",
+                "expect": ["snacks"],
+                "stale": ["own beer"],
+            },
+            {
+                "cat": "date",
+                "style": "twice",
+                "say": [("a", "it's the 24th, the replay")],
+                "change": [
+                    [("b", "replay got moved to the 27th, some tv schedule thing")],
+                    [("c", "ugh they moved it again"), ("c", "the 31st now, last day of the month")],
+                ],
+                "noise": [("~", "why do they keep moving it, it's so annoying")],
+                "q": "clanky, on which date is the cup game?",
+                "expect": ["the 31st"],
+                "stale": ["the 24th", "the 27th"],
+            },
+            {
+                "cat": "plan",
+                "style": "by_other",
+                "say": [("a", "before kick off we're playing five-a-side at the park")],
+                "change": [
+                    [("b", "that thing before the match, we're doing a pub lunch instead, half the lads are injured")]
+                ],
+                "new": [("c", "pub lunch suits me, my knee is done")],
+                "noise": [("~", "last time we played before a game someone pulled a muscle")],
+                "q": "clanky what are we up to in the afternoon beforehand?",
+                "expect": ["pub lunch"],
+                "stale": ["five-a-side"],
+            },
+            {
+                "cat": "name",
+                "style": "question",
+                "say": [("a", "i set up the sweepstake group, it's called xg merchants")],
+                "change": [[("b", "is the group still xg merchants?"), ("c", "nah renamed it bottle jobs, funnier")]],
+                "noise": [("~", "who drew the rubbish team in the sweepstake, was it me")],
+                "q": "clanky what's the betting chat's title these days?",
+                "expect": ["bottle jobs"],
+                "stale": ["xg merchants"],
+            },
+        ],
+    },
+    {
+        "seed": 40406,
+        "title": "dwarf mining co-op, planning a hill walk day trip by train",
+        "speakers": ["Ngozi", "Lars", "Paulina", "Rohan", "Ayelet", "Mateo"],
+        "game": "mining",
+        "facts": [
+            {
+                "cat": "time",
+                "style": "twice",
+                "say": [("a", "we're getting the 7:40 train, it's the fast one")],
+                "change": [
+                    [("b", "the 7:40 doesn't run weekends, let's get the 8:10")],
+                    [("c", "uh engineering works, so"), ("c", "we're on the 9:05 now, sorry")],
+                ],
+                "noise": [("~", "how long is it on the train, like an hour?")],
+                "q": "clanky which departure are we catching out of town?",
+                "expect": ["9:05"],
+                "stale": ["7:40", "8:10"],
+            },
+            {
+                "cat": "place",
+                "style": "by_other",
+                "say": [("a", "meet under the big clock at the station")],
+                "change": [[("b", "that spot you said, can we do outside greggs, the clock bit is always rammed")]],
+                "new": [("c", "greggs works, i can get a sausage roll")],
+                "noise": [("~", "which station though, there's two")],
+                "q": "clanky where are we gathering before we set off?",
+                "expect": ["greggs"],
+                "stale": ["big clock"],
+            },
+            {
+                "cat": "number",
+                "style": "split",
+                "say": [("a", "the walk's a twelve k loop, bit of a climb at the end")],
+                "change": [
+                    [("b", "so the route"), ("b", "i've cut it down to the eight k one, the long one's flooded")]
+                ],
+                "noise": [("~", "is it steep, be honest")],
+                "q": "clanky how far is the hike?",
+                "expect": ["eight k"],
+                "stale": ["twelve k"],
+            },
+            {
+                "cat": "person",
+                "style": "question",
+                "say": [("a", "my friend ilse knows the trails, she's leading")],
+                "change": [[("b", "is ilse still leading us?"), ("c", "nah she's ill, bartek's doing it")]],
+                "new": [("d", "bartek once got us lost in a car park so")],
+                "noise": [("~", "does anyone have the map downloaded in case there's no signal")],
+                "q": "clanky who's our guide on the day?",
+                "expect": ["bartek"],
+                "stale": ["ilse"],
+            },
+            {
+                "cat": "item",
+                "style": "lead_in",
+                "say": [("a", "bring waterproofs, it always chucks it down up there")],
+                "change": [
+                    [
+                        ("b", "forecast says zero rain and like twenty eight degrees"),
+                        ("~", "what, this early?"),
+                        ("c", "ok so suncream then"),
+                    ]
+                ],
+                "new": [("d", "i'll bring the big suncream bottle")],
+                "noise": [("~", "do i need proper boots or will trainers do")],
+                "q": "clanky what should i pack for the weather?",
+                "expect": ["suncream"],
+                "stale": ["waterproofs"],
+            },
+            {
+                "cat": "date",
+                "style": "cue",
+                "say": [("a", "we're doing it this sunday")],
+                "change": [[("b", "change of plans, it's bank holiday monday, more trains that day")]],
+                "new": [("c", "bank holiday works for me")],
+                "noise": [("~", "i've got a thing in the evening but i'll be back by then")],
+                "q": "clanky what day is the trip?",
+                "expect": ["bank holiday monday", "bank holiday"],
+                "stale": ["this sunday"],
+            },
+            {
+                "cat": "plan",
+                "style": "far",
+                "say": [("a", "lunch is a picnic at the top, i'll make sandwiches")],
+                "change": [[("b", "oh we're eating at the farm cafe at the bottom, there's zero shade up top")]],
+                "noise": [("~", "i'm bringing so many snacks, just so you know")],
+                "q": "clanky where are we having the midday meal?",
+                "expect": ["farm cafe"],
+                "stale": ["picnic"],
+            },
+            {
+                "cat": "name",
+                "style": "bare",
+                "say": [("a", "and we finish at the drovers arms for a pint")],
+                "change": [[("c", "booked us a table at the shepherd's rest for after")]],
+                "new": [("d", "shepherd's rest does a massive roast")],
+                "noise": [("~", "i'll need about four pints after a walk like that")],
+                "q": "clanky what's the pub called at the end of the route?",
+                "expect": ["shepherd's rest"],
+                "stale": ["drovers arms"],
+            },
+        ],
+    },
+]

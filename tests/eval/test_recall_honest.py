@@ -1,0 +1,45 @@
+"""eval/recall_honest.py: every corrections set it names has committed held-out sessions, a
+set with no sessions in a split is left out of the report, `--failures` refuses the held-out
+split (it stays unseen while tuning) but for the sets whose held-out split was read in round 11,
+and `--linked` links each corrected statement to its corrections."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from eval import recall_honest
+
+
+def test_every_set_has_held_out_sessions() -> None:
+    for name, (folder, pattern) in recall_honest.SETS.items():
+        paths = sorted((recall_honest.EVAL / folder.format(split="heldout")).glob(pattern))
+        assert paths, name
+
+
+def test_a_set_without_sessions_in_the_split_is_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recall_honest, "EVAL", tmp_path)  # an evaluation folder with no sessions at all
+    report = asyncio.run(recall_honest.run_split("dev", ["corrections_third"], {}, baseline=False))
+    assert "corrections_third" not in report
+    assert report["split"] == "dev"
+
+
+@pytest.mark.parametrize("sets", [["--set", "corrections"], [], ["--set", "corrections_third", "--set", "synthetic"]])
+def test_failures_refuse_the_held_out_split(sets: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the held-out splits read since round 11 (`READ_HELDOUT`) may be listed."""
+    with pytest.raises(SystemExit) as raised:
+        recall_honest.main(["--split", "heldout", *sets, "--failures"])
+    assert raised.value.code == 2
+    assert "dev split only" in capsys.readouterr().err
+    assert "corrections" not in recall_honest.READ_HELDOUT and "synthetic" not in recall_honest.READ_HELDOUT
+
+
+def test_linked_maps_each_corrected_statement_to_its_corrections_newest_first() -> None:
+    """`--linked` gives the search what a model's items would record: statement seq -> the
+    correcting seqs; probes that are no corrections, or cite one line only, link nothing."""
+    probes = [{"stale_any": ["x"], "evidence": [85, 177, 178]}, {"stale_any": ["y"], "evidence": [12]},
+              {"expect_any": ["z"], "evidence": [3, 9]}]
+    session = recall_honest.Session("s", [], probes, recall_honest.RecallIndex(), asker=None)  # type: ignore[arg-type]
+    assert {85: (178, 177)} == dict(recall_honest.linked_scope(session).corrected)
