@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench run samples docs screenshot clean
+.PHONY: demo test lint typecheck bench eval-sets run samples docs screenshot clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: $(STAMP) lint
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks --out out/bench
+
+# every evaluation set, from eval/sets/ into out/eval/sets/, checked against its manifest
+eval-sets: $(STAMP)
+	$(BIN)/python -m eval.generate
 
 run: $(STAMP)
 	$(BIN)/longcall run

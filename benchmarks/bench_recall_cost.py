@@ -170,14 +170,13 @@ def _search_real() -> dict[str, Any]:
 
 
 async def _real_index() -> tuple[RecallIndex, list[tuple[Turn, Any]]]:
-    from eval.recall_honest import EVAL, SETS, Vectors, load  # the eval sessions and their vector cache
+    from eval.recall_honest import Vectors, load, set_paths  # the eval sessions and their vector cache
 
     vectors = Vectors()
     turns: list[Turn] = []
     questions: list[str] = []
     for name in ("corrections_fresh", "corrections_third", "corrections", "synthetic", "chitchat"):
-        folder, pattern = SETS[name]
-        for path in sorted((EVAL / folder.format(split="dev")).glob(pattern)):
+        for path in set_paths(name, "dev"):
             session, probes = load(path)
             start = turns[-1].started_at + 10.0 if turns else 0.0
             turns += [dataclasses.replace(t, seq=len(turns) + i, started_at=t.started_at + start,

@@ -319,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="replay sessions once and judge each probe under drop-oldest, rolling, rolling+recall "
         "and the whole-transcript ceiling", parents=[common]
     )
-    p.add_argument("paths", nargs="+", help="session files, or folders of them (e.g. samples/eval/heldout)")
+    p.add_argument("paths", nargs="+", help="session files, or folders of them (e.g. out/eval/sets/heldout)")
     p.add_argument("--out", default="out/compare")
     p.add_argument("--recall", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a RecallConfig field for the rolling+recall mode (repeatable)")

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.recall_honest import EVAL, SETS, Vectors, load
+from eval.recall_honest import SETS, Vectors, load, set_paths
 
 Embed = Callable[[list[str], bool], np.ndarray]  # (texts, are they questions) -> unit rows
 TOPS = (5, 20, 50)
@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="dev", choices=["dev", "heldout"])
     parser.add_argument("--weights", default="0.25,0.5,1.0", help="weights of a second embedder fused with MiniLM")
     args = parser.parse_args(argv)
-    folder, pattern = SETS[args.set]
-    paths = sorted((EVAL / folder.format(split=args.split)).glob(pattern))
+    paths = set_paths(args.set, args.split)
     if not paths:
         parser.error(f"no sessions for {args.set} / {args.split}")
     sessions = []

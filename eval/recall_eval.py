@@ -1,8 +1,8 @@
 """Measured continuity: `longcall compare` over the held-out evaluation sessions, offline.
 
-Two held-out sets, reported apart: the **public** one (samples/eval/heldout/chitchat-*, real
+Two held-out sets, reported apart: the **public** one (out/eval/sets/heldout/chitchat-*, real
 long conversations from the Chit-Chat dataset on PyPI, converted by eval/recipes/chitchat.py)
-and the **synthetic** one (samples/eval/heldout/synthetic-*, eval/recipes/synthetic.py; LoCoMo's
+and the **synthetic** one (out/eval/sets/heldout/synthetic-*, eval/recipes/synthetic.py; LoCoMo's
 held-out conversations join it when $LONGCALL_EVAL_LOCOMO names its file). Each session is
 replayed once with the offline
 summarizer and a private Redis; at every probe the question is judged against the
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from eval import recall_honest
+from eval.generate import ensure_built
 from eval.logs import quiet_logging
 from eval.recipes import synthetic as eval_data
 from pipeline.adapters.embeddings import MiniLMEmbedder
@@ -34,12 +35,11 @@ from pipeline.evaluation.compare import run_compare
 from pipeline.evaluation.replay import ReplayOptions, ReplaySetup
 
 ROOT = Path(__file__).resolve().parent.parent
-EVAL = ROOT / "samples" / "eval"
 OUT = Path("out/eval/recall_eval")
 
 
 SOURCES = ("chitchat", "synthetic")
-# eval/recipes/corrections.py, eval_corrections_fresh.py and eval_corrections_third.py
+# the corrections sets of eval/sets/ (eval/recipes/corrections*.py)
 CORRECTIONS = tuple(name for name in recall_honest.SETS if name.startswith("corrections"))
 
 
@@ -47,9 +47,8 @@ def eval_paths(split: str, source: str | None = None) -> list[Path]:
     """The committed sessions of `split` (of one `source`, or all), plus LoCoMo's with the
     synthetic ones when its file is configured."""
     if source in CORRECTIONS:  # facts corrected later, asked at the end: recall_honest's table of them
-        folder, pattern = recall_honest.SETS[source]
-        return sorted((EVAL / folder.format(split=split)).glob(pattern))
-    paths = sorted((EVAL / split).glob(f"{source or '*'}-*.jsonl"))
+        return recall_honest.set_paths(source, split)
+    paths = sorted((ensure_built() / split).glob(f"{source or '*'}-*.jsonl"))
     if source == "chitchat":
         return paths
     locomo = eval_data.find_locomo(None)

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.generate import OUT_DIR, ensure_built
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.context.recall import (
     NO_SCOPE,
@@ -58,7 +59,7 @@ from pipeline.context.recall_index import RecallIndex
 from pipeline.models import Turn, TurnKind
 
 ROOT = Path(__file__).resolve().parent.parent
-EVAL = ROOT / "samples" / "eval"
+EVAL = OUT_DIR  # built on demand from eval/sets/ (python -m eval.generate)
 CACHE = Path("out/recall_cache")
 WINDOW = 50
 BOT = "Clanky"
@@ -269,6 +270,15 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def set_paths(name: str, split: str) -> list[Path]:
+    """The session files of one set's split, sorted. In out/eval/sets/ (the default `EVAL`) the
+    sets are built first when needed (eval/generate.py's `ensure_built`: a second or two, skipped
+    when nothing changed); another `EVAL` folder is read as it is."""
+    folder, pattern = SETS[name]
+    root = ensure_built() if EVAL == OUT_DIR else EVAL
+    return sorted((root / folder.format(split=split)).glob(pattern))
+
+
 async def run_split(
     split: str, sets: list[str], overrides: dict[str, Any], baseline: bool, *, failures: bool = False,
     linked: bool = False,
@@ -277,8 +287,7 @@ async def run_split(
     report: dict[str, Any] = {"split": split, "window": WINDOW, "recall": overrides}
     try:
         for name in sets:
-            folder, pattern = SETS[name]
-            paths = sorted((EVAL / folder.format(split=split)).glob(pattern))
+            paths = set_paths(name, split)
             if not paths:
                 continue  # a set with no sessions in this split: left out, not a crash
             sessions = [await open_session(p, vectors) for p in paths]

@@ -1,6 +1,6 @@
 """Tune recall on the DEV split only: one knob at a time around the defaults.
 
-Each point replays every dev session (samples/eval/dev: the public Chit-Chat sessions and the
+Each point replays every dev session (out/eval/sets/dev: the public Chit-Chat sessions and the
 synthetic ones, judged apart) with the offline summarizer and judges the probes with
 `longcall compare`; the held-out split is never read here. The
 curve (retention vs the reply budget in chars, and the other knobs) goes to

@@ -22,10 +22,13 @@ mechanically from it):
   more than one: "What did Sam say when Alex asked about movie?" (tagged by word overlap with
   the answer turn, as in eval_data.tag_probe).
 
-The split goes by a SHA-256 of the conversation id (`split_of`); `split.json` records it.
+The split goes by a SHA-256 of the conversation id (`split_of`). The 26 conversations the
+evaluation uses are tracked as they are in the wheel's dataset.json, one `conversation` record a
+file, in eval/sets/chitchat/{dev,heldout}/ (eval/sets/chitchat/manifest.json); `sessions` turns
+them into session files.
 
-    python -m eval.recipes.chitchat --out out/eval-chitchat             # all converted sessions
-    python -m eval.recipes.chitchat --out samples/eval --only-committed # the committed subset
+    python -m eval.generate --set chitchat                    # the tracked conversations
+    python -m eval.recipes.chitchat --out out/eval-chitchat   # every long conversation of the wheel
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from eval.recipes.synthetic import BOT, content_words, tag_probe, write_session
+from eval.recipes.synthetic import BOT, content_words, session_text, tag_probe, write_session
 
 PACKAGE = "chitchat-dataset"
 VERSION = "0.9.0"
@@ -286,6 +289,21 @@ def build(out: Path, dataset: dict[str, Any], *, min_turns: int = MIN_TURNS, win
     split["source"] = {"package": f"{PACKAGE}=={VERSION}", "licence": LICENCE, "min_turns": min_turns,
                        "split": "sha256(conversation id)[0] odd -> heldout"}
     return split
+
+
+def sessions(split: str, data: Any, spec: dict[str, Any]) -> dict[str, str]:
+    """The split's session files (name -> text) from its tracked conversations, for
+    `python -m eval.generate`; a conversation of the other split is an error."""
+    files: dict[str, str] = {}
+    for conv in data.conversations:
+        conv_id = conv["id"]
+        if split_of(conv_id) != split:
+            raise ValueError(f"chitchat {conv_id} belongs to {split_of(conv_id)}, not {split}")
+        lines = chitchat_session(conv_id, conv)
+        if lines is None:
+            raise ValueError(f"chitchat {conv_id}: no probe")
+        files[f"chitchat-{conv_id[:8]}.jsonl"] = session_text(lines)
+    return files
 
 
 def record_split(out: Path, split: dict[str, Any]) -> None:

@@ -11,56 +11,40 @@ After the last turn, one probe per fact asks Clanky for the current value in oth
 statement and the correction. The last 60 turns before the probes hold no statement, correction,
 restatement or value, so the answer is never in the final window.
 
-The facts live in eval/legacy/corrections_fourth_facts_{a,b,c,d}.py, the chatter in
-eval/legacy/corrections_fourth_{chatter,tangents,games}.py. Fixed seeds: the output is byte-for-byte
-reproducible. `check(path)` verifies a session file and raises CheckError listing every violation.
+The sessions, facts, games and chatter live in eval/sets/corrections_fourth/heldout.jsonl: one
+`session` record per session (seed, title, speakers, game, facts); a fact's `say` is the
+statement (consecutive lines), `change` one block per change (two for `twice`), `old` / `new`
+restate the old value before the change / the new one after it, `noise` are same-subject lines
+with no value, `q` the probe, `expect` / `stale` the value forms; roles a-d are distinct speakers
+of the session, role "~" is anyone, saying a filler that is not evidence. A `game` record holds
+its callouts (`lines`, {slot} placeholders filled from `slots`, {n} another speaker's name) and
+`cheer`; the `pool` records REACTIONS, ACKS, GAME_TALK, FILLERS, TAILS, META and TANGENTS (one
+dialogue a line) the ordinary talk. Fixed seeds: the output is byte-for-byte reproducible.
+`check(path)` verifies a session file and raises CheckError listing every violation.
 
 A dev split (8 more sessions, same machinery, styles and checks) can be tuned on without reading
 the held-out text: its topics, values, wordings, speakers, games and chatter all come from
-eval/legacy/corrections_fourth_dev_{facts_a,facts_b,facts_c,facts_d,chatter,tangents,games,games2}.py and
-it is written to dev/corrections-fourth-dev-NNN.jsonl, titled "corrections-fourth-dev-NNN (dev): ...".
+eval/sets/corrections_fourth/dev.jsonl and it is written to dev/corrections-fourth-dev-NNN.jsonl,
+titled "corrections-fourth-dev-NNN (dev): ...".
 
-    python -m eval.recipes.corrections_fourth [--out DIR] [--split {dev,heldout,both}]
+    python -m eval.generate --set corrections_fourth
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
 
-from eval.legacy import corrections_fourth_chatter as chatter
-from eval.legacy import corrections_fourth_dev_chatter as dev_chatter
-from eval.legacy import corrections_fourth_dev_tangents as dev_tangents
-from eval.legacy import corrections_fourth_tangents as tangents
-from eval.legacy.corrections_fourth_dev_facts_a import SESSIONS as DEV_SESSIONS_A
-from eval.legacy.corrections_fourth_dev_facts_b import SESSIONS as DEV_SESSIONS_B
-from eval.legacy.corrections_fourth_dev_facts_c import SESSIONS as DEV_SESSIONS_C
-from eval.legacy.corrections_fourth_dev_facts_d import SESSIONS as DEV_SESSIONS_D
-from eval.legacy.corrections_fourth_dev_games import GAMES as DEV_GAMES_A
-from eval.legacy.corrections_fourth_dev_games2 import GAMES as DEV_GAMES_B
-from eval.legacy.corrections_fourth_facts_a import SESSIONS as SESSIONS_A
-from eval.legacy.corrections_fourth_facts_b import SESSIONS as SESSIONS_B
-from eval.legacy.corrections_fourth_facts_c import SESSIONS as SESSIONS_C
-from eval.legacy.corrections_fourth_facts_d import SESSIONS as SESSIONS_D
-from eval.legacy.corrections_fourth_games import GAMES as GAMES_A
-from eval.legacy.corrections_fourth_games2 import GAMES as GAMES_B
+from eval.generate import SplitData
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "samples" / "eval" / "corrections_fourth"
 BOT_NAME = "Clanky"
-SESSIONS: list[dict[str, Any]] = [*SESSIONS_A, *SESSIONS_B, *SESSIONS_C, *SESSIONS_D]
-GAMES: dict[str, dict[str, Any]] = {**GAMES_A, **GAMES_B}
-DEV_SESSIONS: list[dict[str, Any]] = [*DEV_SESSIONS_A, *DEV_SESSIONS_B, *DEV_SESSIONS_C, *DEV_SESSIONS_D]
-DEV_GAMES: dict[str, dict[str, Any]] = {**DEV_GAMES_A, **DEV_GAMES_B}
 CATEGORIES = ("time", "place", "number", "person", "item", "date", "plan", "name")
 STYLES = ("cue", "bare", "lead_in", "question", "split", "twice", "negation", "far", "by_other")
 CLEAN_TAIL = 60  # turns before the probes with no fact line and no value in them
@@ -91,32 +75,21 @@ class Split:
     name: str
     sessions: list[dict[str, Any]]
     games: dict[str, dict[str, Any]]
-    chatter: ModuleType  # REACTIONS, ACKS, GAME_TALK, FILLERS, TAILS, META
+    chatter: Any  # REACTIONS, ACKS, GAME_TALK, FILLERS, TAILS, META
     tangents: list[list[tuple[str, str]]]
     stem: str  # file stem, {number} filled in
     title: str  # header title prefix, {stem} filled in
 
 
-SPLITS: dict[str, Split] = {
-    "heldout": Split(
-        "heldout",
-        SESSIONS,
-        GAMES,
-        chatter,
-        [*chatter.TANGENTS, *tangents.TANGENTS],
-        "corrections-fourth-{number:03d}",
-        "{stem}: ",
-    ),
-    "dev": Split(
-        "dev",
-        DEV_SESSIONS,
-        DEV_GAMES,
-        dev_chatter,
-        [*dev_chatter.TANGENTS, *dev_tangents.TANGENTS],
-        "corrections-fourth-dev-{number:03d}",
-        "{stem} (dev): ",
-    ),
-}
+STEM = {"heldout": "corrections-fourth-{number:03d}", "dev": "corrections-fourth-dev-{number:03d}"}
+TITLE = {"heldout": "{stem}: ", "dev": "{stem} (dev): "}
+
+
+def split_from(name: str, data: SplitData) -> Split:
+    """The split from its data file (eval/sets/corrections_fourth/<split>.jsonl)."""
+    talk = SimpleNamespace(**{k: data.pools[k] for k in ("REACTIONS", "ACKS", "GAME_TALK", "FILLERS", "TAILS", "META")})
+    tangents = [[(role, text) for role, text in dialogue] for dialogue in data.pools["TANGENTS"]]
+    return Split(name, data.sessions, data.games, talk, tangents, STEM[name], TITLE[name])
 
 
 class CheckError(ValueError):
@@ -251,9 +224,8 @@ def _fact_blocks(
     return sorted(blocks, key=lambda b: (b[0], b[1]))
 
 
-def build_session(spec: dict[str, Any], number: int, split: str = "heldout") -> list[dict[str, Any]]:
+def build_session(spec: dict[str, Any], number: int, kit: Split) -> list[dict[str, Any]]:
     """The records of one session file of split: header, turns, probes."""
-    kit = SPLITS[split]
     rng = random.Random(spec["seed"])
     facts, speakers = spec["facts"], spec["speakers"]
     forms = [form for fact in facts for form in _forms(fact)]
@@ -341,7 +313,7 @@ def _check_shape(records: list[Any], stem: str, problems: list[str]) -> tuple[li
         problems.append(f"line 1 must be a session header with keys {SESSION_KEYS}")
         return [], []
     head = records[0]
-    prefix = SPLITS["dev" if stem.startswith("corrections-fourth-dev-") else "heldout"].title.format(stem=stem)
+    prefix = TITLE["dev" if stem.startswith("corrections-fourth-dev-") else "heldout"].format(stem=stem)
     if head["type"] != "session" or head["bot_name"] != BOT_NAME or not str(head["title"]).startswith(prefix):
         problems.append(f"bad session header {head}")
     turns = [r for r in records[1:] if isinstance(r, dict) and r.get("type") == "turn"]
@@ -492,34 +464,16 @@ def summary(path: Path | str) -> str:
     )
 
 
-def generate(out: Path, split: str = "heldout") -> list[Path]:
-    """Write every session of split under out/<split>/; return the paths."""
-    kit = SPLITS[split]
-    target = out / kit.name
-    target.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for number, spec in enumerate(kit.sessions, start=1):
-        path = target / f"{kit.stem.format(number=number)}.jsonl"
-        with path.open("w", encoding="utf-8", newline="\n") as fh:
-            for record in build_session(spec, number, split):
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        paths.append(path)
-    return paths
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: %(default)s)")
-    parser.add_argument(
-        "--split", choices=["dev", "heldout", "both"], default="both", help="which split to write (default: both)"
-    )
-    args = parser.parse_args(argv)
-    for split in ("heldout", "dev") if args.split == "both" else (args.split,):
-        for path in generate(args.out, split):
-            check(path)
-            print(summary(path))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def sessions(split: str, data: SplitData, spec: dict[str, Any]) -> dict[str, str]:
+    """The split's session files (name -> text) for `python -m eval.generate`; each one checked."""
+    kit = split_from(split, data)
+    files: dict[str, str] = {}
+    for number, session in enumerate(kit.sessions, start=1):
+        stem = kit.stem.format(number=number)
+        records = build_session(session, number, kit)
+        problems: list[str] = []
+        _check_records(records, stem, problems)
+        if problems:
+            raise CheckError(f"{stem}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+        files[f"{stem}.jsonl"] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    return files

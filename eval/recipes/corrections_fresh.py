@@ -1,7 +1,7 @@
 """A fresh evaluation set of corrected facts: plans that friends change in a long voice chat.
 
 Each session is 4-6 friends (names from eval/recipes/synthetic.py) over ~600-700 turns of chatter
-(eval_data's `_Builder.chatter` plus this module's own filler), with 8 facts stated in the
+(eval/recipes/synthetic.py's `Builder.chatter` plus this module's own filler), with 8 facts stated in the
 first half and later corrected, the way people really correct plans in a call. One probe
 per fact, at the end: `expect_any` holds the latest value, `stale_any` every superseded one,
 `evidence` the 0-based turn indices of the statement and of every correction line (for
@@ -22,28 +22,24 @@ them. The questions use other words than statement and corrections.
 
 The set stays independent of the recall code it judges: it was written without reading it.
 The held-out split (seeds 201-206) draws on its own topics and wordings
-(eval/legacy/corrections_fresh_heldout.py, written first); dev (seeds 1-6) on
-eval/legacy/corrections_fresh_dev.py. Every value is a distinctive string said only in its
-statement, correction and restatement turns; `check` verifies that for each session.
+(eval/sets/corrections_fresh/heldout.jsonl, written first); dev (seeds 1-6) on
+eval/sets/corrections_fresh/dev.jsonl. Each `topic` record there: `cat`, `values`, `stmt` (the
+statement), `cue`, `bare`, `neg` and `pron` ([lead-in, line] pairs) corrections, `ask`/`ans`
+(a question naming the old value and its answer), `restate`, `distract` (same topic, no value)
+and `q` (the question at the end, `{s}` is who said it). Every value is a distinctive string said
+only in its statement, correction and restatement turns; `check` verifies that for each session.
 
-    python3 -m eval.recipes.corrections_fresh --out samples/eval/corrections_fresh
+    python -m eval.generate --set corrections_fresh
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import sys
-from pathlib import Path
 from typing import Any
 
-from eval.legacy.corrections_fresh_dev import DEV_TOPICS
-from eval.legacy.corrections_fresh_heldout import HELDOUT_TOPICS
-from eval.recipes.synthetic import BOT, NAMES, _Builder, write_session
+from eval.generate import SplitData
+from eval.recipes.synthetic import BOT, NAMES, Builder, session_text
 
-DEV_SEEDS = (1, 2, 3, 4, 5, 6)
-HELDOUT_SEEDS = (201, 202, 203, 204, 205, 206)
 STYLES = ("cue", "bare", "pronoun", "two_turn", "twice", "negation")
 FACTS_PER_SESSION = 8
 OWN_CATS = frozenset({"item", "game_role", "size"})  # first-person facts: the owner corrects them
@@ -150,7 +146,7 @@ def fresh_session(seed: int, topics: list[dict[str, Any]], split: str) -> list[d
         question = rng.choice(topic["q"]).format(s=owner)
         facts.append({"topic": topic, "style": style, "latest": latest, "stale": stale, "question": question})
     events.sort(key=lambda e: (e[0], e[1]))
-    b = _Builder(rng)
+    b = Builder(rng)
     evidence: list[list[int]] = [[] for _ in facts]
     restated: list[list[int]] = [[] for _ in facts]
     for at, _, fact_no, role, said in events:
@@ -177,7 +173,7 @@ def fresh_session(seed: int, topics: list[dict[str, Any]], split: str) -> list[d
     return [header, *b.lines, *probes]
 
 
-def _filler(b: _Builder, rng: random.Random, people: list[str]) -> None:
+def _filler(b: Builder, rng: random.Random, people: list[str]) -> None:
     if rng.random() < 0.3:
         b.say(rng.choice(people), rng.choice(FILLER))
     else:
@@ -213,32 +209,13 @@ def check(lines: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def build(out: Path) -> dict[str, Any]:
-    """Write `out/{dev,heldout}/corrections-fresh-NNN.jsonl` and `out/split.json`."""
-    seeds_of = {"dev": list(DEV_SEEDS), "heldout": list(HELDOUT_SEEDS)}
-    split: dict[str, Any] = {"dev": [], "heldout": [], "seeds": seeds_of}
-    for part, seeds, topics in (("dev", DEV_SEEDS, DEV_TOPICS), ("heldout", HELDOUT_SEEDS, HELDOUT_TOPICS)):
-        for seed in seeds:
-            lines = fresh_session(seed, topics, part)
-            problems = check(lines)
-            if problems:
-                raise ValueError(f"seed {seed}: " + "; ".join(problems))
-            name = f"corrections-fresh-{seed:03d}.jsonl"
-            write_session(out / part / name, lines)
-            split[part].append(name)
-    (out / "split.json").write_text(json.dumps(split, indent=2) + "\n", encoding="utf-8")
-    return split
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eval.recipes.corrections_fresh",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="samples/eval/corrections_fresh")
-    args = parser.parse_args(argv)
-    split = build(Path(args.out))
-    print(f"dev: {len(split['dev'])} sessions, heldout: {len(split['heldout'])} sessions -> {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def sessions(split: str, data: SplitData, spec: dict[str, Any]) -> dict[str, str]:
+    """The split's session files (name -> text) for `python -m eval.generate`; each one checked."""
+    files: dict[str, str] = {}
+    for seed in spec["seeds"]:
+        lines = fresh_session(seed, data.topics, split)
+        problems = check(lines)
+        if problems:
+            raise ValueError(f"seed {seed}: " + "; ".join(problems))
+        files[f"corrections-fresh-{seed:03d}.jsonl"] = session_text(lines)
+    return files

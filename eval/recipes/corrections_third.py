@@ -1,16 +1,17 @@
 """A third, independent held-out set of *corrected facts* in long voice calls.
 
-    python3 -m eval.recipes.corrections_third --out samples/eval/corrections_third
+    python -m eval.generate --set corrections_third
 
-writes `heldout/corrections-third-NNN.jsonl` and `dev/corrections-third-dev-NNN.jsonl` (`--split heldout`
-or `--split dev` writes one): 8 sessions each (fixed seeds, stdlib only, byte-for-byte reproducible).
-The dev split runs the same machinery (styles, placement, probes, `check()`) over its own topics,
-values, wordings, speakers and chatter (eval/legacy/corrections_third_dev_*.py), sharing none of them
-with the held-out split, so it can be tuned on without touching the held-out text. Each session is
-a 70-90 minute call of 4 to 6 regulars (our own names, see eval/legacy/corrections_third_pools.py)
+writes `heldout/corrections-third-NNN.jsonl` and `dev/corrections-third-dev-NNN.jsonl`: 8 sessions
+each (fixed seeds in eval/sets/corrections_third/manifest.json, stdlib only, byte-for-byte
+reproducible). The dev split runs the same machinery (styles, placement, probes, `check()`) over its
+own topics, values, wordings, speakers and chatter (eval/sets/corrections_third/dev.jsonl), sharing
+none of them with the held-out split (heldout.jsonl), so it can be tuned on without touching the
+held-out text. Each session is
+a 70-90 minute call of 4 to 6 regulars (our own names, the `SPEAKERS` pool)
 playing a game and chatting, with 640-780 turns. In the first half of each call somebody settles
 8 facts (a time, a place, an amount, who drives, what to bring, which day, which film...;
-eval/legacy/corrections_third_topics*.py), and later in the call each fact is changed, one fact per
+the `topic` records), and later in the call each fact is changed, one fact per
 style:
 
 - `cue`: an explicit change word ("scratch that", "change of plan", "actually", ...);
@@ -43,51 +44,89 @@ sets; only the session-file format (DESIGN.md section 6 and samples/gaming_night
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
-from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
 
-from eval.legacy import corrections_third_dev_pools as DEV_P
-from eval.legacy import corrections_third_pools as P
-from eval.legacy.corrections_third_dev_topics import DEV_TOPICS
-from eval.legacy.corrections_third_dev_topics2 import DEV_TOPICS_B
-from eval.legacy.corrections_third_topics import TOPICS, Topic, Value
-from eval.legacy.corrections_third_topics2 import TOPICS_B
+from eval.generate import SplitData
 
-ALL_TOPICS: tuple[Topic, ...] = TOPICS + TOPICS_B
-DEV_ALL_TOPICS: tuple[Topic, ...] = DEV_TOPICS + DEV_TOPICS_B
 STYLES: tuple[str, ...] = ("cue", "bare", "pronoun", "two_turn", "twice", "negation", "other_person", "far")
-SEEDS: tuple[int, ...] = (3101, 3203, 3307, 3409, 3511, 3613, 3719, 3821)
-DEV_SEEDS: tuple[int, ...] = (4103, 4211, 4327, 4441, 4549, 4651, 4759, 4877)
 BOT = "Clanky"
 FACTS = 8
 FAR_TURNS = 300  # at least this many turns between statement and a `far` change ...
 FAR_SECONDS = 1800.0  # ... and at least this much time
-VALUE_OF: dict[str, Value] = {f: v for t in ALL_TOPICS + DEV_ALL_TOPICS for v in t.values for f in v.forms}
 LAST_CHANGE = 0.85  # every change lands before this fraction of the call (outside any recent window)
+
+
+PREFIX = {"heldout": "corrections-third", "dev": "corrections-third-dev"}
+
+
+@dataclass(frozen=True)
+class Value:
+    say: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        return (self.say, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Topic:
+    """One thing a group settles and then changes, with its own wording: `state` (the first
+    statement, `{v}` is the value), `set` (a clause that names the thing and its value, used after
+    a change word or bare), `lead` (a line that asks to change it without naming it), `pro` (a reply
+    that gives the value without naming the thing), `ask_old` (a question that names the old value
+    `{old}`), `ctx` (a neutral line about the thing, the context another person's correction leans
+    on), `restate` (someone repeats the value), `distract` (same subject, a different occasion, no
+    value) and `ask` (how a person asks the bot at the end, in other words; `{owner}` is who first
+    said it). In the data a value is the list of its forms, `say` first."""
+
+    key: str
+    category: str
+    values: tuple[Value, ...]
+    state: tuple[str, ...]
+    set: tuple[str, ...]
+    lead: tuple[str, ...]
+    pro: tuple[str, ...]
+    ask_old: tuple[str, ...]
+    ctx: tuple[str, ...]
+    restate: tuple[str, ...]
+    distract: tuple[str, ...]
+    ask: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Split:
-    """One split of the set: its folder and file names, seeds, facts and wording pools."""
+    """One split of the set: its file names, seeds, facts and wording pools (the `pool` records:
+    speakers, games, the lines that carry a change, and the chatter; `TITLE_TAIL` ends the title)."""
 
     name: str
     prefix: str
     seeds: tuple[int, ...]
     topics: tuple[Topic, ...]
-    pools: ModuleType
+    pools: Any
     title_tail: str
 
+    @property
+    def value_of(self) -> dict[str, Value]:
+        return {f: v for t in self.topics for v in t.values for f in v.forms}
 
-HELDOUT = Split("heldout", "corrections-third", SEEDS, ALL_TOPICS, P, "while weekend plans keep changing")
-DEV = Split("dev", "corrections-third-dev", DEV_SEEDS, DEV_ALL_TOPICS, DEV_P, DEV_P.TITLE_TAIL)
-SPLITS: dict[str, Split] = {s.name: s for s in (HELDOUT, DEV)}
+
+def _tuples(item: Any) -> Any:
+    return tuple(_tuples(x) for x in item) if isinstance(item, list) else item
+
+
+def split_from(name: str, data: SplitData, seeds: list[int]) -> Split:
+    """The split from its data file (eval/sets/corrections_third/<split>.jsonl) and seeds."""
+    fields = [f for f in Topic.__dataclass_fields__ if f not in ("key", "category", "values")]
+    topics = tuple(Topic(t["key"], t["category"], tuple(Value(v[0], tuple(v[1:])) for v in t["values"]),
+                         *(tuple(t[f]) for f in fields)) for t in data.topics)
+    pools = SimpleNamespace(**{k: _tuples(v) for k, v in data.pools.items()})
+    return Split(name, PREFIX[name], tuple(seeds), topics, pools, pools.TITLE_TAIL[0])
 
 
 @dataclass
@@ -102,7 +141,7 @@ class Fact:
     style: str
     owner: str
     values: list[Value]  # in the order they were said; the last one is current
-    pools: ModuleType  # the split's wording pools (eval/legacy/corrections_third_pools.py or its dev twin)
+    pools: Any  # the split's wording pools (its `pool` records)
     evidence: list[int] = field(default_factory=list)
     restated: list[int] = field(default_factory=list)
 
@@ -247,7 +286,7 @@ def _restate(rng: random.Random, script: Script, fact: Fact, speakers: list[str]
         fact.restated += script.place(at, [(0, Line(rng.choice(speakers), cap(text)))], limit)
 
 
-def _chatter(rng: random.Random, P: ModuleType) -> str:
+def _chatter(rng: random.Random, P: Any) -> str:
     kind = rng.choices(("game", "gamet", "banter", "tech", "food", "foodt", "weather", "life", "lifet", "qa"),
                        (22, 12, 24, 9, 5, 3, 4, 7, 4, 6))[0]
     if kind == "game":
@@ -272,7 +311,7 @@ def _chatter(rng: random.Random, P: ModuleType) -> str:
     return rng.choice(P.QUESTIONS) if rng.random() < 0.5 else rng.choice(P.ANSWERS)
 
 
-def session(index: int, seed: int, split: Split = HELDOUT) -> list[dict[str, Any]]:
+def session(index: int, seed: int, split: Split) -> list[dict[str, Any]]:
     """One session's lines (header, turns, probes) as JSON objects."""
     P = split.pools
     rng = random.Random(seed)
@@ -354,8 +393,9 @@ def _word(text: str, form: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(form)}(?!\w)", text, re.IGNORECASE) is not None
 
 
-def check(lines: list[dict[str, Any]]) -> None:
+def check(lines: list[dict[str, Any]], split: Split) -> None:
     """Fail loudly unless the session is what the module docstring promises."""
+    value_of = split.value_of
     name = lines[0].get("title", "?")
     def fail(why: str) -> None:
         raise AssertionError(f"{name}: {why}")
@@ -377,7 +417,7 @@ def check(lines: list[dict[str, Any]]) -> None:
     texts = [x["text"] for x in turns]
     all_forms = [f for p in probes for f in p["expect_any"] + p["stale_any"]]
     for a in all_forms:
-        if any(_has(b, a) for b in all_forms if VALUE_OF[b] is not VALUE_OF[a]):
+        if any(_has(b, a) for b in all_forms if value_of[b] is not value_of[a]):
             fail(f"value {a!r} is part of another value")
     for p in probes:
         ev, mine = p["evidence"], set(p["evidence"]) | set(p["restated"])
@@ -400,7 +440,7 @@ def check(lines: list[dict[str, Any]]) -> None:
             fail(f"{p['question']!r}: a restatement without a value")
         if any(i > ev[-1] and _has(texts[i], s) for s in stale for i in mine):
             fail(f"{p['question']!r}: a stale value is restated after the change")
-        stale_values = {id(VALUE_OF[s]): VALUE_OF[s] for s in stale}.values()
+        stale_values = {id(value_of[s]): value_of[s] for s in stale}.values()
         if not all(any(_word(texts[i], v.say) for i in ev) for v in stale_values):
             fail(f"{p['question']!r}: a stale value is missing from the evidence")
         if len(stale_values) != (2 if p["style"] == "twice" else 1):
@@ -409,32 +449,12 @@ def check(lines: list[dict[str, Any]]) -> None:
             fail(f"{p['question']!r}: the far change is not far")
 
 
-def build(out: Path, split: Split = HELDOUT) -> list[Path]:
-    folder = out / split.name
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for index, seed in enumerate(split.seeds, start=1):
-        lines = session(index, seed, split)
-        check(lines)
-        path = folder / f"{split.prefix}-{index:03d}.jsonl"
-        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-        written.append(path)
-    return written
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--out", type=Path, default=Path("samples/eval/corrections_third"))
-    parser.add_argument("--split", choices=["all", *SPLITS], default="all",
-                        help="which split to write (default: every split, each in its own folder)")
-    args = parser.parse_args(argv)
-    for split in SPLITS.values() if args.split == "all" else [SPLITS[args.split]]:
-        paths = build(args.out, split)
-        styles = Counter(json.loads(x)["style"] for p in paths for x in p.read_text().splitlines()
-                         if '"probe"' in x)
-        print(f"wrote {len(paths)} sessions to {args.out / split.name}; "
-              f"facts per style: {dict(sorted(styles.items()))}")
-
-
-if __name__ == "__main__":
-    main()
+def sessions(split: str, data: SplitData, spec: dict[str, Any]) -> dict[str, str]:
+    """The split's session files (name -> text) for `python -m eval.generate`; each one checked."""
+    kit = split_from(split, data, spec["seeds"])
+    files: dict[str, str] = {}
+    for index, seed in enumerate(kit.seeds, start=1):
+        lines = session(index, seed, kit)
+        check(lines, kit)
+        files[f"{kit.prefix}-{index:03d}.jsonl"] = "".join(json.dumps(x) + "\n" for x in lines)
+    return files

@@ -428,7 +428,7 @@ async def compare_session(
 
 def session_paths(paths: Sequence[Path]) -> list[Path]:
     """Files as given; a folder holding session.jsonl is one session; any other folder means
-    every *.jsonl in it (sorted), e.g. samples/eval/heldout."""
+    every *.jsonl in it (sorted), e.g. out/eval/sets/heldout (python -m eval.generate)."""
     out: list[Path] = []
     for path in paths:
         if path.is_dir() and not (path / "session.jsonl").is_file():

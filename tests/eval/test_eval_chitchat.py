@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from eval.generate import built_split, split_data
 from eval.recipes import chitchat as cc
 from pipeline.evaluation.session_file import ProbeLine, TurnLine, load_session_file
 
@@ -122,20 +123,33 @@ def test_third_person_rewrites() -> None:
     assert cc.last_question("where do you work? I work at a bank") is None
 
 
-COMMITTED = Path(__file__).resolve().parents[2] / "samples" / "eval"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_committed_public_sessions_match_the_converter(tmp_path: Path) -> None:
-    """samples/eval/*/chitchat-* is what `python -m eval.recipes.chitchat --out samples/eval`
-    writes from the wheel (downloaded into out/chitchat by the converter or `make bench`)."""
-    wheel = cc.find_wheel(COMMITTED.parent.parent / cc.DOWNLOAD_DIR, download=False)
+def test_tracked_conversations_sit_in_their_split() -> None:
+    """eval/sets/chitchat/{dev,heldout}/ hold long conversations, each in the split its id hashes to."""
+    for part in ("dev", "heldout"):
+        conversations = split_data("chitchat", part).conversations
+        assert conversations, part
+        for conv in conversations:
+            assert cc.split_of(conv["id"]) == part
+            assert len(conv["messages"]) >= cc.MIN_TURNS
+
+
+def test_tracked_conversations_are_the_wheels_own(tmp_path: Path) -> None:
+    """The tracked conversations are dataset.json's, unchanged, and exactly the long ones that yield
+    a probe: the sessions built from them are what `python -m eval.recipes.chitchat` writes from the
+    wheel (downloaded into out/chitchat by the converter)."""
+    wheel = cc.find_wheel(ROOT / cc.DOWNLOAD_DIR, download=False)
     if wheel is None:
         pytest.skip("chitchat-dataset wheel not in out/chitchat (python -m eval.recipes.chitchat fetches it)")
-    split = cc.build(tmp_path, cc.load_dataset(wheel))
-    record = json.loads((COMMITTED / "split.json").read_text())
-    assert record["sources"]["chitchat"] == split["source"]
+    dataset = cc.load_dataset(wheel)
+    split = cc.build(tmp_path, dataset)
     for part in ("dev", "heldout"):
-        assert [n for n in record[part] if n.startswith("chitchat-")] == split[part]
+        tracked = split_data("chitchat", part).conversations
+        assert [f"chitchat-{c['id'][:8]}.jsonl" for c in tracked] == split[part]
+        for conv in tracked:
+            assert {k: v for k, v in conv.items() if k != "id"} == dataset[conv["id"]]
+        built = built_split("chitchat", part)
         for name in split[part]:
-            assert (COMMITTED / part / name).read_text() == (tmp_path / part / name).read_text(), name
-    assert not set(split["dev"]) & set(split["heldout"])
+            assert (built / name).read_text() == (tmp_path / part / name).read_text(), name

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from eval.generate import built_split, load_manifest
 from eval.recipes import corrections_fresh as eval_corrections_fresh
 from eval.recipes import synthetic as eval_data
 from pipeline.evaluation.session_file import ProbeLine, TurnLine, load_session_file
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "eval" / "locomo_tiny.json"
-COMMITTED = Path(__file__).resolve().parents[2] / "samples" / "eval"
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -81,33 +81,24 @@ def test_synthetic_sessions_are_long_deterministic_and_answerable() -> None:
         assert len(turns) - max(probe["evidence"]) > 55  # older than the verbatim window (W=50)
 
 
-def test_committed_sessions_match_the_generator(tmp_path: Path) -> None:
-    """samples/eval is what `python -m eval.recipes.synthetic` writes: dev and held-out never overlap."""
-    split = eval_data.build(tmp_path)
-    committed = json.loads((COMMITTED / "split.json").read_text())
-    committed["sources"].pop("chitchat")  # eval/recipes/chitchat.py's sessions: tests/eval/test_eval_chitchat.py
-    for part in ("dev", "heldout"):
-        committed[part] = [n for n in committed[part] if not n.startswith("chitchat-")]
-    assert committed == split
-    assert not set(split["dev"]) & set(split["heldout"])
-    for part in ("dev", "heldout"):
-        for name in split[part]:
-            assert (COMMITTED / part / name).read_text() == (tmp_path / part / name).read_text(), name
+def test_the_synthetic_splits_never_overlap() -> None:
+    """Dev and held-out seeds apart, each split's files the ones its seeds name."""
+    splits = load_manifest("synthetic")["splits"]
+    assert not set(splits["dev"]["seeds"]) & set(splits["heldout"]["seeds"])
+    for part, spec in splits.items():
+        names = sorted(p.name for p in built_split("synthetic", part).glob("synthetic-*.jsonl"))
+        assert names == [f"synthetic-{seed:03d}.jsonl" for seed in spec["seeds"]]
 
 
-def test_committed_fresh_corrections_match_their_generator(tmp_path: Path) -> None:
-    """samples/eval/corrections_fresh is what `python -m eval.recipes.corrections_fresh` writes:
-    48 corrected facts per split, each value said only where its probe says, and the splits'
-    topics apart (held-out is not dev again in other seeds)."""
-    split = eval_corrections_fresh.build(tmp_path)
-    fresh = COMMITTED / "corrections_fresh"
-    assert json.loads((fresh / "split.json").read_text()) == split
+def test_generated_fresh_corrections_pass_their_check() -> None:
+    """out/eval/sets/corrections_fresh (from eval/sets/corrections_fresh/): 48 corrected facts per
+    split, each value said only where its probe says, and the splits' topics apart (held-out is
+    not dev again in other seeds)."""
     categories: dict[str, set[str]] = {}
     for part in ("dev", "heldout"):
         probes = 0
-        for name in split[part]:
-            assert (fresh / part / name).read_text() == (tmp_path / part / name).read_text(), name
-            lines = _lines(fresh / part / name)
+        for path in sorted(built_split("corrections_fresh", part).glob("*.jsonl")):
+            lines = _lines(path)
             assert [] == eval_corrections_fresh.check(lines)
             found = [ln for ln in lines if ln["type"] == "probe"]
             probes += len(found)

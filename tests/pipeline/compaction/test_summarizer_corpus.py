@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from eval.generate import ensure_built
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
@@ -82,6 +83,7 @@ async def fold_corpus(
     stub.default_responder = respond
     summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key="sk-corpus", base_url=stub.base_url),
                                   model="corpus-model")
+    ensure_built()  # the corpus session is a public Chit-Chat one, built from eval/sets/chitchat/ into out/
     drafts = session_drafts(ROOT / corpus["session"])
     n_turns = len(folds) * corpus["batch"] + 2  # window 1: the last fold is due once two more turns exist
     session = await ConversationSession.open(ConversationDeps(
