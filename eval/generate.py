@@ -114,7 +114,7 @@ def split_data(name: str, split: str, sets_dir: Path = SETS_DIR) -> SplitData:
 
 def built_split(name: str, split: str) -> Path:
     """The folder of one split's session files in out/eval/sets/, built first when needed."""
-    return ensure_built() / load_manifest(name)["folder"] / split
+    return ensure_built() / str(load_manifest(name)["folder"]) / split
 
 
 def generate_split(name: str, split: str, sets_dir: Path = SETS_DIR) -> dict[str, str]:
