@@ -2,7 +2,7 @@
 
     python -m eval.generate                  # every set, into out/eval/sets/ (git-ignored)
     python -m eval.generate --set corrections_third --out /tmp/sets
-    python -m eval.generate --update         # after changing a set on purpose: new checksums
+    python -m eval.generate --update         # after changing a dev split on purpose: new checksums
 
 One layout for every set (docs/evaluation.md, "Where the sets live"): `eval/sets/<name>/manifest.json` says where the
 set comes from, its licence, who wrote it and how, which recipe (eval/recipes/<recipe>.py) turns
@@ -135,10 +135,11 @@ def checksum(files: dict[str, str]) -> str:
 
 
 def build(out: Path = OUT_DIR, names: Sequence[str] | None = None, *, sets_dir: Path = SETS_DIR,
-          update: bool = False) -> dict[str, dict[str, str]]:
+          update: bool = False, update_frozen: bool = False) -> dict[str, dict[str, str]]:
     """Write every split of the sets into out/<folder>/<split>/ and check it; return the checksums.
 
-    With `update`, a changed checksum is written into the manifest instead of raising."""
+    With `update`, a changed checksum is written into the manifest instead of raising, but for a
+    frozen split (held-out), which takes `update_frozen` as well."""
     sums: dict[str, dict[str, str]] = {}
     for name in names or set_names(sets_dir):
         manifest = load_manifest(name, sets_dir)
@@ -146,12 +147,13 @@ def build(out: Path = OUT_DIR, names: Sequence[str] | None = None, *, sets_dir: 
             files = generate_split(name, split, sets_dir)
             got = checksum(files)
             if got != spec.get("sha256") or len(files) != spec.get("sessions"):
-                if not update:
+                if not update or (spec.get("frozen") and not update_frozen):
                     raise ChecksumMismatch(
                         f"{name}/{split}: the generated sessions ({len(files)}, sha256 {got[:12]}) differ from "
                         f"{sets_dir / name / 'manifest.json'} ({spec.get('sessions')}, "
                         f"sha256 {str(spec.get('sha256'))[:12]}); a data file or eval/recipes/"
-                        f"{manifest['recipe']}.py changed (python -m eval.generate --update records it)")
+                        f"{manifest['recipe']}.py changed (python -m eval.generate --update records it"
+                        + (", and --update-frozen for this frozen split)" if spec.get("frozen") else ")"))
                 spec["sha256"], spec["sessions"] = got, len(files)
                 path = sets_dir / name / "manifest.json"
                 path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -192,9 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="output folder (default: %(default)s)")
     parser.add_argument("--set", action="append", choices=set_names(), help="default: every set")
     parser.add_argument("--update", action="store_true", help="record changed checksums in the manifests")
+    parser.add_argument("--update-frozen", action="store_true",
+                        help="with --update: a frozen (held-out) split's too; say why in the manifest's held_out_use")
     args = parser.parse_args(argv)
     try:
-        sums = build(args.out, args.set, update=args.update)
+        sums = build(args.out, args.set, update=args.update, update_frozen=args.update_frozen)
     except (ChecksumMismatch, DataError) as err:
         print(err, file=sys.stderr)
         return 1

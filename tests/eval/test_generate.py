@@ -63,6 +63,18 @@ def test_a_changed_data_file_is_caught(tmp_path: Path) -> None:
         generate.build(tmp_path / "out", ["corrections_fresh"], sets_dir=sets)
 
 
+def test_update_records_a_dev_change_but_not_a_frozen_one_without_being_told(tmp_path: Path) -> None:
+    sets = _copy_sets(tmp_path)
+    path = sets / "synthetic" / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["splits"]["heldout"]["seeds"][0] = 107
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(generate.ChecksumMismatch, match="synthetic/heldout.*update-frozen"):
+        generate.build(tmp_path / "out", ["synthetic"], sets_dir=sets, update=True)
+    generate.build(tmp_path / "out", ["synthetic"], sets_dir=sets, update=True, update_frozen=True)
+    generate.build(tmp_path / "out", ["synthetic"], sets_dir=sets)
+
+
 def test_a_changed_seed_is_caught_and_update_records_it(tmp_path: Path) -> None:
     sets = _copy_sets(tmp_path)
     path = sets / "synthetic" / "manifest.json"
