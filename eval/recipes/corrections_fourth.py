@@ -454,16 +454,6 @@ def check(path: Path | str) -> None:
         raise CheckError(f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
 
 
-def summary(path: Path | str) -> str:
-    """One line: turns, call length and the styles of a session file."""
-    records = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
-    turns = [r for r in records if r["type"] == "turn"]
-    styles = Counter(r["style"] for r in records if r["type"] == "probe")
-    return (
-        f"{Path(path).name}: {len(turns)} turns, {turns[-1]['t'] / 60:.0f} min, styles {dict(sorted(styles.items()))}"
-    )
-
-
 def sessions(split: str, data: SplitData, spec: dict[str, Any]) -> dict[str, str]:
     """The split's session files (name -> text) for `python -m eval.generate`; each one checked."""
     kit = split_from(split, data)
