@@ -70,9 +70,9 @@ STAGES = ("hearing", "transcript", "compaction", "context", "conversation", "eva
 # Pure modules: no adapter, so no outside library behind them (numpy aside) and no I/O.
 PURE = (
     "pipeline/models.py", "pipeline/ports.py", "pipeline/clock.py", "pipeline/model_profiles.py",
-    "pipeline/hearing/pcm.py", "pipeline/hearing/words.py", "pipeline/hearing/segmenter.py",
+    "pipeline/pcm.py", "pipeline/hearing/words.py", "pipeline/hearing/segmenter.py",
     "pipeline/hearing/asr_guards.py", "pipeline/hearing/coalescer.py", "pipeline/context/sentences.py",
-    "pipeline/transcript/formatting.py", "pipeline/transcript/text_clean.py", "pipeline/transcript/window.py",
+    "pipeline/formatting.py", "pipeline/text_clean.py", "pipeline/transcript/window.py",
     "pipeline/compaction/planning.py", "pipeline/compaction/summary_validation.py",
     "pipeline/compaction/summarizer_offline.py",
     "pipeline/context/tokens.py", "pipeline/context/token_guard.py", "pipeline/context/reply_context.py",

@@ -23,7 +23,7 @@ from pipeline.events import (
     CompactionCompleted,
     CompactionFailed,
 )
-from pipeline.transcript.formatting import mmss
+from pipeline.formatting import mmss
 
 
 def percentile(values: Sequence[float], q: float) -> float:

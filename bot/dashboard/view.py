@@ -20,8 +20,8 @@ from typing import Any
 
 from pipeline.context.reply_context import DATA_OPEN, MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
+from pipeline.formatting import mmss
 from pipeline.models import ContextSnapshot, ItemStatus, MemoryItem, Turn, TurnKind
-from pipeline.transcript.formatting import mmss
 from pipeline.transcript.privacy import removed_label
 
 HORIZON_TEXT = "The model can't see above this line"

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_float32
-from pipeline.hearing.transcription import AsrError, AsrErrorCode, Transcription
+from pipeline.pcm import TARGET_RATE, PcmInt16, to_float32
+from pipeline.transcription import AsrError, AsrErrorCode, Transcription
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel

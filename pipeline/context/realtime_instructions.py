@@ -35,9 +35,9 @@ from typing import Generic, TypeVar
 
 from pipeline.context.recall import RecallLine, fit_lines
 from pipeline.events import RealtimeInstructionsBuilt
+from pipeline.formatting import clamp_at_sentence, note_line, render_turn_line
 from pipeline.models import ContextSnapshot, Turn
 from pipeline.prompts import render_prompt
-from pipeline.transcript.formatting import clamp_at_sentence, note_line, render_turn_line
 
 REALTIME_PERSONA_PROMPT = "realtime_persona"
 DEFAULT_BUDGET_CHARS = 5200

@@ -50,8 +50,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.adapters.lemmas import lemma
+from pipeline.formatting import one_line
 from pipeline.models import Note, Turn, TurnKind
-from pipeline.transcript.formatting import one_line
 
 Vector = npt.NDArray[np.float32]
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.context.recall import STOP_WORDS, RecallConfig, Vector
+from pipeline.formatting import cap_text, mmss, one_line, render_turn_line
 from pipeline.models import Turn
-from pipeline.transcript.formatting import cap_text, mmss, one_line, render_turn_line
 
 _WORDS = re.compile(r"[a-z]+")
 # Words people use when they change what was said before. ("I could murder a pizza right now":

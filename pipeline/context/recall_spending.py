@@ -12,8 +12,8 @@ from pipeline.context.recall import RecallConfig, RecallHit, RecallLine, turn_ke
 from pipeline.context.recall_columns import KINDS as _KINDS
 from pipeline.context.recall_columns import RecallColumns
 from pipeline.context.recall_scoring import Scored, asks, denies, offsets, refers_back, render_recalled, settles
+from pipeline.formatting import cap_text, note_line, one_line
 from pipeline.models import TurnKind
-from pipeline.transcript.formatting import cap_text, note_line, one_line
 
 # Kinds whose recalled line holds its quoted text whole (`render_recalled`): the ones a
 # lower bound on the line's length can be read from without rendering it.

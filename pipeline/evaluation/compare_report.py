@@ -6,7 +6,7 @@ import html
 from typing import Any
 
 from pipeline.evaluation.report import _polyline
-from pipeline.transcript.formatting import mmss
+from pipeline.formatting import mmss
 
 COLORS = {"drop-oldest": "#b42318", "rolling": "#ff7f0e", "rolling+recall": "#1a7f37", "ceiling": "#1f77b4",
           "transcript": "#888888"}

@@ -6,7 +6,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.transcript.formatting import mmss
+from pipeline.formatting import mmss
 
 Series = Sequence[tuple[float, int, int, int]]  # (t, total turns, cursor, summary chars)
 
