@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WhisperConfig:
-    """ASR settings; defaults are the measured sweet spot for a small CPU (NOTES.md)."""
+    """ASR settings; defaults are the measured sweet spot for a small CPU (docs/evaluation.md, "Current numbers")."""
 
     model: str = ""  # a CTranslate2 model directory or faster-whisper model name; "" = bundled tiny.en
     device: str = "cpu"

@@ -1,6 +1,6 @@
 """Instructions for the realtime speech model: one string within a char budget. Pure.
 
-A realtime session takes a single `instructions` string (DESIGN.md section 4: at most
+A realtime session takes a single `instructions` string (docs/memory.md: at most
 5,200 chars). It is built from named sections, filled in priority order:
 
 1. `persona` -- core rules; always kept and always first in the text (only an absurdly

@@ -113,7 +113,7 @@ def denies(text: str) -> bool:
     return _DENIES.search(text) is not None
 
 
-def refers_back(text: str) -> bool:
+def opens_pointing_back(text: str) -> bool:
     """True for a reply that opens by pointing back at what was asked ("yeah, about that, ...")."""
     return _REFERS_BACK.search(text) is not None
 

@@ -1,4 +1,4 @@
-"""The brain's prompt: OpenAI chat messages for one reply (DESIGN.md section 4). Pure.
+"""The brain's prompt: OpenAI chat messages for one reply (docs/memory.md). Pure.
 
 Order:
 

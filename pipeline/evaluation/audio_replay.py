@@ -1,6 +1,6 @@
 """Replay an audio session folder through the real hearing pipeline, on simulated time.
 
-An audio session (DESIGN.md section 6, parsed by `session_file.load_session_file`) has turn
+An audio session (docs/commands.md, parsed by `session_file.load_session_file`) has turn
 lines with `"audio": "clip.ogg"` and the reference `text` beside it. Each clip is fed as its
 speaker's PCM stream — 48 kHz stereo s16 in 20 ms frames, like Discord delivers it, each
 frame at the moment its last sample would have arrived — so overlapping clips interleave by
