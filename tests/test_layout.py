@@ -434,6 +434,10 @@ _FILE_REFERENCE = re.compile(
     rf"(?<![\w./~-])((?:[\w-]+/)+[\w.-]*\w\.(?:{_EXTENSIONS}))(?![\w/])|(?<![\w./-])([A-Z][A-Z_]*\.md)\b"
 )
 _GENERATED = frozenset({"out"})  # build output, never tracked
+# Top-level folders a reference may name even when the tree lacks them (a moved folder's old
+# name is still a reference to fix), besides those the tree has.
+_FOLDERS = frozenset({"bench", "benchmarks", "eval", "samples", "docs", "prompts", "deploy", "pipeline", "bot",
+                      "tests"})
 
 
 def _comments_and_docstrings(path: Path) -> Iterator[tuple[int, str]]:
@@ -450,7 +454,7 @@ def _comments_and_docstrings(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _missing_references(root: Path, roots: Sequence[str]) -> list[str]:
-    top = {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")} - _GENERATED
+    top = ({p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")} | _FOLDERS) - _GENERATED
     missing = []
     for folder in roots:
         for path in sorted((root / folder).rglob("*.py")) if (root / folder).is_dir() else ():
@@ -470,21 +474,23 @@ def test_comments_and_docstrings_name_files_that_exist() -> None:
 
 
 def test_the_reference_check_sees_missing_files_in_comments_and_docstrings(tmp_path: Path) -> None:
-    """The check can fail: a missing docs page in a comment, an outside page in a docstring; a file
-    that exists, a path in a code string, a library's own path and out/ pass."""
+    """The check can fail: a missing docs page and a folder the tree no longer has in a comment,
+    an outside page in a docstring; a file that exists, a path in a code string, a library's
+    own path and out/ pass."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "here.md").write_text("")
     (tmp_path / "out").mkdir()
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "t.py").write_text(
         '"""See docs/here.md and README.md."""\n'
-        "# docs/gone.md says why\n"
+        "# docs/gone.md says why, and bench/moved.py\n"
         "def f():\n"
         '    """The contract.\n\n    DESIGN.md section 3; redis/asyncio/cluster.py; out/report.html."""\n'
         '    return "docs/also_gone.md"\n'
     )
     assert [
         "tests/t.py:2 names docs/gone.md",
+        "tests/t.py:2 names bench/moved.py",
         "tests/t.py:1 names README.md",
         "tests/t.py:6 names DESIGN.md",
     ] == _missing_references(tmp_path, ("tests", "eval"))
