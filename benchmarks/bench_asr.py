@@ -33,11 +33,12 @@ from pipeline.evaluation.audio_replay import load_clips
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.events import AsrTranscribed, EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
-from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
+from pipeline.hearing.pipeline import HearingConfig
 from pipeline.hearing.segmenter import Segmenter
-from pipeline.hearing.vad import VadKind, make_detector
+from pipeline.hearing.vad import VadKind
+from pipeline.pcm import TARGET_RATE, PcmInt16
 from pipeline.testing.audio import ListSink
+from pipeline.wiring import hearing_pipeline, make_detector
 
 SESSION = Path(__file__).resolve().parents[1] / "samples" / "audio_night"
 FRAME_S = 0.02
@@ -84,13 +85,13 @@ def _asr_alone(rows: list[dict[str, Any]]) -> WhisperTranscriber:
 
 async def _live(transcriber: WhisperTranscriber, speakers: int, seconds: float) -> dict[str, Any]:
     """Real-time feed of `speakers` overlapping streams for `seconds`; measure what a user feels."""
-    clips, _ = load_clips(load_session_file(SESSION))
+    clips, _ = load_clips(load_session_file(SESSION), read_audio_file)
     clock = MonotonicClock()
     events = EventEmitter(guild_id="bench", session_id=f"live-{speakers}", source="bench")
     transcribed: list[float] = []
     events.add_sink(lambda e: transcribed.append(e["lag_s"]) if e["event"] == AsrTranscribed.name else None)
     sink = ListSink()
-    pipeline = HearingPipeline(transcriber, sink, events=events, clock=clock,
+    pipeline = hearing_pipeline(transcriber, sink, events=events, clock=clock,
                                config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky")))
     # Each speaker: clips back to back with 1 s pauses (no packets in the pauses, as on Discord),
     # starting from a different clip so the streams differ; speaker k starts k * 0.7 s late.
@@ -150,7 +151,7 @@ async def _live(transcriber: WhisperTranscriber, speakers: int, seconds: float) 
 
 
 def _streams() -> tuple[dict[str, PcmInt16], list[dict[str, Any]]]:
-    clips, _ = load_clips(load_session_file(SESSION), sample_rate=TARGET_RATE, channels=1)
+    clips, _ = load_clips(load_session_file(SESSION), read_audio_file, sample_rate=TARGET_RATE, channels=1)
     total = round((max(c.t + c.duration_s for c in clips) + 3.0) * TARGET_RATE)
     streams: dict[str, np.ndarray] = {}
     spans = []

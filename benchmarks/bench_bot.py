@@ -44,6 +44,7 @@ from pipeline.events import AsrTranscribed, BotReplyCompleted
 from pipeline.hearing.pipeline import HearingPipeline
 from pipeline.models import CompactionPolicy
 from pipeline.testing import FakeClock
+from pipeline.wiring import hearing_pipeline
 from tests.support.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, speech_draft, tone_pcm
 from tests.support.openai_stub import OpenAIStub, Reply
 
@@ -109,7 +110,7 @@ async def _latency(
     config = hearing_config(settings)
 
     def hearing(sink: Any, emitter: Any, session_clock: Any) -> HearingPipeline:
-        return HearingPipeline(transcriber, sink, events=emitter, clock=session_clock, config=config)
+        return hearing_pipeline(transcriber, sink, events=emitter, clock=session_clock, config=config)
 
     rows: dict[str, list[float]] = {}
     async with OpenAIStub() as stub:
@@ -206,7 +207,7 @@ async def _idle_memory(server: PrivateRedisServer, transcriber: WhisperTranscrib
     store = RedisSessionStore.from_url(server.url)
 
     def hearing(sink: Any, emitter: Any, session_clock: Any) -> HearingPipeline:
-        return HearingPipeline(transcriber, sink, events=emitter, clock=session_clock, config=config)
+        return hearing_pipeline(transcriber, sink, events=emitter, clock=session_clock, config=config)
 
     resources = make_resources(store, clock=FakeClock(), events=Events(), hearing_factory=hearing)
     connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])

@@ -33,8 +33,8 @@ from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, MemoryItem, SummaryRequest, Turn, TurnDraft, TurnKind
+from pipeline.store_codec import encode_draft
 from pipeline.testing import FakeClock, ScriptedSummarizer
-from pipeline.transcript.store_codec import encode_draft
 
 NAMES = ["Alice", "Bob", "James", "Maya"]
 

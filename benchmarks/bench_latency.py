@@ -51,18 +51,19 @@ import numpy as np
 from pipeline.adapters.av_audio import PcmResampler, read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
-from pipeline.evaluation.audio_replay import AudioReplay, load_clips
+from pipeline.evaluation.audio_replay import load_clips
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.evaluation.wer import word_errors
 from pipeline.events import AsrTranscribed, BotReplyCompleted, EventEmitter
 from pipeline.hearing.coalescer import CoalescerConfig
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig
-from pipeline.hearing.vad import VadKind, make_detector
+from pipeline.hearing.vad import VadKind
 from pipeline.models import Turn
+from pipeline.pcm import TARGET_RATE, PcmInt16
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink
+from pipeline.wiring import audio_replay, hearing_pipeline, make_detector
 
 SESSION = Path(__file__).resolve().parents[1] / "samples" / "audio_night"
 FRAME_S = 0.02
@@ -96,7 +97,7 @@ def _row(name: str, value: str, *, goal: str = "", met: bool | None = None, note
 
 
 def _audio_sets() -> tuple[list[tuple[PcmInt16, str]], list[tuple[PcmInt16, str]]]:
-    clips, _ = load_clips(load_session_file(SESSION), sample_rate=TARGET_RATE, channels=1)
+    clips, _ = load_clips(load_session_file(SESSION), read_audio_file, sample_rate=TARGET_RATE, channels=1)
     short = [(np.frombuffer(c.pcm, dtype=np.int16), c.reference) for c in clips]
     by_speaker: dict[str, list[tuple[PcmInt16, str]]] = {}
     for c, item in zip(clips, short, strict=True):
@@ -180,7 +181,7 @@ def _asr(rows: list[dict[str, Any]], fitted: WhisperTranscriber) -> None:
             note=f"same {len(short)} + {len(long)} clips, interleaved; WER over both sets",
         ))
     # The stages around Whisper, per second of audio.
-    clips48, _ = load_clips(load_session_file(SESSION))
+    clips48, _ = load_clips(load_session_file(SESSION), read_audio_file)
     pcm48 = np.frombuffer(b"".join(c.pcm for c in clips48[:6]), dtype=np.int16)
     seconds48 = pcm48.size / 2 / 48_000
     resampler = PcmResampler()
@@ -274,7 +275,7 @@ def _partial(rows: list[dict[str, Any]], transcriber: WhisperTranscriber) -> Non
 def _mix_lines(seconds: float | None = None) -> list[dict[str, Any]]:
     """Four people talking at once: each the bundled clips back to back (pauses 0.25-1.0 s),
     all four starting within 0.3 s. Session-file turn lines (audio paths absolute)."""
-    clips, _ = load_clips(load_session_file(SESSION), sample_rate=TARGET_RATE, channels=1)
+    clips, _ = load_clips(load_session_file(SESSION), read_audio_file, sample_rate=TARGET_RATE, channels=1)
     rng = np.random.default_rng(14)
     speakers = sorted({c.speaker_id for c in clips})
     lines: list[dict[str, Any]] = []
@@ -315,7 +316,7 @@ async def _live_mix(
     clock = MonotonicClock()
     events = EventEmitter(guild_id="bench", session_id="crosstalk", source="bench")
     sink = ListSink()
-    pipeline = HearingPipeline(transcriber, sink, events=events, clock=clock,
+    pipeline = hearing_pipeline(transcriber, sink, events=events, clock=clock,
                                config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky"), asr_workers=workers))
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run(), name="bench:crosstalk")
@@ -350,7 +351,7 @@ async def _replay(transcriber: WhisperTranscriber, session_dir: Path) -> tuple[f
     clock = FakeClock()
     events = EventEmitter(guild_id="bench", session_id="split", source="bench")
     sink = ListSink()
-    replay = AudioReplay(transcriber, events=events, clock=clock,
+    replay = audio_replay(transcriber, events=events, clock=clock,
                          config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky")))
     report = await replay.run(load_session_file(session_dir), sink)
     lines = [json.loads(raw) for raw in (session_dir / "session.jsonl").read_text().splitlines() if raw.strip()]
@@ -454,7 +455,7 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     rows: dict[str, list[float]] = {}
 
     def hearing(sink: Any, emitter: Any, session_clock: Any) -> HearingPipeline:
-        return HearingPipeline(transcriber, sink, events=emitter, clock=session_clock, config=config)
+        return hearing_pipeline(transcriber, sink, events=emitter, clock=session_clock, config=config)
 
     with PrivateRedisServer() as server:
         store = RedisSessionStore.from_url(server.url)  # the transcript append on the path is a real Redis write

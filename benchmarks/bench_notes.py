@@ -17,9 +17,10 @@ import statistics
 import time
 from typing import Any
 
-from pipeline.adapters.images import ImageLimits, decode_image
+from pipeline.adapters.images import decode_image
 from pipeline.adapters.ocr import RapidOcrReader
 from pipeline.events import EventEmitter
+from pipeline.image_frames import ImageLimits
 from pipeline.models import Note, NoteSource
 from pipeline.testing import FakeClock
 from pipeline.transcript.screen_notes import NotesConfig, NoteWriter, ScreenNotes, Share, SubmitStatus
@@ -47,7 +48,7 @@ def _ms(seconds: float) -> float:
 
 async def _latency() -> list[dict[str, Any]]:
     reader = RapidOcrReader()
-    writer = NoteWriter(vision=None, reader=reader)
+    writer = NoteWriter(decode=decode_image, vision=None, reader=reader)
     frames = [hud_png(**kw) for kw in DISTINCT]  # type: ignore[arg-type]
     await writer.write(decode_image(frames[0], ImageLimits()), Share(by="w", by_id="", source=NoteSource.WATCH,
                                                                       at=0.0))  # warm-up: model load
@@ -82,7 +83,7 @@ async def _dedupe() -> list[dict[str, Any]]:
         added.append(note)
 
     notes = ScreenNotes(
-        writer=NoteWriter(vision=None, reader=_NoText()), sink=sink, clock=FakeClock(),
+        writer=NoteWriter(decode=decode_image, vision=None, reader=_NoText()), sink=sink, clock=FakeClock(),
         events=EventEmitter(guild_id="bench", session_id="bench", source="bench"),
         config=NotesConfig(per_minute=1e6, burst=1000, queue_max=1000),
     )

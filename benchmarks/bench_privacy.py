@@ -21,8 +21,8 @@ from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.conversation.forgetting import Scope, refold, remove_person
 from pipeline.models import CompactionPolicy, FoldCommit, Note, ParticipantCard, TurnDraft, TurnKind
+from pipeline.store_codec import encode_draft
 from pipeline.transcript.privacy import Person, RemovalReason, tombstone
-from pipeline.transcript.store_codec import encode_draft
 
 NAMES = ["Alice", "Bob", "James", "Maya"]
 TURNS = 10_000

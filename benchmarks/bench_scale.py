@@ -142,7 +142,7 @@ async def _seed(url: str, sessions: int, rng: random.Random, *, cluster: bool = 
     from redis.asyncio.cluster import RedisCluster
 
     from pipeline.models import TurnDraft, TurnKind
-    from pipeline.transcript.store_codec import encode_draft
+    from pipeline.store_codec import encode_draft
 
     client: Any = (RedisCluster if cluster else aioredis.Redis).from_url(url, decode_responses=True)
     seeded: dict[int, int] = {}

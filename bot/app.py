@@ -60,13 +60,14 @@ from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.conversation.retention import SweepDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, EventSink
-from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
-from pipeline.hearing.transcription import AsrError
+from pipeline.hearing.pipeline import HearingConfig
 from pipeline.metrics import CompactionMetrics
 from pipeline.model_profiles import realtime_reasoning_effort
 from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.screen_notes import NoteWriter
+from pipeline.transcription import AsrError
+from pipeline.wiring import hearing_pipeline
 
 log = structlog.get_logger("longcall.app")
 
@@ -209,7 +210,7 @@ class SharedHearing:
         self._config = config
 
     def __call__(self, sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
-        return HearingPipeline(self._transcriber, sink, events=events, clock=clock, config=self._config)
+        return hearing_pipeline(self._transcriber, sink, events=events, clock=clock, config=self._config)
 
     async def aclose(self) -> None:
         await aclose_quietly(self._transcriber)

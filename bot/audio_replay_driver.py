@@ -16,10 +16,10 @@ from bot.settings import Settings
 from pipeline.adapters.whisper import WhisperTranscriber
 from pipeline.clock import FakeClock
 from pipeline.conversation.session import ConversationSession
-from pipeline.evaluation.audio_replay import AudioReplay
 from pipeline.evaluation.replay import AudioDriver
 from pipeline.evaluation.session_file import SessionFile, SessionLine
 from pipeline.ports import TurnSink
+from pipeline.wiring import audio_replay
 
 
 def make_audio_driver(settings: Settings) -> AudioDriver:
@@ -33,7 +33,7 @@ def make_audio_driver(settings: Settings) -> AudioDriver:
         on_line: Callable[[SessionLine], Awaitable[None]],
     ) -> dict[str, Any]:
         await transcriber.start()  # load and warm up once, off the event loop
-        replay = AudioReplay(transcriber, events=session.events, clock=clock, config=hearing_config(settings))
+        replay = audio_replay(transcriber, events=session.events, clock=clock, config=hearing_config(settings))
         # The session file is parsed once (by the caller); non-audio lines go back to it as parsed.
         report = await replay.run(session_file, sink, on_event=on_line)
         data = report.to_dict()

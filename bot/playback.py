@@ -33,7 +33,7 @@ import structlog
 
 from bot.voice.opus import FRAME_SAMPLES, OPUS_SILENCE, SAMPLE_RATE
 from pipeline.adapters.av_audio import OpusFrameEncoder
-from pipeline.hearing.pcm import TTS_RATE
+from pipeline.pcm import TTS_RATE
 
 log = structlog.get_logger("longcall.playback")
 

@@ -126,7 +126,7 @@ class Settings:
     realtime_session_max_s: float = 55 * 60.0  # rotated before the server's 60-minute limit
     reply_mode: ReplyMode = ReplyMode.BRAIN
     reply_cooldown_s: float = 8.0
-    # Compaction (DESIGN.md section 3)
+    # Compaction (docs/memory.md, "The compaction contract")
     context_window_turns: int = 50
     compaction_batch_turns: int = 10
     summary_max_chars: int = 1200

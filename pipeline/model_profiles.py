@@ -215,7 +215,7 @@ DEFAULT_EMBEDDING_MODEL: Final = "text-embedding-3-small"  # embedding_model.py
 DEFAULT_TTS_MODEL: Final = "gpt-4o-mini-tts"
 
 # Announced shutdown dates the installed SDK lists for models this project might be set to
-# (from the docstrings of the model lists above; tests/pipeline/test_model_profiles.py checks
+# (from the docstrings of the model lists above; tests/pipeline/adapters/test_model_profiles.py checks
 # each against the installed SDK).
 SHUTDOWN_DATES: Final = {
     "gpt-4o-mini": "2027-01-14",

@@ -145,7 +145,7 @@ class NoteSource(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionPolicy:
-    """Seed defaults from DESIGN.md section 3; every value is configurable."""
+    """Seed defaults from docs/memory.md ("The compaction contract"); every value is configurable."""
 
     window: int = 50
     batch: int = 10

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pipeline.models import (
@@ -20,8 +21,8 @@ from pipeline.models import (
 )
 
 if TYPE_CHECKING:  # type-only: keeps this module free of numpy/PyAV at import time
-    from pipeline.hearing.pcm import PcmInt16
-    from pipeline.hearing.transcription import Transcription
+    from pipeline.pcm import PcmInt16
+    from pipeline.transcription import Transcription
 
 
 @runtime_checkable
@@ -40,6 +41,36 @@ class Transcriber(Protocol):
     pieces of a long one), as context for the words at the cut."""
 
     async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription: ...
+
+
+class Resampler(Protocol):
+    """One speaker stream's converter: interleaved s16 PCM at `sample_rate`/`channels` in,
+    16 kHz mono int16 out (`pipeline.adapters.av_audio.PcmResampler`). Stateful: one per stream."""
+
+    @property
+    def sample_rate(self) -> int: ...
+
+    @property
+    def channels(self) -> int: ...
+
+    def convert(self, pcm: bytes | PcmInt16) -> PcmInt16: ...
+
+    def flush(self) -> PcmInt16:
+        """Drain the filter's delay line at the end of a stream."""
+        ...
+
+
+class ResamplerFactory(Protocol):
+    """A fresh `Resampler` for a stream of that rate and channel count."""
+
+    def __call__(self, *, sample_rate: int, channels: int) -> Resampler: ...
+
+
+class AudioReader(Protocol):
+    """Decodes an audio file into interleaved int16 at the asked rate and channel count
+    (`pipeline.adapters.av_audio.read_audio_file`). Blocking."""
+
+    def __call__(self, path: Path, *, sample_rate: int, channels: int) -> PcmInt16: ...
 
 
 class Summarizer(Protocol):

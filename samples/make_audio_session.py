@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.adapters.av_audio import resample, write_opus_ogg
-from pipeline.hearing.pcm import to_int16
+from pipeline.pcm import to_int16
 
 BOT_NAME = "Clanky"
 CLIP_RATE = 24_000  # hibari's native rate; libopus takes it directly

@@ -25,9 +25,9 @@ from discord.ext import commands
 
 from bot.session.guild_session import GuildSession
 from bot.session.registry import GuildSessionRegistry
-from pipeline.adapters.images import ImageError, ImageErrorCode
+from pipeline.formatting import cap_text
+from pipeline.image_frames import ImageError, ImageErrorCode
 from pipeline.models import Note, NoteSource
-from pipeline.transcript.formatting import cap_text
 from pipeline.transcript.screen_notes import SubmitStatus, Submitted
 
 log = structlog.get_logger("longcall.cogs.notes")

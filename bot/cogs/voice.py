@@ -17,9 +17,9 @@ from bot.session.config import session_id_for
 from bot.session.ports import ChannelInfo
 from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
 from pipeline.context.reply_context import ReplyContext
+from pipeline.formatting import cap_text
 from pipeline.models import CompactionState, ContextSnapshot, StoreUnavailable, Turn, TurnKind
 from pipeline.ports import SessionStore
-from pipeline.transcript.formatting import cap_text
 
 log = structlog.get_logger("longcall.cogs.voice")
 

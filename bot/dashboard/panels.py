@@ -3,7 +3,7 @@
 The chart is hand-drawn SVG made here, server side: no charting library to vendor or build, it
 renders without JavaScript, and each fold mark carries its data as attributes (and a `<title>`
 for the hover) so tests can check it against the events. Everything that reaches the page goes
-through `_e` (html.escape).
+through `esc` (html.escape).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.dashboard.view import OUTCOMES, Timeline, _e
+from bot.dashboard.view import OUTCOMES, Timeline, esc
 from pipeline.events import (
     AsrBacklogMerged,
     AsrFailed,
@@ -23,7 +23,7 @@ from pipeline.events import (
     CompactionCompleted,
     CompactionFailed,
 )
-from pipeline.transcript.formatting import mmss
+from pipeline.formatting import mmss
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -115,8 +115,8 @@ def health_tiles(
 
 def render_tiles(tiles: Iterable[Tile]) -> str:
     return "".join(
-        f'<div class="tile {t.level}" data-testid="health-{_e(t.key)}"><div class="tile-title">{_e(t.title)}</div>'
-        f'<div class="tile-value">{_e(t.value)}</div><div class="tile-detail">{_e(t.detail)}</div></div>'
+        f'<div class="tile {t.level}" data-testid="health-{esc(t.key)}"><div class="tile-title">{esc(t.title)}</div>'
+        f'<div class="tile-value">{esc(t.value)}</div><div class="tile-detail">{esc(t.detail)}</div></div>'
         for t in tiles
     )
 
@@ -174,7 +174,7 @@ def render_chart(tl: Timeline) -> str:
                     f'<text class="axis" x="{_PAD_L - 6}" y="{y + 4}" text-anchor="end">{value}</text>')
     for i in range(5):
         x = xmax * i / 4
-        grid.append(f'<text class="axis" x="{sx(x)}" y="{_H - 8}" text-anchor="middle">{_e(mmss(x))}</text>')
+        grid.append(f'<text class="axis" x="{sx(x)}" y="{_H - 8}" text-anchor="middle">{esc(mmss(x))}</text>')
     marks = []
     for fold in tl.folds:
         latency = "?" if fold.latency_ms is None else _ms(fold.latency_ms)
@@ -184,10 +184,10 @@ def render_chart(tl: Timeline) -> str:
             label = (f"fold {fold.number}: turns {fold.old_cursor}–{fold.new_cursor - 1} · {fold.outcome} · "
                      f"{latency} · summary {fold.summary_chars} chars · {mmss(fold.x)}")
         marks.append(
-            f'<circle class="fold {_e(fold.outcome)}" data-testid="fold-mark" data-outcome="{_e(fold.outcome)}" '
+            f'<circle class="fold {esc(fold.outcome)}" data-testid="fold-mark" data-outcome="{esc(fold.outcome)}" '
             f'data-old-cursor="{fold.old_cursor}" data-new-cursor="{fold.new_cursor}" '
             f'data-latency-ms="{"" if fold.latency_ms is None else fold.latency_ms}" '
-            f'cx="{sx(fold.x)}" cy="{sy(fold.new_cursor)}" r="4.5"><title>{_e(label)}</title></circle>'
+            f'cx="{sx(fold.x)}" cy="{sy(fold.new_cursor)}" r="4.5"><title>{esc(label)}</title></circle>'
         )
     legend = (
         '<figcaption><span class="key total"></span>total turns <span class="key cursor"></span>cursor '

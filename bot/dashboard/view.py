@@ -2,7 +2,7 @@
 
 `bot.dashboard.web` reads a session from the store (and the live process, when it has one),
 calls the reply builder, and hands the results here. Everything that reaches the page goes
-through `_e` (html.escape): transcripts, speaker names, summaries and event fields are user
+through `esc` (html.escape): transcripts, speaker names, summaries and event fields are user
 input. No inline script or style: behaviour lives in `static/dashboard.js`, looks in
 `static/dashboard.css`, and the Content-Security-Policy allows only those.
 
@@ -20,8 +20,8 @@ from typing import Any
 
 from pipeline.context.reply_context import DATA_OPEN, MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
+from pipeline.formatting import mmss
 from pipeline.models import ContextSnapshot, ItemStatus, MemoryItem, Turn, TurnKind
-from pipeline.transcript.formatting import mmss
 from pipeline.transcript.privacy import removed_label
 
 HORIZON_TEXT = "The model can't see above this line"
@@ -30,7 +30,7 @@ OUTCOMES = ("model", "fallback", "degraded", "failed")
 EVENTS_SHOWN = 400
 
 
-def _e(value: object) -> str:
+def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
@@ -171,14 +171,14 @@ def memory_items_html(items: tuple[MemoryItem, ...]) -> str:
     rows = []
     for item in sorted(items, key=lambda i: (-i.created_at, i.id)):
         old = item.status is ItemStatus.SUPERSEDED
-        what = f"<s>{_e(item.what)}</s>" if old else _e(item.what)
-        by = _e(corrected_by.get(item.id, "?"))
+        what = f"<s>{esc(item.what)}</s>" if old else esc(item.what)
+        by = esc(corrected_by.get(item.id, "?"))
         marker = f' <span class="superseded" data-testid="superseded">superseded by {by}</span>' if old else ""
         rows.append(
-            f'<li data-testid="summary-item" data-id="{_e(item.id)}" data-kind="{_e(item.kind.value)}" '
-            f'data-who="{_e(", ".join(item.who))}" data-seqs="{_e(",".join(map(str, item.seqs)))}" '
-            f'data-status="{_e(item.status.value)}"><span class="muted">[{_e(item.kind.value)}] '
-            f"{_e(', '.join(item.who) or '—')} · {_e(_seq_span(item.seqs))}</span> {what}{marker}</li>"
+            f'<li data-testid="summary-item" data-id="{esc(item.id)}" data-kind="{esc(item.kind.value)}" '
+            f'data-who="{esc(", ".join(item.who))}" data-seqs="{esc(",".join(map(str, item.seqs)))}" '
+            f'data-status="{esc(item.status.value)}"><span class="muted">[{esc(item.kind.value)}] '
+            f"{esc(', '.join(item.who) or '—')} · {esc(_seq_span(item.seqs))}</span> {what}{marker}</li>"
         )
     return (f'<details class="summary-items"><summary>{len(items)} memory items'
             f'{f" ({superseded} superseded)" if superseded else ""}</summary><ul>{"".join(rows)}</ul></details>')
@@ -226,14 +226,14 @@ def _turn_html(turn: Turn, state: str, badge: str, bot_name: str, *, recalled: b
     kind = "bot" if turn.kind is TurnKind.BOT else turn.kind.value
     mark = ' data-recalled="1"' if recalled else ""
     removed = removed_label(turn)  # a tombstone: no name, no words, only why they are gone
-    text = f'<span class="text removed" data-testid="removed">{_e(removed)}</span>' if removed else (
-        f'<span class="speaker">{_e(who)}</span><span class="text">{_e(turn.text)}</span>')
+    text = f'<span class="text removed" data-testid="removed">{esc(removed)}</span>' if removed else (
+        f'<span class="speaker">{esc(who)}</span><span class="text">{esc(turn.text)}</span>')
     return (
-        f'<div class="turn {state} {_e(kind)}{" recalled" if recalled else ""}" data-testid="turn" '
+        f'<div class="turn {state} {esc(kind)}{" recalled" if recalled else ""}" data-testid="turn" '
         f'data-seq="{turn.seq}" data-state="{state}"{mark}>'
-        f'<span class="seq">#{turn.seq}</span><span class="time">{_e(mmss(turn.started_at))}</span>'
+        f'<span class="seq">#{turn.seq}</span><span class="time">{esc(mmss(turn.started_at))}</span>'
         f'{text}'
-        + (f'<span class="badge">{_e(badge)}</span>' if badge else "")
+        + (f'<span class="badge">{esc(badge)}</span>' if badge else "")
         + "</div>"
     )
 
@@ -245,7 +245,7 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
     sections = system_sections(view.reply, snap, recall)
     parts.append(
         '<section class="card"><h3>System sections</h3><ol class="sections" data-testid="system-sections">'
-        + ("".join(f"<li><b>{_e(n)}</b> <span class=muted>{_e(d)}</span></li>" for n, d in sections)
+        + ("".join(f"<li><b>{esc(n)}</b> <span class=muted>{esc(d)}</span></li>" for n, d in sections)
            or "<li class=muted>nothing yet: no turns</li>")
         + "</ol></section>"
     )
@@ -255,14 +255,14 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
         cards = '<p class="muted">No participant cards yet.</p>'
     else:
         cards = "".join(
-            f'<div class="pcard"><b>{_e(name)}</b><p>{_e(text)}</p></div>' for name, text in view.participant_cards
+            f'<div class="pcard"><b>{esc(name)}</b><p>{esc(text)}</p></div>' for name, text in view.participant_cards
         )
     parts.append(f'<section class="card" data-testid="participant-cards"><h3>Participant cards</h3>{cards}</section>')
-    summary_body = _e(snap.summary) if snap.summary else '<span class="muted">No summary yet.</span>'
+    summary_body = esc(snap.summary) if snap.summary else '<span class="muted">No summary yet.</span>'
     covers = f"turns 0–{snap.covered_through_turn}" if snap.covered_through_turn >= 0 else "nothing yet"
     parts.append(
         f'<section class="card summary" data-testid="summary" data-covered-through="{snap.covered_through_turn}">'
-        f'<h3>Summary <span class="muted">covers {_e(covers)} · {len(snap.summary)} chars</span></h3>'
+        f'<h3>Summary <span class="muted">covers {esc(covers)} · {len(snap.summary)} chars</span></h3>'
         f'<div class="summary-text">{summary_body}</div>{memory_items_html(view.memory_items)}</section>'
     )
     pruned = set(view.reply.pruned_seqs) if view.reply is not None else set()
@@ -271,7 +271,7 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
     if view.older_available:
         more = above_param + 40
         rows.append(
-            f'<a class="load-older" data-testid="load-older" href="{_e(base_url)}?above={more}">'
+            f'<a class="load-older" data-testid="load-older" href="{esc(base_url)}?above={more}">'
             f"load {min(40, view.older_available)} older turns ({view.older_available} not shown)</a>"
         )
     recalled = set(view.recalled_seqs)
@@ -300,7 +300,7 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
     if view.reply is not None:
         tokens = view.reply.tokens
         note = (f'<p class="muted">{len(seen)} turns verbatim · {len(pruned)} pruned · prompt '
-                f"{_e(tokens.display())} tokens of {view.reply.history_budget} history budget</p>")
+                f"{esc(tokens.display())} tokens of {view.reply.history_budget} history budget</p>")
     parts.append(f'<section class="card transcript" data-testid="transcript"><h3>Transcript</h3>{note}'
                  + "".join(rows) + "</section>")
     return "".join(parts)
@@ -339,14 +339,14 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
         short = name.removeprefix("voice_context_compaction_")
         outcome = event.get("outcome") or ("failed" if name == CompactionFailed.name else "")
         rows.append(
-            f'<tr data-event="{_e(name)}" class="ev {_e(outcome)}"><td class="time">'
-            f'{_e(mmss(event_x(event, started_at)))}</td><td class="name">{_e(short)}</td>'
-            f"<td>{_e(_fields(event))}</td></tr>"
+            f'<tr data-event="{esc(name)}" class="ev {esc(outcome)}"><td class="time">'
+            f'{esc(mmss(event_x(event, started_at)))}</td><td class="name">{esc(short)}</td>'
+            f"<td>{esc(_fields(event))}</td></tr>"
         )
-    options = "".join(f'<option value="{_e(n)}">{_e(n)} ({c})</option>' for n, c in sorted(names.items()))
+    options = "".join(f'<option value="{esc(n)}">{esc(n)} ({c})</option>' for n, c in sorted(names.items()))
     routine_text = (
         f'<p class="routine" data-testid="routine-skips">Routine skips collapsed: {sum(routine.values())} '
-        "(" + ", ".join(f"{_e(k)} {v}" for k, v in sorted(routine.items())) + ") — the compactor checked and "
+        "(" + ", ".join(f"{esc(k)} {v}" for k, v in sorted(routine.items())) + ") — the compactor checked and "
         "nothing was due.</p>"
         if routine else ""
     )
@@ -372,11 +372,11 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
 def page(title: str, body: str, *, poll: Mapping[str, str] | None = None) -> str:
     attrs = ""
     if poll:
-        attrs = "".join(f' data-{_e(k)}="{_e(v)}"' for k, v in poll.items())
+        attrs = "".join(f' data-{esc(k)}="{esc(v)}"' for k, v in poll.items())
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<title>{_e(title)} · longcall</title><link rel="stylesheet" href="/static/dashboard.css">'
+        f'<title>{esc(title)} · longcall</title><link rel="stylesheet" href="/static/dashboard.css">'
         '<script src="/static/dashboard.js" defer></script></head>'
         f'<body><header class="top"><a href="/" class="brand">longcall</a><span class="muted">operator dashboard'
         f'</span><span id="live-status" class="live-status" data-testid="live-status"></span></header>'
@@ -385,13 +385,13 @@ def page(title: str, body: str, *, poll: Mapping[str, str] | None = None) -> str
 
 
 def login_page(error: str = "", next_url: str = "/") -> str:
-    err = f'<p class="bad">{_e(error)}</p>' if error else ""
+    err = f'<p class="bad">{esc(error)}</p>' if error else ""
     return page(
         "sign in",
         '<section class="card login"><h2>Dashboard token</h2>'
         "<p>This dashboard shows what people said. Enter the <code>DASHBOARD_TOKEN</code> "
         "configured on the server.</p>" + err
-        + f'<form method="post" action="/login"><input type="hidden" name="next" value="{_e(next_url)}">'
+        + f'<form method="post" action="/login"><input type="hidden" name="next" value="{esc(next_url)}">'
         '<input type="password" name="token" autocomplete="current-password" aria-label="token" required autofocus>'
         ' <button type="submit">Sign in</button></form></section>',
     )

@@ -40,9 +40,9 @@ from aiohttp import web
 from bot.dashboard.config import DashboardConfig, SessionRegistry, SessionView
 from bot.dashboard.panels import Tile, health_tiles, render_chart, render_tiles
 from bot.dashboard.reader import SessionReader
-from bot.dashboard.view import _e as esc
 from bot.dashboard.view import (
     ago,
+    esc,
     iso,
     login_page,
     page,

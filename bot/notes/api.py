@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import structlog
 from aiohttp import web
 
-from pipeline.adapters.images import ImageError, ImageErrorCode
+from pipeline.image_frames import ImageError, ImageErrorCode
 from pipeline.models import Note, NoteSource
 from pipeline.transcript.screen_notes import ScreenNotes, SubmitStatus, Submitted
 

@@ -26,10 +26,11 @@ from typing import Any
 
 import aiohttp
 
-from pipeline.adapters.images import ImageError, ImageLimits, decode_image, hamming
+from pipeline.adapters.images import decode_image
 from pipeline.adapters.ocr import RapidOcrReader
+from pipeline.formatting import note_line
+from pipeline.image_frames import ImageError, ImageLimits, hamming
 from pipeline.models import NoteSource
-from pipeline.transcript.formatting import note_line
 from pipeline.transcript.screen_notes import NoteWriter, Share
 
 POST_TIMEOUT_S = 90.0
@@ -108,7 +109,7 @@ async def run_watch(args: argparse.Namespace, token: str | None, out: Callable[[
             raise WatchError("NOTES_INGEST_TOKEN is not set: put the bot's ingest token in the environment or .env")
     every = max(0.0, args.every) if args.files else max(1.0, args.every)
     frames = file_frames(args.files, every) if args.files else screen_frames(args.monitor, _region(args.region), every)
-    writer = NoteWriter(vision=None, reader=RapidOcrReader()) if args.dry_run else None
+    writer = NoteWriter(decode=decode_image, vision=None, reader=RapidOcrReader()) if args.dry_run else None
     limits = ImageLimits()
     last_hash = ""
     sent = skipped = 0

@@ -11,10 +11,11 @@ from __future__ import annotations
 import structlog
 
 from bot.settings import Settings, SettingsError
-from pipeline.adapters.images import ImageLimits
+from pipeline.adapters.images import decode_image
 from pipeline.adapters.ocr import RapidOcrReader
 from pipeline.adapters.openai_api import OpenAIVision
 from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.image_frames import ImageLimits
 from pipeline.transcript.screen_notes import NotesConfig, NoteWriter
 
 log = structlog.get_logger("longcall.notes")
@@ -52,5 +53,5 @@ def make_vision(settings: Settings) -> OpenAIVision | None:
 def make_note_writer(settings: Settings) -> NoteWriter:
     vision = make_vision(settings)
     log.info("screen_notes_ready", method="vision" if vision else "ocr", model=settings.vision_model or None)
-    return NoteWriter(vision=vision, reader=RapidOcrReader(threads=settings.ocr_threads), bot_name=settings.bot_name,
-                      note_max_chars=settings.note_max_chars)
+    return NoteWriter(decode=decode_image, vision=vision, reader=RapidOcrReader(threads=settings.ocr_threads),
+                      bot_name=settings.bot_name, note_max_chars=settings.note_max_chars)

@@ -9,9 +9,9 @@ from bot.session.core import SessionCore
 from bot.session.ports import TextReply
 from bot.session.reply_jobs import ReplyDesk
 from pipeline.events import ChatTurnCorrected
+from pipeline.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE
 from pipeline.models import Turn, TurnDraft, TurnKind
 from pipeline.transcript.chat import ChatEntry, ChatLedger, CorrectionVerdict
-from pipeline.transcript.formatting import CHAT_DELETE_SOURCE, CHAT_EDIT_SOURCE
 
 
 class ChatIntake:

@@ -2,7 +2,7 @@
 pipeline, the joined voice channel and the connector that joins one. The real ones are
 `pipeline.adapters.openai_api` (brain, speech), `pipeline.hearing.pipeline` (hearing),
 `pipeline.adapters.openai_realtime` (the realtime model) and `bot.client` (Discord voice); tests use the fakes in
-`tests/bot_fakes.py`."""
+`tests/support/bot_fakes.py`."""
 
 from __future__ import annotations
 

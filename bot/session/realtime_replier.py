@@ -21,7 +21,7 @@ from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import REALTIME_RATE, RealtimeError, RealtimeReply
 from pipeline.context.realtime_instructions import RealtimeInstructions
 from pipeline.events import BotReplyCompleted
-from pipeline.transcript.formatting import render_turn_line
+from pipeline.formatting import render_turn_line
 
 log = structlog.get_logger("longcall.guild_session")
 

@@ -16,7 +16,7 @@ and hands frames to asyncio through a bounded, drop-oldest queue.
 
 Why not discord-ext-voice-recv's `AudioReader`: it has no DAVE layer (imayhaveborkedit/
 discord-ext-voice-recv#53, #62), its jitter buffer discards what it holds after a gap and its
-concealment never runs (NOTES.md: 24.8% WER at 10% loss against ~5% with bot/voice/jitter.py's window), one
+concealment never runs (docs/voice.md: 24.8% WER at 10% loss against ~5% with bot/voice/jitter.py's window), one
 decode exception stops the reader for good, and its UDP keep-alive sleeps `5000` seconds after
 the first send (`time.sleep(self.delay)` with `delay` meant as milliseconds). All it contributes
 is the SSRC→user map from three voice-gateway opcodes, which `ReceivingVoiceClient` reads through

@@ -39,7 +39,7 @@ session only in those lines, so a substring check of a context is a fair judge; 
 that (and the rest of the shape) for every session and fails loudly otherwise.
 
 This set was written without reading the recall code, its tuning notes or the other evaluation
-sets; only the session-file format (DESIGN.md section 6 and samples/gaming_night.jsonl) was used.
+sets; only the session-file format (pipeline/evaluation/session_file.py and samples/gaming_night.jsonl) was used.
 """
 
 from __future__ import annotations

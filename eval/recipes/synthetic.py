@@ -1,6 +1,6 @@
 """Evaluation sessions for `longcall compare`: long multi-speaker sessions, probes at the end.
 
-Two sources, one output format (DESIGN.md section 6, probes last):
+Two sources, one output format (pipeline/evaluation/session_file.py, probes last):
 
 - **LoCoMo** (Maharana et al., ACL 2024, "Evaluating Very Long-Term Conversational Memory of
   LLM Agents"; data CC BY-NC 4.0): ten two-person conversations of ~300 turns over up to 35

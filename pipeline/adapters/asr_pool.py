@@ -29,8 +29,8 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
-from pipeline.hearing.pcm import PcmInt16
-from pipeline.hearing.transcription import AsrError, AsrErrorCode, Transcription
+from pipeline.pcm import PcmInt16
+from pipeline.transcription import AsrError, AsrErrorCode, Transcription
 
 _worker: WhisperTranscriber | None = None  # the model of this worker process
 _started: Any = None  # a barrier every worker passes once at start-up (see `_ready`)

@@ -16,7 +16,7 @@ from typing import Any
 import av
 import numpy as np
 
-from pipeline.hearing.pcm import (
+from pipeline.pcm import (
     DISCORD_CHANNELS,
     DISCORD_RATE,
     OPUS_FRAME_SAMPLES,

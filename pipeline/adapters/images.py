@@ -20,57 +20,17 @@ from __future__ import annotations
 
 import io
 import warnings
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
+
+from pipeline.image_frames import Frame, ImageError, ImageErrorCode, ImageLimits, check_size
 
 HASH_SIZE = 32  # 32x32 gradient bits = a 1,024-bit hash, 256 hex chars
 HASH_DEAD_BAND = 1.0  # grey levels: flat areas with capture noise give 0-bits, not random ones
 ALLOWED_FORMATS = frozenset({"PNG", "JPEG", "WEBP", "GIF", "BMP"})
 OCR_MAX_SIDE = 1600  # OCR detection cost grows with pixels; HUD text stays legible at this size
 VISION_MAX_SIDE = 1024  # what a vision model gets (its own tiling would downscale anyway)
-
-
-class ImageErrorCode(StrEnum):
-    TOO_LARGE = "too_large"  # bytes or pixels over the limit (HTTP 413)
-    NOT_IMAGE = "not_image"  # not an image, or a format we do not take (HTTP 415)
-    CORRUPT = "corrupt"  # looks like an image but does not decode (HTTP 415)
-
-
-class ImageError(Exception):
-    """Raised for input that cannot become a note; callers branch on `code`."""
-
-    def __init__(self, code: ImageErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ImageLimits:
-    max_bytes: int = 8_000_000
-    max_pixels: int = 40_000_000  # a 8K screenshot is 33 MP; beyond that it is a decompression bomb
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Frame:
-    """One decoded image, reduced to what note writing needs (never kept or logged whole)."""
-
-    width: int
-    height: int
-    format: str
-    image_hash: str  # dHash, hex
-    colours: tuple[str, ...]  # dominant colour names, most common first
-    rgb: Any  # numpy uint8 array (h, w, 3), at most OCR_MAX_SIDE on its long side
-    jpeg: bytes = b""  # downscaled JPEG for a vision model, when asked for
-
-
-def check_size(size: int, limits: ImageLimits) -> None:
-    """Refuse an upload by its byte count before reading or decoding it."""
-    if size > limits.max_bytes:
-        raise ImageError(ImageErrorCode.TOO_LARGE, f"image is {size} bytes; the limit is {limits.max_bytes}")
 
 
 def decode_image(data: bytes, limits: ImageLimits, *, for_vision: bool = False) -> Frame:
@@ -122,13 +82,6 @@ def dhash(image: Image.Image, size: int = HASH_SIZE) -> str:
     small = np.asarray(image.convert("L").resize((size + 1, size), Image.Resampling.BOX), dtype=np.float32)
     bits = ((small[:, 1:] - small[:, :-1]) > HASH_DEAD_BAND).flatten()
     return np.packbits(bits).tobytes().hex()
-
-
-def hamming(a: str, b: str) -> int:
-    """Bits that differ between two hashes of the same size (a large number if they cannot compare)."""
-    if len(a) != len(b) or not a:
-        return 1 << 16
-    return (int(a, 16) ^ int(b, 16)).bit_count()
 
 
 # Plain colour names a note can say ("mostly dark blue and white").

@@ -10,22 +10,15 @@ for the event loop and the hearing pipeline).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
+from pipeline.image_frames import TextLine
+
 log = structlog.get_logger("longcall.ocr")
 
 MIN_CONFIDENCE = 0.5
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TextLine:
-    text: str
-    confidence: float
-    top: float
-    left: float
 
 
 class RapidOcrReader:

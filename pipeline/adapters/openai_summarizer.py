@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
-from pipeline.compaction.update_parsing import UPDATE_SCHEMA, item_mentions
+from pipeline.formatting import cap_text, data_field, mmss, render_turn_line, speaker_label
 from pipeline.model_profiles import ReasoningEffort, chat_params
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult, TurnKind
 from pipeline.prompts import render_prompt
-from pipeline.transcript.formatting import cap_text, data_field, mmss, render_turn_line, speaker_label
+from pipeline.update_schema import UPDATE_SCHEMA, item_mentions
 
 # The output token cap leaves room for an obedient summary of `max_chars` (about 4 chars a
 # token in English, fewer in small local tokenizers): an answer cut at the cap ends with

@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, ApiFailure, OpenAIAdapter, OpenAIEndpoint, classify
-from pipeline.hearing.pcm import PcmInt16, wav_bytes
-from pipeline.hearing.transcription import AsrError, AsrErrorCode, Transcription
 from pipeline.model_profiles import transcription_params
+from pipeline.pcm import PcmInt16, wav_bytes
+from pipeline.transcription import AsrError, AsrErrorCode, Transcription
 
 _CODES = {
     ApiFailure.TIMEOUT: AsrErrorCode.TIMEOUT,

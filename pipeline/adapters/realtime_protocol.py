@@ -81,7 +81,7 @@ class RealtimeError(Exception):
 class RealtimeConfig:
     model: str = DEFAULT_REALTIME_MODEL
     voice: str = "alloy"
-    max_instructions_chars: int = 5200  # DESIGN.md section 4; longer is a caller bug
+    max_instructions_chars: int = 5200  # docs/memory.md; longer is a caller bug
     connect_timeout_s: float = 10.0  # handshake + session.created + session.updated
     first_audio_timeout_s: float = 10.0  # response.create sent -> first audio delta
     event_timeout_s: float = 10.0  # the longest gap between events once audio flows

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from pipeline.adapters.redis_keys import LEASE_KEYS, ms, optout_key, session_keys
 from pipeline.models import MemoryItem, Note, Turn
-from pipeline.transcript.store_codec import encode_draft, encode_items, encode_notes
+from pipeline.store_codec import encode_draft, encode_items, encode_notes
 
 T = TypeVar("T")
 

@@ -46,7 +46,7 @@ from pipeline.models import (
     Turn,
     TurnDraft,
 )
-from pipeline.transcript.store_codec import (
+from pipeline.store_codec import (
     DEDUPE_WINDOW,
     decode_card,
     decode_note,

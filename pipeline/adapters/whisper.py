@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_float32
-from pipeline.hearing.transcription import AsrError, AsrErrorCode, Transcription
+from pipeline.pcm import TARGET_RATE, PcmInt16, to_float32
+from pipeline.transcription import AsrError, AsrErrorCode, Transcription
 
 if TYPE_CHECKING:
     from faster_whisper import WhisperModel
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WhisperConfig:
-    """ASR settings; defaults are the measured sweet spot for a small CPU (NOTES.md)."""
+    """ASR settings; defaults are the measured sweet spot for a small CPU (docs/evaluation.md, "Current numbers")."""
 
     model: str = ""  # a CTranslate2 model directory or faster-whisper model name; "" = bundled tiny.en
     device: str = "cpu"

@@ -1,6 +1,6 @@
 """The rolling compactor: folds the oldest out-of-window turns into a bounded summary.
 
-DESIGN.md section 3 is the contract. The shape, as in Pipecat's context summarizer:
+docs/memory.md ("The compaction contract") is the contract. The shape, as in Pipecat's context summarizer:
 `request()` is the one trigger helper -- it plans (pure, `pipeline.compaction.planning`) and, when a
 fold is due, wakes the compactor's own task; it never blocks and never awaits. `run()` is
 that task, owned by the session's TaskGroup: it folds, then keeps folding while a backlog

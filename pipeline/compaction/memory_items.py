@@ -28,8 +28,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from pipeline.formatting import cap_text, data_field, one_line, speaker_label
 from pipeline.models import ItemDraft, ItemKind, ItemStatus, MemoryItem, MemoryUpdate, Turn
-from pipeline.transcript.formatting import cap_text, data_field, one_line, speaker_label
 
 MAX_STORED_ITEMS = 80
 ITEM_CAP_CHARS = 240  # one item's text

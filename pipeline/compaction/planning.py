@@ -1,4 +1,4 @@
-"""The pure compaction planner (DESIGN.md section 3). No I/O, time is a parameter.
+"""The pure compaction planner (docs/memory.md, "The compaction contract"). No I/O, time is a parameter.
 
 The newest turn of the transcript is the *current* turn: the model sees it on its own,
 after the verbatim window. The window therefore holds the `W` turns before it, so with

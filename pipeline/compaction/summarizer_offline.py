@@ -20,6 +20,16 @@ import re
 from collections.abc import Sequence
 
 from pipeline.compaction.update_parsing import kind_of
+from pipeline.formatting import (
+    CHAT_DELETE_SOURCE,
+    TYPED_TAG,
+    cap_text,
+    corrected_seq,
+    data_field,
+    mmss,
+    one_line,
+    speaker_label,
+)
 from pipeline.models import (
     PEOPLE_KINDS,
     ItemDraft,
@@ -31,16 +41,6 @@ from pipeline.models import (
     SummaryResult,
     Turn,
     TurnKind,
-)
-from pipeline.transcript.formatting import (
-    CHAT_DELETE_SOURCE,
-    TYPED_TAG,
-    cap_text,
-    corrected_seq,
-    data_field,
-    mmss,
-    one_line,
-    speaker_label,
 )
 
 MODEL_NAME = "offline-extractive"

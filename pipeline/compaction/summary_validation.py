@@ -32,9 +32,9 @@ import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
+from pipeline.formatting import speaker_label
 from pipeline.models import PEOPLE_KINDS, SummaryRequest
-from pipeline.transcript.formatting import speaker_label
-from pipeline.transcript.text_clean import ZWJ, is_emoji
+from pipeline.text_clean import ZWJ, is_emoji
 
 TOO_LONG_FACTOR = 2.0
 MIN_LETTERS = 8

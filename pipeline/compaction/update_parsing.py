@@ -1,6 +1,6 @@
 """Reading a summarizer's answer into a `MemoryUpdate`, tolerantly. Pure.
 
-The model is asked for JSON (`response_format` with `UPDATE_SCHEMA`) but real servers and
+The model is asked for JSON (`response_format` with `pipeline.update_schema.UPDATE_SCHEMA`) but real servers and
 models vary: a preamble ("Here is the updated summary:"), a heading, code fences around the
 JSON, trailing whitespace -- all stripped, never fatal. A server that ignores the schema and
 answers with a plain-text summary (bullets or sentences) is read line by line: a line or
@@ -20,49 +20,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.formatting import one_line, speaker_label
 from pipeline.models import (
     PEOPLE_KINDS,
     ItemDraft,
     ItemKind,
     ItemMerge,
-    MemoryItem,
     MemoryUpdate,
     SummaryRequest,
     Turn,
     TurnKind,
 )
-from pipeline.transcript.formatting import one_line, speaker_label
-
-# The JSON schema of the update (OpenAI structured outputs; llama.cpp and Ollama accept it too).
-_ITEM_PROPS: dict[str, Any] = {
-    "who": {"type": "array", "items": {"type": "string"}},
-    "kind": {"type": "string", "enum": ["fact", "plan", "question", "now", "screen"]},
-    "what": {"type": "string"},
-    "seqs": {"type": "array", "items": {"type": "integer"}},
-    "supersedes": {"type": "string"},
-}
-UPDATE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "add": {
-            "type": "array",
-            "items": {"type": "object", "properties": _ITEM_PROPS,
-                      "required": ["who", "kind", "what", "seqs", "supersedes"], "additionalProperties": False},
-        },
-        "merge": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"ids": {"type": "array", "items": {"type": "string"}}, **{
-                    k: v for k, v in _ITEM_PROPS.items() if k in ("who", "kind", "what")}},
-                "required": ["ids", "who", "kind", "what"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["add", "merge"],
-    "additionalProperties": False,
-}
 
 _KIND_ALIASES = {
     "fact": ItemKind.FACT, "facts": ItemKind.FACT, "preference": ItemKind.FACT, "claim": ItemKind.FACT,
@@ -408,11 +376,3 @@ def parse_update(text: str, request: SummaryRequest) -> ParsedUpdate:
 def people_turns(turns: Sequence[Turn]) -> list[Turn]:
     return [t for t in turns if t.kind in PEOPLE_KINDS or t.kind is TurnKind.BOT]
 
-
-def item_mentions(items: Sequence[MemoryItem]) -> str:
-    """The memory as the prompt shows it: one JSON line per active item (id, who, kind, what)."""
-    return "\n".join(
-        json.dumps({"id": i.id, "who": list(i.who), "kind": i.kind.value, "what": i.what}, ensure_ascii=False)
-        for i in items
-        if i.status.value == "active"
-    )

@@ -49,8 +49,8 @@ from pipeline.compaction.update_parsing import (
     strip_wrapping,
     words,
 )
+from pipeline.formatting import speaker_label
 from pipeline.models import PEOPLE_KINDS, ItemDraft, ItemStatus, MemoryUpdate, SummaryRequest, TurnKind
-from pipeline.transcript.formatting import speaker_label
 
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
 TEXT_TOO_LONG_FACTOR = 2.0  # a plain-text summary far over the budget ignored the output rules

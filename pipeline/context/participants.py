@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from pipeline.formatting import cap_text, corrected_seq, one_line, speaker_label
 from pipeline.models import PEOPLE_KINDS, ParticipantCard, Turn
-from pipeline.transcript.formatting import cap_text, corrected_seq, one_line, speaker_label
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,6 +1,6 @@
 """Instructions for the realtime speech model: one string within a char budget. Pure.
 
-A realtime session takes a single `instructions` string (DESIGN.md section 4: at most
+A realtime session takes a single `instructions` string (docs/memory.md: at most
 5,200 chars). It is built from named sections, filled in priority order:
 
 1. `persona` -- core rules; always kept and always first in the text (only an absurdly
@@ -35,9 +35,9 @@ from typing import Generic, TypeVar
 
 from pipeline.context.recall import RecallLine, fit_lines
 from pipeline.events import RealtimeInstructionsBuilt
+from pipeline.formatting import clamp_at_sentence, note_line, render_turn_line
 from pipeline.models import ContextSnapshot, Turn
 from pipeline.prompts import render_prompt
-from pipeline.transcript.formatting import clamp_at_sentence, note_line, render_turn_line
 
 REALTIME_PERSONA_PROMPT = "realtime_persona"
 DEFAULT_BUDGET_CHARS = 5200

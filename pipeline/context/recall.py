@@ -50,8 +50,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.adapters.lemmas import lemma
+from pipeline.formatting import one_line
 from pipeline.models import Note, Turn, TurnKind
-from pipeline.transcript.formatting import one_line
 
 Vector = npt.NDArray[np.float32]
 
@@ -304,7 +304,7 @@ class RecallQuery:
 _REFERRING = re.compile(r"\b(it|that|this|those|these|there|then|they|them|he|she|him|his|her|one)\b", re.IGNORECASE)
 
 
-def refers_back(text: str, bot_name: str = "") -> bool:
+def needs_previous_turn(text: str, bot_name: str = "") -> bool:
     """True for a turn that leans on the one before it: "what time was that again?"
     (fewer than two content words, or a referring word and fewer than three)."""
     own = [t for t in terms(text) if t not in set(terms(bot_name))]
@@ -324,7 +324,7 @@ def dense_query_text(current: Turn, context: Sequence[Turn], *, bot_name: str = 
     back ("and when was that?") is read together with the turn before it."""
     text = one_line(_strip_address(current.text, bot_name))
     previous = [t for t in context if t.seq != current.seq and t.kind in INDEXED_KINDS]
-    if previous and refers_back(current.text, bot_name):
+    if previous and needs_previous_turn(current.text, bot_name):
         text = f"{one_line(_strip_address(previous[-1].text, bot_name))} {text}"
     return text
 
@@ -359,7 +359,7 @@ def build_query(
             weights[term] = config.entity_weight
     chars = len(text)
     recent = [t for t in (context[-config.context_turns :] if config.context_turns else ()) if t.seq != current.seq]
-    anaphoric = bool(recent) and refers_back(text, bot_name)
+    anaphoric = bool(recent) and needs_previous_turn(text, bot_name)
     if anaphoric:  # the previous turn is what this one asks about: its words count as the turn's own
         for term in terms(recent[-1].text):
             weights[term] = max(weights.get(term, 0.0), 1.0)

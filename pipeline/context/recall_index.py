@@ -38,12 +38,12 @@ from pipeline.context.recall_scoring import (
     says_it_changes,
     unit,
 )
-from pipeline.models import Note, Turn, TurnKind
-from pipeline.transcript.formatting import (
+from pipeline.formatting import (
     CHAT_DELETE_SOURCE,
     corrected_seq,
     one_line,
 )
+from pipeline.models import Note, Turn, TurnKind
 
 # One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
 _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]

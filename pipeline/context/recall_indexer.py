@@ -31,9 +31,9 @@ from pipeline.context.recall import (
     turn_key,
 )
 from pipeline.context.recall_index import RecallIndex
+from pipeline.formatting import corrected_seq
 from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn
 from pipeline.ports import Embedder, SessionStore
-from pipeline.transcript.formatting import corrected_seq
 
 log = structlog.get_logger("longcall.recall")
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.context.recall import STOP_WORDS, RecallConfig, Vector
+from pipeline.formatting import cap_text, mmss, one_line, render_turn_line
 from pipeline.models import Turn
-from pipeline.transcript.formatting import cap_text, mmss, one_line, render_turn_line
 
 _WORDS = re.compile(r"[a-z]+")
 # Words people use when they change what was said before. ("I could murder a pizza right now":
@@ -113,7 +113,7 @@ def denies(text: str) -> bool:
     return _DENIES.search(text) is not None
 
 
-def refers_back(text: str) -> bool:
+def opens_pointing_back(text: str) -> bool:
     """True for a reply that opens by pointing back at what was asked ("yeah, about that, ...")."""
     return _REFERS_BACK.search(text) is not None
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pipeline.context.recall import RecallConfig, RecallHit, RecallLine, turn_key
 from pipeline.context.recall_columns import KINDS as _KINDS
 from pipeline.context.recall_columns import RecallColumns
-from pipeline.context.recall_scoring import Scored, asks, denies, offsets, refers_back, render_recalled, settles
+from pipeline.context.recall_scoring import Scored, asks, denies, offsets, opens_pointing_back, render_recalled, settles
+from pipeline.formatting import cap_text, note_line, one_line
 from pipeline.models import TurnKind
-from pipeline.transcript.formatting import cap_text, note_line, one_line
 
 # Kinds whose recalled line holds its quoted text whole (`render_recalled`): the ones a
 # lower bound on the line's length can be read from without rendering it.
@@ -50,7 +50,7 @@ class RecallSpending(RecallColumns):
         Declan. Did nobody read the group chat?")."""
         replies = [r for r in replies if not asks(self._texts[r]) or denies(self._texts[r])]
         for r in replies:
-            if refers_back(self._texts[r]):
+            if opens_pointing_back(self._texts[r]):
                 return r
         for r in replies:
             if self._changes[r] or denies(self._texts[r]):

@@ -1,4 +1,4 @@
-"""The brain's prompt: OpenAI chat messages for one reply (DESIGN.md section 4). Pure.
+"""The brain's prompt: OpenAI chat messages for one reply (docs/memory.md). Pure.
 
 Order:
 
@@ -15,7 +15,7 @@ Order:
    each: people as `user` with `[mm:ss] Speaker: text`; the bot's own spoken turns as `assistant`
    with the bare text (a `Clanky:` prefix there teaches the model to say its own name
    before every reply, which TTS then reads out); membership, effect and thought turns as
-   `user` lines tagged `[voice]`, `[effect]`, `[bot thought]` (see `pipeline.transcript.formatting`);
+   `user` lines tagged `[voice]`, `[effect]`, `[bot thought]` (see `pipeline.formatting`);
 8. the current turn, rendered the same way (without its time: it is now).
 
 Transcript text appears inside the message of its own turn, behind its speaker label. The
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 from pipeline.context.token_guard import GuardConfig, Message, PromptParts, TokenGuard
 from pipeline.events import ContextWindowPruned
+from pipeline.formatting import cap_text, mmss, note_line, render_turn_line
 from pipeline.models import CompactionPolicy, ContextSnapshot, Turn, TurnKind
 from pipeline.ports import TokenCount, TokenCounter
 from pipeline.prompts import render_prompt
-from pipeline.transcript.formatting import cap_text, mmss, note_line, render_turn_line
 
 PERSONA_PROMPT = "persona"
 MEMORY_HEADER = "What you remember about the people here:"

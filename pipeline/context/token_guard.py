@@ -1,4 +1,4 @@
-"""The token guard: keeps the reply prompt inside the model's budget (DESIGN.md section 4).
+"""The token guard: keeps the reply prompt inside the model's budget (docs/memory.md).
 
 The compactor normally keeps the verbatim window near `W` turns, far below any modern
 context limit. When it falls behind (summarizer down, backoff), the window grows without

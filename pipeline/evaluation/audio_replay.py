@@ -1,6 +1,6 @@
 """Replay an audio session folder through the real hearing pipeline, on simulated time.
 
-An audio session (DESIGN.md section 6, parsed by `session_file.load_session_file`) has turn
+An audio session (docs/commands.md, parsed by `session_file.load_session_file`) has turn
 lines with `"audio": "clip.ogg"` and the reference `text` beside it. Each clip is fed as its
 speaker's PCM stream — 48 kHz stereo s16 in 20 ms frames, like Discord delivers it, each
 frame at the moment its last sample would have arrived — so overlapping clips interleave by
@@ -27,15 +27,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pipeline.adapters.av_audio import read_audio_file
 from pipeline.evaluation.session_file import SessionFile, SessionLine, TurnLine
 from pipeline.evaluation.wer import EditOp, align
 from pipeline.events import EventEmitter
-from pipeline.hearing.pcm import DISCORD_CHANNELS, DISCORD_RATE
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline, HearingStats
+from pipeline.hearing.streams import StreamParts
 from pipeline.hearing.words import normalize
 from pipeline.models import Turn, TurnDraft
-from pipeline.ports import Transcriber, TurnSink
+from pipeline.pcm import DISCORD_CHANNELS, DISCORD_RATE
+from pipeline.ports import AudioReader, Transcriber, TurnSink
 
 FRAME_S = 0.02
 OnEvent = Callable[[SessionLine], Awaitable[None] | None]
@@ -134,14 +134,15 @@ class _RecordingSink:
         return turn
 
 
-def load_clips(session: SessionFile, *, sample_rate: int = DISCORD_RATE,
+def load_clips(session: SessionFile, read_audio: AudioReader, *, sample_rate: int = DISCORD_RATE,
                channels: int = DISCORD_CHANNELS) -> tuple[list[_Clip], list[SessionLine]]:
-    """Decode the session's clips (as `sample_rate`/`channels` s16) and return the other lines."""
+    """Decode the session's clips (as `sample_rate`/`channels` s16, with `read_audio`:
+    `pipeline.adapters.av_audio.read_audio_file`) and return the other lines."""
     clips: list[_Clip] = []
     others: list[SessionLine] = []
     for line in session.lines:
         if isinstance(line, TurnLine) and line.audio:
-            pcm = read_audio_file(session.path.parent / line.audio, sample_rate=sample_rate, channels=channels)
+            pcm = read_audio(session.path.parent / line.audio, sample_rate=sample_rate, channels=channels)
             clips.append(_Clip(
                 name=line.audio,
                 speaker=line.speaker,
@@ -166,20 +167,26 @@ class AudioReplay:
         events: EventEmitter,
         clock: SettableClock,
         config: HearingConfig | None = None,
+        parts: StreamParts,
+        read_audio: AudioReader,
     ) -> None:
+        """`parts` and `read_audio` come from outside the stage: `pipeline.wiring.audio_replay`."""
         self._transcriber = transcriber
         self._events = events
         self._clock = clock
         self._config = config or HearingConfig()
+        self._parts = parts
+        self._read_audio = read_audio
 
     async def run(self, session: SessionFile, sink: TurnSink, *, on_event: OnEvent | None = None) -> AudioReplayReport:
         """Feed every clip through segmenter → transcriber → guards → coalescer → `sink`, and
         score the turns against the references."""
         clock, config = self._clock, self._config
         sample_rate, channels = DISCORD_RATE, DISCORD_CHANNELS
-        clips, others = load_clips(session, sample_rate=sample_rate, channels=channels)
+        clips, others = load_clips(session, self._read_audio, sample_rate=sample_rate, channels=channels)
         recording = _RecordingSink(sink)
-        pipeline = HearingPipeline(self._transcriber, recording, events=self._events, clock=clock, config=config)
+        pipeline = HearingPipeline(self._transcriber, recording, events=self._events, clock=clock, config=config,
+                                   parts=self._parts)
         steps = _timeline(clips, others, sample_rate=sample_rate, channels=channels, tick_s=config.tick_s)
 
         async with asyncio.TaskGroup() as tg:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pipeline.evaluation.report import _polyline
-from pipeline.transcript.formatting import mmss
+from pipeline.evaluation.report import polyline
+from pipeline.formatting import mmss
 
 COLORS = {"drop-oldest": "#b42318", "rolling": "#ff7f0e", "rolling+recall": "#1a7f37", "ceiling": "#1f77b4",
           "transcript": "#888888"}
@@ -31,7 +31,7 @@ def render_age_plot(by_age: list[dict[str, Any]], modes: list[str]) -> str:
     for mode in modes:
         points = [xy(i, float(r[mode])) for i, r in enumerate(rows) if r.get(mode) is not None]
         if points:
-            lines.append(_polyline(points, COLORS[mode]))
+            lines.append(polyline(points, COLORS[mode]))
             lines.extend(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{COLORS[mode]}"/>' for x, y in points)
     labels = "".join(
         f'<text x="{_PAD + step * i - 14:.1f}" y="{_H - _PAD + 16}" font-size="11">{html.escape(r["bucket"])}</text>'
@@ -65,7 +65,7 @@ def render_context_plot(series: list[dict[str, Any]]) -> str:
         return (_PAD + (_W - 2 * _PAD) * turn / n_max, _H - _PAD - (_H - 2 * _PAD) * v / c_max)
 
     lines = [
-        _polyline([xy(r["turn"], r[k]) for r in rows if r[k] is not None], COLORS[k])
+        polyline([xy(r["turn"], r[k]) for r in rows if r[k] is not None], COLORS[k])
         for k in keys if any(r[k] is not None for r in rows)
     ]
     axes = (

@@ -6,14 +6,14 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.transcript.formatting import mmss
+from pipeline.formatting import mmss
 
 Series = Sequence[tuple[float, int, int, int]]  # (t, total turns, cursor, summary chars)
 
 _W, _H, _PAD = 760, 260, 40
 
 
-def _polyline(points: list[tuple[float, float]], color: str) -> str:
+def polyline(points: list[tuple[float, float]], color: str) -> str:
     coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
     return f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{coords}"/>'
 
@@ -29,9 +29,9 @@ def render_plot(series: Series) -> str:
     def xy(t: float, v: float, vmax: float) -> tuple[float, float]:
         return (_PAD + (_W - 2 * _PAD) * t / t_max, _H - _PAD - (_H - 2 * _PAD) * v / vmax)
 
-    total = _polyline([xy(s[0], s[1], n_max) for s in series], "#1f77b4")
-    cursor = _polyline([xy(s[0], s[2], n_max) for s in series], "#2ca02c")
-    chars = _polyline([xy(s[0], s[3], c_max) for s in series], "#ff7f0e")
+    total = polyline([xy(s[0], s[1], n_max) for s in series], "#1f77b4")
+    cursor = polyline([xy(s[0], s[2], n_max) for s in series], "#2ca02c")
+    chars = polyline([xy(s[0], s[3], c_max) for s in series], "#ff7f0e")
     axes = (
         f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#444"/>'
         f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_H - _PAD}" stroke="#444"/>'

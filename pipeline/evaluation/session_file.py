@@ -1,4 +1,5 @@
-"""Session files (DESIGN.md section 6): JSON Lines, one event a line, `t` in session seconds.
+"""Session files: JSON Lines, one event a line, `t` in session seconds. `longcall replay`
+reads them (docs/commands.md), and the evaluation sets are made of them (docs/evaluation.md).
 
 Parsing is strict and names the line: a bad file fails before anything is replayed.
 """

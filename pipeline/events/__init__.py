@@ -1,4 +1,4 @@
-"""Structured events: the dashboard contract (DESIGN.md section 5), declared as types.
+"""Structured events: the dashboard contract (docs/events.md, docs/dashboard.md), declared as types.
 
 Every event longcall emits is declared here once: a frozen dataclass whose class-level `name`
 is the event string on the wire and whose fields are exactly the keys it carries. Builders

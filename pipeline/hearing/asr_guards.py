@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pipeline.hearing.transcription import Transcription
 from pipeline.hearing.words import normalize
+from pipeline.transcription import Transcription
 
 
 class Verdict(StrEnum):

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.segmenter import Utterance
+from pipeline.pcm import TARGET_RATE, PcmInt16
 
 _MERGE_PAUSE = np.zeros(TARGET_RATE * 3 // 10, dtype=np.int16)  # 0.3 s between merged utterances
 

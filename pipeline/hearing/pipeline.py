@@ -47,11 +47,11 @@ from pipeline.events import (
 from pipeline.hearing.asr_guards import GuardConfig, Verdict, clean_text, judge
 from pipeline.hearing.asr_queue import AsrJob, AsrQueue
 from pipeline.hearing.coalescer import Coalescer, CoalescerConfig, HeardPiece
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.segmenter import SegmenterConfig, Utterance
-from pipeline.hearing.streams import PcmFrame, SpeakerStreams, StreamsConfig
-from pipeline.hearing.vad import SpeechDetector, VadKind, make_detector
+from pipeline.hearing.streams import PcmFrame, SpeakerStreams, StreamParts, StreamsConfig
+from pipeline.hearing.vad import VadKind
 from pipeline.models import TurnDraft
+from pipeline.pcm import TARGET_RATE, PcmInt16
 from pipeline.ports import Clock, Transcriber, TurnSink
 
 
@@ -115,22 +115,22 @@ class HearingPipeline:
         events: EventEmitter,
         clock: Clock,
         config: HearingConfig | None = None,
-        detector_factory: Callable[[], SpeechDetector] | None = None,
+        parts: StreamParts,
     ) -> None:
+        """`parts`: each stream's detector and resampler (`pipeline.wiring.stream_parts`
+        makes them for `config.vad`; `pipeline.wiring.hearing_pipeline` builds the whole)."""
         self._transcriber = transcriber
         self._sink = sink
         self._events = events
         self._clock = clock
         self._config = config or HearingConfig()
-        kind = self._config.vad
-        factory = detector_factory or (lambda: make_detector(kind))
         # Make one detector now: loading the shared Silero session (~25 ms) belongs to setup,
         # not to the first frame of the first speaker on the event loop.
-        factory()
+        parts.detector()
         self._streams = SpeakerStreams(
             StreamsConfig(segmenter=self._config.segmenter, gap_tolerance_s=self._config.gap_tolerance_s,
                           end_of_transmission_ms=self._config.end_of_transmission_ms),
-            factory,
+            parts,
         )
         self._coalescer = Coalescer(self._config.coalescer)
         self._asr = AsrQueue(self._config.max_queued_per_speaker)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_float32
 from pipeline.hearing.vad import SpeechDetector
+from pipeline.pcm import TARGET_RATE, PcmInt16, to_float32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

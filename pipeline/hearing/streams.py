@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.adapters.av_audio import PcmResampler
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig, Utterance
 from pipeline.hearing.vad import SpeechDetector
+from pipeline.pcm import TARGET_RATE, PcmInt16
+from pipeline.ports import Resampler, ResamplerFactory
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,6 +21,15 @@ class StreamsConfig:
     segmenter: SegmenterConfig
     gap_tolerance_s: float  # jitter allowed before missing packets count as silence
     end_of_transmission_ms: int  # silence that ends an utterance once the sender stopped
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamParts:
+    """What each speaker stream is built from, chosen outside the stage (`pipeline/wiring.py`):
+    a fresh speech detector and a resampler per stream."""
+
+    detector: Callable[[], SpeechDetector]
+    resampler: ResamplerFactory
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,18 +52,18 @@ class PcmFrame:
 @dataclass(slots=True)
 class _Speaker:
     segmenter: Segmenter
-    resampler: PcmResampler
+    resampler: Resampler
     transmitting: bool = True  # Discord's speaking flag; False: no more packets are coming
 
 
 class SpeakerStreams:
     """The open speaker streams. Every method returns the utterances it finished, in order."""
 
-    __slots__ = ("_config", "_detector_factory", "_speakers")
+    __slots__ = ("_config", "_parts", "_speakers")
 
-    def __init__(self, config: StreamsConfig, detector_factory: Callable[[], SpeechDetector]) -> None:
+    def __init__(self, config: StreamsConfig, parts: StreamParts) -> None:
         self._config = config
-        self._detector_factory = detector_factory
+        self._parts = parts
         self._speakers: dict[str, _Speaker] = {}
 
     @property
@@ -119,8 +128,8 @@ class SpeakerStreams:
         for speaker in self._speakers.values():
             out.extend([*speaker.segmenter.feed(speaker.resampler.flush()), *speaker.segmenter.finish()])
             # A drained resampler is finished; a stream that goes on after a flush gets a new one.
-            speaker.resampler = PcmResampler(sample_rate=speaker.resampler.sample_rate,
-                                             channels=speaker.resampler.channels)
+            speaker.resampler = self._parts.resampler(sample_rate=speaker.resampler.sample_rate,
+                                                    channels=speaker.resampler.channels)
         return out
 
     def _speaker(self, frame: PcmFrame, *, origin: float, out: list[Utterance]) -> _Speaker:
@@ -128,9 +137,9 @@ class SpeakerStreams:
         speaker = self._speakers.get(speaker_id)
         if speaker is None:
             speaker = _Speaker(
-                segmenter=Segmenter(speaker_id=speaker_id, speaker_name=name, vad=self._detector_factory(),
+                segmenter=Segmenter(speaker_id=speaker_id, speaker_name=name, vad=self._parts.detector(),
                                     config=self._config.segmenter, origin_s=origin),
-                resampler=PcmResampler(sample_rate=rate, channels=channels),
+                resampler=self._parts.resampler(sample_rate=rate, channels=channels),
             )
             self._speakers[speaker_id] = speaker
             return speaker
@@ -138,5 +147,5 @@ class SpeakerStreams:
             speaker.segmenter.speaker_name = name
         if speaker.resampler.sample_rate != rate or speaker.resampler.channels != channels:
             out.extend(speaker.segmenter.feed(speaker.resampler.flush()))
-            speaker.resampler = PcmResampler(sample_rate=rate, channels=channels)
+            speaker.resampler = self._parts.resampler(sample_rate=rate, channels=channels)
         return speaker

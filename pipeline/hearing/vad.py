@@ -5,8 +5,9 @@ Two implementations behind one Protocol, chosen by `VadKind`:
 - `SileroVad` (default): the Silero VAD v6 ONNX model that faster-whisper bundles, run in
   streaming mode (its LSTM state and 64-sample context carried from window to window). It
   tells speech from keyboard clatter, fans and game audio bleeding into a microphone.
-  The ONNX session comes from `pipeline.adapters.onnx_runtime.silero_session` (the one
-  onnxruntime importer; the model file is the one faster-whisper bundles).
+  The ONNX session is passed in: `pipeline.wiring.make_detector` takes it from
+  `pipeline.adapters.onnx_runtime.silero_session` (the one onnxruntime importer; the model
+  file is the one faster-whisper bundles).
 - `EnergyVad`: RMS level against an adaptive noise floor (a rolling minimum). No model, a
   few microseconds per window, but any loud noise is "speech". Used for synthetic audio in
   tests and as a fallback where onnxruntime is unavailable.
@@ -31,8 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pipeline.adapters.onnx_runtime import silero_session
-from pipeline.hearing.pcm import PcmFloat32
+from pipeline.pcm import PcmFloat32
 
 SILERO_WINDOW = 512  # samples at 16 kHz (32 ms): the window the v6 model was trained on
 _SILERO_CONTEXT = 64  # samples of the previous window the model sees before each window
@@ -139,10 +139,3 @@ class SileroVad:
         self._c = np.zeros_like(self._c)
         self._context = np.zeros_like(self._context)
 
-
-def make_detector(kind: VadKind | str) -> SpeechDetector:
-    """A fresh detector for one speaker stream."""
-    kind = VadKind(kind)
-    if kind is VadKind.SILERO:
-        return SileroVad(silero_session())
-    return EnergyVad()

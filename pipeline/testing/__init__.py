@@ -10,8 +10,8 @@ import json
 from collections.abc import Callable
 
 from pipeline.clock import FakeClock as FakeClock
+from pipeline.formatting import speaker_label
 from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult
-from pipeline.transcript.formatting import speaker_label
 
 
 class ScriptedSummarizer:

@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_float32
-from pipeline.hearing.transcription import Transcription
 from pipeline.models import Turn, TurnDraft
+from pipeline.pcm import TARGET_RATE, PcmInt16, to_float32
 from pipeline.ports import Clock
+from pipeline.transcription import Transcription
 
 _BASE_HZ = 300.0
 _STEP_HZ = 50.0

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pipeline.formatting import cap_text
 from pipeline.models import CompactionPolicy, Note
-from pipeline.transcript.formatting import cap_text
 
 
 class NoteBuffer:

@@ -1,6 +1,7 @@
 """Screen-watch notes from images: decode, dedupe, rate-limit, queue, describe, add.
 
-    notes = ScreenNotes(writer=NoteWriter(vision=..., reader=RapidOcrReader()), sink=session.add_note, ...)
+    writer = NoteWriter(vision=..., reader=RapidOcrReader(), decode=decode_image)
+    notes = ScreenNotes(writer=writer, sink=session.add_note, ...)
     tg.create_task(notes.run(), name=f"notes:{guild_id}")          # the one worker
     accepted = await notes.submit_image(data, by="James", by_id="42", source=NoteSource.LOOK)
     note = await accepted.note                                       # when the caller wants it
@@ -34,13 +35,12 @@ from typing import Protocol
 
 import structlog
 
-from pipeline.adapters.images import Frame, ImageError, ImageLimits, check_size, decode_image, hamming
-from pipeline.adapters.ocr import TextLine
 from pipeline.events import ABSENT, EventEmitter, ScreenNoteAdded, ScreenNoteFailed, ScreenNoteSkipped
+from pipeline.formatting import cap_text, mmss, one_line, speaker_label
+from pipeline.image_frames import Frame, ImageError, ImageLimits, TextLine, check_size, hamming
 from pipeline.models import Note, NoteSource
 from pipeline.ports import Clock
 from pipeline.prompts import render_prompt
-from pipeline.transcript.formatting import cap_text, mmss, one_line, speaker_label
 
 log = structlog.get_logger("longcall.screen_notes")
 
@@ -79,6 +79,13 @@ class Submitted:
     image_hash: str = ""
     retry_after_s: float = 0.0
     note: asyncio.Future[Note] | None = None  # resolved when the note is added (QUEUED only)
+
+
+class ImageDecoder(Protocol):
+    """Checks and decodes an upload (`pipeline.adapters.images.decode_image`): blocking, called
+    in a worker thread; raises `ImageError`."""
+
+    def __call__(self, data: bytes, limits: ImageLimits, *, for_vision: bool = False) -> Frame: ...
 
 
 class TextReader(Protocol):
@@ -190,10 +197,11 @@ def parse_vision_text(raw: str, cap: int) -> tuple[str, str]:
 class NoteWriter:
     """An image to a note: the vision model when there is one, else (or when it fails) OCR."""
 
-    def __init__(self, *, vision: VisionModel | None, reader: TextReader, bot_name: str = "Clanky",
-                 note_max_chars: int = 400) -> None:
+    def __init__(self, *, vision: VisionModel | None, reader: TextReader, decode: ImageDecoder,
+                 bot_name: str = "Clanky", note_max_chars: int = 400) -> None:
         self.vision = vision
         self.reader = reader
+        self.decode = decode
         self._bot_name = bot_name
         self._cap = note_max_chars
 
@@ -294,7 +302,7 @@ class ScreenNotes:
             return Submitted(status=SubmitStatus.RATE_LIMITED, retry_after_s=wait)
         try:
             frame = await asyncio.to_thread(
-                decode_image, data, self.config.limits, for_vision=self.writer.vision is not None
+                self.writer.decode, data, self.config.limits, for_vision=self.writer.vision is not None
             )
         except ImageError as err:
             self._skip(str(err.code), source, size_bytes=len(data))

@@ -23,7 +23,7 @@ from pipeline.models import (
     Turn,
     TurnDraft,
 )
-from pipeline.transcript.store_codec import DEDUPE_WINDOW
+from pipeline.store_codec import DEDUPE_WINDOW
 
 
 def _fence_of(token: str) -> int:

@@ -1,6 +1,6 @@
 """The dashboard app over sessions in a real Redis: horizon, chart, events, escaping, the token wall.
 
-These run without a browser (aiohttp's test client); tests/bot/test_dashboard_browser.py drives the
+These run without a browser (aiohttp's test client); tests/bot/dashboard/test_dashboard_browser.py drives the
 same pages in headless Chromium.
 """
 

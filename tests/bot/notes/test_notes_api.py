@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bot.notes.api import register_notes_api
-from pipeline.adapters.images import ImageLimits
+from pipeline.adapters.images import ImageLimits, decode_image
 from pipeline.events import EventEmitter
 from pipeline.models import Note
 from pipeline.testing import FakeClock
@@ -65,7 +65,7 @@ async def api(
         added.append(note)
 
     notes = ScreenNotes(
-        writer=NoteWriter(vision=None, reader=NoText()), sink=sink, clock=FakeClock(30.0),
+        writer=NoteWriter(decode=decode_image, vision=None, reader=NoText()), sink=sink, clock=FakeClock(30.0),
         events=EventEmitter(guild_id="11", session_id=SID, source="test"), config=NotesConfig(**config),
     )
     targets = {SID: Target(notes if notes_on else None, opted_out)}
@@ -207,7 +207,7 @@ async def test_ingest_passes_the_dashboard_token_wall_with_its_own_token() -> No
         added.append(note)
 
     notes = ScreenNotes(
-        writer=NoteWriter(vision=None, reader=NoText()), sink=sink, clock=FakeClock(30.0),
+        writer=NoteWriter(decode=decode_image, vision=None, reader=NoText()), sink=sink, clock=FakeClock(30.0),
         events=EventEmitter(guild_id="11", session_id=SID, source="test"), config=NotesConfig(),
     )
     app = create_dashboard_app(InMemorySessionStore(), DashboardConfig(token="dashboard-token-0123456789"))

@@ -35,6 +35,7 @@ from bot.notes.watch import run_watch
 from bot.session.config import GuildSessionConfig, session_id_for
 from bot.session.guild_session import GuildSession
 from bot.session.registry import GuildSessionRegistry
+from pipeline.adapters.images import decode_image
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAIVision
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.events import ChatTurnCorrected, ScreenNoteAdded
@@ -137,7 +138,7 @@ async def live(*, chat_reply_text: bool = False, policy: CompactionPolicy | None
             config=GuildSessionConfig(bot_name="Clanky", chat_reply_text=chat_reply_text, chat_edit_grace_s=60.0),
             policy=policy,
         )
-        resources = replace(resources, note_writer=NoteWriter(vision=vision, reader=NoText()),
+        resources = replace(resources, note_writer=NoteWriter(decode=decode_image, vision=vision, reader=NoText()),
                             notes_config=NotesConfig(burst=10))
         connector = FakeConnector(humans=[(1, "Alice"), (2, "James"), (3, "Maya")])
         try:

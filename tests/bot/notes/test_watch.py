@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestServer
 from bot.__main__ import build_parser, main
 from bot.notes.api import register_notes_api
 from bot.notes.watch import WatchError, run_watch
+from pipeline.adapters.images import decode_image
 from pipeline.events import EventEmitter
 from pipeline.models import Note
 from pipeline.testing import FakeClock
@@ -69,8 +70,9 @@ async def test_watch_posts_changed_frames_to_the_ingest(tmp_path: Path) -> None:
         def read_text(self, rgb: object) -> list[Any]:
             return []
 
-    notes = ScreenNotes(writer=NoteWriter(vision=None, reader=NoText()), sink=sink, clock=FakeClock(),
-                        events=EventEmitter(guild_id="1", session_id="guild-1", source="t"), config=NotesConfig())
+    notes = ScreenNotes(writer=NoteWriter(decode=decode_image, vision=None, reader=NoText()), sink=sink,
+                        clock=FakeClock(), events=EventEmitter(guild_id="1", session_id="guild-1", source="t"),
+                        config=NotesConfig())
     app = web.Application()
     target = type("T", (), {"notes": notes, "refuses_note_by": lambda self, by: False})()
     register_notes_api(app, {"guild-1": target}.get, token=TOKEN)

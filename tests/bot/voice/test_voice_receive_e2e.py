@@ -31,9 +31,9 @@ from bot.voice.rtp import DropReason, FrameSource, VoiceFrame
 from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.events import EventEmitter
-from pipeline.hearing.pipeline import HearingPipeline
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink
+from pipeline.wiring import hearing_pipeline
 from tests.support.fake_voice_gateway import FakeVoiceGateway
 from tests.support.fake_voice_server import FakeSpeaker, encode_discord_opus, one_byte_extension
 from tests.support.voice_join_rig import DatagramCounter, SsrcMapped, discord_client
@@ -151,7 +151,7 @@ async def _hear(talkers: list[Talker], by_user: dict[int, list[VoiceFrame]], off
     clock, sink = FakeClock(), ListSink()
     transcriber = WhisperTranscriber(WhisperConfig(cpu_threads=1, beam_size=1))
     await transcriber.start()
-    hearing = HearingPipeline(
+    hearing = hearing_pipeline(
         transcriber, sink, events=EventEmitter(guild_id="g", session_id="voice-e2e", source="test"), clock=clock
     )
     async with asyncio.TaskGroup() as tg:

@@ -19,7 +19,6 @@ from pipeline.adapters.openai_api import BrainError, BrainErrorCode, OpenAIBrain
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
-from pipeline.hearing.transcription import AsrError, AsrErrorCode
 from pipeline.model_profiles import (
     SHUTDOWN_DATES,
     ReasoningEffort,
@@ -31,6 +30,7 @@ from pipeline.model_profiles import (
     transcription_params,
 )
 from pipeline.models import SummaryRequest, Turn, TurnKind
+from pipeline.transcription import AsrError, AsrErrorCode
 from tests.support.openai_stub import OpenAIStub, Reply
 
 GUARD_S = 3.0  # a test that waits out a server's Retry-After blows this instead of passing slowly

@@ -23,8 +23,8 @@ from pipeline.adapters.realtime_protocol import (
 from pipeline.adapters.realtime_response import RealtimeResponseStream
 from pipeline.context.realtime_instructions import RealtimeSpec, build_realtime_instructions
 from pipeline.events import EventEmitter, RealtimeResponseCompleted
+from pipeline.formatting import render_turn_line
 from pipeline.models import ContextSnapshot, Turn, TurnKind
-from pipeline.transcript.formatting import render_turn_line
 from tests.conftest import EventLog
 from tests.support.bot_fakes import FakeVoiceLink
 from tests.support.realtime_stub import RealtimeStub, ScriptedResponse, ServerError

@@ -16,7 +16,7 @@ import numpy as np
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.context.recall import RecallConfig, RecallResult, build_query
 from pipeline.context.recall_index import RecallIndex
-from pipeline.context.recall_scoring import Scored, refers_back, says_it_changes
+from pipeline.context.recall_scoring import Scored, opens_pointing_back, says_it_changes
 from tests.pipeline.context.test_recall import index_of, question
 from tests.pipeline.context.test_recall_freshness import line_with, planted
 
@@ -33,9 +33,9 @@ def test_change_words_are_not_filler() -> None:
     assert says_it_changes("it's at six now, not seven")
     assert says_it_changes("Swap to a crate of ginger beer, nobody's got that.")
     assert says_it_changes("ignore what I said before, my job for the barbecue is the charcoal")
-    assert refers_back("Yeah about that, Odalys said they'll step in.")
-    assert refers_back("Oh, on that, Fenwick can run it.")
-    assert not refers_back("I was on that train too")
+    assert opens_pointing_back("Yeah about that, Odalys said they'll step in.")
+    assert opens_pointing_back("Oh, on that, Fenwick can run it.")
+    assert not opens_pointing_back("I was on that train too")
 
 
 def test_the_reply_that_points_back_answers_the_question() -> None:

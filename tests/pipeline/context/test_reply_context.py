@@ -18,9 +18,9 @@ from pipeline.context.reply_context import DATA_CLOSE, DATA_OPEN, ReplyContext, 
 from pipeline.context.token_guard import GuardConfig, TokenGuard
 from pipeline.context.tokens import make_token_counter
 from pipeline.events import ContextWindowPruned, EventEmitter
+from pipeline.formatting import mmss
 from pipeline.models import ContextSnapshot, Turn, TurnKind
 from pipeline.prompts import PromptNotFoundError, load_prompt
-from pipeline.transcript.formatting import mmss
 from tests.conftest import EventLog
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.hearing.asr_guards import GuardConfig, Verdict, clean_text, judge
-from pipeline.hearing.transcription import Transcription
+from pipeline.transcription import Transcription
 
 
 def heard(text: str, *, no_speech: float = 0.02, logprob: float = -0.15, duration: float = 3.0,

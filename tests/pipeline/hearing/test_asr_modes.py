@@ -28,12 +28,13 @@ from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.evaluation.wer import wer
 from pipeline.events import EventEmitter
-from pipeline.hearing.pcm import TARGET_RATE, wav_bytes
-from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
-from pipeline.hearing.transcription import AsrError
+from pipeline.hearing.pipeline import HearingConfig
+from pipeline.pcm import TARGET_RATE, wav_bytes
 from pipeline.ports import Transcriber
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink, frames, to_discord
+from pipeline.transcription import AsrError
+from pipeline.wiring import hearing_pipeline
 from tests.support.openai_stub import OpenAIStub
 
 SESSION = Path(__file__).resolve().parents[3] / "samples" / "audio_night"
@@ -53,7 +54,7 @@ async def _hear(transcriber: Transcriber) -> tuple[ListSink, dict[str, list[str]
     script = [script[0], script[2], script[1], script[3]]
     clock, sink = FakeClock(), ListSink()
     events = EventEmitter(guild_id="g", session_id="asr-modes", source="test")
-    pipeline = HearingPipeline(transcriber, sink, events=events, clock=clock, config=HearingConfig())
+    pipeline = hearing_pipeline(transcriber, sink, events=events, clock=clock, config=HearingConfig())
     silence = np.zeros(R, dtype=np.int16)
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run())

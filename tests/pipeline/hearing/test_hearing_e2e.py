@@ -17,19 +17,20 @@ import pytest
 
 from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
-from pipeline.evaluation.audio_replay import AudioReplay, AudioReplayReport
+from pipeline.evaluation.audio_replay import AudioReplayReport
 from pipeline.evaluation.session_file import MembershipLine, NoteLine, SessionLine, TurnLine, load_session_file
 from pipeline.evaluation.wer import wer
 from pipeline.events import AsrBacklogMerged, AsrRejected, EventEmitter
 from pipeline.hearing.asr_guards import Verdict, judge
 from pipeline.hearing.coalescer import CoalescerConfig
-from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_int16
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import SegmenterConfig
 from pipeline.hearing.vad import VadKind
 from pipeline.models import TurnKind
+from pipeline.pcm import TARGET_RATE, PcmInt16, to_int16
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink, ToneSpeech, ToneTranscriber, frames, to_discord
+from pipeline.wiring import audio_replay, hearing_pipeline
 
 SESSION = Path(__file__).resolve().parents[3] / "samples" / "audio_night"
 BOT = "Clanky"
@@ -60,7 +61,7 @@ def replayed(whisper: WhisperTranscriber) -> Iterator[tuple[AudioReplayReport, l
     async def go() -> AudioReplayReport:
         clock = FakeClock()
         config = HearingConfig(coalescer=CoalescerConfig(bot_name=BOT))
-        replay = AudioReplay(whisper, events=_emitter(log), clock=clock, config=config)
+        replay = audio_replay(whisper, events=_emitter(log), clock=clock, config=config)
         return await replay.run(
             load_session_file(SESSION), ListSink(), on_event=lambda line: calls.append((clock.now(), line))
         )
@@ -159,7 +160,7 @@ async def test_long_utterance_is_cut_banked_and_merged_into_one_turn(whisper: Wh
     clock, sink = FakeClock(), ListSink()
     log: list[dict[str, Any]] = []
     config = HearingConfig(segmenter=SegmenterConfig(max_utterance_s=5.0))
-    pipeline = HearingPipeline(whisper, sink, events=_emitter(log), clock=clock, config=config)
+    pipeline = hearing_pipeline(whisper, sink, events=_emitter(log), clock=clock, config=config)
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run())
         for frame in frames(np.concatenate([pcm, np.zeros(R, dtype=np.int16)])):
@@ -205,7 +206,7 @@ async def test_noise_reaching_whisper_never_becomes_a_turn(whisper: WhisperTrans
     clock, sink = FakeClock(), ListSink()
     log: list[dict[str, Any]] = []
     config = HearingConfig(vad=VadKind.ENERGY)
-    pipeline = HearingPipeline(whisper, sink, events=_emitter(log), clock=clock, config=config)
+    pipeline = hearing_pipeline(whisper, sink, events=_emitter(log), clock=clock, config=config)
     bursts = [to_int16((rng.standard_normal(n) * 0.3 * np.hanning(n)).astype(np.float32))
               for n in (int(0.6 * R), int(1.2 * R), int(0.9 * R))]
     hum = to_int16((np.sin(np.arange(2 * R) * 2 * np.pi * 100 / R) * 0.25).astype(np.float32))
@@ -240,7 +241,7 @@ async def test_backlog_merges_never_loses_words_and_reports_lag() -> None:
     log: list[dict[str, Any]] = []
     slow = ToneTranscriber(speech, clock=clock, seconds_per_audio_s=2.0)
     config = HearingConfig(vad=VadKind.ENERGY, max_queued_per_speaker=2)
-    pipeline = HearingPipeline(slow, sink, events=_emitter(log), clock=clock, config=config)
+    pipeline = hearing_pipeline(slow, sink, events=_emitter(log), clock=clock, config=config)
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run())
         per_speaker = {s: frames(streams[s]) for s in speakers}
@@ -278,7 +279,7 @@ async def test_pieces_of_a_long_utterance_reach_whisper_with_the_words_before_th
     tone = ToneTranscriber(speech)
     config = HearingConfig(vad=VadKind.ENERGY,
                            segmenter=SegmenterConfig(partial_after_s=1.5, partial_pause_ms=300, max_utterance_s=30.0))
-    pipeline = HearingPipeline(tone, sink, events=_emitter([]), clock=clock, config=config)
+    pipeline = hearing_pipeline(tone, sink, events=_emitter([]), clock=clock, config=config)
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run())
         for frame in frames(np.concatenate([long, np.zeros(R, np.int16), after, np.zeros(R, np.int16)])):
@@ -305,7 +306,7 @@ async def test_a_turn_is_appended_while_someone_else_is_still_talking() -> None:
     alice = np.concatenate([alice, np.zeros(R, np.int16)])
     clock, sink = FakeClock(), ListSink()
     config = HearingConfig(vad=VadKind.ENERGY, segmenter=SegmenterConfig(partial_after_s=0.0))
-    pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock, config=config)
+    pipeline = hearing_pipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock, config=config)
     appended_at: dict[str, float] = {}
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run())
@@ -334,7 +335,7 @@ async def _run_slow(speakers: dict[str, PcmInt16], workers: int) -> tuple[ToneTr
     clock, sink = FakeClock(), ListSink()
     slow = ToneTranscriber(speech, clock=clock, seconds_per_audio_s=2.0)
     config = HearingConfig(vad=VadKind.ENERGY, asr_workers=workers)
-    pipeline = HearingPipeline(slow, sink, events=_emitter([]), clock=clock, config=config)
+    pipeline = hearing_pipeline(slow, sink, events=_emitter([]), clock=clock, config=config)
     streams = {s: frames(pcm) for s, pcm in speakers.items()}
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run())
@@ -373,7 +374,7 @@ async def test_asr_queue_is_round_robin_across_speakers() -> None:
     clock, sink = FakeClock(), ListSink()
     log: list[dict[str, Any]] = []
     slow = ToneTranscriber(speech, clock=clock, seconds_per_audio_s=10.0)
-    pipeline = HearingPipeline(slow, sink, events=_emitter(log), clock=clock,
+    pipeline = hearing_pipeline(slow, sink, events=_emitter(log), clock=clock,
                                config=HearingConfig(vad=VadKind.ENERGY, max_queued_per_speaker=5))
     gap = np.zeros(R, dtype=np.int16)
     alice = np.concatenate([x for w in ["a1", "a2", "a3", "a4"] for x in (speech.say([w]), gap)])
@@ -401,7 +402,7 @@ async def test_packets_stopping_ends_the_utterance_by_the_clock() -> None:
     speech = ToneSpeech(["hello", "there"])
     clock, sink = FakeClock(), ListSink()
     log: list[dict[str, Any]] = []
-    pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter(log), clock=clock,
+    pipeline = hearing_pipeline(ToneTranscriber(speech), sink, events=_emitter(log), clock=clock,
                                config=HearingConfig(vad=VadKind.ENERGY))
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run())
@@ -436,7 +437,7 @@ async def test_speaking_stopped_ends_the_utterance_without_jitter_allowance() ->
     results = []
     for stopped in (False, True):
         clock, sink = FakeClock(), ListSink()
-        pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock, config=config)
+        pipeline = hearing_pipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock, config=config)
         async with asyncio.TaskGroup() as tg:
             runner = tg.create_task(pipeline.run())
             await _spoken(pipeline, clock, speech, ["go", "left"])  # ends with 80 ms of quiet
@@ -457,7 +458,7 @@ async def test_end_of_transmission_after_silence_ends_the_turn_without_the_full_
     results = []
     for stopped in (False, True):
         clock, sink = FakeClock(), ListSink()
-        pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock,
+        pipeline = hearing_pipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock,
                                    config=HearingConfig(vad=VadKind.ENERGY))
         async with asyncio.TaskGroup() as tg:
             runner = tg.create_task(pipeline.run())
@@ -477,7 +478,7 @@ async def test_a_speaker_leaving_mid_sentence_keeps_their_words() -> None:
     """end_speaker() finishes the open utterance (it becomes a turn) and forgets the stream."""
     speech = ToneSpeech(["wait", "for", "me"])
     clock, sink = FakeClock(), ListSink()
-    pipeline = HearingPipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock,
+    pipeline = hearing_pipeline(ToneTranscriber(speech), sink, events=_emitter([]), clock=clock,
                                config=HearingConfig(vad=VadKind.ENERGY))
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run())

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from pipeline.adapters.av_audio import PcmResampler, read_audio_file, write_opus_ogg, write_wav
-from pipeline.hearing.pcm import TARGET_RATE, PcmFloat32, PcmInt16
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig, Utterance
 from pipeline.hearing.vad import EnergyVad
+from pipeline.pcm import TARGET_RATE, PcmFloat32, PcmInt16
 from pipeline.testing.audio import ToneSpeech, frames
 
 SPEECH = ToneSpeech([f"w{i}" for i in range(60)])

@@ -7,8 +7,8 @@ import string
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pipeline.formatting import cap_text, clamp_at_sentence, mmss, render_turn_line, speaker_label
 from pipeline.models import Turn, TurnKind
-from pipeline.transcript.formatting import cap_text, clamp_at_sentence, mmss, render_turn_line, speaker_label
 
 
 def turn(kind: TurnKind, name: str, text: str, seq: int = 0) -> Turn:

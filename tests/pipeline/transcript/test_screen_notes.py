@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from pipeline.adapters.images import ImageError, ImageErrorCode, ImageLimits, decode_image, hamming
+from pipeline.adapters.images import decode_image
 from pipeline.adapters.ocr import RapidOcrReader
 from pipeline.adapters.openai_api import OpenAIVision
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.events import EventEmitter, ScreenNoteAdded, ScreenNoteSkipped
+from pipeline.image_frames import ImageError, ImageErrorCode, ImageLimits, hamming
 from pipeline.models import Note, NoteSource
 from pipeline.testing import FakeClock
 from pipeline.transcript.screen_notes import (
@@ -59,8 +60,8 @@ def intake(events: EventLog, *, writer: NoteWriter | None = None, clock: FakeClo
     emitter = EventEmitter(guild_id="g", session_id="s", source="test")
     emitter.add_sink(events.append)
     notes = ScreenNotes(
-        writer=writer or NoteWriter(vision=None, reader=NoText()), sink=sink, clock=clock or FakeClock(100.0),
-        events=emitter, config=NotesConfig(**config),
+        writer=writer or NoteWriter(decode=decode_image, vision=None, reader=NoText()), sink=sink,
+        clock=clock or FakeClock(100.0), events=emitter, config=NotesConfig(**config),
     )
     return notes, added
 
@@ -113,7 +114,7 @@ def test_hash_ignores_capture_noise_and_sees_a_changed_hud() -> None:
 
 async def test_offline_note_reads_the_hud_text_with_provenance() -> None:
     """Without a vision model the note is OCR plus image facts: the HUD's words, who, how, when."""
-    writer = NoteWriter(vision=None, reader=READER)
+    writer = NoteWriter(decode=decode_image, vision=None, reader=READER)
     frame = decode_image(hud_png(), ImageLimits())
     written = await writer.write(frame, Share(by="James", by_id="42", source=NoteSource.LOOK, at=125.0))
     note = written.note
@@ -138,7 +139,7 @@ async def test_vision_request_is_a_well_formed_image_message() -> None:
             endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url),
             model="vision-test-model",
         )
-        writer = NoteWriter(vision=vision, reader=NoText())
+        writer = NoteWriter(decode=decode_image, vision=vision, reader=NoText())
         frame = decode_image(hud_png(), ImageLimits(), for_vision=True)
         written = await writer.write(frame, Share(by="James", by_id="42", source=NoteSource.INGEST, at=61.0))
         await vision.aclose()
@@ -162,7 +163,7 @@ async def test_vision_failure_falls_back_to_ocr() -> None:
     async with OpenAIStub() as stub:
         stub.chat.append(Reply(status=500))
         vision = OpenAIVision(endpoint=OpenAIEndpoint(api_key="test", base_url=stub.base_url), model="m")
-        writer = NoteWriter(vision=vision, reader=READER)
+        writer = NoteWriter(decode=decode_image, vision=vision, reader=READER)
         frame = decode_image(hud_png(map_name="KLYNTAR"), ImageLimits(), for_vision=True)
         written = await writer.write(frame, Share(by="Maya", by_id="7", source=NoteSource.WATCH, at=5.0))
         await vision.aclose()
@@ -253,8 +254,8 @@ async def test_events_carry_the_hash_never_the_image(redis_store: RedisSessionSt
 
     emitter = EventEmitter(guild_id="g", session_id=session_id, source="test")
     emitter.add_sink(events.append)
-    notes = ScreenNotes(writer=NoteWriter(vision=None, reader=NoText()), sink=sink, clock=FakeClock(),
-                        events=emitter, config=NotesConfig())
+    notes = ScreenNotes(writer=NoteWriter(decode=decode_image, vision=None, reader=NoText()), sink=sink,
+                        clock=FakeClock(), events=emitter, config=NotesConfig())
     data = hud_png()
     result = await notes.submit_image(data, by="James", by_id="42", source=NoteSource.LOOK)
     worker = asyncio.create_task(notes.run())
@@ -274,7 +275,7 @@ PHOTOS = Path(__file__).resolve().parents[2] / "photos"  # CC0 photographs; test
 async def test_openly_licensed_photos_become_notes_with_image_facts() -> None:
     """Real photographs (JPEG, no HUD): each decodes, gets its own hash (no false duplicate of the
     other or of a HUD frame), and the offline note states its size and colours."""
-    writer = NoteWriter(vision=None, reader=READER)
+    writer = NoteWriter(decode=decode_image, vision=None, reader=READER)
     frames = {p.stem: decode_image(p.read_bytes(), ImageLimits()) for p in sorted(PHOTOS.glob("*.jpg"))}
     hud = decode_image(hud_png(), ImageLimits()).image_hash
     distance = NotesConfig().dedupe_distance

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.formatting import one_line, render_turn_line, speaker_label
 from pipeline.models import Turn, TurnKind
-from pipeline.transcript.formatting import one_line, render_turn_line, speaker_label
-from pipeline.transcript.text_clean import clean_text
+from pipeline.text_clean import clean_text
 
 RAINBOW = "\U0001f3f3\ufe0f\u200d\U0001f308"  # 🏳️‍🌈: white flag, VS16, ZWJ, rainbow
 ENGLAND = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"  # 🏴 + tags + cancel tag

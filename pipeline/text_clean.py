@@ -15,7 +15,7 @@ past a reader). `clean_text` turns any string into its printable, NFKC-normalise
   emoji (🏳️‍🌈, 👩‍💻) and the tag characters of a subdivision flag (🏴 + tags + cancel tag);
 - runs of combining marks are cut to 4 per base character ("Zalgo" text stays readable).
 
-The stored turn keeps its original text; the renderers in `pipeline.transcript.formatting` apply this
+The stored turn keeps its original text; the renderers in `pipeline.formatting` apply this
 to every field they put in front of a model, so prompts and summaries see the clean form.
 """
 

@@ -24,7 +24,7 @@ import functools
 import re
 
 from pipeline.models import Note, Turn, TurnKind
-from pipeline.transcript.text_clean import clean_text
+from pipeline.text_clean import clean_text
 
 ELLIPSIS = "…"
 
@@ -51,7 +51,7 @@ _MIN_KEEP_SHARE = 0.5
 
 
 def one_line(text: str) -> str:
-    """`text` sanitised (`pipeline.transcript.text_clean`), every whitespace run (newlines included)
+    """`text` sanitised (`pipeline.text_clean`), every whitespace run (newlines included)
     collapsed to one space, stripped. Every renderer that puts user-made text in front of a
     model goes through here, so prompts and summaries always get the clean form."""
     return " ".join(clean_text(text).split())  # split() with no argument splits on any whitespace run

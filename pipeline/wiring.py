@@ -1,0 +1,66 @@
+"""The composition module: which adapter serves each port a stage declares.
+
+Stages never import an adapter and adapters never import a stage (`tests/test_layout.py`);
+they meet here and in `bot/`, the only places that import both. What a stage needs from
+an outside library comes in as a port (`pipeline/ports.py`) or a parameter:
+
+- hearing: each speaker stream's speech detector (Silero over `onnx_runtime`, or the energy
+  detector) and resampler (`av_audio.PcmResampler`): `stream_parts`, `hearing_pipeline`;
+- evaluation: the same, plus the audio file reader (`av_audio.read_audio_file`) for an
+  audio session replay: `audio_replay`;
+- screen notes: the image decoder (`images.decode_image`), passed to `NoteWriter` by its
+  makers in `bot/notes/`;
+- recall's lemmatiser (`lemmas.lemma`): `pipeline/context/recall.py` says how.
+"""
+
+from __future__ import annotations
+
+from pipeline.adapters.av_audio import PcmResampler, read_audio_file
+from pipeline.adapters.onnx_runtime import silero_session
+from pipeline.evaluation.audio_replay import AudioReplay, SettableClock
+from pipeline.events import EventEmitter
+from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
+from pipeline.hearing.streams import StreamParts
+from pipeline.hearing.vad import EnergyVad, SileroVad, SpeechDetector, VadKind
+from pipeline.ports import Clock, Transcriber, TurnSink
+
+
+def make_detector(kind: VadKind | str) -> SpeechDetector:
+    """A fresh detector for one speaker stream."""
+    kind = VadKind(kind)
+    if kind is VadKind.SILERO:
+        return SileroVad(silero_session())
+    return EnergyVad()
+
+
+def stream_parts(kind: VadKind | str) -> StreamParts:
+    """Each stream's detector (of `kind`) and resampler (PyAV's)."""
+    kind = VadKind(kind)
+    return StreamParts(detector=lambda: make_detector(kind), resampler=PcmResampler)
+
+
+def hearing_pipeline(
+    transcriber: Transcriber,
+    sink: TurnSink,
+    *,
+    events: EventEmitter,
+    clock: Clock,
+    config: HearingConfig | None = None,
+) -> HearingPipeline:
+    """The hearing pipeline with the production detector (`config.vad`) and resampler."""
+    config = config or HearingConfig()
+    return HearingPipeline(transcriber, sink, events=events, clock=clock, config=config,
+                           parts=stream_parts(config.vad))
+
+
+def audio_replay(
+    transcriber: Transcriber,
+    *,
+    events: EventEmitter,
+    clock: SettableClock,
+    config: HearingConfig | None = None,
+) -> AudioReplay:
+    """An audio session replay through the production hearing path, clips read with PyAV."""
+    config = config or HearingConfig()
+    return AudioReplay(transcriber, events=events, clock=clock, config=config, parts=stream_parts(config.vad),
+                       read_audio=read_audio_file)
