@@ -222,7 +222,7 @@ class RedisSessionStore(RedisPrivacyCommands):
             code = "OOM" if isinstance(err, rx.OutOfMemoryError) else (m := _REFUSED.search(str(err))) and m.group(1)
             if not code:
                 raise
-            raise StoreUnavailable(f"redis refused the command ({code})") from err
+            raise StoreUnavailable(f"redis refused the command: {code}") from err
 
     async def append_turn(
         self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1
