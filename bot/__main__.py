@@ -7,21 +7,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
+import re
 import sys
 import traceback
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from bot.cli_output import CommandFailed, terminal_safe, writable_dir
 from bot.logging_setup import Redactor, configure_logging
 from bot.runtime import make_embedder, make_summarizers, open_store
 from bot.settings import Settings, SettingsError, load_settings
+from pipeline.context.recall import RecallConfig
 from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.evaluation.replay import AudioDriver, Replayer, ReplayOptions, ReplaySetup
+from pipeline.evaluation.report import describe_ranges
 from pipeline.evaluation.session_file import SessionFileError, load_session_file
 from pipeline.models import StoreUnavailable
 
@@ -69,16 +75,23 @@ def _audio_driver(settings: Settings) -> AudioDriver | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplayRun:
-    """How one `replay` runs. `session_id`: the session's id; an earlier session of that id is
-    replaced (the demo's stable ids) or, with `resume`, continued after the turns it already
-    holds (a killed run's session). `stop_at_turn`: stop once turn N is the newest (`inspect`).
-    `keep`: the session stays in the store (for `longcall dashboard`). `quiet`: no progress bar."""
+    """How one `replay` runs. `session_id`: keep the session under this id, continued after the
+    turns it already holds (a killed run's session). `replaces`: the demo's sessions, `ID` and
+    `ID-<run>`: this run gets a new `ID-<run>`, and the earlier ones are deleted only once it is
+    complete (a failed run deletes its own and leaves them). `stop_at_turn`: inspect once turn N
+    is the newest (`inspect`). `keep`: the session stays in the store (for `longcall
+    dashboard`). `quiet`: no progress bar."""
 
     session_id: str = ""
-    resume: bool = False
+    replaces: str = ""
     stop_at_turn: int | None = None
     keep: bool = True
     quiet: bool = False
+
+
+def _replaced(session_id: str, replaces: str) -> bool:
+    """`session_id` is one of the sessions a `replaces` run stands for (`ID`, `ID-<run>`)."""
+    return session_id == replaces or re.fullmatch(re.escape(replaces) + r"-[0-9a-f]{8}", session_id) is not None
 
 
 async def replay(
@@ -86,16 +99,16 @@ async def replay(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Replay a session file as `run` says."""
     session_file = load_session_file(path)
+    writable_dir(out)  # before anything is stored: a run that cannot write its report changes nothing
     primary, fallback = make_summarizers(settings)
     async with open_store(settings) as store:
-        if run.session_id and not run.resume:
-            await store.delete_session(run.session_id)
+        session_id = run.session_id or (f"{run.replaces}-{uuid.uuid4().hex[:8]}" if run.replaces else "")
         options = ReplayOptions(
             policy=settings.policy(),
             bot_name=settings.bot_name,
             model_context=_model_context(settings),
             stop_at_turn=run.stop_at_turn,
-            session_id=run.session_id,
+            session_id=session_id,
             embedder=make_embedder(settings),
             memory=settings.participant_memory(),
         )
@@ -106,13 +119,19 @@ async def replay(
             progress=None if run.quiet else Progress(f"replay {path.name}"),
             audio_driver=_audio_driver(settings) if session_file.audio_dir else None,
         )
+        complete = False
         try:
             report = await replayer.run()
+            complete = True
         finally:
-            if not run.keep:
+            if not run.keep or (run.replaces and not complete):
                 await store.delete_session(replayer.session_id)
             else:  # kept for the dashboard, not forever (REPLAY_RETENTION_DAYS)
                 await store.expire_session(replayer.session_id, settings.retention().ttl_s(replay=True))
+        if run.replaces:  # the new one is complete: the sessions it replaces go
+            for old in await store.list_sessions():
+                if old != replayer.session_id and _replaced(old, run.replaces):
+                    await store.delete_session(old)
         return report, replayer.inspection
 
 
@@ -120,9 +139,12 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
     comp = report["compactions"]
     probes = report["probes"]
     tokens = report["context_tokens"]
+    missing = report.get("store_missing_turns", 0)
     lines = [
-        f"  session          {report['session']}  (id {report['session_id']})",
-        f"  turns            {report['turns']}  (lost: {report['lost_turns']})",
+        f"  session          {terminal_safe(str(report['session']))}  (id {terminal_safe(report['session_id'])})",
+        f"  turns            {report['turns']}  (lost: {report['lost_turns']}"
+        + (f"; {missing} no longer in the store: turns {describe_ranges(report['store_missing_seqs'])}"
+           if missing else "") + ")",
         f"  compactions      {comp['completed']} completed, {comp['failed']} failed, "
         f"cursor {report['cursor']}, covered through turn {report['covered_through_turn']}",
         "  folded by        " + ", ".join(f"{k} {v}" for k, v in comp.get("by_outcome", {}).items())
@@ -144,24 +166,58 @@ def print_headline(report: dict[str, Any], out: Path) -> None:
     print("\n".join(lines))
 
 
+def lost_turns_problem(report: dict[str, Any]) -> str:
+    """The line that ends a replay that lost turns ('' when none was lost)."""
+    if not report["lost_turns"]:
+        return ""
+    parts = []
+    if report.get("lost_unfolded_turns"):
+        parts.append(f"{report['lost_unfolded_turns']} left the verbatim window without being folded")
+    if report.get("store_missing_turns"):
+        parts.append(f"{report['store_missing_turns']} are no longer in the session store (turns "
+                     f"{describe_ranges(report['store_missing_seqs'])}; did Redis restart empty?)")
+    return (f"{terminal_safe(str(report['session']))}: {report['lost_turns']} of {report['turns']} turns lost: "
+            + "; ".join(parts))
+
+
 def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
-    run = ReplayRun(session_id=args.session_id, resume=bool(args.session_id))
-    report, _ = asyncio.run(replay(settings, Path(args.path), Path(args.out), run))
+    report, _ = asyncio.run(replay(settings, Path(args.path), Path(args.out), ReplayRun(session_id=args.session_id)))
     print_headline(report, Path(args.out))
-    return 0 if report["lost_turns"] == 0 else 1
+    if problem := lost_turns_problem(report):
+        raise CommandFailed(problem)
+    return 0
+
+
+_JSON_KIND = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 
 def _recall_overrides(pairs: list[str]) -> dict[str, Any]:
-    """`--recall max_hits=8 --recall dense_weight=0.5`: RecallConfig fields for the recall mode."""
+    """`--recall max_hits=8 --recall dense_weight=0.5`: RecallConfig fields for the recall
+    mode, each of its field's type (a float field takes an integer too), checked by
+    RecallConfig itself; anything else is a SettingsError naming it."""
+    fields = {f.name: type(f.default) for f in dataclasses.fields(RecallConfig) if f.name != "enabled"}
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
+        key = key.strip()
         if not sep or not key:
             raise SettingsError(f"--recall takes FIELD=VALUE, got {pair!r}")
+        if key not in fields:
+            hint = " (compare runs recall on and off itself)" if key == "enabled" else ""
+            raise SettingsError(f"--recall {key}: no such RecallConfig field{hint}; the fields: {', '.join(fields)}")
         try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
+            value = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError):
+            value = raw
+        kind = fields[key]
+        ok = isinstance(value, kind) if kind is not float else isinstance(value, int | float)
+        if not ok or (isinstance(value, bool) and kind is not bool):
+            raise SettingsError(f"--recall {key} takes {_JSON_KIND.get(kind, kind.__name__)}, got {raw!r}")
+        out[key] = float(value) if kind is float else value
+    try:
+        RecallConfig(**out)
+    except ValueError as err:
+        raise SettingsError(f"--recall: {err}") from None
     return out
 
 
@@ -189,63 +245,77 @@ def print_compare(report: dict[str, Any], out: Path) -> None:
     for mode in report["modes"]:
         print(f"  {mode:<16} {pct(report['retention'][mode])}")
     if report["recall_available"]:
-        print(f"  rolling+recall is {report['recall_vs_rolling']}x rolling and "
-              f"{pct(report['recall_vs_ceiling']).strip()} of the ceiling; recall latency p95 "
+        vs_rolling = ("rolling held none: no ratio" if report["recall_vs_rolling"] is None
+                      else f"{report['recall_vs_rolling']}x rolling")
+        vs_ceiling = ("the ceiling held none" if report["recall_vs_ceiling"] is None
+                      else f"{pct(report['recall_vs_ceiling']).strip()} of the ceiling")
+        print(f"  rolling+recall is {vs_rolling} and {vs_ceiling}; recall latency p95 "
               f"{report['recall_latency_ms']['p95']} ms")
     print(f"  reports          {out / 'compare.html'}  {out / 'compare.json'}")
 
 
 def cmd_compare(settings: Settings, args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    report = asyncio.run(compare(settings, [Path(p) for p in args.paths], out, recall=_recall_overrides(args.recall)))
+    out = writable_dir(Path(args.out))
+    recall = _recall_overrides(args.recall)
+    report = asyncio.run(compare(settings, [Path(p) for p in args.paths], out, recall=recall))
     print_compare(report, out)
     return 0
 
 
 def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     out = Path(args.out)
-    _, inspection = asyncio.run(
+    if args.at_turn < 0:
+        raise CommandFailed(f"--at-turn takes a turn number, 0 or more, got {args.at_turn}", status=2)
+    report, inspection = asyncio.run(
         replay(settings, Path(args.path), out, ReplayRun(stop_at_turn=args.at_turn, quiet=True, keep=False))
     )
     if inspection is None:
-        print(f"the session has fewer than {args.at_turn + 1} turns", file=sys.stderr)
-        return 2
+        turns = report["turns"]
+        raise CommandFailed(f"{terminal_safe(args.path)} has {turns} turn{'' if turns == 1 else 's'}: there is no "
+                            f"turn {args.at_turn} (the last is {turns - 1})", status=2)
     if args.json:
         print(json.dumps(inspection, indent=2, ensure_ascii=False))
         return 0
+    _print_inspection(inspection)
+    return 0
+
+
+def _print_inspection(inspection: dict[str, Any]) -> None:
+    """`longcall inspect` for a terminal: the session's words with control characters escaped."""
+    lines: list[str] = []
     tok = inspection["tokens"]
-    print(f"== at turn {inspection['at_turn']}  cursor {inspection['cursor']}  "
-          f"covered through {inspection['covered_through_turn']}  in flight: {inspection['in_flight']}")
+    lines.append(f"== at turn {inspection['at_turn']}  cursor {inspection['cursor']}  "
+                 f"covered through {inspection['covered_through_turn']}  in flight: {inspection['in_flight']}")
     verbatim = inspection["verbatim_seqs"]
     folded = f"0-{inspection['covered_through_turn']}" if inspection["summary_seqs"] else "none"
-    print(f"== summary: turns {folded}"
-          f" | verbatim: {verbatim[0] if verbatim else '-'}-{verbatim[-1] if verbatim else '-'} ({len(verbatim)})"
-          f" | pruned: {len(inspection['pruned_seqs'])}")
-    print(f"== brain model {tok['model']}: {tok['display']} tokens of {tok['budget']} history budget "
-          f"(context {tok['context_limit']}, {'exact' if tok['exact'] else 'estimated'})")
+    shown = f"{verbatim[0]}-{verbatim[-1]}" if verbatim else "---"
+    lines.append(f"== summary: turns {folded} | verbatim: {shown} ({len(verbatim)})"
+                 f" | pruned: {len(inspection['pruned_seqs'])}")
+    lines.append(f"== brain model {tok['model']}: {tok['display']} tokens of {tok['budget']} history budget "
+                 f"(context {tok['context_limit']}, {'exact' if tok['exact'] else 'estimated'})")
     recall = inspection["recall"]
     hits = ", ".join(
         f"{h['seq'] if h['seq'] is not None else h['note_id']}{'~' if h['neighbour'] else ''}" for h in recall["hits"]
     )
-    print(f"== recall: {'on' if recall['enabled'] else 'off'}, {recall['chars']} chars injected, "
-          f"{recall['latency_ms']} ms; index {recall['index_size']} lines, {recall['vectors']} vectors "
-          f"(dense {'on' if recall['dense'] else 'off'}); hits (~ = neighbour): {hits or 'none'}")
-    print(recall["section"] or "(nothing recalled: no old line matches, or nothing is older than the window)")
+    lines.append(f"== recall: {'on' if recall['enabled'] else 'off'}, {recall['chars']} chars injected, "
+                 f"{recall['latency_ms']} ms; index {recall['index_size']} lines, {recall['vectors']} vectors "
+                 f"(dense {'on' if recall['dense'] else 'off'}); hits (~ = neighbour): {hits or 'none'}")
+    lines.append(recall["section"] or "(nothing recalled: no old line matches, or nothing is older than the window)")
     cards = inspection["participant_cards"]
-    print(f"== participant cards: {len(cards)}")
-    print(inspection["participant_memory"] or "(none yet: cards fill from folded turns)")
+    lines.append(f"== participant cards: {len(cards)}")
+    lines.append(inspection["participant_memory"] or "(none yet: cards fill from folded turns)")
     for message in inspection["messages"]:
-        print(f"--- {message['role']}\n{message['content']}")
+        lines.append(f"--- {message['role']}\n{message['content']}")
     rt = inspection["realtime"]
-    print(f"\n== realtime instructions: {rt['chars']}/{rt['budget']} chars; sections {rt['sections']}; "
-          f"shortened {rt['shortened']}; dropped {rt['dropped']}")
-    print(inspection["instructions"])
-    return 0
+    lines.append(f"\n== realtime instructions: {rt['chars']}/{rt['budget']} chars; sections {rt['sections']}; "
+                 f"shortened {rt['shortened']}; dropped {rt['dropped']}")
+    lines.append(inspection["instructions"])
+    print(terminal_safe("\n".join(lines), keep="\n\t"))
 
 
 def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    status = 0
+    out = writable_dir(Path(args.out))
+    problems = []
     runs = [("audio session", SAMPLES / "audio_night"), ("long transcript session", SAMPLES / "gaming_night.jsonl")]
     for label, path in runs:
         if not path.exists():
@@ -253,16 +323,19 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             continue
         print(f"\n== {label}: {path.relative_to(SAMPLES.parent)}")
         target = out / path.stem
-        report, _ = asyncio.run(replay(settings, path, target, ReplayRun(session_id=f"demo-{path.stem}")))
+        report, _ = asyncio.run(replay(settings, path, target, ReplayRun(replaces=f"demo-{path.stem}")))
         print_headline(report, target)
-        status |= 0 if report["lost_turns"] == 0 else 1
+        if problem := lost_turns_problem(report):
+            problems.append(problem)
     summarizer = "the OpenAI-compatible model" if settings.openai_api_key else "the offline summarizer"
     print(f"\nDemo done with {summarizer}. Open the HTML reports above; "
           "`longcall inspect samples/gaming_night.jsonl --at-turn 300` shows what the model sees.")
     if settings.redis_url or settings.redis_data_dir is not None:
         print("Open both sessions in the operator dashboard:\n\n    .venv/bin/longcall dashboard\n\n"
               f"then http://{settings.dashboard_host}:{settings.dashboard_port}/")
-    return status
+    if problems:
+        raise CommandFailed("; ".join(problems))
+    return 0
 
 
 def cmd_dashboard(settings: Settings, args: argparse.Namespace) -> int:
@@ -376,10 +449,12 @@ def _leaf(err: BaseException) -> BaseException:
 def describe_error(err: BaseException) -> tuple[str, int]:
     """One line naming the problem, and the exit status (2: fix your input or settings)."""
     err = _leaf(err)
+    if isinstance(err, CommandFailed):
+        return str(err), err.status
     if isinstance(err, SettingsError | SessionFileError):
         return str(err), 2
     if isinstance(err, StoreUnavailable):
-        return f"the session store is unreachable ({err}); check REDIS_URL or the embedded redis-server", 1
+        return f"the session store is unavailable ({err}); check REDIS_URL or the embedded redis-server", 1
     if isinstance(err, UnicodeDecodeError):
         return f"a file is not valid UTF-8 ({err.reason} at byte {err.start})", 2
     if isinstance(err, FileNotFoundError | IsADirectoryError | PermissionError):
@@ -391,14 +466,15 @@ def describe_error(err: BaseException) -> tuple[str, int]:
 
 def _report_failure(err: BaseException, *, fmt: str, verbose: bool, redactor: Redactor) -> int:
     message, status = describe_error(err)
-    message = redactor.scrub(message)
+    message = terminal_safe(redactor.scrub(message))  # one line, whatever a file or a server put in it
     if fmt == "json":
         structlog.get_logger("longcall").error(
             "longcall_failed", error=message, error_class=type(_leaf(err)).__name__,
             exc_info=err if verbose else None,
         )
     else:
-        hint = "" if verbose or status == 2 else " (--verbose for the traceback)"
+        expected = status == 2 or isinstance(_leaf(err), CommandFailed)  # a traceback would say nothing more
+        hint = "" if verbose or expected else " (--verbose for the traceback)"
         print(f"longcall: {message}{hint}", file=sys.stderr)
         if verbose:
             traceback.print_exception(err, file=sys.stderr)

@@ -70,8 +70,9 @@ def test_export_forget_list_show_delete(cli_env: Path, redis_server: PrivateRedi
     said = capsys.readouterr().out
     assert "6 turns and 1 notes removed" in said and "summary refolded through turn 9" in said
     assert [] == asyncio.run(keys_holding(redis_server.url, MARKER))
-    assert 0 == main(["sessions", "export", session_id, "--person", "102"])
-    assert [] == [line for line in capsys.readouterr().out.splitlines() if '"type":"turn"' in line]
+    assert 2 == main(["sessions", "export", session_id, "--person", "102"])  # nothing of theirs is left
+    said = capsys.readouterr()
+    assert "" == said.out and "holds no turn, screen note or card of '102'" in said.err
 
     assert 0 == main(["sessions", "list"])
     assert session_id in capsys.readouterr().out
@@ -98,3 +99,69 @@ def test_forget_refuses_a_session_served_live(cli_env: Path, redis_server: Priva
     assert 1 == main(["sessions", "forget", session_id, "--person", "Bob"])
     assert "/forget me" in capsys.readouterr().err
     assert asyncio.run(keys_holding(redis_server.url, MARKER))
+
+
+def test_export_of_a_person_the_session_never_heard_writes_nothing_and_says_so(
+    cli_env: Path, redis_server: PrivateRedisServer, session_id: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped or unknown --person is not an empty export: one line naming it, exit 2, no file."""
+    asyncio.run(seed(redis_server.url, session_id))
+    out = cli_env / "nobody.jsonl"
+    assert 2 == main(["sessions", "export", session_id, "--person", "Nobody", "--out", str(out)])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert 1 == len(err) and f"session {session_id} holds no turn, screen note or card of 'Nobody'" in err[0]
+    assert not out.exists()
+    assert 2 == main(["sessions", "export", session_id, "--person", "Bob", "--out", "/proc/nope/bob.jsonl"])
+    assert "cannot write to --out /proc/nope/bob.jsonl" in capsys.readouterr().err
+
+
+def test_show_escapes_control_characters_in_names(
+    cli_env: Path, redis_server: PrivateRedisServer, session_id: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A display name holding ESC, BEL or a C1 control reaches the operator's terminal escaped."""
+
+    async def hostile() -> None:
+        store = RedisSessionStore.from_url(redis_server.url)
+        try:
+            await store.append_turn(session_id, TurnDraft(
+                kind=TurnKind.SPEECH, speaker_id="66\x1b]0;owned\x07", speaker_name="\x1b[2J\x1b[31mEve\x07\x9b6n",
+                text="hi", started_at=0.0, ended_at=1.0))
+        finally:
+            await store.aclose()
+
+    asyncio.run(hostile())
+    assert 0 == main(["sessions", "show", session_id])
+    shown = capsys.readouterr().out
+    assert not any(ch in shown for ch in "\x1b\x07\x9b")
+    assert "\\x1b[2J\\x1b[31mEve\\x07\\x9b6n\t66\\x1b]0;owned\\x07\t1 turns" in shown
+
+
+def test_sessions_say_where_they_look_and_create_nothing(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without REDIS_URL, from a folder that holds no REDIS_DATA_DIR (another directory than the
+    demo's), `sessions list` names the folder it looked in and exits 2 instead of printing
+    nothing, and it does not create ./out/redis there. A store with no session says so."""
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    elsewhere = cli_env / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert 2 == main(["sessions", "list"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert 1 == len(err) and f"no session store in {elsewhere / 'out' / 'redis'}" in err[0], err
+    assert "relative to the working directory" in err[0]
+    assert [] == list(elsewhere.iterdir())
+    monkeypatch.setenv("REDIS_DATA_DIR", "memory")
+    assert 2 == main(["sessions", "list"])
+    assert "in-memory" in capsys.readouterr().err
+
+
+def test_an_empty_store_says_it_is_empty(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sessions list` on a store with no session says where it looked (on stderr), exit 0."""
+    with PrivateRedisServer() as empty:
+        monkeypatch.setenv("REDIS_URL", empty.url)
+        assert 0 == main(["sessions", "list"])
+    said = capsys.readouterr()
+    assert "" == said.out and "no sessions stored in the Redis at REDIS_URL" in said.err

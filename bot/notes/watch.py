@@ -11,6 +11,10 @@ A frame whose perceptual hash is within `--min-change` bits of the last one sent
 with the bearer token from NOTES_INGEST_TOKEN; the bot writes the note (vision model or OCR).
 `--dry-run` sends nothing and writes the note locally, offline (OCR + image facts), printing
 the note line the session would get.
+
+Only a frame the bot answered 201 for counts as sent; the last line says how many were sent,
+failed (unreachable, busy, an address that is not the bot's ingest) and skipped, and a run that
+delivered nothing ends with one line naming why and a non-zero exit.
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -26,6 +29,7 @@ from typing import Any
 
 import aiohttp
 
+from bot.cli_output import CommandFailed
 from pipeline.adapters.images import decode_image
 from pipeline.adapters.ocr import RapidOcrReader
 from pipeline.formatting import note_line
@@ -36,8 +40,11 @@ from pipeline.transcript.screen_notes import NoteWriter, Share
 POST_TIMEOUT_S = 90.0
 
 
-class WatchError(Exception):
+class WatchError(CommandFailed):
     """A problem the user must fix (bad token, no session, no display); exit code 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"watch: {message}", status=2)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -112,13 +119,15 @@ async def run_watch(args: argparse.Namespace, token: str | None, out: Callable[[
     writer = NoteWriter(decode=decode_image, vision=None, reader=RapidOcrReader()) if args.dry_run else None
     limits = ImageLimits()
     last_hash = ""
-    sent = skipped = 0
+    sent = failed = skipped = unreadable = 0
+    last_failure = ""
     started = time.monotonic()
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=POST_TIMEOUT_S)) as http:
         async for data in frames:
             try:
                 frame = await asyncio.to_thread(decode_image, data, limits)
             except ImageError as err:
+                unreadable += 1
                 out(f"skipped: {err}")
                 continue
             if last_hash and hamming(frame.image_hash, last_hash) <= args.min_change:
@@ -126,46 +135,59 @@ async def run_watch(args: argparse.Namespace, token: str | None, out: Callable[[
                 out("unchanged: skipped")
             else:
                 last_hash = frame.image_hash
-                sent += 1
                 if writer is not None:
                     share = Share(by=by, by_id="", source=NoteSource.WATCH, at=time.monotonic() - started)
                     written = await writer.write(frame, share)
+                    sent += 1
                     out(f"would send: {note_line(written.note)}")
                 else:
-                    out(await _post(http, args, token or "", by, data,
-                                      content_type=f"image/{frame.format.lower()}"))
-            if args.count and sent + skipped >= args.count:
+                    delivered, said = await _post(http, args, token or "", by, data,
+                                                  content_type=f"image/{frame.format.lower()}")
+                    sent += delivered
+                    failed += not delivered
+                    last_failure = last_failure if delivered else said
+                    out(said)
+            if args.count and sent + failed + skipped >= args.count:
                 break
-    out(f"done: {sent} sent, {skipped} unchanged frames skipped")
+    if writer is not None:
+        out(f"done: {sent} would be sent, {skipped} unchanged frames skipped, {unreadable} not images")
+    else:
+        out(f"done: {sent} sent, {failed} failed, {skipped} unchanged frames skipped, {unreadable} not images")
+    if not sent:
+        why = f"{failed} frames failed, the last: {last_failure}" if failed else "no frame was an image"
+        raise CommandFailed(f"watch: nothing was {'written' if writer is not None else 'delivered'} ({why})")
     return 0
 
 
 async def _post(
     http: aiohttp.ClientSession, args: argparse.Namespace, token: str, by: str, data: bytes, *, content_type: str
-) -> str:
+) -> tuple[bool, str]:
+    """POST one frame: (whether the bot took it, the line to print)."""
     url = f"{args.url.rstrip('/')}/api/sessions/{args.session}/notes"
     headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
     try:
         async with http.post(url, data=data, headers=headers, params={"by": by, "source": "watch"}) as response:
-            body = await response.json(content_type=None)
             status = response.status
-    except (aiohttp.ClientError, TimeoutError, ValueError) as err:
-        return f"send failed: {type(err).__name__} (will try the next frame)"
+            try:
+                body = await response.json(content_type=None)
+            except ValueError:
+                body = None
+    except (aiohttp.ClientError, TimeoutError) as err:
+        return False, f"send failed: {type(err).__name__} reaching {args.url} (will try the next frame)"
+    if not isinstance(body, dict):
+        return False, (f"send failed: {args.url} answered {status} without the ingest's JSON "
+                       "(is --url the bot's dashboard address?)")
     if status == 401:
         raise WatchError("the bot refused the token (401): check NOTES_INGEST_TOKEN")
     if status == 404:
         raise WatchError(f"no live session {args.session!r} (404): is the bot in a voice channel?")
     if status == 201:
         note = body.get("note", {})
-        return f"sent: {note.get('text', '')}"
+        return True, f"sent: {note.get('text', '') if isinstance(note, dict) else ''}"
     if status == 429:
-        return f"busy (429): retry after {body.get('retry_after_s', '?')} s"
-    return f"{body.get('status') or body.get('error')} ({status})"
+        return False, f"busy (429): retry after {body.get('retry_after_s', '?')} s"
+    return False, f"send failed: {body.get('status') or body.get('error')} ({status})"
 
 
 def cmd_watch(args: argparse.Namespace, token: str | None) -> int:
-    try:
-        return asyncio.run(run_watch(args, token))
-    except WatchError as err:
-        print(f"longcall watch: {err}", file=sys.stderr)
-        return 2
+    return asyncio.run(run_watch(args, token))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,11 @@ POOL_TIMEOUT_S = 5.0  # how long a command waits for a free connection (REDIS_PO
 # "not now", never "lost": callers keep what they hold and retry (`StoreUnavailable`).
 _UNAVAILABLE = (rx.ConnectionError, rx.TimeoutError, OSError, rx.ClusterError, rx.TryAgainError, rx.MasterDownError,
                 rx.ReadOnlyError, rx.RedisClusterException)
+# A server refusing a command for now is "not now" too: out of memory under noeviction (OOM), writes
+# stopped after a failed save (MISCONF), a script running (BUSY), and the failover replies above,
+# also from inside a Lua script, whose error wraps the reply ("@user_script: 19: -OOM command not
+# allowed ..."; redis-py raises a plain ResponseError for it), or a pipeline's ("... caused error: MISCONF").
+_REFUSED = re.compile(r"(?:^|: -?)(OOM|MISCONF|BUSY|LOADING|NOREPLICAS|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN)\b")
 
 
 CALL_DEADLINE_S = 30.0  # the longest one store call may take, whatever the client does inside
@@ -212,6 +218,11 @@ class RedisSessionStore(RedisPrivacyCommands):
         except (*_UNAVAILABLE, TimeoutError) as err:
             # Translate once at the adapter; the message never includes the URL (it may hold a password).
             raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
+        except rx.ResponseError as err:
+            code = "OOM" if isinstance(err, rx.OutOfMemoryError) else (m := _REFUSED.search(str(err))) and m.group(1)
+            if not code:
+                raise
+            raise StoreUnavailable(f"redis refused the command: {code}") from err
 
     async def append_turn(
         self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1

@@ -31,7 +31,15 @@ from pipeline.context.tokens import ModelTokenCounter, make_token_counter
 from pipeline.conversation.model_context import ModelContext, ModelContextConfig
 from pipeline.conversation.session import ConversationSession
 from pipeline.evaluation.replay import ProgressCallback, Replayer, ReplaySetup, probe_turn
-from pipeline.evaluation.session_file import NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
+from pipeline.evaluation.session_file import (
+    NoteLine,
+    ProbeLine,
+    SessionFile,
+    SessionFileError,
+    SessionLine,
+    TurnLine,
+    load_session_file,
+)
 from pipeline.models import TurnKind
 
 SCHEMA = "longcall.compare/1"
@@ -127,7 +135,8 @@ class CompareReplayer(Replayer):
         progress: ProgressCallback | None = None,
     ) -> None:
         if session_file.audio_dir is not None:
-            raise ValueError("longcall compare takes transcript sessions (an audio session: use replay)")
+            raise SessionFileError(f"{session_file.path}: longcall compare takes transcript sessions "
+                                   "(an audio session: use replay)")
         options = setup.options
         base = options.model_context
         rolling = recall_config(base, enabled=False)
@@ -432,10 +441,29 @@ def session_paths(paths: Sequence[Path]) -> list[Path]:
     out: list[Path] = []
     for path in paths:
         if path.is_dir() and not (path / "session.jsonl").is_file():
-            out.extend(sorted(p for p in path.glob("*.jsonl") if p.is_file()))
+            found = sorted(p for p in path.glob("*.jsonl") if p.is_file())
+            if not found:
+                raise SessionFileError(f"{path}: no session files (*.jsonl) in this folder")
+            out.extend(found)
         else:
             out.append(path)
     return out
+
+
+def load_compared(paths: Sequence[Path]) -> list[tuple[Path, SessionFile]]:
+    """Every session of `paths`, parsed before anything is replayed; a session without a probe
+    line is refused (compare judges probes: there would be nothing to judge)."""
+    loaded = []
+    for path in session_paths(paths):
+        session_file = load_session_file(path)
+        if not any(isinstance(line, ProbeLine) for line in session_file.lines):
+            raise SessionFileError(f"{session_file.path}: no probe lines, nothing to compare "
+                                   "(compare judges each probe; `longcall replay` replays a session without)")
+        if session_file.audio_dir is not None:
+            raise SessionFileError(f"{session_file.path}: longcall compare takes transcript sessions "
+                                   "(an audio session: use replay)")
+        loaded.append((path, session_file))
+    return loaded
 
 
 async def run_compare(
@@ -448,12 +476,9 @@ async def run_compare(
 ) -> dict[str, Any]:
     """Compare every session in `paths`; write out/compare.json and out/compare.html.
     `progress(label)` may return a per-session progress callback."""
-    from pipeline.evaluation.session_file import load_session_file
-
     runs = []
     replayers = []
-    for path in session_paths(paths):
-        session_file = load_session_file(path)
+    for path, session_file in load_compared(paths):
         run, replayer = await compare_session(
             path, session_file, setup, out_dir=out / path.stem, recall_overrides=recall_overrides,
             progress=progress(path.name) if progress is not None else None,

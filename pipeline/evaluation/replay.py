@@ -14,7 +14,7 @@ import statistics
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +25,7 @@ from pipeline.context.reply_context import ReplyContext
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.model_context import ModelContext, ModelContextConfig
 from pipeline.conversation.session import ConversationSession
-from pipeline.evaluation.report import render_html
+from pipeline.evaluation.report import missing_ranges, render_html
 from pipeline.evaluation.session_file import MembershipLine, NoteLine, ProbeLine, SessionFile, SessionLine, TurnLine
 from pipeline.events import (
     CompactionCompleted,
@@ -40,6 +40,7 @@ from pipeline.ports import Embedder, SessionStore, Summarizer, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
 
 ProgressCallback = Callable[[int, int], None]
+STORE_PAGE = 1000  # turns read per round trip when checking what the store still holds
 # An audio driver feeds an audio session's clips through the hearing pipeline into the
 # session, calling `on_line` for every non-audio line at its time; it returns report fields.
 # Voice turns go through `sink` (the session's append, counted for progress and continuity).
@@ -136,6 +137,7 @@ class _CountingSink:
         turn = await session.append(draft)
         await session.settle(recall=False)  # vectors catch up in batches; probes wait for them
         self._replayer._tick(session, draft.started_at)
+        await self._replayer._inspect_when_reached(session)
         return turn
 
 
@@ -211,10 +213,22 @@ class Replayer:
                         task.cancel()
                         event_log.stop()  # writes what is left, then ends
             await self._save_meta(active=False)
-        report = self._report(session, recorder, audio_fields, time.perf_counter() - wall0)
+            missing = await self._missing_from_store(session.total_turns)
+        report = self._report(session, recorder, audio_fields, time.perf_counter() - wall0, missing)
         (self._out_dir / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
         (self._out_dir / "report.html").write_text(render_html(report, self._series), encoding="utf-8")
         return report
+
+    async def _missing_from_store(self, total: int) -> list[tuple[int, int]]:
+        """The turns of this session the store no longer holds, as [from, to) ranges. A Redis
+        restarted empty mid-replay is re-seeded with the window only (what this process held,
+        pipeline/conversation/store_sync.py): the turns before it are gone, whatever the
+        session's count says."""
+        held: list[int] = []
+        for start in range(0, total, STORE_PAGE):
+            page = await self._store.get_turns(self._session_id, start, min(total, start + STORE_PAGE))
+            held.extend(t.seq for t in page)
+        return missing_ranges(held, total)
 
     async def _save_meta(self, *, active: bool) -> None:
         """Register the session for the dashboard (title, file, when), and whether it is running."""
@@ -231,7 +245,6 @@ class Replayer:
     async def _drive(self, session: ConversationSession) -> dict[str, Any]:
         if self._audio_driver is not None and self._file.audio_dir is not None:
             return await self._audio_driver(self._file, session, _CountingSink(self), self._clock, self._on_line)
-        stop = self._options.stop_at_turn
         skip = self._resume_from  # turns the store already holds: resume after them
         for line in self._file.lines:
             self._clock.set(line.t)
@@ -241,12 +254,20 @@ class Replayer:
                 self._done += 1
                 continue
             await self._on_line(line)
-            if stop is not None and session.total_turns > stop:
-                await session.settle()
-                assert self._context is not None
-                self.inspection = inspect_context(session, self._context)
+            if self.inspection is not None:
                 break
         return {}
+
+    async def _inspect_when_reached(self, session: ConversationSession) -> None:
+        """`longcall inspect`: once turn `stop_at_turn` is the newest, take what the models would
+        receive. A text replay stops there; an audio session's clips are heard to the end (the
+        hearing pipeline runs in time order), the inspection is the one taken at that turn."""
+        stop = self._options.stop_at_turn
+        if stop is None or self.inspection is not None or session.total_turns <= stop:
+            return
+        await session.settle()
+        assert self._context is not None
+        self.inspection = inspect_context(session, self._context)
 
     async def _on_line(self, line: SessionLine) -> None:
         """Apply one non-audio line at its time (the clock is already there)."""
@@ -273,6 +294,7 @@ class Replayer:
             await session.settle()
             await self._probe(session, line)
         self._tick(session, line.t)
+        await self._inspect_when_reached(session)
 
     async def _append(
         self, session: ConversationSession, kind: TurnKind, *, speaker_id: str, name: str, text: str, t: float
@@ -345,7 +367,8 @@ class Replayer:
         return context
 
     def _report(
-        self, session: ConversationSession, rec: _Recorder, audio_fields: dict[str, Any], wall_s: float
+        self, session: ConversationSession, rec: _Recorder, audio_fields: dict[str, Any], wall_s: float,
+        missing: Sequence[tuple[int, int]] = (),
     ) -> dict[str, Any]:
         snap = session.snapshot()
         # Folds must tile [0, cursor) exactly: a gap or overlap would be a lost or doubled turn.
@@ -354,7 +377,9 @@ class Replayer:
         for old, new in sorted(rec.folded):
             gaps += abs(old - expected)
             expected = new
-        lost = max(self._lost_max, gaps)
+        unfolded = max(self._lost_max, gaps)  # left the window without being folded
+        store_missing = sum(b - a for a, b in missing)
+        lost = min(snap.total_turns, unfolded + store_missing)
         tokens = sorted(self._context_tokens)
         hits = sum(1 for row in self._probe_rows if row["hit"])
         report: dict[str, Any] = {
@@ -363,6 +388,9 @@ class Replayer:
             "summarizer": getattr(self._summarizer or self._fallback, "model", "none"),
             "turns": snap.total_turns,
             "lost_turns": lost,
+            "lost_unfolded_turns": unfolded,
+            "store_missing_turns": store_missing,
+            "store_missing_seqs": [[a, b] for a, b in missing],  # [from, to)
             "pruned_turns": len(rec.pruned),
             "cursor": snap.cursor,
             "covered_through_turn": snap.covered_through_turn,

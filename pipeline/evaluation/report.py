@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pipeline.formatting import mmss
@@ -11,6 +11,28 @@ from pipeline.formatting import mmss
 Series = Sequence[tuple[float, int, int, int]]  # (t, total turns, cursor, summary chars)
 
 _W, _H, _PAD = 760, 260, 40
+
+
+def missing_ranges(held: Iterable[int], total: int) -> list[tuple[int, int]]:
+    """[from, to) ranges of the seqs below `total` that are not in `held` (ascending seqs): the
+    turns a store no longer holds (a Redis restarted empty keeps only what was re-seeded)."""
+    gaps: list[tuple[int, int]] = []
+    expected = 0
+    for seq in held:
+        if seq >= total:
+            break
+        if seq > expected:
+            gaps.append((expected, seq))
+        expected = max(expected, seq + 1)
+    if expected < total:
+        gaps.append((expected, total))
+    return gaps
+
+
+def describe_ranges(ranges: Sequence[tuple[int, int]] | Sequence[Sequence[int]], limit: int = 4) -> str:
+    """`0-6259, 7000-7010`: [from, to) ranges as inclusive turn numbers, the first `limit`."""
+    parts = [f"{a}-{b - 1}" if b - a > 1 else str(a) for a, b in ranges[:limit]]
+    return ", ".join(parts) + (f" and {len(ranges) - limit} more" if len(ranges) > limit else "")
 
 
 def polyline(points: list[tuple[float, float]], color: str) -> str:
@@ -72,7 +94,9 @@ def render_html(report: dict[str, Any], series: Series) -> str:
             wer += f"<tr><th>Speaker attribution</th><td>{float(report['speaker_attribution']) * 100:.1f}%</td></tr>"
     rows = [
         ("Turns", report["turns"]),
-        ("Lost turns", report["lost_turns"]),
+        ("Lost turns", str(report["lost_turns"])
+         + (f" ({report['store_missing_turns']} no longer in the store: turns "
+            f"{esc(describe_ranges(report['store_missing_seqs']))})" if report.get("store_missing_turns") else "")),
         ("Session length", mmss(float(report["duration_s"]))),
         ("Summarizer", esc(str(report["summarizer"]))),
         ("Compactions", f"{comp['completed']} completed, {comp['failed']} failed; skipped: {skipped}"),

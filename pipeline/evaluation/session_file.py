@@ -1,7 +1,10 @@
-"""Session files: JSON Lines, one event a line, `t` in session seconds. `longcall replay`
-reads them (docs/commands.md), and the evaluation sets are made of them (docs/evaluation.md).
+"""Session files (docs/commands.md, "Session files"): JSON Lines, one event a line, `t` in
+session seconds. `longcall replay` reads them, and the evaluation sets are made of them
+(docs/evaluation.md).
 
-Parsing is strict and names the line: a bad file fails before anything is replayed.
+Parsing is strict and names the line: a bad file fails before anything is replayed. A field
+has the type the format gives it or the line is refused (null, a number as a string, true
+for a number, an object for a text: never coerced).
 """
 
 from __future__ import annotations
@@ -84,12 +87,57 @@ class SessionFile:
         return self.path.parent if any(isinstance(x, TurnLine) and x.audio for x in self.lines) else None
 
 
-def _speaker_id(name: str, raw: Any) -> str:
-    return str(raw) if raw not in (None, "") else name.strip().lower().replace(" ", "-")
+_MISSING = object()
+_JSON_TYPES = {str: "a string", bool: "true or false", float: "a number", int: "an integer"}
+
+
+def _json_name(value: Any) -> str:
+    """A JSON value's type as the file spells it (for the error messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _field(data: dict[str, Any], name: str, kind: type, where: str) -> Any:
+    """`data[name]` if it has the format's type, `_MISSING` if absent; a value of another type
+    (null included: a field is given or left out) refuses the line. Numbers are never read
+    from strings, and true/false are not numbers."""
+    if name not in data:
+        return _MISSING
+    value = data[name]
+    ok = (isinstance(value, int | float) if kind is float else isinstance(value, kind))
+    if isinstance(value, bool) and kind is not bool:
+        ok = False
+    if not ok:
+        raise SessionFileError(f"{where}: '{name}' must be {_JSON_TYPES[kind]}, got {_json_name(value)}")
+    return value
+
+
+def _text(data: dict[str, Any], name: str, where: str, default: str = "") -> str:
+    value = _field(data, name, str, where)
+    return default if value is _MISSING else str(value).strip()
+
+
+def _speaker_id(data: dict[str, Any], name: str, where: str) -> str:
+    """`speaker_id`: a string, or an integer (a platform user id written as a number); when
+    absent, derived from the name."""
+    raw = data.get("speaker_id", _MISSING)
+    if raw is not _MISSING and isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw)
+    value = _field(data, "speaker_id", str, where)
+    if value is _MISSING or not value.strip():
+        return name.strip().lower().replace(" ", "-")
+    return str(value)
 
 
 def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
-    if value is None:
+    if value is _MISSING:
         return ()
     if isinstance(value, str):
         return (value,)
@@ -98,51 +146,62 @@ def _strings(value: Any, field: str, where: str) -> tuple[str, ...]:
     raise SessionFileError(f"{where}: {field} must be a string or a list of strings")
 
 
+ROLES = ("user", "assistant")
+
+
 def _parse_line(data: dict[str, Any], where: str) -> SessionLine | Header:
     kind = data.get("type")
+    if not isinstance(kind, str):
+        raise SessionFileError(
+            f"{where}: 'type' must be a string (turn, note, join, leave, probe, session), got {_json_name(kind)}"
+        )
     if kind == "session":
-        return Header(bot_name=data.get("bot_name"), title=str(data.get("title", "")))
-    try:
-        t = float(data["t"])
-    except (KeyError, TypeError, ValueError):
-        raise SessionFileError(f"{where}: a {kind!r} line needs a numeric 't' (seconds from start)") from None
+        bot_name = _field(data, "bot_name", str, where)
+        return Header(bot_name=None if bot_name is _MISSING else bot_name, title=_text(data, "title", where))
+    if kind not in ("turn", "note", "join", "leave", "probe"):
+        raise SessionFileError(f"{where}: unknown type {kind!r} (turn, note, join, leave, probe, session)")
+    if "t" not in data:
+        raise SessionFileError(f"{where}: a {kind!r} line needs a numeric 't' (seconds from start)")
+    t = float(_field(data, "t", float, where))
     if not math.isfinite(t):
         raise SessionFileError(f"{where}: 't' must be a finite number of seconds, got {data['t']!r}")
     if t < 0:
         raise SessionFileError(f"{where}: 't' must not be negative")
     if kind == "turn":
-        speaker = str(data.get("speaker", "")).strip()
-        text = str(data.get("text", "")).strip()
-        audio = data.get("audio")
+        speaker = _text(data, "speaker", where)
+        text = _text(data, "text", where)
+        audio = _text(data, "audio", where)
+        role = _text(data, "role", where, default="user")
+        typed = _field(data, "typed", bool, where)
         if not speaker:
             raise SessionFileError(f"{where}: a turn needs a 'speaker'")
         if not text and not audio:
             raise SessionFileError(f"{where}: a turn needs 'text' or 'audio'")
+        if role not in ROLES:
+            raise SessionFileError(f"{where}: 'role' must be 'user' or 'assistant', got {role!r}")
         return TurnLine(
-            t=t, speaker=speaker, speaker_id=_speaker_id(speaker, data.get("speaker_id")), text=text,
-            is_bot=data.get("role") == "assistant", audio=str(audio) if audio else None,
-            typed=data.get("typed") is True,
+            t=t, speaker=speaker, speaker_id=_speaker_id(data, speaker, where), text=text,
+            is_bot=role == "assistant", audio=audio or None, typed=typed is True,
         )
     if kind == "note":
-        text = str(data.get("text", "")).strip()
+        text = _text(data, "text", where)
         if not text:
             raise SessionFileError(f"{where}: a note needs 'text'")
-        return NoteLine(t=t, by=str(data.get("by", "screen")), text=text, why=str(data.get("why", "")))
+        return NoteLine(t=t, by=_text(data, "by", where, default="screen") or "screen", text=text,
+                        why=_text(data, "why", where))
     if kind in ("join", "leave"):
-        speaker = str(data.get("speaker", "")).strip()
+        speaker = _text(data, "speaker", where)
         if not speaker:
             raise SessionFileError(f"{where}: a {kind} line needs a 'speaker'")
         return MembershipLine(
-            t=t, speaker=speaker, speaker_id=_speaker_id(speaker, data.get("speaker_id")), joined=kind == "join"
+            t=t, speaker=speaker, speaker_id=_speaker_id(data, speaker, where), joined=kind == "join"
         )
-    if kind == "probe":
-        question = str(data.get("question", "")).strip()
-        expect_any = _strings(data.get("expect_any"), "expect_any", where)
-        expect_all = _strings(data.get("expect_all"), "expect_all", where)
-        if not question or not (expect_any or expect_all):
-            raise SessionFileError(f"{where}: a probe needs 'question' and 'expect_any' or 'expect_all'")
-        return ProbeLine(t=t, question=question, expect_any=expect_any, expect_all=expect_all)
-    raise SessionFileError(f"{where}: unknown type {kind!r} (turn, note, join, leave, probe, session)")
+    question = _text(data, "question", where)
+    expect_any = _strings(data.get("expect_any", _MISSING), "expect_any", where)
+    expect_all = _strings(data.get("expect_all", _MISSING), "expect_all", where)
+    if not question or not (expect_any or expect_all):
+        raise SessionFileError(f"{where}: a probe needs 'question' and 'expect_any' or 'expect_all'")
+    return ProbeLine(t=t, question=question, expect_any=expect_any, expect_all=expect_all)
 
 
 def _check_audio(file: Path, audio: str, where: str) -> None:
@@ -180,6 +239,8 @@ def load_session_file(path: Path) -> SessionFile:
                 data = json.loads(raw)
             except json.JSONDecodeError as err:
                 raise SessionFileError(f"{where}: not valid JSON ({err.msg})") from None
+            except RecursionError:  # the decoder recurses per level: a line nested thousands deep
+                raise SessionFileError(f"{where}: not a session line (JSON nested too deeply)") from None
             if not isinstance(data, dict):
                 raise SessionFileError(f"{where}: each line must be a JSON object")
             item = _parse_line(data, where)
@@ -189,5 +250,7 @@ def load_session_file(path: Path) -> SessionFile:
                 if isinstance(item, TurnLine) and item.audio:
                     _check_audio(file, item.audio, where)
                 lines.append(item)
+    if not any(isinstance(x, TurnLine | MembershipLine) for x in lines):
+        raise SessionFileError(f"{file}: no turns to replay (no 'turn', 'join' or 'leave' line)")
     # Stable sort by time keeps the file's order for equal times.
     return SessionFile(path=file, header=header, lines=tuple(sorted(lines, key=lambda x: x.t)))

@@ -393,7 +393,7 @@ def test_demo_prints_the_dashboard_command(
     redis_server: PrivateRedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The demo keeps its sessions under stable ids (a rerun replaces them) and says how to look at them."""
+    """The demo keeps one session per sample (a rerun replaces it) and says how to look at them."""
     samples = tmp_path / "samples"
     samples.mkdir()
     shutil.copy(GAMING_NIGHT, samples / GAMING_NIGHT.name)
@@ -405,7 +405,7 @@ def test_demo_prints_the_dashboard_command(
     assert 0 == main(["demo", "--out", str(tmp_path / "d")])
     out = capsys.readouterr().out
     assert ".venv/bin/longcall dashboard" in out
-    assert "(id demo-gaming_night)" in out
+    assert "(id demo-gaming_night-" in out
 
 
 async def test_live_session_and_metrics_in_the_bot_process(redis_store: RedisSessionStore, session_id: str) -> None:

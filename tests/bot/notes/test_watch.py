@@ -4,6 +4,7 @@ frames; the real run posts changed frames to a live ingest endpoint over HTTP.""
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from bot.__main__ import build_parser, main
+from bot.cli_output import CommandFailed
 from bot.notes.api import register_notes_api
 from bot.notes.watch import WatchError, run_watch
 from pipeline.adapters.images import decode_image
@@ -51,7 +53,7 @@ def test_dry_run_prints_the_notes_it_would_send(tmp_path: Path, capsys: pytest.C
     assert 0 == code
     assert [
         "would send", "unchanged: skipped", "would send", "skipped: not a recognised image",
-        "done: 2 sent, 1 unchanged frames skipped",
+        "done: 2 would be sent, 1 unchanged frames skipped, 1 not images",
     ] == [line.split(":")[0] if line.startswith("would send") else line for line in lines]
     first, third = lines[0].lower(), lines[2].lower()
     assert "james's screen (via watch)" in first and "tokyo" in first and "2/100" in first
@@ -98,3 +100,57 @@ async def test_watch_posts_changed_frames_to_the_ingest(tmp_path: Path) -> None:
     assert 0 == code
     assert [("watch", "Maya"), ("watch", "Maya")] == [(n.source, n.by) for n in added]
     assert ["sent", "unchanged", "sent", "done"] == [line.split(":")[0] for line in out[:4]]
+    assert "done: 2 sent, 0 failed, 1 unchanged frames skipped, 0 not images" == out[3]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_watch_that_delivers_nothing_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unreachable --url: every frame fails, the count says so (not '1 sent'), and the run
+    ends with one line naming it and a non-zero exit (it exited 0)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NOTES_INGEST_TOKEN", TOKEN)
+    url = f"http://127.0.0.1:{free_port()}"
+    code = main(["watch", "--url", url, "--session", "guild-1", "--every", "0", "--files",
+                 *map(str, frames(tmp_path)[:3])])
+    captured = capsys.readouterr()
+    assert 1 == code
+    assert captured.out.strip().splitlines()[-1] == "done: 0 sent, 2 failed, 1 unchanged frames skipped, 0 not images"
+    err = [line for line in captured.err.splitlines() if line.strip()]
+    assert 1 == len(err) and err[0].startswith("longcall: watch: nothing was delivered (2 frames failed"), err
+    assert url in err[0]
+
+
+async def test_watch_at_an_address_that_is_not_the_bot_fails(tmp_path: Path) -> None:
+    """A --url that answers, but not as the ingest does (a web page, a 500): the frames failed,
+    none counts as sent, and the run fails naming the address."""
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text="<html>not the bot</html>", content_type="text/html", status=200)
+
+    async def broken(request: web.Request) -> web.Response:
+        return web.json_response({"error": "internal"}, status=500)
+
+    app = web.Application()
+    app.router.add_route("*", "/api/sessions/guild-1/notes", broken)
+    app.router.add_route("*", "/{tail:.*}", page)
+    server = TestServer(app)
+    await server.start_server()
+    out: list[str] = []
+    base = str(server.make_url(""))
+    try:
+        for session in ("guild-1", "guild-2"):
+            args = build_parser().parse_args(["watch", "--url", base, "--session", session,
+                                              "--every", "0", "--files", str(frames(tmp_path)[0])])
+            with pytest.raises(CommandFailed, match="nothing was delivered") as info:
+                await run_watch(args, TOKEN, out.append)
+            assert 1 == info.value.status
+    finally:
+        await server.close()
+    assert out[0] == "send failed: internal (500)"
+    assert out[2].startswith(f"send failed: {base} answered 200 without the ingest's JSON")
+    assert all(line.endswith("1 failed, 0 unchanged frames skipped, 0 not images") for line in (out[1], out[3]))

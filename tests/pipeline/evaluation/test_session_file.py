@@ -85,3 +85,58 @@ def test_audio_clip_missing_from_the_folder_is_named(tmp_path: Path) -> None:
     with pytest.raises(SessionFileError) as info:
         load_session_file(tmp_path)
     assert "session.jsonl:1: audio clip 'gone.wav' not found" in str(info.value)
+
+
+OK_TURN = '{"type": "turn", "t": 1, "speaker": "A", "text": "fine"}'
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"type": "turn", "t": 1, "speaker": "A", "text": null}', "'text' must be a string, got null"),
+        ('{"type": "turn", "t": 1, "speaker": null, "text": "x"}', "'speaker' must be a string, got null"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "text": {"a": 1}}', "'text' must be a string, got an object"),
+        ('{"type": "turn", "t": 1, "speaker": ["A"], "text": "x"}', "'speaker' must be a string, got an array"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "text": 5}', "'text' must be a string, got a number"),
+        ('{"type": "turn", "t": "5", "speaker": "A", "text": "x"}', "'t' must be a number, got a string"),
+        ('{"type": "turn", "t": true, "speaker": "A", "text": "x"}', "'t' must be a number, got true"),
+        ('{"type": "turn", "t": null, "speaker": "A", "text": "x"}', "'t' must be a number, got null"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "speaker_id": null, "text": "x"}',
+         "'speaker_id' must be a string, got null"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "speaker_id": true, "text": "x"}',
+         "'speaker_id' must be a string, got true"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "text": "x", "typed": "yes"}', "'typed' must be true or false"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "text": "x", "role": "bot"}',
+         "'role' must be 'user' or 'assistant'"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "text": "x", "role": 1}', "'role' must be a string, got a number"),
+        ('{"type": "note", "t": 1, "text": "x", "by": 7}', "'by' must be a string, got a number"),
+        ('{"type": "join", "t": 1, "speaker": {"name": "A"}}', "'speaker' must be a string, got an object"),
+        ('{"type": "probe", "t": 1, "question": null, "expect_any": "x"}', "'question' must be a string, got null"),
+        ('{"type": "session", "title": 3}', "'title' must be a string, got a number"),
+        ('{"type": 3, "t": 1}', "'type' must be a string"),
+        ('{"type": "turn", "t": 1, "speaker": "A", "text": ' + "[" * 100_000 + "]" * 100_000 + "}",
+         "nested too deeply"),
+    ],
+)
+def test_fields_have_the_formats_types_or_the_line_is_refused(tmp_path: Path, line: str, message: str) -> None:
+    """null, a number as a string, true as a number, an object or array as a text: the line is
+    refused with its number (it stored "None", a person called "None", a Python repr, or t=5;
+    100k-deep nesting raised a bare RecursionError)."""
+    with pytest.raises(SessionFileError) as info:
+        load_session_file(write(tmp_path, OK_TURN, line))
+    assert "s.jsonl:2: " in str(info.value) and message in str(info.value), str(info.value)
+
+
+def test_integer_times_and_speaker_ids_are_numbers_the_format_allows(tmp_path: Path) -> None:
+    """An integer `t` is a number of seconds; a numeric `speaker_id` (a platform user id) is its digits."""
+    sf = load_session_file(write(tmp_path, '{"type": "turn", "t": 5, "speaker": "A", "speaker_id": 1234, "text": "x"}'))
+    turn = sf.lines[0]
+    assert isinstance(turn, TurnLine) and (5.0, "1234") == (turn.t, turn.speaker_id)
+
+
+def test_a_file_without_turns_is_refused(tmp_path: Path) -> None:
+    """An empty file, or one of only a header and probes, has nothing to replay."""
+    for lines in ((), ('{"type": "session", "title": "x"}', '{"type": "probe", "t": 1, "question": "q", '
+                                                               '"expect_any": "x"}')):
+        with pytest.raises(SessionFileError, match="s.jsonl: no turns to replay"):
+            load_session_file(write(tmp_path, *lines))
