@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_scale import ADDRESSED_SHARE, SPEAKERS, CountingStore, FoldOutcomes, _sentence, store_errors
+from benchmarks.bench_scale import (
+    ADDRESSED_SHARE,
+    SPEAKERS,
+    CountingStore,
+    FoldOutcomes,
+    _sentence,
+    goal_met,
+    rows_for_table,
+    store_errors,
+)
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
@@ -196,3 +205,34 @@ async def test_store_errors_are_store_calls_that_raised_and_failed_appends() -> 
     assert 0 == await CountingStore(InMemorySessionStore()).turn_count("s")
     assert {"turn_count:StoreUnavailable": 1} == dict(store.errors)
     assert 3 == store_errors(store, appends_failed=2)
+
+
+def scale_run(**changes: object) -> dict[str, object]:
+    """A run's row as `bench_scale._one` writes it: 1,000 sessions, 1,000 folds all the model's."""
+    run: dict[str, object] = {
+        "sessions": 1000, "variant": "tuned", "loop_lag_p50_ms": 1.0, "loop_lag_p99_ms": 12.0,
+        "loop_lag_max_ms": 80.0, "fold_latency_p95_ms": 7800.0, "folds": 1000,
+        "fold_outcomes": {"model": 1000, "fallback": 0, "degraded": 0}, "model_fold_share": 1.0,
+        "not_model_reasons": {}, "reply_build_p95_ms": 15.0, "store_errors": 0, "lost_turns": 0,
+        "redis_commands_per_turn": 3.05, "rss_per_session_kb": 150.0, "tasks_per_session": 11.0, "cpu_share": 0.25,
+        "load_avg_1m": 1.5,
+    }
+    return run | changes
+
+
+def test_the_thousand_session_row_says_whether_the_model_path_meets_its_goal() -> None:
+    """`make bench`'s table carries issue 35's bar at 1,000 sessions: >= 99% of folds by the
+    model, 0 store errors, loop lag p99 < 20 ms and max < 100 ms; any one missed is not met."""
+    assert goal_met(scale_run())
+    assert goal_met(scale_run(model_fold_share=0.99, fold_outcomes={"model": 990, "fallback": 10, "degraded": 0}))
+    misses = [
+        scale_run(model_fold_share=0.985), scale_run(model_fold_share=None, folds=0, fold_outcomes={}),
+        scale_run(store_errors=1), scale_run(loop_lag_p99_ms=20.0), scale_run(loop_lag_max_ms=100.0),
+    ]
+    assert [goal_met(r) for r in misses] == [False] * len(misses)
+    rows = rows_for_table([scale_run(sessions=100), scale_run(loop_lag_p99_ms=187.4)])
+    goals = [row for row in rows if "goal" in row]
+    assert 1 == len(goals)
+    assert (False, "1000 sessions, the model path") == (goals[0]["met"], goals[0]["name"])
+    assert goals[0]["value"].startswith("model 1000 (100.0%), fallback 0, degraded 0")
+    assert 3 == len(rows)
