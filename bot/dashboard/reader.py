@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.dashboard.config import DashboardConfig, SessionRegistry
-from bot.dashboard.view import ModelView
+from bot.dashboard.view import ModelView, shown_outcome
 from pipeline.compaction.planning import recent_start
 from pipeline.context.participants import render_card, render_cards
 from pipeline.context.reply_context import ReplySpec, build_reply_messages
@@ -184,6 +184,8 @@ class SessionReader:
             "last_fold": None if last_fold is None else {
                 "outcome": "failed" if last_fold["event"] == CompactionFailed.name else str(
                     last_fold.get("outcome") or "model"),
+                "shown": "failed" if last_fold["event"] == CompactionFailed.name else shown_outcome(
+                    str(last_fold.get("outcome") or "model"), last_fold.get("reason")),
                 "at": last_fold.get("at"),
                 "latency_ms": last_fold.get("latency_ms"),
             },

@@ -16,6 +16,7 @@ from pipeline.events.base import ABSENT, Absent, Event
 from pipeline.events.bot_events import (
     BotReplyCompleted,
     BotReplyDropped,
+    DashboardLoginRefused,
     GuildSessionMoved,
     RealtimeResponseCompleted,
     RealtimeSessionReplaced,
@@ -66,6 +67,7 @@ __all__ = [
     "AsrTranscribed",
     "BotReplyCompleted",
     "BotReplyDropped",
+    "DashboardLoginRefused",
     "ChatTurnCorrected",
     "CompactionCompleted",
     "CompactionFailed",
