@@ -34,6 +34,7 @@ import ipaddress
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,10 @@ from aiohttp import web
 from bot.dashboard.config import DashboardConfig, SessionRegistry, SessionView
 from bot.dashboard.guard import Busy, LoginThrottle, RenderGate, safe_next, session_url
 from bot.dashboard.panels import Tile, health_tiles, render_chart, render_tiles
-from bot.dashboard.reader import SessionReader
+from bot.dashboard.reader import SessionReader, latest_recall
 from bot.dashboard.view import (
     OUTCOME_TEXT,
+    Fold,
     ago,
     iso,
     login_page,
@@ -79,6 +81,17 @@ _SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
 }
 _OPEN_PATHS = ("/healthz", "/metrics", "/login", "/static/", "/favicon.ico")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Parts:
+    """A session page's parts that do not depend on `?above=`: its head, tiles and chart, the
+    events column, and the folds the transcript's badges name."""
+
+    top: str
+    events: str
+    folds: tuple[Fold, ...]
+    recall: tuple[tuple[int, ...], int | None]  # the latest reply's recalled seqs and chars
 
 
 class _NoLiveSessions:
@@ -230,6 +243,7 @@ class Dashboard:
         # The session page, its body and the JSON API are the heavy reads: bounded, shared by
         # the requests that want the same one at once, and kept while the session's version holds.
         self.gate: RenderGate[str] = RenderGate(clock)
+        self.parts: RenderGate[_Parts] = RenderGate(clock)
 
     # -- handlers --------------------------------------------------------------------------------
 
@@ -300,10 +314,23 @@ class Dashboard:
         except ValueError:
             return DEFAULT_ABOVE
 
-    async def _session_body(self, session_id: str, above: int) -> str:
+    async def _session_body(self, session_id: str, above: int, version: str) -> str:
+        """The page's body: the parts that do not depend on `above` (read once per version and
+        shared by every `above`), and what the model sees with `above` turns over the horizon."""
+        parts = await self.parts.run(session_id, version, lambda: self._session_parts(session_id))
+        view = await self._reader.model_view(session_id, above, parts.recall)
+        return (
+            parts.top
+            + '<div class="columns"><div class="col-main"><h2 class="colhead">What the model sees now</h2>'
+            + render_model_view(view, parts.folds, above_param=above, base_url=session_url(session_id))
+            + '</div><div class="col-side">'
+            + parts.events
+            + "</div></div>"
+        )
+
+    async def _session_parts(self, session_id: str) -> _Parts:
         events = await self._store.load_events(session_id, EVENT_LOG_MAX)
         row = await self._reader.session_row(session_id, events)
-        view = await self._reader.model_view(session_id, above)
         tl = timeline(events, row["started_at"])
         live = self._live.sessions().get(session_id)
         redis = await self._reader.redis_health(session_id)
@@ -325,23 +352,16 @@ class Dashboard:
             f' · started {esc(iso(row["started_at"]))}'
             f"</p>{stats}</section>"
         )
-        base_url = session_url(session_id)
-        return (
-            header
-            + f'<div class="tiles">{render_tiles(tiles)}</div>'
-            + f'<section class="card"><h3>Compaction timeline</h3>{render_chart(tl)}</section>'
-            + '<div class="columns"><div class="col-main"><h2 class="colhead">What the model sees now</h2>'
-            + render_model_view(view, tl.folds, above_param=above, base_url=base_url)
-            + '</div><div class="col-side">'
-            + render_events(events, row["started_at"])
-            + "</div></div>"
-        )
+        top = (header + f'<div class="tiles">{render_tiles(tiles)}</div>'
+               + f'<section class="card"><h3>Compaction timeline</h3>{render_chart(tl)}</section>')
+        return _Parts(top=top, events=render_events(events, row["started_at"]), folds=tuple(tl.folds),
+                      recall=latest_recall(events))
 
     async def _body(self, session_id: str, above: int) -> str:
         """The session page's body, through the gate (one render per version, bounded)."""
         version = await self._reader.version(session_id)
         return await self.gate.run(("page", session_id, above), version,
-                                   lambda: self._session_body(session_id, above))
+                                   lambda: self._session_body(session_id, above, version))
 
     async def session_page(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
@@ -469,6 +489,7 @@ def create_dashboard_app(
 
     async def close_gate(_: web.Application) -> None:
         await dashboard.gate.aclose()
+        await dashboard.parts.aclose()
 
     app.on_cleanup.append(close_gate)
     app.router.add_get("/", dashboard.index)
