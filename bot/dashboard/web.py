@@ -388,7 +388,11 @@ class Dashboard:
         return web.json_response({"version": await self._reader.version(self._session_id(request))})
 
     async def api_sessions(self, request: web.Request) -> web.Response:
-        return web.json_response({"sessions": await self._reader.session_rows()}, dumps=_dumps)
+        text = await self.gate.run("api-index", await self._index_version(), self._sessions_json)
+        return web.Response(text=text, content_type="application/json")
+
+    async def _sessions_json(self) -> str:
+        return _dumps({"sessions": await self._reader.session_rows()})
 
     async def api_session(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
