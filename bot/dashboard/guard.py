@@ -126,7 +126,7 @@ class RenderGate(Generic[T]):
 
     def __init__(
         self, clock: Callable[[], float], *, slots: int = 4, queue: int = 64, max_age_s: float = 5.0,
-        max_entries: int = 256,
+        max_entries: int = 64,
     ) -> None:
         self._clock = clock
         self._slots = asyncio.Semaphore(slots)

@@ -126,7 +126,7 @@ def _cookie_value(token: str) -> str:
 
 def _client(request: web.Request) -> str:
     """Who is trying: the peer address (a proxy in front makes every visitor one client; the
-    throttle then protects the token, not each visitor: docs/operating.md)."""
+    throttle then protects the token, not each visitor: docs/dashboard.md)."""
     return request.remote or "?"
 
 
