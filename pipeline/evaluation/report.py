@@ -135,7 +135,7 @@ def render_html(report: dict[str, Any], series: Series) -> str:
             str(report["covered_through_turn"]) if report["covered_through_turn"] >= 0 else "nothing folded yet")),
         ("Summary chars (max)", report["summary_chars_max"]),
         ("Context tokens p50 / max", tok),
-        ("Probes", f"{report['probes']['hit']} of {probes_total} hit"
+        ("Probes", "none in this session" if not probes_total else f"{report['probes']['hit']} of {probes_total} hit"
          + (f" ({retention * 100:.0f}% retention)" if retention is not None else "")),
     ]
     table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + wer

@@ -52,6 +52,7 @@ def test_the_audio_report_shows_what_was_heard_and_why_sections_are_empty() -> N
     assert "3 utterances, 2 transcribed, rejected: too_short 1" in page
     assert "No probes: the session has no <code>probe</code> lines" in page
     assert "<th>question</th>" not in page  # no empty table
+    assert "<th>Probes</th><td>none in this session</td>" in page
     assert "No summary: nothing was folded. All 34 turns still fit in the verbatim window" in page
     assert "no_eligible_batch 35" in page
     assert "<pre></pre>" not in page
