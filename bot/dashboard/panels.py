@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.dashboard.view import OUTCOMES, Timeline, esc
+from bot.dashboard.view import OUTCOME_TEXT, OUTCOMES, Timeline, esc
 from pipeline.events import (
     AsrBacklogMerged,
     AsrFailed,
@@ -181,10 +181,12 @@ def render_chart(tl: Timeline) -> str:
         if fold.outcome == "failed":
             label = f"failed fold at cursor {fold.old_cursor} ({fold.error_class}) · {latency} · {mmss(fold.x)}"
         else:
-            label = (f"fold {fold.number}: turns {fold.old_cursor}–{fold.new_cursor - 1} · {fold.outcome} · "
+            shown = OUTCOME_TEXT.get(fold.shown, fold.shown)
+            label = (f"fold {fold.number}: turns {fold.old_cursor}–{fold.new_cursor - 1} · {shown} · "
                      f"{latency} · summary {fold.summary_chars} chars · {mmss(fold.x)}")
         marks.append(
-            f'<circle class="fold {esc(fold.outcome)}" data-testid="fold-mark" data-outcome="{esc(fold.outcome)}" '
+            f'<circle class="fold {esc(fold.shown)}" data-testid="fold-mark" data-outcome="{esc(fold.outcome)}" '
+            f'data-shown="{esc(fold.shown)}" '
             f'data-old-cursor="{fold.old_cursor}" data-new-cursor="{fold.new_cursor}" '
             f'data-latency-ms="{"" if fold.latency_ms is None else fold.latency_ms}" '
             f'cx="{sx(fold.x)}" cy="{sy(fold.new_cursor)}" r="4.5"><title>{esc(label)}</title></circle>'
@@ -192,7 +194,7 @@ def render_chart(tl: Timeline) -> str:
     legend = (
         '<figcaption><span class="key total"></span>total turns <span class="key cursor"></span>cursor '
         '(turns folded into the summary) · folds: '
-        + " ".join(f'<span class="dot {o}"></span>{o}' for o in OUTCOMES)
+        + " ".join(f'<span class="dot {o}"></span>{esc(OUTCOME_TEXT[o])}' for o in OUTCOMES)
         + " · hover a fold for its latency</figcaption>"
     )
     return (

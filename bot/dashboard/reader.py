@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.dashboard.config import DashboardConfig, SessionRegistry
-from bot.dashboard.view import ModelView
+from bot.dashboard.view import ModelView, shown_outcome
 from pipeline.compaction.planning import recent_start
 from pipeline.context.participants import render_card, render_cards
 from pipeline.context.reply_context import ReplySpec, build_reply_messages
@@ -71,7 +71,11 @@ class SessionReader:
         except StoreUnavailable:
             return None
 
-    async def model_view(self, session_id: str, above: int) -> ModelView:
+    async def model_view(
+        self, session_id: str, above: int, recall: tuple[tuple[int, ...], int | None] | None = None
+    ) -> ModelView:
+        """What the model sees now; `recall`: the latest reply's recall (`latest_recall`) when
+        the caller has the event log already, else it is read."""
         snapshot, _ = await self.snapshot(session_id)
         current = snapshot.turns[-1] if snapshot.turns else None
         cards = await self.cards(session_id)
@@ -96,7 +100,7 @@ class SessionReader:
             known = {t.seq for t in above_turns}
             above_turns += [t for t in snapshot.turns if start <= t.seq < horizon and t.seq not in known]
             above_turns.sort(key=lambda t: t.seq)
-        recalled, recall_chars = await self._latest_recall(session_id)
+        recalled, recall_chars = recall if recall is not None else await self._latest_recall(session_id)
         if recalled:  # the recalled turns sit above the horizon: make sure every one is listed
             known = {t.seq for t in above_turns}
             missing = [seq for seq in recalled if seq not in known and seq < horizon]
@@ -126,11 +130,7 @@ class SessionReader:
             events = await self._store.load_events(session_id, RECALL_EVENTS_SCANNED)
         except StoreUnavailable:
             return (), None
-        for event in reversed(events):
-            if event.get("event") == ContextRecall.name and event.get("builder") == "reply":
-                seqs = tuple(int(s) for s in event.get("seqs", ()) if isinstance(s, int))
-                return seqs, int(event.get("chars", 0))
-        return (), None
+        return latest_recall(events)
 
     async def session_rows(self) -> list[dict[str, Any]]:
         """Every session's row, read side by side (the index page and `/api/sessions`)."""
@@ -184,6 +184,8 @@ class SessionReader:
             "last_fold": None if last_fold is None else {
                 "outcome": "failed" if last_fold["event"] == CompactionFailed.name else str(
                     last_fold.get("outcome") or "model"),
+                "shown": "failed" if last_fold["event"] == CompactionFailed.name else shown_outcome(
+                    str(last_fold.get("outcome") or "model"), last_fold.get("reason")),
                 "at": last_fold.get("at"),
                 "latency_ms": last_fold.get("latency_ms"),
             },
@@ -213,6 +215,15 @@ class SessionReader:
             total = snap.total_turns
         marker = f"{total}:{state.cursor}:{state.failures}:{len(state.summary)}:{last[-1].get('at') if last else ''}"
         return hashlib.sha1(marker.encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def latest_recall(events: Sequence[dict[str, Any]]) -> tuple[tuple[int, ...], int | None]:
+    """The newest reply's `context_recall` event in `events`: (its seqs, its chars), or ((), None)."""
+    for event in reversed(events):
+        if event.get("event") == ContextRecall.name and event.get("builder") == "reply":
+            seqs = tuple(int(s) for s in event.get("seqs", ()) if isinstance(s, int))
+            return seqs, int(event.get("chars", 0))
+    return (), None
 
 
 def _float(raw: str | None) -> float | None:

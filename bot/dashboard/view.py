@@ -18,15 +18,32 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pipeline.compaction.summarizing import NO_MODEL
 from pipeline.context.reply_context import DATA_OPEN, MEMORY_HEADER, SCREEN_HEADER, ReplyContext
 from pipeline.events import CompactionCompleted, CompactionFailed, CompactionSkipped, CompactionStarted
 from pipeline.formatting import mmss
 from pipeline.models import ContextSnapshot, ItemStatus, MemoryItem, Turn, TurnKind
 from pipeline.transcript.privacy import removed_label
 
-HORIZON_TEXT = "The model can't see above this line"
+HORIZON_LEAD = "Below this line: what the model gets verbatim"
 ROUTINE_SKIPS = frozenset({"below_threshold", "no_eligible_batch"})
-OUTCOMES = ("model", "fallback", "degraded", "failed")
+OUTCOMES = ("model", "offline", "fallback", "degraded", "failed")
+# How a fold is shown: its event's `outcome`, except that a fold by the offline summarizer because
+# no model is configured (outcome fallback, reason no_model) is the setup working, not a warning.
+OUTCOME_TEXT = {
+    "model": "model", "offline": "offline (configured)", "fallback": "fallback", "degraded": "degraded",
+    "failed": "failed",
+}
+
+
+def shown_outcome(outcome: str, reason: object) -> str:
+    """The fold's display class: `offline` for the configured offline summarizer, else its outcome."""
+    return "offline" if outcome == "fallback" and reason == NO_MODEL else outcome
+
+
+def tokens_k(n: int) -> str:
+    """A token count for reading: 398251 -> "398k", 950 -> "950"."""
+    return f"{n / 1000:,.0f}k" if n >= 1000 else str(n)
 EVENTS_SHOWN = 400
 
 
@@ -59,11 +76,16 @@ class Fold:
     number: int
     old_cursor: int
     new_cursor: int
-    outcome: str  # model / fallback / degraded / failed
+    outcome: str  # model / fallback / degraded / failed (the event's)
     latency_ms: int | None
     x: float  # session seconds
     summary_chars: int | None = None
     error_class: str | None = None
+    reason: str | None = None
+
+    @property
+    def shown(self) -> str:
+        return shown_outcome(self.outcome, self.reason)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -112,6 +134,7 @@ def timeline(events: Sequence[Mapping[str, Any]], started_at: float | None) -> T
                 Fold(
                     number=number, old_cursor=old, new_cursor=new, outcome=str(event.get("outcome") or "model"),
                     latency_ms=_int(event.get("latency_ms")), x=x, summary_chars=_int(event.get("summary_chars")),
+                    reason=None if event.get("reason") is None else str(event.get("reason")),
                 )
             )
         elif name == CompactionFailed.name:
@@ -221,6 +244,18 @@ def system_sections(
     return out
 
 
+def horizon_text(verbatim: int, snap: ContextSnapshot, recalled: int) -> str:
+    """What the model sees, said on the line itself: the verbatim turns below it, and of the turns
+    above it only the summary and the lines recall brought back for the latest reply."""
+    if snap.covered_through_turn >= 0 and snap.summary:
+        seen = f"the summary of turns 0–{snap.covered_through_turn}"
+    else:
+        seen = "no summary yet"
+    recall = f"{recalled} recalled line{'' if recalled == 1 else 's'} (marked)" if recalled else "no recalled lines"
+    return (f"{HORIZON_LEAD} ({verbatim} turn{'' if verbatim == 1 else 's'}) · above it, the model sees only "
+            f"{seen} and {recall}")
+
+
 def _turn_html(turn: Turn, state: str, badge: str, bot_name: str, *, recalled: bool = False) -> str:
     who = turn.speaker_name or "?"
     kind = "bot" if turn.kind is TurnKind.BOT else turn.kind.value
@@ -270,25 +305,30 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
     rows: list[str] = []
     if view.older_available:
         more = above_param + 40
+        join = "&amp;" if "?" in base_url else "?"
         rows.append(
-            f'<a class="load-older" data-testid="load-older" href="{esc(base_url)}?above={more}">'
+            f'<a class="load-older" data-testid="load-older" href="{esc(base_url)}{join}above={more}">'
             f"load {min(40, view.older_available)} older turns ({view.older_available} not shown)</a>"
         )
     recalled = set(view.recalled_seqs)
     for turn in view.above:
         if turn.seq in recalled:  # brought back by recall for the latest reply: the model saw it
-            rows.append(_turn_html(turn, "folded", "recalled for the latest reply", "", recalled=True))
+            rows.append(_turn_html(turn, "folded", "recalled: sent with the latest reply", "", recalled=True))
             continue
         if turn.seq in pruned:
             rows.append(_turn_html(turn, "pruned", "pruned by the token guard · not folded yet", ""))
             continue
         fold = fold_for(turn.seq, folds)
         if turn.seq < snap.cursor:
-            badge = f"fold {fold.number} · {fold.outcome}" if fold else "folded"
+            badge = f"fold {fold.number} · {OUTCOME_TEXT.get(fold.shown, fold.shown)}" if fold else "folded"
         else:
             badge = "not folded"
         rows.append(_turn_html(turn, "folded", badge, ""))
-    rows.append(f'<div class="horizon" data-testid="horizon" role="separator"><span>{HORIZON_TEXT}</span></div>')
+    rows.append(
+        f'<div class="horizon" data-testid="horizon" role="separator" data-verbatim="{len(seen)}" '
+        f'data-recalled="{len(recalled)}" data-covered-through="{snap.covered_through_turn}">'
+        f"<span>{esc(horizon_text(len(seen), snap, len(recalled)))}</span></div>"
+    )
     for turn in snap.turns:
         if turn.seq in pruned:
             continue  # above the horizon (rendered there)
@@ -299,8 +339,9 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
     note = ""
     if view.reply is not None:
         tokens = view.reply.tokens
-        note = (f'<p class="muted">{len(seen)} turns verbatim · {len(pruned)} pruned · prompt '
-                f"{esc(tokens.display())} tokens of {view.reply.history_budget} history budget</p>")
+        note = (f'<p class="muted" data-testid="budget">{len(seen)} turns verbatim · {len(pruned)} pruned · '
+                f"prompt {esc(tokens.display())} of {tokens_k(view.reply.history_budget)} tokens "
+                "(the history budget)</p>")
     parts.append(f'<section class="card transcript" data-testid="transcript"><h3>Transcript</h3>{note}'
                  + "".join(rows) + "</section>")
     return "".join(parts)
@@ -337,7 +378,8 @@ def render_events(events: Sequence[Mapping[str, Any]], started_at: float | None)
         if len(rows) >= EVENTS_SHOWN:
             continue
         short = name.removeprefix("voice_context_compaction_")
-        outcome = event.get("outcome") or ("failed" if name == CompactionFailed.name else "")
+        outcome = shown_outcome(str(event.get("outcome") or ("failed" if name == CompactionFailed.name else "")),
+                                event.get("reason"))
         rows.append(
             f'<tr data-event="{esc(name)}" class="ev {esc(outcome)}"><td class="time">'
             f'{esc(mmss(event_x(event, started_at)))}</td><td class="name">{esc(short)}</td>'

@@ -16,7 +16,9 @@ address without DASHBOARD_TOKEN (`check_bind`). With a token every page and API 
 `Authorization: Bearer <token>` or the cookie the login form sets (HttpOnly, SameSite=Strict;
 its value is an HMAC of the token, not the token). `/metrics`, `/healthz` and `/static` stay
 open: they hold no transcript text. Every response carries a strict CSP (scripts and styles
-only from /static, no inline code).
+only from /static, no inline code). Wrong tokens are throttled per client and logged, the login
+returns only to a local path, session ids are percent-encoded in links, and the heavy renders
+are bounded and shared (`bot.dashboard.guard`); Redis not answering is a 503, never a 500.
 
 The horizon is never re-derived here: the page calls the reply builder
 (`pipeline.context.reply_context.build_reply_messages`) on the session's snapshot and draws the line
@@ -25,12 +27,14 @@ before the first turn it sends verbatim.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +42,12 @@ import structlog
 from aiohttp import web
 
 from bot.dashboard.config import DashboardConfig, SessionRegistry, SessionView
+from bot.dashboard.guard import Busy, LoginThrottle, RenderGate, safe_next, session_url
 from bot.dashboard.panels import Tile, health_tiles, render_chart, render_tiles
-from bot.dashboard.reader import SessionReader
+from bot.dashboard.reader import SessionReader, latest_recall
 from bot.dashboard.view import (
+    OUTCOME_TEXT,
+    Fold,
     ago,
     esc,
     iso,
@@ -51,6 +58,7 @@ from bot.dashboard.view import (
     timeline,
     visible_seqs,
 )
+from pipeline.events import DashboardLoginRefused
 from pipeline.metrics import CONTENT_TYPE, CompactionMetrics
 from pipeline.models import StoreUnavailable
 from pipeline.ports import SessionStore
@@ -73,6 +81,17 @@ _SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
 }
 _OPEN_PATHS = ("/healthz", "/metrics", "/login", "/static/", "/favicon.ico")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Parts:
+    """A session page's parts that do not depend on `?above=`: its head, tiles and chart, the
+    events column, and the folds the transcript's badges name."""
+
+    top: str
+    events: str
+    folds: tuple[Fold, ...]
+    recall: tuple[tuple[int, ...], int | None]  # the latest reply's recalled seqs and chars
 
 
 class _NoLiveSessions:
@@ -105,10 +124,57 @@ def _cookie_value(token: str) -> str:
     return hmac.new(token.encode(), b"longcall-dashboard-cookie-v1", hashlib.sha256).hexdigest()
 
 
-def _safe_next(raw: str | None) -> str:
-    if not raw or not raw.startswith("/") or raw.startswith("//") or "\\" in raw:
-        return "/"
-    return raw
+def _client(request: web.Request) -> str:
+    """Who is trying: the peer address (a proxy in front makes every visitor one client; the
+    throttle then protects the token, not each visitor: docs/dashboard.md)."""
+    return request.remote or "?"
+
+
+def _log_refusal(request: web.Request, via: str, verdict_failures: int, retry_after_s: int, reason: str) -> None:
+    event = DashboardLoginRefused(client=_client(request), via=via, reason=reason, failures=verdict_failures,
+                                  retry_after_s=retry_after_s)
+    log.warning(event.name, **event.payload())
+
+
+def _throttled(retry_after_s: int, *, api: bool) -> web.Response:
+    text = f"too many wrong tokens from this address; try again in {retry_after_s} s"
+    headers = {"Retry-After": str(retry_after_s)}
+    if api:
+        return web.json_response({"error": "too_many_attempts", "retry_after_s": retry_after_s}, status=429,
+                                 headers=headers)
+    return web.Response(text=login_page(text), content_type="text/html", status=429, headers=headers)
+
+
+def _refused(request: web.Request, throttle: LoginThrottle, via: str) -> web.Response | None:
+    """Count a wrong token; log it, and log once when the client becomes throttled. Returns the
+    429 to send when it just became throttled (None: answer as a plain wrong token)."""
+    verdict = throttle.failed(_client(request))
+    _log_refusal(request, via, verdict.failures, 0, "wrong_token")
+    if verdict.allowed:
+        return None
+    _log_refusal(request, via, verdict.failures, verdict.retry_after_s, "throttled")
+    return _throttled(verdict.retry_after_s, api=request.path.startswith("/api/"))
+
+
+@web.middleware
+async def _store_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Redis not answering (or answering too slowly) and a full render queue are a 503 with
+    `Retry-After`, never a 500 and a traceback."""
+    try:
+        return await handler(request)
+    except StoreUnavailable:
+        return _unavailable("Redis does not answer", 2, request)
+    except Busy as busy:
+        return _unavailable("the dashboard is busy", busy.retry_after_s, request)
+
+
+def _unavailable(why: str, retry_after_s: int, request: web.Request) -> web.Response:
+    headers = {"Retry-After": str(retry_after_s)}
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": why, "retry_after_s": retry_after_s}, status=503, headers=headers)
+    return web.Response(text=f"{why}; try again in {retry_after_s} s", status=503, headers=headers)
 
 
 async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
@@ -125,7 +191,7 @@ def _is_note_ingest(request: web.Request) -> bool:
     return request.method == "POST" and request.path.startswith("/api/sessions/") and request.path.endswith("/notes")
 
 
-def _token_wall(token: str) -> Any:
+def _token_wall(token: str, throttle: LoginThrottle) -> Any:
     expected_cookie = _cookie_value(token)
 
     @web.middleware
@@ -135,9 +201,15 @@ def _token_wall(token: str) -> Any:
         if request.path.startswith(_OPEN_PATHS) or _is_note_ingest(request):
             return await handler(request)
         header = request.headers.get("Authorization", "")
-        if header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip().encode(), token.encode()):
-            return await handler(request)
         cookie = request.cookies.get(COOKIE_NAME, "")
+        if header.startswith("Bearer "):
+            verdict = throttle.check(_client(request))
+            if not verdict.allowed:  # refused unchecked: no more guesses from this address for now
+                return _throttled(verdict.retry_after_s, api=request.path.startswith("/api/"))
+            if hmac.compare_digest(header[7:].strip().encode(), token.encode()):
+                return await handler(request)
+            if (throttled := _refused(request, throttle, "bearer")) is not None:
+                return throttled
         if cookie and hmac.compare_digest(cookie.encode(), expected_cookie.encode()):
             return await handler(request)
         if request.path.startswith("/api/"):
@@ -167,14 +239,29 @@ class Dashboard:
         self._metrics = metrics
         self._clock = clock
         self._reader = SessionReader(store, config, self._live)
+        self.throttle = LoginThrottle(clock)
+        # The session page, its body and the JSON API are the heavy reads: bounded, shared by
+        # the requests that want the same one at once, and kept while the session's version holds.
+        self.gate: RenderGate[str] = RenderGate(clock)
+        self.parts: RenderGate[_Parts] = RenderGate(clock)
 
     # -- handlers --------------------------------------------------------------------------------
 
     async def index(self, request: web.Request) -> web.Response:
-        return web.Response(text=page("sessions", await self._index_body(),
+        body = await self.gate.run("index", await self._index_version(), self._index_body)
+        if "fragment" in request.query:
+            return web.Response(text=body, content_type="text/html")
+        return web.Response(text=page("sessions", body,
                                       poll={"fragment-url": "/?fragment=1", "version-url": "/api/version"}),
-                            content_type="text/html") if "fragment" not in request.query else web.Response(
-            text=await self._index_body(), content_type="text/html")
+                            content_type="text/html")
+
+    async def _index_version(self) -> str:
+        try:
+            ids = await self._reader.session_ids()
+            parts = await asyncio.gather(*(self._reader.version(sid) for sid in ids))
+        except StoreUnavailable:
+            return "down"
+        return hashlib.sha1(":".join([*ids, *parts]).encode(), usedforsecurity=False).hexdigest()[:16]
 
     async def _index_body(self) -> str:
         try:
@@ -189,12 +276,12 @@ class Dashboard:
         for r in rows:
             fold = r["last_fold"]
             fold_text = "—" if fold is None else (
-                f'<span class="dot {esc(fold["outcome"])}"></span>{esc(fold["outcome"])}'
+                f'<span class="dot {esc(fold["shown"])}"></span>{esc(OUTCOME_TEXT.get(fold["shown"], fold["shown"]))}'
                 + (f" · {esc(ago(now - fold['at']))}" if isinstance(fold.get("at"), int | float) else "")
             )
             body.append(
                 f'<tr data-testid="session-row" data-session-id="{esc(r["session_id"])}">'
-                f'<td><a href="/sessions/{esc(r["session_id"])}">{esc(r["title"])}</a>'
+                f'<td><a href="{esc(session_url(r["session_id"]))}">{esc(r["title"])}</a>'
                 f'<div class="muted small">{esc(" · ".join(x for x in (r["session_id"], r["source"]) if x))}'
                 f'{" · <b class=livebadge>live</b>" if r["live"] else ""}</div></td>'
                 f'<td>{esc(iso(r["started_at"]))}</td><td class="num">{r["total_turns"]}</td>'
@@ -214,7 +301,12 @@ class Dashboard:
         )
 
     def _session_id(self, request: web.Request) -> str:
-        return request.match_info["session_id"]
+        """The id from the path (percent-decoded by the router), or from `?id=` for an id the
+        path cannot carry (`bot.dashboard.guard.session_url`)."""
+        session_id = request.match_info["session_id"]
+        if session_id == "-" and "id" in request.query:
+            return request.query["id"]
+        return session_id
 
     def _above(self, request: web.Request) -> int:
         try:
@@ -222,10 +314,23 @@ class Dashboard:
         except ValueError:
             return DEFAULT_ABOVE
 
-    async def _session_body(self, session_id: str, above: int) -> str:
+    async def _session_body(self, session_id: str, above: int, version: str) -> str:
+        """The page's body: the parts that do not depend on `above` (read once per version and
+        shared by every `above`), and what the model sees with `above` turns over the horizon."""
+        parts = await self.parts.run(session_id, version, lambda: self._session_parts(session_id))
+        view = await self._reader.model_view(session_id, above, parts.recall)
+        return (
+            parts.top
+            + '<div class="columns"><div class="col-main"><h2 class="colhead">What the model sees now</h2>'
+            + render_model_view(view, parts.folds, above_param=above, base_url=session_url(session_id))
+            + '</div><div class="col-side">'
+            + parts.events
+            + "</div></div>"
+        )
+
+    async def _session_parts(self, session_id: str) -> _Parts:
         events = await self._store.load_events(session_id, EVENT_LOG_MAX)
         row = await self._reader.session_row(session_id, events)
-        view = await self._reader.model_view(session_id, above)
         tl = timeline(events, row["started_at"])
         live = self._live.sessions().get(session_id)
         redis = await self._reader.redis_health(session_id)
@@ -247,27 +352,27 @@ class Dashboard:
             f' · started {esc(iso(row["started_at"]))}'
             f"</p>{stats}</section>"
         )
-        base_url = f"/sessions/{session_id}"
-        return (
-            header
-            + f'<div class="tiles">{render_tiles(tiles)}</div>'
-            + f'<section class="card"><h3>Compaction timeline</h3>{render_chart(tl)}</section>'
-            + '<div class="columns"><div class="col-main"><h2 class="colhead">What the model sees now</h2>'
-            + render_model_view(view, tl.folds, above_param=above, base_url=base_url)
-            + '</div><div class="col-side">'
-            + render_events(events, row["started_at"])
-            + "</div></div>"
-        )
+        top = (header + f'<div class="tiles">{render_tiles(tiles)}</div>'
+               + f'<section class="card"><h3>Compaction timeline</h3>{render_chart(tl)}</section>')
+        return _Parts(top=top, events=render_events(events, row["started_at"]), folds=tuple(tl.folds),
+                      recall=latest_recall(events))
+
+    async def _body(self, session_id: str, above: int) -> str:
+        """The session page's body, through the gate (one render per version, bounded)."""
+        version = await self._reader.version(session_id)
+        return await self.gate.run(("page", session_id, above), version,
+                                   lambda: self._session_body(session_id, above, version))
 
     async def session_page(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
         if not await self._reader.exists(session_id):
             raise web.HTTPNotFound(text=f"no session {session_id}")
         above = self._above(request)
-        body = await self._session_body(session_id, above)
+        body = await self._body(session_id, above)
+        live_url = session_url(session_id, "live")
         poll = {
-            "fragment-url": f"/sessions/{session_id}/live?above={above}",
-            "version-url": f"/api/sessions/{session_id}/version",
+            "fragment-url": f"{live_url}{'&' if '?' in live_url else '?'}above={above}",
+            "version-url": session_url(session_id, "version", api=True),
         }
         return web.Response(text=page(session_id, body, poll=poll), content_type="text/html")
 
@@ -275,28 +380,32 @@ class Dashboard:
         session_id = self._session_id(request)
         if not await self._reader.exists(session_id):
             raise web.HTTPNotFound(text=f"no session {session_id}")
-        return web.Response(text=await self._session_body(session_id, self._above(request)),
-                            content_type="text/html")
+        return web.Response(text=await self._body(session_id, self._above(request)), content_type="text/html")
 
     async def api_version(self, request: web.Request) -> web.Response:
-        session_id = request.match_info.get("session_id")
-        if session_id is None:
-            ids = await self._reader.session_ids()
-            parts = [await self._reader.version(sid) for sid in ids]
-            version = hashlib.sha1(":".join(ids + parts).encode(), usedforsecurity=False).hexdigest()[:16]
-        else:
-            version = await self._reader.version(session_id)
-        return web.json_response({"version": version})
+        if "session_id" not in request.match_info:
+            return web.json_response({"version": await self._index_version()})
+        return web.json_response({"version": await self._reader.version(self._session_id(request))})
 
     async def api_sessions(self, request: web.Request) -> web.Response:
-        return web.json_response({"sessions": await self._reader.session_rows()}, dumps=_dumps)
+        text = await self.gate.run("api-index", await self._index_version(), self._sessions_json)
+        return web.Response(text=text, content_type="application/json")
+
+    async def _sessions_json(self) -> str:
+        return _dumps({"sessions": await self._reader.session_rows()})
 
     async def api_session(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
         if not await self._reader.exists(session_id):
             raise web.HTTPNotFound(text=f"no session {session_id}")
+        above = self._above(request)
+        text = await self.gate.run(("api", session_id, above), await self._reader.version(session_id),
+                                   lambda: self._api_session_json(session_id, above))
+        return web.Response(text=text, content_type="application/json")
+
+    async def _api_session_json(self, session_id: str, above: int) -> str:
         row = await self._reader.session_row(session_id)
-        view = await self._reader.model_view(session_id, self._above(request))
+        view = await self._reader.model_view(session_id, above)
         reply = view.reply
         seqs = visible_seqs(view)
         row["model_view"] = {
@@ -308,14 +417,19 @@ class Dashboard:
             "above_seqs": [t.seq for t in view.above],
             "summary": view.snapshot.summary,
         }
-        return web.json_response(row, dumps=_dumps)
+        return _dumps(row)
 
     async def api_events(self, request: web.Request) -> web.Response:
         session_id = self._session_id(request)
         if not await self._reader.exists(session_id):
             raise web.HTTPNotFound(text=f"no session {session_id}")
+        text = await self.gate.run(("events", session_id), await self._reader.version(session_id),
+                                   lambda: self._events_json(session_id))
+        return web.Response(text=text, content_type="application/json")
+
+    async def _events_json(self, session_id: str) -> str:
         events = await self._store.load_events(session_id, EVENT_LOG_MAX)
-        return web.json_response({"session_id": session_id, "events": events}, dumps=_dumps)
+        return _dumps({"session_id": session_id, "events": events})
 
     async def metrics(self, request: web.Request) -> web.Response:
         assert self._metrics is not None
@@ -329,17 +443,23 @@ class Dashboard:
                                   "live_sessions": len(self._live.sessions())})
 
     async def login_form(self, request: web.Request) -> web.Response:
-        return web.Response(text=login_page(next_url=_safe_next(request.query.get("next"))),
+        return web.Response(text=login_page(next_url=safe_next(request.query.get("next"))),
                             content_type="text/html")
 
     async def login(self, request: web.Request) -> web.StreamResponse:
         token = self._config.token
+        if token is not None:
+            verdict = self.throttle.check(_client(request))
+            if not verdict.allowed:  # refused before the form is even read or the token compared
+                return _throttled(verdict.retry_after_s, api=False)
         form = await request.post()
         given = str(form.get("token", ""))
-        next_url = _safe_next(str(form.get("next", "/")))
+        next_url = safe_next(str(form.get("next", "/")))
         if token is None:
             return web.Response(status=303, headers={"Location": next_url})
         if not hmac.compare_digest(given.encode(), token.encode()):
+            if (throttled := _refused(request, self.throttle, "form")) is not None:
+                return throttled
             return web.Response(text=login_page("Wrong token.", next_url), content_type="text/html", status=401)
         response = web.Response(status=303, headers={"Location": next_url})
         response.set_cookie(COOKIE_NAME, _cookie_value(token), httponly=True, samesite="Strict", path="/",
@@ -365,9 +485,17 @@ def create_dashboard_app(
 ) -> web.Application:
     config = config or DashboardConfig()
     dashboard = Dashboard(store, config, live=live, metrics=metrics, clock=clock)
-    middlewares: list[Any] = [_token_wall(config.token)] if config.token else []
+    middlewares: list[Any] = [_store_errors]
+    if config.token:
+        middlewares.insert(0, _token_wall(config.token, dashboard.throttle))
     app = web.Application(middlewares=middlewares)
     app.on_response_prepare.append(_security_headers)
+
+    async def close_gate(_: web.Application) -> None:
+        await dashboard.gate.aclose()
+        await dashboard.parts.aclose()
+
+    app.on_cleanup.append(close_gate)
     app.router.add_get("/", dashboard.index)
     app.router.add_get("/sessions/{session_id}", dashboard.session_page)
     app.router.add_get("/sessions/{session_id}/live", dashboard.session_fragment)

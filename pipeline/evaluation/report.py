@@ -40,36 +40,88 @@ def polyline(points: list[tuple[float, float]], color: str) -> str:
     return f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{coords}"/>'
 
 
+def _in_time_order(series: Series) -> list[tuple[float, int, int, int]]:
+    """Each sample at the session time it was taken: an audio replay appends a turn when its
+    speech is transcribed, which can be after a later-starting utterance's turn, so a sample's
+    own `t` can be earlier than the one before it; the line is drawn at the latest time reached."""
+    out: list[tuple[float, int, int, int]] = []
+    reached = 0.0
+    for t, total, cursor, chars in series:
+        reached = max(reached, t)
+        out.append((reached, total, cursor, chars))
+    return out
+
+
 def render_plot(series: Series) -> str:
     """Turns appended vs compaction cursor over session time, and summary length."""
     if not series:
-        return "<p>No data.</p>"
+        return '<p class="empty">No data: the replay took no samples (the session file has no lines).</p>'
+    series = _in_time_order(series)
     t_max = max(s[0] for s in series) or 1.0
     n_max = max(s[1] for s in series) or 1
-    c_max = max(1200, *(s[3] for s in series))
+    c_max = max(s[3] for s in series)
 
     def xy(t: float, v: float, vmax: float) -> tuple[float, float]:
         return (_PAD + (_W - 2 * _PAD) * t / t_max, _H - _PAD - (_H - 2 * _PAD) * v / vmax)
 
     total = polyline([xy(s[0], s[1], n_max) for s in series], "#1f77b4")
     cursor = polyline([xy(s[0], s[2], n_max) for s in series], "#2ca02c")
-    chars = polyline([xy(s[0], s[3], c_max) for s in series], "#ff7f0e")
+    # The summary line on its own scale, only when there is a summary (no 1,200-char axis for 0 chars).
+    chars = polyline([xy(s[0], s[3], c_max) for s in series], "#ff7f0e") if c_max else ""
+    scale = f"{n_max} turns / {c_max} chars" if c_max else f"{n_max} turns"
     axes = (
         f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" stroke="#444"/>'
         f'<line x1="{_PAD}" y1="{_PAD}" x2="{_PAD}" y2="{_H - _PAD}" stroke="#444"/>'
         f'<text x="{_PAD}" y="{_H - 10}" font-size="11">0:00</text>'
         f'<text x="{_W - _PAD - 40}" y="{_H - 10}" font-size="11">{mmss(t_max)}</text>'
-        f'<text x="4" y="{_PAD - 8}" font-size="11">{n_max} turns / {c_max} chars</text>'
+        f'<text x="4" y="{_PAD - 8}" font-size="11">{scale}</text>'
     )
     legend = (
         f'<text x="{_W - 260}" y="20" font-size="12" fill="#1f77b4">turns appended</text>'
         f'<text x="{_W - 160}" y="20" font-size="12" fill="#2ca02c">cursor (folded)</text>'
-        f'<text x="{_W - 260}" y="36" font-size="12" fill="#ff7f0e">summary chars (right scale)</text>'
+        + (f'<text x="{_W - 260}" y="36" font-size="12" fill="#ff7f0e">summary chars (own scale)</text>'
+           if c_max else f'<text x="{_W - 260}" y="36" font-size="12" fill="#888">no summary: nothing folded</text>')
     )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" role="img" '
         f'aria-label="turns and cursor over time">{axes}{total}{cursor}{chars}{legend}</svg>'
     )
+
+
+def _why_no_summary(report: dict[str, Any]) -> str:
+    comp = report["compactions"]
+    if comp["completed"]:
+        return "The summary is empty although folds completed (see the compactions row)."
+    skipped = ", ".join(f"{k} {v}" for k, v in comp["skipped"].items())
+    why = (f"No summary: nothing was folded. All {report['turns']} turns still fit in the verbatim window, "
+           "so the model got every one of them as it was said") if not comp["failed"] else (
+        f"No summary: every fold failed ({comp['failed']})")
+    return f"{why}" + (f" (the compactor checked and nothing was due: {skipped})." if skipped else ".")
+
+
+def render_heard(report: dict[str, Any]) -> str:
+    """An audio replay: each clip's reference line next to what was heard, and the hearing counts."""
+    clips = report.get("rows")
+    if not isinstance(clips, list):
+        return ""
+    esc = html.escape
+    hearing = report.get("hearing") or {}
+    rejected = ", ".join(f"{esc(str(k))} {v}" for k, v in (hearing.get("rejected") or {}).items()) or "none"
+    counts = (f"<p>{hearing.get('utterances', '?')} utterances, {hearing.get('transcribed', '?')} transcribed, "
+              f"rejected: {rejected}; {report.get('voice_turns', '?')} voice turns from {report.get('clips', '?')} "
+              f"clips ({float(report.get('audio_s', 0.0)):.0f} s of audio).</p>") if hearing else ""
+    if not clips:
+        return "<h2>What was heard</h2>" + counts + '<p class="empty">No clips: the audio folder had none.</p>'
+    body = "".join(
+        f"<tr><td>{mmss(float(r.get('t', 0.0)))}</td><td>{esc(str(r.get('speaker', '')))}</td>"
+        f"<td>{esc(str(r.get('reference', '')))}</td><td>{esc(str(r.get('hypothesis') or '—'))}</td>"
+        f"<td>{float(r.get('wer', 0.0)) * 100:.0f}%</td>"
+        f"<td>{'yes' if r.get('attributed') else 'no'}</td></tr>"
+        for r in clips
+    )
+    return ("<h2>What was heard</h2>" + counts
+            + "<table><tr><th>at</th><th>speaker</th><th>said (reference)</th><th>heard</th><th>WER</th>"
+            + f"<th>right speaker</th></tr>{body}</table>")
 
 
 def render_html(report: dict[str, Any], series: Series) -> str:
@@ -103,13 +155,22 @@ def render_html(report: dict[str, Any], series: Series) -> str:
         ("Folded by", ", ".join(f"{esc(k)}: {v}" for k, v in comp.get("by_outcome", {}).items()) or "none"),
         ("Failed by reason", ", ".join(f"{esc(k)}: {v}" for k, v in comp.get("failed_by_reason", {}).items())
          or "none"),
-        ("Cursor / covered through", f"{report['cursor']} / {report['covered_through_turn']}"),
+        ("Cursor / covered through", f"{report['cursor']} / " + (
+            str(report["covered_through_turn"]) if report["covered_through_turn"] >= 0 else "nothing folded yet")),
         ("Summary chars (max)", report["summary_chars_max"]),
         ("Context tokens p50 / max", tok),
-        ("Probes", f"{report['probes']['hit']} of {probes_total} hit"
+        ("Probes", "none in this session" if not probes_total else f"{report['probes']['hit']} of {probes_total} hit"
          + (f" ({retention * 100:.0f}% retention)" if retention is not None else "")),
     ]
     table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + wer
+    if probes:
+        probes_html = ("<table><tr><th>at</th><th>turn</th><th>question</th><th>expected</th><th>result</th>"
+                       f"<th>found in</th><th>tokens</th></tr>{probes}</table>")
+    else:
+        probes_html = ('<p class="empty">No probes: the session has no <code>probe</code> lines, so no question '
+                       "was put to what the model would have known.</p>")
+    summary = str(report.get("summary_final", ""))
+    summary_html = f"<pre>{esc(summary)}</pre>" if summary else f'<p class="empty">{esc(_why_no_summary(report))}</p>'
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>longcall replay: {esc(str(report['session']))}</title>
 <style>
@@ -117,15 +178,16 @@ body{{font-family:system-ui,sans-serif;margin:2rem;max-width:60rem;color:#222}}
 table{{border-collapse:collapse;margin:1rem 0}} th,td{{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}}
 .hit{{color:#1a7f37;font-weight:600}} .miss{{color:#b42318;font-weight:600}}
 pre{{white-space:pre-wrap;background:#f6f8fa;padding:1rem;border-radius:6px}}
+.empty{{color:#555;font-style:italic}}
 </style></head><body>
 <h1>Replay: {esc(str(report['session']))}</h1>
 <table>{table}</table>
 <h2>Turns and compaction over time</h2>
 {render_plot(series)}
+{render_heard(report)}
 <h2>Probes</h2>
-<table><tr><th>at</th><th>turn</th><th>question</th><th>expected</th><th>result</th><th>found in</th>
-<th>tokens</th></tr>{probes}</table>
+{probes_html}
 <h2>Final running summary</h2>
-<pre>{esc(str(report.get('summary_final', '')))}</pre>
+{summary_html}
 </body></html>
 """

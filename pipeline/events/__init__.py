@@ -16,6 +16,7 @@ from pipeline.events.base import ABSENT, Absent, Event
 from pipeline.events.bot_events import (
     BotReplyCompleted,
     BotReplyDropped,
+    DashboardLoginRefused,
     GuildSessionMoved,
     RealtimeResponseCompleted,
     RealtimeSessionReplaced,
@@ -73,6 +74,7 @@ __all__ = [
     "CompactionStarted",
     "ContextRecall",
     "ContextWindowPruned",
+    "DashboardLoginRefused",
     "DECLARED",
     "EVENT_TYPES",
     "Event",

@@ -200,3 +200,23 @@ class RealtimeResponseCompleted(Event):
     instructions_chars: int
     reconnects: int
     error_code: str | None
+
+
+# -- the operator dashboard (bot/dashboard/) -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardLoginRefused(Event):
+    """Logged, not emitted (no session): a wrong DASHBOARD_TOKEN from `client` (its address), by
+    the login form or an `Authorization: Bearer` header (`via` form / bearer). `reason`
+    wrong_token: one more of the `failures` counted in the throttle's window; throttled: the
+    client reached the limit and every attempt is refused unchecked for `retry_after_s` (logged
+    once when it starts, not per attempt). Never the token."""
+
+    name: ClassVar[str] = "dashboard_login_refused"
+    level: ClassVar[str] = "warning"
+    client: str
+    via: str
+    reason: str
+    failures: int
+    retry_after_s: int

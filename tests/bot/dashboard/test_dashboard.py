@@ -119,9 +119,16 @@ async def test_horizon_sits_before_the_reply_builders_first_verbatim_turn(
     assert len(seqs) - start >= 20
     assert {"folded"} == {e["data-state"] for e in above}
     page = await (await client.get(f"/sessions/{session_id}")).text()
-    assert "The model can&#x27;t see above this line" in page or "The model can't see above this line" in page
+    # The line says what the model sees: the verbatim turns below it, the summary and recalled lines above.
+    recalled = sum(1 for e in above if e.get("data-recalled") == "1")
+    assert recalled > 1
+    (line,) = re.findall(r'data-testid="horizon"[^>]*><span>([^<]*)</span>', page)
+    assert (f"Below this line: what the model gets verbatim ({len(expected)} turns) · above it, the model sees "
+            f"only the summary of turns 0–{gaming_night['covered_through_turn']} and {recalled} recalled lines (marked)"
+            ) == html.unescape(line)
+    # The replay has no model: its folds are the configured offline summarizer, not a warning.
     folds = re.findall(
-        r'data-seq="(\d+)" data-state="folded">.*?<span class="badge">fold (\d+) · (?:model|fallback)</span>', page
+        r'data-seq="(\d+)" data-state="folded">.*?<span class="badge">fold (\d+) · offline \(configured\)</span>', page
     )
     assert [(s, str(int(s) // 10 + 1)) for s, _ in folds] == folds  # batches of 10: turn s is in fold s//10 + 1
     data = await (await client.get(f"/api/sessions/{session_id}")).json()
@@ -516,3 +523,29 @@ async def test_the_recall_section_is_listed_and_recalled_turns_are_marked(
     above, _ = split_at_horizon(page)
     assert ["3", "40"] == [e["data-seq"] for e in above if e.get("data-recalled") == "1"]
     assert "recall: from earlier in this session" in page and "2 old turns, 180 chars" in page
+    (line,) = re.findall(r'data-testid="horizon"[^>]*><span>([^<]*)</span>', page)
+    assert html.unescape(line).endswith("and 2 recalled lines (marked)")
+
+
+async def test_the_configured_offline_summarizer_is_not_a_warning_and_budgets_read_in_tokens(
+    client: Client, redis_store: RedisSessionStore, gaming_night: dict[str, Any], session_id: str
+) -> None:
+    """A replay without a model folds with the offline summarizer because it is configured so
+    (outcome fallback, reason no_model): the chart, the events and the index show it as
+    `offline`, not as the amber fallback a failing model gets. The prompt reads `x of y tokens`."""
+    assert '<span class="dot offline"></span>offline (configured)' in await (await client.get("/")).text()
+    await redis_store.append_events(session_id, [
+        {"event": CompactionCompleted.name, "old_cursor": 290, "new_cursor": 300, "latency_ms": 5,
+         "outcome": "fallback", "reason": "timeout", "summary_chars": 900, "t": 9000.0},
+    ], max_len=5000)
+    page = await (await client.get(f"/sessions/{session_id}")).text()
+    marks = [e for e in elements(page) if e["data-testid"] == "fold-mark"]
+    assert ["offline"] * (len(marks) - 1) + ["fallback"] == [m["data-shown"] for m in marks]
+    assert ["fallback"] * len(marks) == [m["data-outcome"] for m in marks]  # the event's own word is kept
+    assert 'class="fold offline"' in page and page.count('class="fold fallback"') == 1
+    rows = re.findall(rf'<tr data-event="{CompactionCompleted.name}" class="ev (\w+)"', page)
+    assert ["fallback"] + ["offline"] * (len(rows) - 1) == rows  # newest first
+    (budget,) = re.findall(r'data-testid="budget">([^<]*)<', page)
+    assert re.search(r"prompt ~?\d+(k)? of \d{1,3}(,\d{3})*k tokens \(the history budget\)", budget), budget
+    index = await (await client.get("/")).text()
+    assert '<span class="dot fallback"></span>fallback' in index  # the newest fold is the failed model's

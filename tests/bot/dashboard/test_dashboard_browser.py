@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
+import re
 import shutil
 import threading
 import urllib.error
@@ -149,17 +151,25 @@ def test_horizon_in_the_browser_is_the_reply_builders_cut(
     browser: Any, server: DashboardServer, long_session: tuple[str, dict[str, Any]]
 ) -> None:
     """Rendered and laid out in Chromium: one visible divider, and below it exactly the turns the
-    reply builder sent at turn 300 (its verbatim turns, then the current turn), seq by seq."""
+    reply builder sent at turn 300 (its verbatim turns, then the current turn), seq by seq. The
+    line says what the model sees: those turns, and above it only the summary and the recalled
+    lines (which are marked), not "nothing"."""
     sid, inspection = long_session
     browser.get(f"{server.url}/sessions/{sid}")
     horizons = browser.find_elements("css selector", "[data-testid=horizon]")
     assert 1 == len(horizons)
-    assert "THE MODEL CAN'T SEE ABOVE THIS LINE" == horizons[0].text.upper()
     below = browser.execute_script(BELOW_HORIZON_JS)
     assert [*inspection["verbatim_seqs"], inspection["at_turn"]] == [seq for seq, _ in below]
     assert "current" == below[-1][1]
     above = browser.execute_script(ABOVE_HORIZON_JS)
     assert len(above) >= 20 and {"folded"} == {state for _, state in above}
+    recalled = browser.find_elements("css selector", "[data-testid=turn][data-recalled='1']")
+    assert recalled and all("RECALLED: SENT WITH THE LATEST REPLY" in t.text.upper() for t in recalled)
+    assert (f"BELOW THIS LINE: WHAT THE MODEL GETS VERBATIM ({len(below)} TURNS) · ABOVE IT, THE MODEL SEES ONLY "
+            f"THE SUMMARY OF TURNS 0–{inspection['covered_through_turn']} AND {len(recalled)} RECALLED LINES "
+            "(MARKED)") == horizons[0].text.upper()
+    budget = browser.find_element("css selector", "[data-testid=budget]").text
+    assert re.search(r"prompt ~?\d+k? of [\d,]+k tokens \(the history budget\)", budget), budget
     assert horizons[0].is_displayed()
     resources = browser.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
     assert resources and all(url.startswith(server.url) for url in resources)
@@ -174,7 +184,9 @@ def test_chart_in_the_browser_matches_the_events(
     browser: Any, server: DashboardServer, long_session: tuple[str, dict[str, Any]]
 ) -> None:
     """Each completed fold in the event log is one mark on the chart at its new cursor, coloured
-    by outcome by the stylesheet (so the CSS loaded under the CSP), with its latency on hover."""
+    by outcome by the stylesheet (so the CSS loaded under the CSP), with its latency on hover. The
+    replay has no model: its folds are the configured offline summarizer, blue, not the amber of
+    a fallback after a failing model."""
     sid, _ = long_session
     events = server.call(server.store.load_events(sid, 5000))
     completed = [e for e in events if e["event"] == CompactionCompleted.name]
@@ -187,8 +199,12 @@ def test_chart_in_the_browser_matches_the_events(
     assert [e["new_cursor"] for e in completed] == [m[0] for m in marks]
     assert [str(e.get("outcome") or "model") for e in completed] == [m[1] for m in marks]
     assert all(f"{e['latency_ms']} ms" in m[2] for e, m in zip(completed, marks, strict=True))
-    colours = {"model": "rgb(31, 157, 85)", "fallback": "rgb(224, 161, 0)", "degraded": "rgb(224, 106, 0)"}
-    assert [colours[m[1]] for m in marks] == [m[3] for m in marks]
+    offline = "rgb(79, 143, 184)"
+    assert {"fallback"} == {m[1] for m in marks} and {"no_model"} == {e.get("reason") for e in completed}
+    assert [offline] * len(marks) == [m[3] for m in marks]
+    assert all("offline (configured)" in m[2] for m in marks)
+    legend = browser.find_element("css selector", "[data-testid=compaction-timeline] figcaption").text
+    assert "offline (configured)" in legend and "fallback" in legend
     chart = browser.find_element("css selector", "[data-testid=compaction-timeline]")
     chart.screenshot(str(SCREENSHOTS / "dashboard-chart.png"))
 
@@ -311,3 +327,93 @@ def test_token_wall_in_the_browser(browser: Any, redis_server: PrivateRedisServe
     finally:
         browser.delete_all_cookies()
         walled.close()
+
+
+def test_links_to_sessions_with_odd_ids_open_their_own_page(browser: Any, server: DashboardServer) -> None:
+    """Ids holding `/`, `..`, `?`, `#` or a bare `..`: clicking the index link opens that
+    session's page, and its polling keeps working (the live status stays "live")."""
+    ids = ["odd/a", "odd/../b", "odd?c=1", "odd#d", ".."]
+
+    async def store_them() -> None:
+        for sid in ids:
+            await server.store.save_meta(sid, {"title": f"odd session {sid}"})
+            await server.store.append_turn(sid, TurnDraft(
+                kind=TurnKind.SPEECH, speaker_id="u1", speaker_name="Ana", text=f"spoken in {sid}",
+                started_at=0.0, ended_at=1.0))
+
+    server.call(store_them())
+    browser.get_log("browser")  # what earlier tests left in the console
+    for sid in ids:
+        browser.get(f"{server.url}/")
+        row = browser.find_element("css selector", f"[data-testid=session-row][data-session-id={json.dumps(sid)}]")
+        row.find_element("css selector", "a").click()
+        until_in_page(browser, "return null !== document.querySelector('[data-testid=turn]');")
+        texts = [t.text for t in browser.find_elements("css selector", "[data-testid=turn]")]
+        assert any(f"spoken in {sid}" in t for t in texts), (sid, browser.current_url)
+        assert f"odd session {sid}" == browser.find_element("css selector", "section.head h2").text
+        until_in_page(browser, "return document.getElementById('live-status').textContent.startsWith('live');")
+    _no_console_errors(browser)
+
+
+def test_login_returns_only_to_this_server_and_throttles_guesses(
+    browser: Any, redis_server: PrivateRedisServer, server: DashboardServer
+) -> None:
+    """`next=/%09/127.0.0.1:<other port>/` (a tab the browser drops, leaving `//host/`) lands on
+    this dashboard's own `/`; ten wrong tokens and the form says to wait."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    walled = DashboardServer(redis_server.url, DashboardConfig(token=TOKEN))
+    other = server.url.rsplit(":", 1)[1]
+    try:
+        browser.delete_all_cookies()
+        browser.get(f"{walled.url}/login?next=/%09/127.0.0.1:{other}/")
+        browser.find_element("css selector", "input[name=token]").send_keys(TOKEN)
+        browser.find_element("css selector", "button[type=submit]").click()
+        WebDriverWait(browser, 20, ignored_exceptions=(WebDriverException,)).until(
+            expected_conditions.presence_of_element_located(("css selector", "main#live[data-version-url]")))
+        assert f"{walled.url}/" == browser.current_url
+        browser.delete_all_cookies()
+        for i in range(10):
+            browser.get(f"{walled.url}/login")
+            browser.find_element("css selector", "input[name=token]").send_keys(f"wrong-guess-{i}")
+            browser.find_element("css selector", "button[type=submit]").click()
+            WebDriverWait(browser, 20, ignored_exceptions=(WebDriverException,)).until(
+                expected_conditions.presence_of_element_located(("css selector", "p.bad")))
+        assert "too many wrong tokens from this address" in browser.find_element("css selector", "p.bad").text
+        browser.save_screenshot(str(SCREENSHOTS / "dashboard-throttled.png"))
+    finally:
+        browser.delete_all_cookies()
+        walled.close()
+
+
+def test_the_audio_demo_report_says_what_was_heard(
+    browser: Any, redis_server: PrivateRedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audio demo (samples/audio_night through faster-whisper) replayed by `longcall replay`,
+    its report.html opened in Chromium: what was heard per clip, why probes and summary are empty,
+    no "covered through -1", no summary scale without a summary, a time axis that only goes forward."""
+    from bot.__main__ import main
+    from tests.support.dashboard_rig import SAMPLES
+
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert 0 == main(["replay", str(SAMPLES / "audio_night"), "--out", str(tmp_path / "a")])
+    report = json.loads((tmp_path / "a" / "report.json").read_text(encoding="utf-8"))
+    browser.get((tmp_path / "a" / "report.html").as_uri())
+    heading = browser.find_element("xpath", "//h2[.='What was heard']")
+    heard = heading.find_element("xpath", "following-sibling::table[1]").find_elements("css selector", "tr")
+    assert len(report["rows"]) == len(heard) - 1
+    assert report["rows"][0]["hypothesis"] in heard[1].text
+    text = browser.find_element("tag name", "body").text
+    assert "No probes: the session has no probe lines" in text
+    if not report["summary_final"]:
+        assert f"No summary: nothing was folded. All {report['turns']} turns still fit in the verbatim window" in text
+        assert "1200 chars" not in text and "no summary: nothing folded" in text
+    assert "covered through" in text.lower() and "/ -1" not in text
+    lines = browser.execute_script(
+        "return [...document.querySelectorAll('svg polyline')].map(p => [...p.points].map(q => q.x))")
+    assert lines and all(xs == sorted(xs) for xs in lines)
+    browser.save_screenshot(str(SCREENSHOTS / "report-audio.png"))
