@@ -452,8 +452,8 @@ def retry_wait(err: AsrError, attempt: int) -> float | None:
     unavailable endpoint only when it said when to come back."""
     if err.code is AsrErrorCode.RATE_LIMITED:
         if err.retry_after_s is not None:
-            return err.retry_after_s
-        return min(RETRY_BACKOFF_S * 2 ** (attempt - 1), RETRY_BACKOFF_CAP_S)
+            return float(err.retry_after_s)
+        return min(RETRY_BACKOFF_S * 2.0 ** (attempt - 1), RETRY_BACKOFF_CAP_S)
     if err.code is AsrErrorCode.UNAVAILABLE and err.retry_after_s is not None:
-        return err.retry_after_s
+        return float(err.retry_after_s)
     return None
