@@ -5,7 +5,8 @@ Process A serves the guild's session; Bob's `/optout` reaches process B (another
 which writes the preference and answers. A applies it at once (a store pub/sub message), so
 Bob's next line is never stored while Alice's is, and `/optin` through B lets him back in. Then
 Redis restarts empty (FLUSHALL, on a Redis of this test's own): the opt-out A holds is written
-back, and the next session A starts after `/leave` and `/join` still does not record Bob."""
+back, the session A re-seeds holds nothing Bob asked to have forgotten (`/forget me` earlier),
+and the next session A starts after `/leave` and `/join` still does not record Bob."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.slow
 
 ALICE, BOB = 0, 1
 BOB_ID = str(HUMANS[BOB][0])
+FORGOTTEN = "Amber Heron 5521"  # what Bob says, then asks to be forgotten
 
 
 def applied(count: int) -> Callable[[list[dict[str, Any]]], bool]:
@@ -73,8 +75,12 @@ async def test_optout_elsewhere_applies_at_once_and_survives_a_redis_restarted_e
             await discord.join(conn_a, guild)
             await procs.logs["a"].until("A's session", sessions_started([guild]), 60)
             await discord.until("the notice", lambda: any(c == voice_channel_of(guild) for c, _ in discord.posts), 30)
-            await discord.say(guild, BOB, "Bob before: Amber Heron.")
-            await watch.until("Bob's first line stored", lambda: stored("Bob before: Amber Heron."), 30)
+            await discord.say(guild, BOB, f"Bob before: {FORGOTTEN}.")
+            await watch.until("Bob's first line stored", lambda: stored(f"Bob before: {FORGOTTEN}."), 30)
+            await discord.command(conn_a, guild, "forget", user=BOB, sub="me")
+            await discord.until("/forget me answered", lambda: any(
+                "Forgotten" in f.get("content", "") for f in discord.followups), 30)
+            assert [] == await keys_holding(redis_server.url, FORGOTTEN)
 
             # /optout through B: B writes it and answers; A applies it.
             await discord.command(conn_b, guild, "optout", user=BOB)
@@ -105,6 +111,12 @@ async def test_optout_elsewhere_applies_at_once_and_survives_a_redis_restarted_e
                 return {BOB_ID} == await store.opted_out(str(guild))
 
             await watch.until("the opt-out written back", restored, 30)
+            # The session A serves re-seeds the store from what it holds: nothing forgotten comes back.
+            await discord.say(guild, ALICE, "Alice in the re-seeded session.")
+            await watch.until("Alice's line re-seeded", lambda: stored("Alice in the re-seeded session."), 30)
+            assert procs.rows("a", "session_store_reseeded")
+            assert [] == await keys_holding(redis_server.url, FORGOTTEN)
+            assert [] == await keys_holding(redis_server.url, "Saffron Ibis")
             # The next session (after /leave and /join) reads it: Bob is not recorded.
             token = await discord.command(conn_a, guild, "leave", user=ALICE)
             await discord.until("/leave answered", lambda: any(
