@@ -11,7 +11,8 @@ What it delegates, stage by stage:
   the store is down, following other writers, re-seeding a store that lost the session;
 - `TurnWindow` (window.py): the verbatim turns from the cursor on;
 - `RollingCompactor` (pipeline/compaction): folds; a turn leaves the window only after a
-  fold has committed it into the summary, so memory stays bounded;
+  fold has committed it into the summary, so memory stays bounded; after a failed fold the
+  session's `fold-retry` timer asks again once its back-off has passed (nobody has to speak);
 - `ParticipantCards` (participant_cards.py) and `SessionRecall` (pipeline/context).
 
 A write the store refuses because another process owns the session (`LeaseLost`) sets
@@ -246,7 +247,7 @@ class ConversationSession:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """The session's compactor, recall-embedding and participant-card tasks; run it in the
+        """The session's compactor, recall-embedding, participant-card and fold-retry tasks; run it in the
         owner's TaskGroup. It ends when the owner lease is lost (a fold commit was refused:
         another process serves the session now)."""
         lost = False

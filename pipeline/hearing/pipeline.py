@@ -22,6 +22,11 @@ Backpressure: when a speaker already has `max_queued_per_speaker` utterances wai
 new one is merged into the last (its audio appended after a short pause). Nothing is ever
 dropped; each merge is counted and logged as `asr_backlog_merged`, and the lag (session
 time since the oldest untranscribed speech ended) is reported in `stats()`.
+
+Rate limits: a transcription refused for now (a remote endpoint's 429, or a 503 that says when
+to come back) is asked again with the same audio after the server's `retry_after_s`, each wait
+an `asr_retried` event, until `asr_retry_deadline_s` after the first try; only then does the
+utterance fail (`asr_failed`).
 """
 
 from __future__ import annotations
