@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from pipeline.events import (
     AsrFailed,
+    AsrRetried,
     AsrTranscribed,
     BotReplyCompleted,
     CompactionCompleted,
@@ -55,6 +56,7 @@ _COUNTERS: Final = {
     "longcall_realtime_instructions_built_total": "Realtime instruction strings built.",
     "longcall_metrics_malformed_events_total": "Events the metrics sink could not read, by event.",
     "longcall_asr_failed_total": "Utterances the ASR failed on.",
+    "longcall_asr_retried_total": "Transcriptions asked again after a rate limit (audio kept).",
 }
 _HISTOGRAMS: Final = {
     "longcall_compaction_latency_seconds": ("Fold latency, by outcome.", LATENCY_BUCKETS_MS, 1000),
@@ -166,6 +168,7 @@ class CompactionMetrics:
             BotReplyCompleted.name: self._reply,
             AsrTranscribed.name: self._asr,
             AsrFailed.name: self._asr_failed,
+            AsrRetried.name: self._asr_retried,
             ContextRecall.name: self._recall,
         }
 
@@ -261,6 +264,9 @@ class CompactionMetrics:
 
     def _asr_failed(self, event: Mapping[str, Any], base: LabelSet) -> None:
         self._inc("longcall_asr_failed_total", base)
+
+    def _asr_retried(self, event: Mapping[str, Any], base: LabelSet) -> None:
+        self._inc("longcall_asr_retried_total", base)
 
     def set_store_health(self, *, up: bool, ping_s: float) -> None:
         """Set by the /metrics handler from a PING just before rendering."""

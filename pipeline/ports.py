@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -251,6 +251,19 @@ class SessionStore(Protocol):
 
     async def opted_out(self, scope: str) -> frozenset[str]:
         """The user ids that opted out in `scope`."""
+        ...
+
+    async def restore_opted_out(self, scope: str, held: Collection[str]) -> frozenset[str]:
+        """The user ids opted out in `scope` as stored. When the store holds no record of the
+        scope at all (it restarted empty: even a scope everyone opted back into keeps one),
+        `held` -- what a process serving it holds -- is written back first (issue 37)."""
+        ...
+
+    def opt_out_changes(self, *, resync_s: float) -> AsyncIterator[str | None]:
+        """Opt-out changes made by any process: the scope of each `set_opted_out` (a Redis
+        pub/sub message), None once subscribed and then at least every `resync_s` (read every
+        scope again: what changed while not subscribed, what a store restarted empty lost).
+        Raises `StoreUnavailable` when the subscription breaks; subscribe again."""
         ...
 
     async def expire_session(self, session_id: str, ttl_s: float | None) -> None:

@@ -8,6 +8,11 @@ Opted out (`/optout`, kept in the store as a preference per guild, `lc:optout:<g
 - their typed chat, edits, joins and leaves are not stored (`SessionCore.append` refuses them);
 - notes about their screen are refused (bot/cogs/notes.py asks `is_opted_out`).
 
+Wherever it was issued: an `/optout` served by another process of the bot is announced by the
+store (pub/sub) and applied here at once (`resync`, from the registry's `optout-watch` task,
+bot/session/registry.py), voice receive's ignore list included; a store that restarted empty
+gets this session's opt-outs written back.
+
 The notice: when the session starts and when someone the session has not told yet joins, one
 message in the voice channel's text chat (and, with PRIVACY_NOTICE_SPOKEN, one short spoken
 line), from a worker task the session owns (`privacy-notice:{guild}`): a voice state update never
@@ -106,6 +111,17 @@ class SessionPrivacy:
         (changed.add if opted_out else changed.discard)(str(user_id))
         self._apply(frozenset(changed))
         self._core.events.emit(PrivacyPreferenceChanged(opted_out=opted_out, opted_out_count=len(changed)))
+
+    async def resync(self) -> None:
+        """Apply the guild's opt-outs as stored now (an `/optout` or `/optin` another process
+        served), and write back the ones this session holds into a store that lost them
+        (restarted empty: `SessionStore.restore_opted_out`). Raises `StoreUnavailable`."""
+        stored = await self._store.restore_opted_out(self.scope, self._opted_out)
+        if stored != self._opted_out:
+            added, removed = len(stored - self._opted_out), len(self._opted_out - stored)
+            self._apply(stored)
+            log.info("privacy_opt_outs_applied", opted_out_added=added, opted_in=removed,
+                     opted_out_count=len(stored))
 
     def drops_frame(self, user_id: int) -> bool:
         """A decoded frame of an opted-out person (it got past the receiver): drop it, counted."""

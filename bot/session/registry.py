@@ -31,6 +31,10 @@ from pipeline.transcript.screen_notes import ScreenNotes
 
 log = structlog.get_logger("longcall.guild_session")
 
+OPTOUT_RESYNC_S = 5.0  # how often each session re-reads (and if lost, re-asserts) its guild's opt-outs
+OPTOUT_RETRY_MIN_S = 0.1  # the pause before subscribing again after the store failed, doubling
+OPTOUT_RETRY_MAX_S = 5.0
+
 
 class SessionOwnedElsewhere(RuntimeError):
     """Another bot process holds this guild's session lease: it serves the voice session."""
@@ -110,11 +114,42 @@ class GuildSessionRegistry:
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
+            watcher = tg.create_task(self.watch_opt_outs(), name="optout-watch")
             self._ready.set()
             await self._closing.wait()
+            watcher.cancel()
             for session in list(self._sessions.values()):
                 session.request_stop(StopReason.SHUTDOWN)
         self._tg = None
+
+    async def watch_opt_outs(self) -> None:
+        """`optout-watch`: an `/optout` or `/optin` served by any process (a store pub/sub
+        message) is applied at once to the session of that guild this process serves, and
+        every `OPTOUT_RESYNC_S` each session reads its guild's opt-outs again and writes back
+        the ones it holds into a store that lost them (restarted empty) -- issue 37. A broken
+        subscription is made again after a growing pause; cancel to stop."""
+        delay = OPTOUT_RETRY_MIN_S
+        while True:
+            try:
+                async for scope in self.store.opt_out_changes(resync_s=OPTOUT_RESYNC_S):
+                    delay = OPTOUT_RETRY_MIN_S
+                    for session in list(self._sessions.values()):
+                        if not session.stopping and scope in (None, session.privacy.scope):
+                            await self._resync_opt_outs(session)
+            except StoreUnavailable:
+                pass
+            except Exception as err:  # a refusal redis-py raises as its own error: never end the sessions' group
+                log.warning("optout_watch_failed", error_class=type(err).__name__)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, OPTOUT_RETRY_MAX_S)
+
+    async def _resync_opt_outs(self, session: GuildSession) -> None:
+        try:
+            await session.privacy.resync()
+        except StoreUnavailable:
+            raise
+        except Exception as err:  # one session's failure must not end the watcher
+            log.warning("optout_resync_failed", guild_id=session.guild_id, error_class=type(err).__name__)
 
     def close(self) -> None:
         """Stop every session (state kept, `active` left set) and end `run()`."""

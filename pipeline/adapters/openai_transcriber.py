@@ -34,9 +34,11 @@ class OpenAITranscriber(OpenAIAdapter):
     model takes no prompt.
 
     One attempt under `timeout_s` for the whole call: no SDK retry waits out a long
-    `Retry-After` while someone speaks. Failures raise `AsrError` with the client's kind as
-    the code (timeout, unavailable, rate_limited, auth, bad_request; a malformed answer is
-    `inference`), a rate limit with the server's `retry_after_s`."""
+    `Retry-After` unseen. Failures raise `AsrError` with the client's kind as the code
+    (timeout, unavailable, rate_limited, auth, bad_request; a malformed answer is `inference`),
+    a rate limit with the server's `retry_after_s`: the hearing pipeline asks again after it,
+    with the same audio, within its deadline (`HearingConfig.asr_retry_deadline_s`, counted as
+    `asr_retried`)."""
 
     def __init__(
         self,

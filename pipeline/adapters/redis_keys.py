@@ -34,7 +34,8 @@ the Lua scripts can touch them together.
 Keys outside the per-session tag: `lc:sessions`, a sorted set of session ids by the time
 they first saved meta -- the registry the dashboard lists; `lc:optout:<scope>`, a set of the
 user ids that opted out of being recorded in a guild (a preference, not content: it outlives
-the guild's session data, so an admin's wipe never opts anyone back in). No command touches
+the guild's session data, so an admin's wipe never opts anyone back in; `OPTOUT_KEPT` marks it
+as written); changes are announced on the pub/sub channel `lc:optout-changed`. No command touches
 them together with a session's keys, so under Redis Cluster (`REDIS_MODE=cluster`) every
 command, script and transaction stays in one slot (docs/redis.md has the layout and the
 failover story).
@@ -59,6 +60,14 @@ def session_keys(session_id: str) -> dict[str, str]:
 
 def optout_key(scope: str) -> str:
     return f"lc:optout:{scope}"
+
+
+# Published (message: the scope) on every opt-out change, so the process serving the guild's
+# session applies it at once (a plain channel: under Cluster it reaches every node's subscribers).
+OPTOUT_CHANNEL = "lc:optout-changed"
+# A member of every opt-out set written since issue 37, never a user id: the set exists even when
+# everyone opted back in, so a set that is missing means the store lost it (restarted empty).
+OPTOUT_KEPT = "~kept"
 
 
 def ms(seconds: float) -> int:

@@ -1,16 +1,17 @@
 """What people control about their data (issue 23), as Redis commands: tombstones in place, a
 summary replaced from the cursor it was read at, removals from recall, notes, cards and the
-event log, opt-out preferences, and the retention expiry. Mixed into `RedisSessionStore`
+event log, opt-out preferences (announced on a pub/sub channel, re-asserted into a store that
+lost them), and the retention expiry. Mixed into `RedisSessionStore`
 (`pipeline.adapters.redis_store`, which owns the client and the scripts); no `redis` import here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from pipeline.adapters.redis_keys import LEASE_KEYS, ms, optout_key, session_keys
+from pipeline.adapters.redis_keys import LEASE_KEYS, OPTOUT_CHANNEL, OPTOUT_KEPT, ms, optout_key, session_keys
 from pipeline.models import MemoryItem, Note, Turn
 from pipeline.store_codec import encode_draft, encode_items, encode_notes
 
@@ -24,6 +25,8 @@ class _StoreCore(Protocol):
     _tombstone: Any
     _replace_summary: Any
     _replace_list: Any
+    _set_optout: Any
+    _restore_optout: Any
 
     async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T: ...
 
@@ -92,11 +95,15 @@ class RedisPrivacyCommands:
         return len(raw) - len(kept)
 
     async def set_opted_out(self: _StoreCore, scope: str, user_id: str, opted_out: bool) -> None:
-        key = optout_key(scope)
-        await self._call(self._redis.sadd if opted_out else self._redis.srem, key, user_id)
+        await self._call(self._set_optout, keys=[optout_key(scope)],
+                         args=[user_id, "1" if opted_out else "0", OPTOUT_CHANNEL, OPTOUT_KEPT, scope])
 
     async def opted_out(self: _StoreCore, scope: str) -> frozenset[str]:
-        return frozenset(str(u) for u in await self._call(self._redis.smembers, optout_key(scope)))
+        return frozenset(str(u) for u in await self._call(self._redis.smembers, optout_key(scope))) - {OPTOUT_KEPT}
+
+    async def restore_opted_out(self: _StoreCore, scope: str, held: Collection[str]) -> frozenset[str]:
+        members = await self._call(self._restore_optout, keys=[optout_key(scope)], args=[OPTOUT_KEPT, *sorted(held)])
+        return frozenset(str(u) for u in members) - {OPTOUT_KEPT}
 
     async def expire_session(self: _StoreCore, session_id: str, ttl_s: float | None) -> None:
         # The fold lock and the owner lease keep their own seconds-long TTLs: a PERSIST on them

@@ -224,3 +224,22 @@ for i = 1, #ARGV, 1000 do
 end
 return #ARGV
 """
+
+# An opt-out change (issue 37). KEYS optout set; ARGV user id, '1' (opt out) or '0' (opt in),
+# channel. The set keeps its marker member (redis_keys.OPTOUT_KEPT) even when empty, and the
+# change is published so the process serving the guild applies it at once.
+SET_OPTOUT = """
+redis.call('SADD', KEYS[1], ARGV[4])
+if ARGV[2] == '1' then redis.call('SADD', KEYS[1], ARGV[1]) else redis.call('SREM', KEYS[1], ARGV[1]) end
+redis.call('PUBLISH', ARGV[3], ARGV[5])
+return 1
+"""
+
+# KEYS optout set; ARGV marker, then the user ids a process holds. Written back only when the
+# set is missing altogether (the store restarted empty). Returns the members.
+RESTORE_OPTOUT = """
+if redis.call('EXISTS', KEYS[1]) == 0 and #ARGV > 1 then
+  redis.call('SADD', KEYS[1], unpack(ARGV))
+end
+return redis.call('SMEMBERS', KEYS[1])
+"""

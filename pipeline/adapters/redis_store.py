@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -26,7 +27,7 @@ from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
 
 from pipeline.adapters import redis_scripts as lua
-from pipeline.adapters.redis_keys import SESSIONS_KEY, VECTOR_PAGE
+from pipeline.adapters.redis_keys import OPTOUT_CHANNEL, SESSIONS_KEY, VECTOR_PAGE
 from pipeline.adapters.redis_keys import as_str as _as_str
 from pipeline.adapters.redis_keys import as_str_dict as _as_str_dict
 from pipeline.adapters.redis_keys import ms as _ms
@@ -90,6 +91,14 @@ def _deadline(timeout_s: float, pool_timeout_s: float) -> float:
     return 15 * timeout_s + pool_timeout_s
 
 
+def _reraise_lost_cancel() -> None:
+    """A cancellation redis-py swallowed inside a read (the opt-out watcher waits in one for
+    seconds at a time) is raised again, so the task still ends."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 def _failover_retry(timeout_s: float) -> Retry:
     """The cluster client retries a command across a failover (re-reading the slot table
     each time) for about `4 * timeout_s` before the caller sees `StoreUnavailable`."""
@@ -138,6 +147,8 @@ class RedisSessionStore(RedisPrivacyCommands):
         self._tombstone = client.register_script(lua.TOMBSTONE)
         self._replace_summary = client.register_script(lua.REPLACE_SUMMARY)
         self._replace_list = client.register_script(lua.REPLACE_LIST)
+        self._set_optout = client.register_script(lua.SET_OPTOUT)
+        self._restore_optout = client.register_script(lua.RESTORE_OPTOUT)
 
     @classmethod
     def from_url(
@@ -191,6 +202,48 @@ class RedisSessionStore(RedisPrivacyCommands):
 
     async def aclose(self) -> None:
         await self._redis.aclose()
+
+    async def opt_out_changes(self, *, resync_s: float) -> AsyncIterator[str | None]:
+        """`SessionStore.opt_out_changes`: one pub/sub connection held for it (one per process:
+        bot/session/registry.py runs the one watcher; it bypasses the cluster gate, as it waits
+        for messages), on `OPTOUT_CHANNEL`. Under
+        Cluster a plain channel's messages reach every node, so any node serves; after a
+        failover the caller subscribes again (`StoreUnavailable` first)."""
+        if isinstance(self._redis, RedisCluster):
+            # The cluster client's pub/sub picks its node from the slot table: read it first
+            # (a fresh client has none yet; redis-py raises KeyError then).
+            try:
+                async with asyncio.timeout(self._deadline_s):
+                    await self._redis.initialize()
+            except (*_UNAVAILABLE, TimeoutError) as err:
+                raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
+        pubsub = self._redis.pubsub()
+        try:
+            try:
+                async with asyncio.timeout(self._deadline_s):
+                    await pubsub.subscribe(OPTOUT_CHANNEL)
+            except (*_UNAVAILABLE, TimeoutError) as err:
+                raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
+            yield None
+            resync_at = time.monotonic() + resync_s
+            while True:
+                wait = max(0.0, resync_at - time.monotonic())
+                try:
+                    async with asyncio.timeout(wait + self._deadline_s):
+                        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=wait)
+                except (*_UNAVAILABLE, TimeoutError) as err:
+                    raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
+                finally:
+                    _reraise_lost_cancel()
+                if message is not None and message.get("type") == "message":
+                    yield str(message["data"])
+                if time.monotonic() >= resync_at:
+                    resync_at = time.monotonic() + resync_s
+                    yield None
+        finally:
+            with contextlib.suppress(*_UNAVAILABLE, TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def ping(self) -> None:
         await self._call(self._redis.ping)

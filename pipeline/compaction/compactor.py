@@ -104,6 +104,7 @@ class RollingCompactor:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._backing_off = asyncio.Event()  # a fold ended waiting out a back-off (store or model failed)
         self._listeners: list[CommitListener] = []
 
     @property
@@ -232,6 +233,16 @@ class RollingCompactor:
             finally:
                 self._in_flight = False
                 self._idle.set()
+                if self._state.next_retry_at > 0 and not self._ending:
+                    self._backing_off.set()
+
+    async def wait_backoff(self) -> float:
+        """Wait until a fold ended in a back-off (the store or the model failed); returns when
+        the back-off ends (session clock). The session's retry timer asks again then, so
+        folding resumes while nobody speaks (pipeline/conversation/session.py)."""
+        await self._backing_off.wait()
+        self._backing_off.clear()
+        return self._state.next_retry_at
 
     def end(self) -> None:
         """The session is ending: no new folds start (an in-flight one may finish)."""

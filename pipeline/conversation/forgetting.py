@@ -12,7 +12,9 @@ One flow serves `/forget me`, `longcall sessions forget` and the retention sweep
    ([0, cursor)) with the offline extractive summarizer -- deterministic, no network, so a
    removal never waits on a model and can never reintroduce what was removed. The rebuilt
    summary replaces the old one only while the cursor has not moved, and the fold fence moves
-   on, so a fold already in flight from the old summary is refused at its commit;
+   on, so a fold already in flight from the old summary is refused at its commit. When the
+   summary held nothing of it the summary stays, but the fence still moves: a fold in flight
+   may have read the removed turns or notes, and must not commit them;
 6. a live session of this process (`LiveConversation`) drops the same from memory: window,
    recall index and embedding queue, cards, live notes, summary.
 
@@ -252,7 +254,15 @@ async def _refold_if_needed(scope: Scope, chosen: Selection) -> tuple[Compaction
         state = await store.load_state(session_id)
         affected = any(t.seq < state.cursor for t in chosen.turns) or bool(chosen.note_ids)
         if not affected or state.cursor <= 0:
-            return state, -1
+            if not (chosen.turns or chosen.note_ids):
+                return state, -1
+            # Nothing removed is in the summary, but a fold in flight may have read it: the
+            # same summary written back moves the fold fence, so that fold is refused at its
+            # commit and the next one reads the tombstones (issue 37).
+            if await store.replace_summary(session_id, expected_cursor=state.cursor, summary=state.summary,
+                                           items=state.items):
+                return state, -1
+            continue  # a fold committed meanwhile: it may hold what was removed, look again
         covered = await store.get_turns(session_id, 0, state.cursor)
         # Folded notes only: the live buffer's and the pending ones are not in the summary yet.
         unfolded = {n.note_id for n in [*await store.load_live_notes(session_id),

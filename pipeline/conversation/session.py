@@ -11,7 +11,8 @@ What it delegates, stage by stage:
   the store is down, following other writers, re-seeding a store that lost the session;
 - `TurnWindow` (window.py): the verbatim turns from the cursor on;
 - `RollingCompactor` (pipeline/compaction): folds; a turn leaves the window only after a
-  fold has committed it into the summary, so memory stays bounded;
+  fold has committed it into the summary, so memory stays bounded; after a failed fold the
+  session's `fold-retry` timer asks again once its back-off has passed (nobody has to speak);
 - `ParticipantCards` (participant_cards.py) and `SessionRecall` (pipeline/context).
 
 A write the store refuses because another process owns the session (`LeaseLost`) sets
@@ -246,13 +247,14 @@ class ConversationSession:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """The session's compactor, recall-embedding and participant-card tasks; run it in the
+        """The session's compactor, recall-embedding, participant-card and fold-retry tasks; run it in the
         owner's TaskGroup. It ends when the owner lease is lost (a fold commit was refused:
         another process serves the session now)."""
         lost = False
         async with asyncio.TaskGroup() as tg:
             recall = tg.create_task(self.recall.run(), name=f"recall-embedder:{self.session_id}")
             cards = tg.create_task(self._cards.run(), name=f"participant-cards:{self.session_id}")
+            retry = tg.create_task(self._retry_folds(), name=f"fold-retry:{self.session_id}")
             try:
                 await self.compactor.run()
             except LeaseLost as err:
@@ -260,8 +262,18 @@ class ConversationSession:
                 log.warning("compactor_stopped", session_id=self.session_id, reason="lease_lost", holder=err.holder)
             recall.cancel()
             cards.cancel()
+            retry.cancel()
         if lost:
             self._lose_lease()
+
+    async def _retry_folds(self) -> None:
+        """The fold retry timer (`fold-retry:{session}`): a fold that failed (the store or the
+        model unavailable) backs off; once the back-off has passed the due batch is asked for
+        again, so a quiet room's backlog folds without waiting for someone to speak."""
+        while True:
+            retry_at = await self.compactor.wait_backoff()
+            await self.clock.sleep(max(0.0, retry_at - self.clock.now()))
+            self.trigger()
 
     async def settle(self, *, recall: bool = True) -> None:
         """Wait until no fold is in flight and (unless `recall=False`) every turn has its

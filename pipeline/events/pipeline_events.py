@@ -162,6 +162,19 @@ class AsrFailed(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AsrRetried(Event):
+    """A transcription refused for now (a remote endpoint's 429, or a 503 that said when to come
+    back) is asked again after `wait_s`, the utterance's audio kept (pipeline/hearing/pipeline.py)."""
+
+    name: ClassVar[str] = "asr_retried"
+    speaker_id: str
+    duration_s: float
+    code: str
+    attempt: int  # the try that failed (1: the first)
+    wait_s: float  # the server's retry_after_s, or the back-off when it gave none
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AsrBacklogMerged(Event):
     name: ClassVar[str] = "asr_backlog_merged"
     speaker_id: str

@@ -22,6 +22,11 @@ Backpressure: when a speaker already has `max_queued_per_speaker` utterances wai
 new one is merged into the last (its audio appended after a short pause). Nothing is ever
 dropped; each merge is counted and logged as `asr_backlog_merged`, and the lag (session
 time since the oldest untranscribed speech ended) is reported in `stats()`.
+
+Rate limits: a transcription refused for now (a remote endpoint's 429, or a 503 that says when
+to come back) is asked again with the same audio after the server's `retry_after_s`, each wait
+an `asr_retried` event, until `asr_retry_deadline_s` after the first try; only then does the
+utterance fail (`asr_failed`).
 """
 
 from __future__ import annotations
@@ -34,12 +39,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pipeline.clock import MonotonicClock
 from pipeline.events import (
     ABSENT,
     Absent,
     AsrBacklogMerged,
     AsrFailed,
     AsrRejected,
+    AsrRetried,
     AsrTranscribed,
     EventEmitter,
     HearingAppendFailed,
@@ -53,6 +60,7 @@ from pipeline.hearing.vad import VadKind
 from pipeline.models import TurnDraft
 from pipeline.pcm import TARGET_RATE, PcmInt16
 from pipeline.ports import Clock, Transcriber, TurnSink
+from pipeline.transcription import AsrError, AsrErrorCode, Transcription
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +78,10 @@ class HearingConfig:
     min_asr_speech_s: float = 0.2  # pieces with less speech than this skip Whisper
     asr_workers: int = 1  # transcriptions at once (different speakers; one speaker's pieces stay in order)
     append_retry_cap_s: float = 30.0
+    # A transcription refused for now (a remote endpoint's 429, or a 503 with Retry-After) is
+    # asked again after the server's retry_after_s, the audio kept, for at most this long after
+    # the first try; past it the utterance fails (asr_failed).
+    asr_retry_deadline_s: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_queued_per_speaker < 1:
@@ -78,6 +90,8 @@ class HearingConfig:
             raise ValueError("tick_s must be positive")
         if self.asr_workers < 1:
             raise ValueError("asr_workers must be at least 1")
+        if self.asr_retry_deadline_s < 0:
+            raise ValueError("asr_retry_deadline_s must not be negative")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,6 +137,9 @@ class HearingPipeline:
         self._sink = sink
         self._events = events
         self._clock = clock
+        # What a retry after a rate limit waits on: real time, as the server's Retry-After is,
+        # whatever clock the session runs on (a replay's included). Tests set a FakeClock.
+        self.retry_clock: Clock = MonotonicClock()
         self._config = config or HearingConfig()
         # Make one detector now: loading the shared Silero session (~25 ms) belongs to setup,
         # not to the first frame of the first speaker on the event loop.
@@ -306,6 +323,24 @@ class HearingPipeline:
             self._deliver(self._coalescer.add(piece, now=self._clock.now(), waiting=self._asr.waiting()))
             self._notify()
 
+    async def _transcribe_kept(self, pcm: PcmInt16, job: AsrJob, duration: float) -> Transcription:
+        """The transcriber's answer for this audio, asked again while the endpoint says "not
+        now" and it comes back within `asr_retry_deadline_s` of the first try (issue 37)."""
+        clock = self.retry_clock
+        deadline = clock.now() + self._config.asr_retry_deadline_s
+        attempt = 1
+        while True:
+            try:
+                return await self._transcriber.transcribe(pcm, prompt=self._context.get(job.speaker_id))
+            except AsrError as err:
+                wait = retry_wait(err, attempt)
+                if wait is None or clock.now() + wait > deadline:
+                    raise
+                self._events.emit(AsrRetried(speaker_id=job.speaker_id, duration_s=round(duration, 3),
+                                             code=str(err.code), attempt=attempt, wait_s=round(wait, 3)))
+                await clock.sleep(wait)
+                attempt += 1
+
     async def _transcribe(self, job: AsrJob) -> HeardPiece:
         pcm = np.concatenate(job.pcm) if len(job.pcm) > 1 else job.pcm[0]
         duration = pcm.size / TARGET_RATE
@@ -315,7 +350,7 @@ class HearingPipeline:
         if job.speech_s >= self._config.min_asr_speech_s:
             started = time.perf_counter()
             try:
-                result = await self._transcriber.transcribe(pcm, prompt=self._context.get(job.speaker_id))
+                result = await self._transcribe_kept(pcm, job, duration)
             except Exception as err:
                 verdict = Verdict.ASR_ERROR
                 self._events.emit(AsrFailed(speaker_id=job.speaker_id, duration_s=round(duration, 3),
@@ -410,3 +445,20 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
         return None
     index = min(len(sorted_values) - 1, round(q * (len(sorted_values) - 1)))
     return round(sorted_values[index], 3)
+
+
+RETRY_BACKOFF_S = 0.5  # the first wait after a rate limit that named none, doubled per try
+RETRY_BACKOFF_CAP_S = 8.0
+
+
+def retry_wait(err: AsrError, attempt: int) -> float | None:
+    """How long to wait before asking again after `err` on try `attempt`, or None when asking
+    again cannot help: a rate limit waits what the server said (or a doubling back-off); an
+    unavailable endpoint only when it said when to come back."""
+    if err.code is AsrErrorCode.RATE_LIMITED:
+        if err.retry_after_s is not None:
+            return float(err.retry_after_s)
+        return min(RETRY_BACKOFF_S * 2.0 ** (attempt - 1), RETRY_BACKOFF_CAP_S)
+    if err.code is AsrErrorCode.UNAVAILABLE and err.retry_after_s is not None:
+        return float(err.retry_after_s)
+    return None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,6 +59,7 @@ class InMemorySessionStore:
     def __init__(self, *, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._sessions: dict[str, _Session] = {}
         self._optout: dict[str, set[str]] = {}
+        self._optout_listeners: list[asyncio.Queue[str]] = []  # opt_out_changes subscribers
         self._monotonic = monotonic
         self.available = True
 
@@ -73,8 +75,9 @@ class InMemorySessionStore:
             del self._sessions[session_id]
 
     def wipe(self) -> None:
-        """Lose every session, as a Redis restarted without persistence does."""
+        """Lose every session (and every opt-out), as a Redis restarted without persistence does."""
         self._sessions.clear()
+        self._optout.clear()
 
     def lose_newest(self, session_id: str, keep: int) -> None:
         """Keep only the turns below seq `keep`, as a replica promoted before the newest writes
@@ -383,11 +386,37 @@ class InMemorySessionStore:
             users.add(user_id)
         else:
             users.discard(user_id)
+        for queue in self._optout_listeners:
+            queue.put_nowait(scope)
 
     async def opted_out(self, scope: str) -> frozenset[str]:
         if not self.available:
             raise StoreUnavailable("in-memory store marked unavailable")
         return frozenset(self._optout.get(scope, ()))
+
+    async def restore_opted_out(self, scope: str, held: Collection[str]) -> frozenset[str]:
+        if not self.available:
+            raise StoreUnavailable("in-memory store marked unavailable")
+        if scope not in self._optout and held:
+            self._optout[scope] = set(held)
+        return frozenset(self._optout.get(scope, ()))
+
+    async def opt_out_changes(self, *, resync_s: float) -> AsyncIterator[str | None]:
+        if not self.available:
+            raise StoreUnavailable("in-memory store marked unavailable")
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        self._optout_listeners.append(queue)
+        try:
+            yield None
+            while True:
+                try:
+                    async with asyncio.timeout(resync_s):
+                        scope: str | None = await queue.get()
+                except TimeoutError:
+                    scope = None
+                yield scope
+        finally:
+            self._optout_listeners.remove(queue)
 
     async def expire_session(self, session_id: str, ttl_s: float | None) -> None:
         s = self._get(session_id)

@@ -243,3 +243,23 @@ async def test_the_notice_can_also_be_spoken() -> None:
                 assert 1 == link.plays and link.played
         finally:
             await speech.aclose()
+
+
+async def test_optout_written_by_another_process_reaches_the_voice_receiver() -> None:
+    """Issue 37 point 3: another process writes Bob's opt-out (the store announces it): the
+    registry's watcher applies it to this session, so his frames are dropped at receive (the
+    receiver's ignore list) and his chat is not stored; the same store, a second registry's
+    view, is what the other process would write through."""
+    store = InMemorySessionStore()
+    async with rig(store) as r:
+        session, link = await joined(r)
+        await store.set_opted_out("11", str(BOB), True)  # what the other process's /optout writes
+        await yield_until("the opt-out applied", lambda: link.ignored == frozenset({BOB}))
+        for i in range(3):
+            link.frames.put_nowait(voice_frame(BOB, loud=True, sequence=i))
+        await yield_until("frames taken", link.frames.empty)
+        await session.on_chat(message_id=1, user_id=BOB, name="Bob", text=f"my code is {MARKER}")
+        assert 3 == link.ignored_dropped
+        assert not [t for t in await store.get_turns(SID, 0, 100) if t.speaker_id == str(BOB)]
+        await store.set_opted_out("11", str(BOB), False)
+        await yield_until("the opt-in applied", lambda: link.ignored == frozenset())

@@ -16,7 +16,7 @@ from pipeline.conversation.forgetting import Scope, refold, remove_person
 from pipeline.conversation.model_context import ModelContext
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, PersonDataRemoved
-from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
+from pipeline.models import CompactionPolicy, Note, SummaryRequest, SummaryResult, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.privacy import Person, RemovalReason, is_tombstone, tombstone
 from tests.support.redis_scan import keys_holding
@@ -112,3 +112,63 @@ def test_refold_skips_tombstoned_batches_and_keeps_the_rest() -> None:
     assert rebuilt.items and MARKER not in str(rebuilt.items)
     # the items are rebuilt, not filtered: none is about Bob (his turns are nameless tombstones)
     assert rebuilt.items and not any("Bob" in i.who or "101" in i.who_ids for i in rebuilt.items)
+
+
+class GatedSummarizer:
+    """The offline summarizer, held at its first call until released: a fold in flight."""
+
+    model = "gated-offline"
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self._offline = OfflineSummarizer()
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.entered.set()
+        await self.release.wait()
+        return await self._offline.summarize(request)
+
+
+async def test_forget_me_refuses_a_fold_in_flight_that_read_their_unfolded_words(
+    redis_server: PrivateRedisServer, session_id: str, emitter: EventEmitter
+) -> None:
+    """Issue 37 point 2: a fold has read Bob's words (none folded yet) and waits in its
+    summarizer when Bob asks to be forgotten. The removal moves the fold fence even though the
+    summary held nothing of his, so that fold is refused at its commit; the next fold reads the
+    tombstones. Nothing of his reaches the summary, the items or any Redis key."""
+    store = RedisSessionStore.from_url(redis_server.url)
+    clock = FakeClock()
+    summarizer = GatedSummarizer()
+    session = await ConversationSession.open(ConversationDeps(
+        session_id=session_id, store=store, summarizer=summarizer, fallback=None, policy=POLICY,  # type: ignore[arg-type]
+        clock=clock, events=emitter, bot_name="Clanky",
+    ))
+    try:
+        async with asyncio.TaskGroup() as tg:
+            task = tg.create_task(session.run(), name="conversation")
+            for i in range(16):  # window 10, batch 5: [0, 5) is due, Bob said 1 and 4
+                await session.append(said(i, float(i * 2)))
+                clock.advance(2.0)
+            await summarizer.entered.wait()
+            assert 0 == (await store.load_state(session_id)).cursor  # nothing of Bob's folded yet
+            removal = await remove_person(
+                Scope(store=store, session_id=session_id, policy=POLICY, bot_name="Clanky", live=session),
+                Person(speaker_id="101"),
+            )
+            assert removal.seqs and removal.refolded_through == -1
+            summarizer.release.set()
+            await session.settle(recall=False)
+            for i in range(30, 44):  # the room talks on (Bob too, of other things): folds go on
+                await session.append(said(i, float(i * 2)))
+                clock.advance(2.0)
+            await session.settle(recall=False)
+            await session.close()
+            task.cancel()
+        state = await store.load_state(session_id)
+        assert state.cursor >= 5  # folding went on
+        assert MARKER not in state.summary and MARKER not in str(state.items)
+        assert MARKER not in session.snapshot().summary and MARKER not in str(session.compactor.state.items)
+        assert [] == await keys_holding(redis_server.url, MARKER)
+    finally:
+        await store.aclose()

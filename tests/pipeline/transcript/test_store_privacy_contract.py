@@ -4,6 +4,7 @@ flight refused), notes, vectors, cards and events removed, opt-out preferences, 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -107,6 +108,30 @@ async def test_opt_out_is_a_preference_per_scope_that_outlives_session_data(
     assert frozenset() == await store.opted_out(f"other-{session_id}")
 
 
+async def test_opt_out_changes_are_announced_and_a_lost_set_is_written_back(
+    store: SessionStore, session_id: str
+) -> None:
+    """Issue 37: every change is announced to the subscribers of any process (its scope), and
+    what a process holds is written back only where the store has no record of the scope (it
+    restarted empty) -- a scope everyone opted back into stays empty."""
+    scope = f"g-{session_id}"
+    changes = store.opt_out_changes(resync_s=30.0)
+    try:
+        async with asyncio.timeout(10):
+            assert await anext(changes) is None  # subscribed: read everything now
+            await store.set_opted_out(scope, "42", True)
+            while (await anext(changes)) != scope:  # other tests' scopes may come first
+                pass
+    finally:
+        await changes.aclose()
+    assert frozenset({"42"}) == await store.restore_opted_out(scope, {"99"})  # the store's set wins
+    await store.set_opted_out(scope, "42", False)
+    assert frozenset() == await store.restore_opted_out(scope, {"42"})  # opted back in: no write-back
+    lost = f"lost-{session_id}"
+    assert frozenset({"7"}) == await store.restore_opted_out(lost, {"7"})
+    assert frozenset({"7"}) == await store.opted_out(lost)
+
+
 async def test_expire_session_then_persist_keeps_it(store: SessionStore, session_id: str) -> None:
     """An expiry can be undone (a session that goes live again keeps its data)."""
     await store.append_turn(session_id, draft(0))
@@ -165,3 +190,25 @@ async def test_expire_session_ends_it(redis_server: PrivateRedisServer, session_
         assert 0 == await redis_store.turn_count(session_id)
     finally:
         await redis_store.aclose()
+
+
+async def test_a_subscriber_waiting_for_opt_out_changes_ends_when_cancelled(store: SessionStore) -> None:
+    """The watcher waits inside a pub/sub read for seconds at a time; a cancellation ends it."""
+
+    subscribed = asyncio.get_running_loop().create_future()
+
+    async def first_then_wait() -> None:
+        changes = store.opt_out_changes(resync_s=30.0)
+        try:
+            await anext(changes)
+            subscribed.set_result(None)
+            await anext(changes)
+        finally:
+            await changes.aclose()
+
+    task = asyncio.create_task(first_then_wait(), name="optout-subscriber")
+    async with asyncio.timeout(10):
+        await subscribed
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
