@@ -73,7 +73,7 @@ PURE = (
     "pipeline/hearing/pcm.py", "pipeline/hearing/words.py", "pipeline/hearing/segmenter.py",
     "pipeline/hearing/asr_guards.py", "pipeline/hearing/coalescer.py", "pipeline/context/sentences.py",
     "pipeline/transcript/formatting.py", "pipeline/transcript/text_clean.py", "pipeline/transcript/window.py",
-    "pipeline/compaction/planning.py", "pipeline/compaction/summary_validation.py",
+    "pipeline/compaction/planning.py", "pipeline/compaction/rejections.py",
     "pipeline/compaction/summarizer_offline.py",
     "pipeline/context/tokens.py", "pipeline/context/token_guard.py", "pipeline/context/reply_context.py",
     "pipeline/context/realtime_instructions.py", "pipeline/context/reply_policy.py",
