@@ -150,17 +150,21 @@ def apply_update(
         merged_away.update(o.id for o in olds)
         out.append(new)
     out = [i for i in out if i.id not in merged_away]
+    added: list[MemoryItem] = []
     for draft in update.add:
-        twin = _duplicate_of(draft, out)
+        twin = _duplicate_of(draft, added)
         if twin is not None:
-            # The same item again (also reworded): one item, citing the turns of both.
-            out = [replace(i, seqs=tuple(sorted({*i.seqs, *draft.seqs}))) if i.id == twin.id else i for i in out]
+            # The same item twice in one answer (also reworded): one item, citing the turns of both.
+            both = replace(twin, seqs=tuple(sorted({*twin.seqs, *draft.seqs})))
+            out = [both if i.id == twin.id else i for i in out]
+            added = [both if i.id == twin.id else i for i in added]
             continue
         new = _from_draft(draft, item_id_=item_id(created_at, n), created_at=created_at, ids=ids)
         n += 1
         if draft.supersedes:
             out = [replace(i, status=ItemStatus.SUPERSEDED) if i.id == draft.supersedes else i for i in out]
         out.append(new)
+        added.append(new)
     return bound_items(out)
 
 
@@ -168,8 +172,9 @@ DUPLICATE_SHARE = 0.8  # of the shorter item's words the other says: the same it
 
 
 def _duplicate_of(draft: ItemDraft, items: Sequence[MemoryItem]) -> MemoryItem | None:
-    """An active item `draft` repeats: same person first, same kind, and nearly all the words of
-    the shorter of the two (a correction is never a duplicate of what it corrects)."""
+    """An item of the same answer `draft` repeats: same person first, same kind, nearly all the
+    words of the shorter of the two, the same names and numbers (a correction never is one).
+    Stored items are never changed by a later fold's repeat (one item is one record)."""
     if draft.supersedes or not draft.who:
         return None
     mine = _item_words(draft.what)

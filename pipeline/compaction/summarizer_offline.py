@@ -97,7 +97,7 @@ def _condense(text: str) -> str:
     if visible and sum(ch.isalpha() for ch in visible) < 0.3 * len(visible):
         found = re.findall(r"\d+", flat)
         # Described, not copied; the first number says which list (and grounds the item in the turn).
-        flat = f"read out a list of {len(found)} numbers from {found[0]}" if len(found) >= 3 else ""
+        flat = f"read out a list of numbers from {found[0]}" if len(found) >= 3 else ""
     return cap_text(flat, FACT_CAP_CHARS)
 
 

@@ -254,11 +254,12 @@ def _item_rejection(
         old = next((i for i in request.items if i.id == item.supersedes), None)
         if old is None or old.status is not ItemStatus.ACTIVE:
             return _reject(RejectReason.BAD_CITATION, f"supersedes {item.supersedes!r}, not an active item")
-    # Its numbers come from its turns, their times ("at 12:30"), the names it gives ("NEW TURNS
-    # 7") or the item it corrects. A plain-text line's citations are our guess: the batch is its source.
+    # Its numbers come from its turns, their times ("at 12:30") and seqs ("turns 10-19"), the names
+    # it gives ("NEW TURNS 7") or the item it corrects. A plain-text line's citations are our
+    # guess: the whole batch is its source.
     turns = request.turns if from_text else [t for t in request.turns if t.seq in item.seqs]
     spoken = " ".join([*(t.text for t in turns), *note_texts]) if from_text else cited
-    times = [f"{mmss(t.started_at)} {mmss(t.ended_at)}" for t in turns]
+    times = [f"{mmss(t.started_at)} {mmss(t.ended_at)} {t.seq}" for t in turns]
     sources = [spoken, *times, *item.who] + ([old.what] if old is not None else [])
     unsaid = unsaid_numbers(what, sources)
     if unsaid:
