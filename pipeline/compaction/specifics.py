@@ -67,14 +67,30 @@ def _negator(token: str, negators: dict[str, str]) -> bool:
     return token in negators or token.endswith("n't")
 
 
-def _negated_words(tokens: list[str], negators: dict[str, str], ignore: Collection[str]) -> set[str]:
-    """The word a negator governs: the first after it that is not in `ignore` (function words),
-    within `NEGATION_REACH` ("can't really make it" -> make)."""
+_CLAUSE = re.compile(r"[.!?;,:\u2026()\"\u201c\u201d]+|\s[-\u2013\u2014]\s")
+
+
+def _negated_words(text: str, negators: dict[str, str], ignore: Collection[str]) -> set[str]:
+    """The words a negator governs: in its clause, the first after it that is not in `ignore`
+    (function words), within `NEGATION_REACH` ("can't really make it" -> make; "No! Okay" -> none)."""
     out: set[str] = set()
-    for i, token in enumerate(tokens):
-        if _negator(token, negators):
-            after = [t for t in tokens[i + 1 : i + 1 + NEGATION_REACH] if not _negator(t, negators)]
-            out.update(next(([t] for t in after if t not in ignore and len(t) >= 3), []))
+    for clause in _CLAUSE.split(text):
+        tokens = _tokens(clause)
+        for i, token in enumerate(tokens):
+            if _negator(token, negators):
+                after = [t for t in tokens[i + 1 : i + 1 + NEGATION_REACH] if not _negator(t, negators)]
+                out.update(next(([t] for t in after if t not in ignore and len(t) >= 3), []))
+    return out
+
+
+def _plain_words(text: str, negators: dict[str, str]) -> set[str]:
+    """The words of `text` said in a clause with no negator before them."""
+    out: set[str] = set()
+    for clause in _CLAUSE.split(text):
+        tokens = _tokens(clause)
+        for j, token in enumerate(tokens):
+            if not any(_negator(x, negators) for x in tokens[max(0, j - NEGATION_REACH) : j]):
+                out.add(token)
     return out
 
 
@@ -83,17 +99,15 @@ def negation_flip(what: str, sources: Iterable[str], lang: str = LANG, *, ignore
     function words a negator does not govern ("not been", "don't know how")."""
     negators = load_words(lang, "negators")
     item = _tokens(what)
-    cited = [_tokens(s) for s in sources]
+    texts = list(sources)
     item_negated = any(_negator(t, negators) for t in item)
-    if item_negated and not any(_negator(t, negators) for tokens in cited for t in tokens):
+    if item_negated and not any(_negator(t, negators) for text in texts for t in _tokens(text)):
         word = next(t for t in item if _negator(t, negators))
         return f"says {word!r}, its turns say no such thing"
     if not item_negated:
         item_words = {t for t in item if len(t) >= 3}
-        for tokens in cited:
-            negated = _negated_words(tokens, negators, ignore) & item_words
-            plain = {t for j, t in enumerate(tokens) if t in negated
-                     and not any(_negator(x, negators) for x in tokens[max(0, j - NEGATION_REACH) : j])}
-            if negated - plain:
-                return f"drops the negation of {sorted(negated - plain)[0]!r}"
+        for text in texts:
+            lost = (_negated_words(text, negators, ignore) & item_words) - _plain_words(text, negators)
+            if lost:
+                return f"drops the negation of {sorted(lost)[0]!r}"
     return ""

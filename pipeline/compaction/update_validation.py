@@ -150,7 +150,8 @@ def _invented_names(what: str, pool: set[str]) -> str:
     """A capitalised word in an item (a place, a day, a title: "Monday", "Denver") that neither
     the batch nor the memory says (`pool`): an item may not invent the specifics it records."""
     for match in _NAME_WORD.finditer(what):
-        if match.start() == 0 or what[: match.start()].rstrip().endswith((".", "!", "?", ":", ";")):
+        before = what[: match.start()].rstrip(" \u201c\"'(")  # a quotation opens a sentence too
+        if not before or before.endswith((".", "!", "?", ":", ";")):
             continue  # a sentence's first word
         word = match.group(0).casefold().removesuffix("'s")
         if not _near(word, pool) and not _near(f"{word}'s", pool):

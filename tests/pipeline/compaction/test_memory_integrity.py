@@ -13,7 +13,9 @@ import pytest
 
 from pipeline.compaction.memory_items import apply_update
 from pipeline.compaction.rejections import RejectReason
-from pipeline.compaction.update_parsing import parse_update
+from pipeline.compaction.specifics import negation_flip
+from pipeline.compaction.summarizer_offline import extract_update
+from pipeline.compaction.update_parsing import STOPWORDS, ParsedUpdate, parse_update
 from pipeline.compaction.update_validation import validate_update
 from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.tokens import EstimatingCounter
@@ -30,6 +32,7 @@ from pipeline.models import (
     TurnKind,
 )
 from tests.conftest import EventLog
+from tests.pipeline.compaction.test_summarizer_corpus import CORPUS, ROOT, session_drafts
 from tests.pipeline.compaction.test_summary_items import FIRST_BATCH, fold_two_batches, stub  # noqa: F401
 
 BOT = "Clanky"
@@ -218,3 +221,30 @@ def test_a_merged_item_takes_the_newest_created_at_of_its_sources() -> None:
 
 def test_every_new_reason_is_a_reject_reason() -> None:
     assert {"about_bot", "specifics", "bad_supersede", "bad_merge"} <= {r.value for r in RejectReason}
+
+
+def test_a_negation_governs_its_own_clause_only() -> None:
+    """ "No! Okay, what is a lawyer going to tell us?" negates nothing of its second clause: an
+    item quoting that clause drops no negation; one that drops "can't" from its clause does."""
+    turn = ["What? No! Okay, what is a lawyer going to come in and tell us?"]
+    assert "" == negation_flip("Okay, what is a lawyer going to come in and tell us?", turn, ignore=STOPWORDS)
+    assert negation_flip("Tom can make it.", ["Sorry. I can't make it, Pam."], ignore=STOPWORDS)
+
+
+@pytest.mark.parametrize("part", ["dev", "heldout"])
+def test_the_offline_summarizer_passes_every_check_on_a_real_session(part: str) -> None:
+    """The fallback quotes speech and leaves the bot out: its update for every batch of the
+    corpus session validates (a rejected fallback is a degraded fold)."""
+    corpus = json.loads((CORPUS / f"{part}.json").read_text(encoding="utf-8"))
+    drafts = session_drafts(ROOT / corpus["session"])
+    turns = [Turn(seq=i, kind=d.kind, speaker_id=d.speaker_id, speaker_name=d.speaker_name, text=d.text,
+                  started_at=d.started_at, ended_at=d.ended_at) for i, d in enumerate(drafts)]
+    rejected = []
+    for start in range(0, len(turns) - 10, 10):
+        request = SummaryRequest(previous_summary="", turns=tuple(turns[start:start + 10]), notes=(), bot_name=BOT,
+                                 max_chars=1200)
+        update = extract_update(request)
+        rejection = validate_update(ParsedUpdate(update=update), "offline answer", request)
+        if rejection is not None:
+            rejected.append((start, rejection))
+    assert [] == rejected
