@@ -31,6 +31,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 
+from pipeline.adapters.lemmas import lemma
 from pipeline.compaction.memory_items import ITEM_CAP_CHARS
 from pipeline.compaction.rejections import (
     ASSISTANT_OPENER,
@@ -205,10 +206,32 @@ def _who_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[st
     return None
 
 
-def _grounded(key: set[str], source: set[str]) -> bool:
-    """Some word of the item is one of its turns' words, or one edit from one (a spelling the
-    model corrected: "cwall" -> "call")."""
-    return any(_near(w, source, shortest=4) for w in key)
+SHARED_STEM = 5  # letters two words share at their start to be one word's forms ("careful", "carefully")
+
+
+def _grounded(what: str, cited: str, people: Sequence[str]) -> bool:
+    """Some word of the item is one of its turns' words: the same word, one edit from it (a
+    spelling the model corrected: "cwall" -> "call"), the same lemma ("bought" -> "buy"), or a form
+    of it sharing its first `SHARED_STEM` letters ("Careful, careful" -> "walks carefully")."""
+    key, source = content_words(what, people), content_words(cited)
+    if not key or any(_near(w, source, shortest=4) for w in key):
+        return True
+    said = _lemmas(cited, ())
+    return any(word in said or any(_same_stem(word, other) for other in said) for word in _lemmas(what, people))
+
+
+def _lemmas(text: str, people: Sequence[str]) -> set[str]:
+    dropped = {w for name in people for w in words(name)}
+    return {lemma(w) for w in words(text) if len(w) >= 3 and w not in STOPWORDS and w not in dropped}
+
+
+def _same_stem(a: str, b: str) -> bool:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n >= SHARED_STEM and n >= 0.7 * min(len(a), len(b))
 
 
 def _item_rejection(
@@ -245,7 +268,7 @@ def _item_rejection(
     cited = " ".join([_cited_turns(item, request), *note_texts])
     key = content_words(what, people)
     source = content_words(cited)
-    if key and not _grounded(key, source):
+    if not _grounded(what, cited, people):
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
     invented = _invented_names(what, pool)
     if invented:
@@ -265,7 +288,8 @@ def _item_rejection(
     unsaid = unsaid_numbers(what, sources)
     if unsaid:
         return _reject(RejectReason.SPECIFICS, f"says {sorted(unsaid)[0]}, which its turns do not")
-    flip = negation_flip(what, [spoken], ignore=STOPWORDS)
+    names = {w for name in people for w in words(name)}
+    flip = negation_flip(what, [spoken], ignore=STOPWORDS | names)  # a negator governs no name
     if flip:
         return _reject(RejectReason.SPECIFICS, flip)
     if old is not None:

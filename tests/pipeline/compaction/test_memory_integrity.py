@@ -158,10 +158,12 @@ GOOD = [
     {"who": ["Pam", "Jan"], "kind": "plan", "seqs": [12], "what": "Pam is going to call Jan about the review."},
     # The apostrophe in "Pam's" opens no quote: the quoted words are 'you should come' (answer before).
     {"who": ["Jim", "Pam"], "seqs": [18], "what": "Jim says Pam's mom told her 'you should come' and it's fine."},
+    # A form of the turn's word ("Careful, careful" -> "carefully"): ungrounded before.
+    {"who": ["Pam"], "kind": "now", "seqs": [16], "what": "Pam walks carefully."},
 ]
 
 
-@pytest.mark.parametrize("item", GOOD, ids=["mentioned", "apostrophe"])
+@pytest.mark.parametrize("item", GOOD, ids=["mentioned", "apostrophe", "word_form"])
 def test_a_good_item_is_not_turned_away(item: dict[str, Any]) -> None:
     assert judged(answer(item)) is None
 
