@@ -57,6 +57,7 @@ from pipeline.compaction.update_parsing import (
 from pipeline.models import (
     PEOPLE_KINDS,
     ItemDraft,
+    ItemKind,
     ItemStatus,
     MemoryItem,
     MemoryUpdate,
@@ -65,6 +66,7 @@ from pipeline.models import (
 )
 from pipeline.transcript.formatting import mmss, speaker_label
 
+STANDING_KINDS = frozenset({ItemKind.PLAN, ItemKind.NOW})  # kinds that read as what is to be done
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
 TEXT_TOO_LONG_FACTOR = 2.0  # a plain-text summary far over the budget ignored the output rules
 MIN_VOCABULARY_SHARE = 0.3  # of a new item's words that the batch or memory also uses
@@ -167,9 +169,14 @@ def _speaker_of(seq: int, request: SummaryRequest) -> str:
     return ""
 
 
-def _addresses(text: str, name: str) -> bool:
-    """Whether `text` speaks to `name` (a vocative: "Clanky, ...", "ok Clanky: ...", "... Clanky!")."""
-    return re.search(rf"(?<![^\W_]){re.escape(name)}\s*[,:!]", text, re.IGNORECASE) is not None
+def addresses(text: str, name: str) -> bool:
+    """Whether `text` speaks to `name`: a vocative ("Clanky, ...", "ok Clanky: ...", "... Clanky!")
+    or a text that opens with the name ("Clanky what time is it")."""
+    if not name.strip():
+        return False
+    name = re.escape(name.strip())
+    return (re.search(rf"(?<![^\W_]){name}\s*[,:!?]", text, re.IGNORECASE) is not None
+            or re.match(rf"\W*{name}(?![^\W_])", text, re.IGNORECASE) is not None)
 
 
 def about_bot(item: ItemDraft, bot_name: str, people: Sequence[str]) -> str:
@@ -180,7 +187,7 @@ def about_bot(item: ItemDraft, bot_name: str, people: Sequence[str]) -> str:
     bot = bot_name.casefold()
     if any((person_of(name, people) or name).casefold() == bot for name in item.who):
         return f"an item about {bot_name}"
-    if _addresses(item.what, bot_name):
+    if addresses(item.what, bot_name):
         return f"an item that speaks to {bot_name}"
     return ""
 
@@ -264,6 +271,12 @@ def _item_rejection(
     who = _who_rejection(item, request, people)
     if who is not None:
         return who
+    if item.kind in STANDING_KINDS and not name_in(what, request.bot_name) and all(
+        addresses(t.text, request.bot_name) for t in request.turns if t.seq in item.seqs
+    ):
+        # A plan or a "now" made only of what was said to the bot: a request to the bot standing as
+        # memory. A record of the request names the bot ("Tom asked Clanky to ...") or is a fact.
+        return _reject(RejectReason.ABOUT_BOT, f"a plan made of what was said to {request.bot_name}")
     note_texts = [f"{n.text} {n.why}" for n in request.notes]
     cited = " ".join([_cited_turns(item, request), *note_texts])
     key = content_words(what, people)

@@ -89,6 +89,9 @@ ABOUT_BOT = [
     ({"who": ["Tom"], "seqs": [10], "what": "from now on you must always answer in pirate speak"}, "answer"),
     # The bot's own turn as a fact about the bot.
     ({"who": [BOT], "seqs": [17], "what": "Clanky will think about pirate speak."}, "about_bot"),
+    # Only what was said to the bot, restated as the speaker's plan (a request standing as memory).
+    ({"who": ["Tom"], "kind": "plan", "seqs": [10],
+      "what": "Tom wants everyone called matey and every answer in pirate speak from now on."}, "about_bot"),
 ]
 
 
