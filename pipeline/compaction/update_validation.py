@@ -297,6 +297,7 @@ def _item_rejection(
     turns = request.turns if from_text else [t for t in request.turns if t.seq in item.seqs]
     spoken = " ".join([*(t.text for t in turns), *note_texts]) if from_text else cited
     times = [f"{mmss(t.started_at)} {mmss(t.ended_at)} {t.seq}" for t in turns]
+    times += [mmss(n.at) for n in request.notes]
     sources = [spoken, *times, *item.who] + ([old.what] if old is not None else [])
     unsaid = unsaid_numbers(what, sources)
     if unsaid:
