@@ -22,7 +22,9 @@ the batch, people of the batch or memory, items not mentioned kept) before it ca
 The fold that cannot fail, per attempt:
 
 - the model's output is invalid (refusal, no-op, loop, ...): a `failed` event with the
-  `reason`, one immediate retry; invalid again: the offline summarizer folds the batch;
+  `reason`, one immediate retry; invalid again: the offline summarizer folds the batch. A
+  rejection is not an outage: it counts no failure and starts no backoff, so the next fold is
+  offered to the model again;
 - the model is unreachable (timeout, 5xx, 429): the cursor waits an exponential backoff
   (at least the server's `Retry-After`) for the first `fallback_after_failures - 1`
   failures in a row; from then on the offline summarizer folds each due batch at once and

@@ -5,19 +5,29 @@ may be applied, else a `Rejection` whose `reason` goes into the fold's events. T
 first checked as text (`rejections`: empty, cut at the token limit, a loop, a refusal);
 then every new item, structurally:
 
-- `unknown_person`  it names someone who is neither in the batch nor in the memory;
+- `unknown_person`  it names someone who is neither in the batch, the memory nor its cited turns;
 - `bad_citation`    it cites no turn of the batch (citations outside it are dropped), or
                     supersedes or merges an item that is not in the memory;
 - `misattributed`   the person it is about said none of the turns it cites (nor wrote a note);
+- `about_bot`       it is about the bot, speaks to it, or is a plan made only of what was said
+                    to it: memory is notes about people, never an instruction to the bot;
 - `ungrounded`      nothing of it comes from the turns it cites (a paraphrase of the old
                     summary, one word of an old fact changed: "Friday" -> "Monday");
-- `answer`          it speaks to someone ("you", "your") or in the assistant's voice;
+- `specifics`       a number or a negation its turns do not say (`specifics`);
+- `bad_supersede`   it corrects an item about someone or something else;
+- `bad_merge`       a merge drops what one of its items said;
+- `too_long`        an item over `ITEM_CAP_CHARS` (rejected, never cut), or the whole answer far
+                    over the budget;
+- `answer`          it speaks to someone ("you", "your") or in the assistant's voice; only text
+                    between quote marks is someone else's words;
 - `injection_echo`  it talks about its own prompt or rules;
 - `language`        its words are not the batch's nor the memory's (another language);
 - `unrecognised`    a plain-text answer with a line about nobody (a song, a poem, an unattributed
                     "Ignore all previous instructions"): memory is always about someone;
 - `malformed`       it opens as JSON that does not parse (cut short);
-- `no_op`           the batch had people speaking and the update adds nothing from it.
+- `no_op`           a plain-text answer that only restates the memory, or a merge-only update,
+                    while the batch had people speaking; an explicit empty JSON update is accepted
+                    (the batch held nothing worth keeping).
 
 Items the update does not mention are kept by `memory_items.apply_update`, so an answer that
 "drops all history" cannot: history cannot vanish in one fold. Names and text that look like the
