@@ -78,7 +78,7 @@ PURE = (
     "pipeline/pcm.py", "pipeline/hearing/words.py", "pipeline/hearing/segmenter.py",
     "pipeline/hearing/asr_guards.py", "pipeline/hearing/coalescer.py", "pipeline/context/sentences.py",
     "pipeline/formatting.py", "pipeline/text_clean.py", "pipeline/transcript/window.py",
-    "pipeline/compaction/planning.py", "pipeline/compaction/summary_validation.py",
+    "pipeline/compaction/planning.py", "pipeline/compaction/rejections.py",
     "pipeline/compaction/summarizer_offline.py",
     "pipeline/context/tokens.py", "pipeline/context/token_guard.py", "pipeline/context/reply_context.py",
     "pipeline/context/realtime_instructions.py", "pipeline/context/reply_policy.py",
@@ -363,11 +363,7 @@ def test_the_cycle_check_sees_lazy_type_only_and_relative_imports(tmp_path: Path
 # -- private names ------------------------------------------------------------------------------
 # A module's `_name` is its own: no other module of pipeline/ or bot/ imports it (a name two
 # modules share is public, or lives in one module both import).
-PRIVATE_EXCEPTIONS = {
-    # update_validation reuses summary_validation's checks; the memory work removes the old
-    # validator and settles where they live.
-    ("pipeline/compaction/update_validation.py", "pipeline.compaction.summary_validation"),
-}
+PRIVATE_EXCEPTIONS: set[tuple[str, str]] = set()  # (importing file, module): none left
 
 
 def _private_imports(root: Path, roots: Sequence[str]) -> list[str]:

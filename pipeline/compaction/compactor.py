@@ -22,7 +22,9 @@ the batch, people of the batch or memory, items not mentioned kept) before it ca
 The fold that cannot fail, per attempt:
 
 - the model's output is invalid (refusal, no-op, loop, ...): a `failed` event with the
-  `reason`, one immediate retry; invalid again: the offline summarizer folds the batch;
+  `reason`, one immediate retry; invalid again: the offline summarizer folds the batch. A
+  rejection is not an outage: it counts no failure and starts no backoff, so the next fold is
+  offered to the model again;
 - the model is unreachable (timeout, 5xx, 429): the cursor waits an exponential backoff
   (at least the server's `Retry-After`) for the first `fallback_after_failures - 1`
   failures in a row; from then on the offline summarizer folds each due batch at once and
@@ -108,14 +110,6 @@ class RollingCompactor:
         self._listeners: list[CommitListener] = []
 
     @property
-    def _state(self) -> CompactionState:
-        return self._ledger.state
-
-    @_state.setter
-    def _state(self, state: CompactionState) -> None:
-        self._ledger.state = state
-
-    @property
     def folds_completed(self) -> int:
         return self._ledger.folds_completed
 
@@ -127,7 +121,7 @@ class RollingCompactor:
 
     @property
     def state(self) -> CompactionState:
-        return self._state
+        return self._ledger.state
 
     @property
     def in_flight(self) -> bool:
@@ -152,11 +146,11 @@ class RollingCompactor:
         self._adopt(state)
 
     def _adopt(self, state: CompactionState) -> None:
-        moved = state.cursor > self._state.cursor
-        self._state = state
+        moved = state.cursor > self._ledger.state.cursor
+        self._ledger.state = state
         if moved:
             for listener in self._listeners:
-                listener(self._state)
+                listener(self._ledger.state)
 
     # -- the trigger helper ------------------------------------------------------------------
 
@@ -180,7 +174,7 @@ class RollingCompactor:
 
     def _plan(self, *, catching_up: bool = False) -> FoldPlan | Skip:
         return plan_compaction(
-            self._state,
+            self._ledger.state,
             self._total,
             self._policy,
             now=self._clock.now(),
@@ -195,7 +189,7 @@ class RollingCompactor:
         self._events.emit(
             CompactionSkipped(
                 reason=skip.reason.value,
-                cursor=self._state.cursor,
+                cursor=self._ledger.state.cursor,
                 total_turns=self._total,
                 eligible_count=skip.eligible,
             )
@@ -261,9 +255,10 @@ class RollingCompactor:
             return False
         if not fence:  # another process is folding this session
             if emit_busy:
-                start = recent_start(self._state.cursor, self._total, self._policy)
+                start = recent_start(self._ledger.state.cursor, self._total, self._policy)
                 self._emit_skip(
-                    Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=start, eligible=start - self._state.cursor)
+                    Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=start,
+                         eligible=start - self._ledger.state.cursor)
                 )
             return None
         async with self._lock.renewed():
@@ -289,12 +284,12 @@ class RollingCompactor:
             return False
         if self._epoch and stored.epoch != self._epoch:
             raise StoreDiverged(self._session_id, stored.epoch)
-        if lost_fold(replace(self._state, epoch=self._epoch), stored):
+        if lost_fold(replace(self._ledger.state, epoch=self._epoch), stored):
             stored = await self._restore_fold(stored, fence)
-        if stored.items == self._state.items:  # unchanged since our last commit: keep the objects we hold
-            stored = replace(stored, items=self._state.items)
+        if stored.items == self._ledger.state.items:  # unchanged since our last commit: keep the objects we hold
+            stored = replace(stored, items=self._ledger.state.items)
         self._adopt(stored)
-        plan = plan_compaction(self._state, self._total, self._policy, now=started)
+        plan = plan_compaction(self._ledger.state, self._total, self._policy, now=started)
         if not isinstance(plan, FoldPlan):
             self._emit_skip(plan)
             return False
@@ -315,8 +310,8 @@ class RollingCompactor:
             )
         )
         request = SummaryRequest(
-            items=self._state.items or legacy_items(self._state.summary),
-            previous_summary=self._state.summary,
+            items=self._ledger.state.items or legacy_items(self._ledger.state.summary),
+            previous_summary=self._ledger.state.summary,
             turns=tuple(turns),
             notes=notes,
             bot_name=self._bot_name,
@@ -354,14 +349,14 @@ class RollingCompactor:
                 Skip(reason=SkipReason.ALREADY_IN_FLIGHT, recent_start=plan.recent_start, eligible=plan.eligible)
             )
             return False
-        old_cursor = self._state.cursor
+        old_cursor = self._ledger.state.cursor
         # Only a valid model fold resets the failure count: after a fallback fold the model's
         # backoff keeps growing while it keeps failing.
-        failures = 0 if fold.outcome is FoldOutcome.MODEL else self._state.failures
+        failures = 0 if fold.outcome is FoldOutcome.MODEL else self._ledger.state.failures
         if fold.outcome is FoldOutcome.MODEL:
             self._ledger.model_retry_at = 0.0
-        self._state = replace(
-            self._state,
+        self._ledger.state = replace(
+            self._ledger.state,
             summary=text,
             items=fold.items,
             cursor=commit.new_cursor,
@@ -379,14 +374,14 @@ class RollingCompactor:
         self._events.emit(completed_event(fold, commit, old_cursor=old_cursor, latency_ms=latency_ms,
                                           notes_folded=len(notes)))
         for listener in self._listeners:
-            listener(self._state)
+            listener(self._ledger.state)
         return True
 
     async def _restore_fold(self, stored: CompactionState, fence: int) -> CompactionState:
         """The store lost a commit of ours (a failover promoted a replica that missed it): commit
         the held summary and cursor back rather than fold that batch a second time. Notes the
         lost commit consumed may be folded again (they are pending in the store once more)."""
-        held = self._state
+        held = self._ledger.state
         commit = FoldCommit(
             expected_cursor=stored.cursor, summary=held.summary, new_cursor=held.cursor,
             covered_through_turn=held.covered_through_turn, last_at=held.last_at or self._clock.now(),
@@ -407,7 +402,7 @@ class RollingCompactor:
         try:
             return await self._store.load_state(self._session_id)
         except StoreUnavailable:
-            return self._state
+            return self._ledger.state
 
     async def _batch_turns(self, plan: FoldPlan) -> list[Turn]:
         """The batch as the store holds it, by seq: with several writers the local window is

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, CompactionState
@@ -29,10 +29,22 @@ class CompactorDeps:
 
 @dataclass(slots=True)
 class FoldLedger:
-    """The compactor's mutable state, shared by the fold loop and the fold attempts (one task)."""
+    """The compactor's mutable state, shared by the fold loop and the fold attempts (one task).
+    The ledger is the one owner of `state`: both read `ledger.state`; the fold loop adopts and
+    commits states, the attempts change it only through `count_failure`."""
 
     state: CompactionState
     # When the model may be tried again while the offline summarizer stands in (session time).
     model_retry_at: float = 0.0
     folds_completed: int = 0
     folds_failed: int = 0
+
+    def count_failure(self, failures: int, *, model_retry_at: float | None = None,
+                      next_retry_at: float | None = None) -> None:
+        """A model failure: `failures` in a row now; when the model may be tried again while the
+        offline summarizer stands in (`model_retry_at`), or when the cursor may (`next_retry_at`)."""
+        self.state = replace(self.state, failures=failures, next_retry_at=(
+            self.state.next_retry_at if next_retry_at is None else next_retry_at))
+        if model_retry_at is not None:
+            self.model_retry_at = model_retry_at
+        self.folds_failed += 1

@@ -28,6 +28,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from pipeline.compaction.specifics import numbers
+from pipeline.compaction.update_parsing import content_words
 from pipeline.formatting import cap_text, data_field, one_line, speaker_label
 from pipeline.models import ItemDraft, ItemKind, ItemStatus, MemoryItem, MemoryUpdate, Turn
 
@@ -141,19 +143,64 @@ def apply_update(
         correcting = [o for o in olds if o.supersedes and o.supersedes not in merge.ids]
         supersedes = max(correcting, key=lambda o: o.created_at).supersedes if correcting else ""
         draft = replace(merge.item, seqs=tuple(seqs), supersedes=supersedes)
-        new = _from_draft(draft, item_id_=item_id(created_at, n), created_at=min(o.created_at for o in olds),
+        # The newest of its sources' ages: a merge never makes what it keeps the first to be evicted.
+        new = _from_draft(draft, item_id_=item_id(created_at, n), created_at=max(o.created_at for o in olds),
                           ids=ids)
         n += 1
         merged_away.update(o.id for o in olds)
         out.append(new)
     out = [i for i in out if i.id not in merged_away]
+    added: list[MemoryItem] = []
     for draft in update.add:
+        twin = _duplicate_of(draft, added)
+        if twin is not None:
+            # The same item twice in one answer (also reworded): one item, citing the turns of both.
+            both = replace(twin, seqs=tuple(sorted({*twin.seqs, *draft.seqs})))
+            out = [both if i.id == twin.id else i for i in out]
+            added = [both if i.id == twin.id else i for i in added]
+            continue
         new = _from_draft(draft, item_id_=item_id(created_at, n), created_at=created_at, ids=ids)
         n += 1
         if draft.supersedes:
             out = [replace(i, status=ItemStatus.SUPERSEDED) if i.id == draft.supersedes else i for i in out]
         out.append(new)
+        added.append(new)
     return bound_items(out)
+
+
+DUPLICATE_SHARE = 0.8  # of the shorter item's words the other says: the same item, reworded
+
+
+def _duplicate_of(draft: ItemDraft, items: Sequence[MemoryItem]) -> MemoryItem | None:
+    """An item of the same answer `draft` repeats: same person first, same kind, nearly all the
+    words of the shorter of the two, the same names and numbers (a correction never is one).
+    Stored items are never changed by a later fold's repeat (one item is one record)."""
+    if draft.supersedes or not draft.who:
+        return None
+    mine = _item_words(draft.what)
+    for item in items:
+        if item.status is not ItemStatus.ACTIVE or item.kind is not draft.kind or not item.who:
+            continue
+        if item.who[0].casefold() != speaker_label(draft.who[0]).casefold():
+            continue
+        theirs = _item_words(item.what)
+        shorter = min(len(mine), len(theirs))
+        if (shorter and len(mine & theirs) >= DUPLICATE_SHARE * shorter
+                and _names(draft.what) == _names(item.what) and numbers(draft.what) == numbers(item.what)):
+            return item
+    return None
+
+
+def _item_words(text: str) -> set[str]:
+    """An item's words that carry meaning, for telling duplicates."""
+    return content_words(text)
+
+
+def _names(text: str) -> set[str]:
+    """The capitalised words after the first (names, days, places): two items naming different
+    ones ("Friday", "Saturday") are two items, however alike the rest."""
+    found = _WORD.findall(text)
+    return {w.casefold() for w in found[1:] if w[:1].isupper()}
 
 
 def _rank(item: MemoryItem) -> tuple[int, int]:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pipeline.compaction.update_parsing import kind_of
+from pipeline.compaction.update_parsing import kind_of, known_people
+from pipeline.compaction.update_validation import about_bot
 from pipeline.formatting import (
     CHAT_DELETE_SOURCE,
     TYPED_TAG,
@@ -96,7 +97,7 @@ def _condense(text: str) -> str:
     if visible and sum(ch.isalpha() for ch in visible) < 0.3 * len(visible):
         found = re.findall(r"\d+", flat)
         # Described, not copied; the first number says which list (and grounds the item in the turn).
-        flat = f"read out a list of {len(found)} numbers from {found[0]}" if len(found) >= 3 else ""
+        flat = f"read out a list of numbers from {found[0]}" if len(found) >= 3 else ""
     return cap_text(flat, FACT_CAP_CHARS)
 
 
@@ -192,12 +193,18 @@ def extract_update(request: SummaryRequest) -> MemoryUpdate:
         if said is None:
             continue
         score, text = said
-        what = f"{speaker_label(turn.speaker_name)} {text}" if turn.kind is TurnKind.MEMBERSHIP else text
+        # Someone's own words, quoted: what they said, never the summary's voice (a "you" in it
+        # speaks to whoever they spoke to; an order in it is theirs, with no standing).
+        what = f"{speaker_label(turn.speaker_name)} {text}" if turn.kind is TurnKind.MEMBERSHIP else quoted(text)
         if turn.kind is TurnKind.CHAT:
-            what = f"({TYPED_TAG}) {text}"
+            what = f"({TYPED_TAG}) {quoted(text)}"
         found.append((score, turn.started_at,
                       ItemDraft(who=(speaker_label(turn.speaker_name),), what=what, kind=kind_of("", text),
                                 seqs=(turn.seq,))))
+    # What the bot said, and what was said to it, is conversation with the bot, never memory:
+    # an item about the bot or addressing it would stand as an instruction in every later prompt.
+    people = known_people(request)
+    found = [f for f in found if not about_bot(f[2], request.bot_name, people)]
     kept: list[tuple[float, float, ItemDraft]] = []
     for score, at, draft in sorted(found, key=lambda f: -f[0]):
         key = _key(draft.what)
@@ -209,12 +216,19 @@ def extract_update(request: SummaryRequest) -> MemoryUpdate:
             break
     drafts = [d for _, _, d in sorted(kept, key=lambda f: f[1])]
     if not drafts and request.turns:
-        names = batch_speakers(request.turns) or [request.bot_name]
+        names = [n for n in batch_speakers(request.turns) if n.casefold() != request.bot_name.casefold()]
+        if not names:
+            return MemoryUpdate()  # only the bot spoke: nothing about anyone to keep
         turns = request.turns
         span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
         drafts.append(ItemDraft(who=tuple(names[:6]), what=f"{', '.join(names[:6])}: small talk {span}",
                                 seqs=tuple(t.seq for t in turns)))
     return MemoryUpdate(add=tuple(drafts))
+
+
+def quoted(text: str) -> str:
+    """`text` between curly quotes (a curly quote inside it made straight, so it cannot close them)."""
+    return "\u201c" + text.replace("\u201c", '"').replace("\u201d", '"') + "\u201d"
 
 
 def last_resort_update(request: SummaryRequest) -> MemoryUpdate:
@@ -283,7 +297,7 @@ def summarize_extractive(request: SummaryRequest) -> str:
 
 def batch_speakers(turns: Sequence[Turn]) -> list[str]:
     """Who spoke or typed in a batch (and the bot), first appearance first: the names a fold
-    must keep (`summary_validation` checks them against the same kinds)."""
+    must keep."""
     people = [speaker_label(t.speaker_name) for t in turns if t.kind in _SPEAKING_KINDS]
     return list(dict.fromkeys(people))
 

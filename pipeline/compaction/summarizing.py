@@ -18,14 +18,13 @@ from dataclasses import dataclass, replace
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
 from pipeline.compaction.memory_items import apply_update, render_summary
 from pipeline.compaction.planning import backoff_delay
+from pipeline.compaction.rejections import Rejection, RejectReason
 from pipeline.compaction.summarizer_offline import last_resort_update
-from pipeline.compaction.summary_validation import Rejection, RejectReason
 from pipeline.compaction.update_parsing import ParsedUpdate, parse_update
 from pipeline.compaction.update_validation import clipped, validate_update
 from pipeline.events import CompactionFailed
 from pipeline.models import (
     CompactionPolicy,
-    CompactionState,
     FoldOutcome,
     MemoryItem,
     StoreUnavailable,
@@ -89,14 +88,6 @@ class FoldAttempts:
         self._ledger = ledger
         self.calls = CallTasks(f"summarizer-call:{deps.session_id}")
 
-    @property
-    def _state(self) -> CompactionState:
-        return self._ledger.state
-
-    @_state.setter
-    def _state(self, state: CompactionState) -> None:
-        self._ledger.state = state
-
     async def produce(self, request: SummaryRequest) -> Fold | None:
         """A valid summary for `request` from the model, the fallback or the last resort;
         None only when the model is unreachable and the cursor should wait its backoff."""
@@ -106,7 +97,7 @@ class FoldAttempts:
         if model is None:
             reason = NO_MODEL
         elif (
-            self._state.failures >= self._deps.policy.fallback_after_failures
+            self._ledger.state.failures >= self._deps.policy.fallback_after_failures
             and self._deps.clock.now() < self._ledger.model_retry_at
         ):
             reason = MODEL_BACKOFF
@@ -117,15 +108,18 @@ class FoldAttempts:
                     items, text, recompacted = await bounded_summary(model, request, self._deps.policy,
                                                                      calls=self.calls)
                 except Rejected as rej:
+                    # A rejected answer is not an outage: its retry and then the fallback for this
+                    # fold only; the model's failure count and backoff stay as they are.
                     reason = rej.rejection.reason.value
                     step = NEXT_RETRY if attempt == 1 else NEXT_FALLBACK
                     failure = _Failure(model=model.model, error_class="rejected", reason=reason, retryable=True,
                                        next_step=step)
-                    self._model_failed(failure, t0)
+                    self._ledger.folds_failed += 1
+                    self._emit_failed(failure, int((loop.time() - t0) * 1000), self._ledger.state.failures, 0.0)
                     continue
                 except SummarizerError as err:
                     reason = err.code.value
-                    if err.retryable and self._state.failures + 1 < self._deps.policy.fallback_after_failures:
+                    if err.retryable and self._ledger.state.failures + 1 < self._deps.policy.fallback_after_failures:
                         await self._model_failed_wait(model.model, err, t0)
                         return None
                     failure = _Failure(
@@ -149,7 +143,7 @@ class FoldAttempts:
                         reason=why,
                         retryable=False,
                         latency_ms=int((loop.time() - t0) * 1000),
-                        attempt=self._state.failures,
+                        attempt=self._ledger.state.failures,
                         next_retry_s=0.0,
                         next_step=NEXT_DEGRADED,
                     )
@@ -169,12 +163,10 @@ class FoldAttempts:
         return delay
 
     def _model_failed(self, failure: _Failure, t0: float) -> None:
-        """A model failure that does not stop this fold (a retry or the fallback follows)."""
-        failures = self._state.failures + 1
+        """A model error that does not stop this fold (the fallback follows): counted, backed off."""
+        failures = self._ledger.state.failures + 1
         delay = self._model_delay(failures, failure.retry_after_s)
-        self._state = replace(self._state, failures=failures)
-        self._ledger.model_retry_at = self._deps.clock.now() + delay
-        self._ledger.folds_failed += 1
+        self._ledger.count_failure(failures, model_retry_at=self._deps.clock.now() + delay)
         self._emit_failed(failure, int((asyncio.get_running_loop().time() - t0) * 1000), failures, delay)
 
     async def _model_failed_wait(self, model: str, err: SummarizerError, t0: float) -> None:
@@ -193,16 +185,15 @@ class FoldAttempts:
     async def _record_failure(self, failure: _Failure, latency_ms: int, *, persist: bool = True) -> None:
         """Count the failure and back off; the cursor and last good summary stay as they are.
         `persist=False` when the store itself is down (the local state still backs off)."""
-        failures = self._state.failures + 1
+        failures = self._ledger.state.failures + 1
         delay = self._model_delay(failures, failure.retry_after_s)
         next_retry_at = self._deps.clock.now() + delay
-        self._state = replace(self._state, failures=failures, next_retry_at=next_retry_at)
-        self._ledger.folds_failed += 1
+        self._ledger.count_failure(failures, next_retry_at=next_retry_at)
         if persist:
             with contextlib.suppress(StoreUnavailable):
                 await self._deps.store.record_failure(
                     self._deps.session_id,
-                    expected_cursor=self._state.cursor,
+                    expected_cursor=self._ledger.state.cursor,
                     failures=failures,
                     next_retry_at=next_retry_at,
                 )

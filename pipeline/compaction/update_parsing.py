@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.compaction.specifics import unsaid_numbers
 from pipeline.formatting import one_line, speaker_label
 from pipeline.models import (
     PEOPLE_KINDS,
@@ -276,12 +277,12 @@ RESTATED = 0.75  # of a plain-text line's words that an item in memory already s
 CORRECTS = 0.5  # ... that an item of the same person says: a correction of that item
 
 
-_SPECIFIC = re.compile(r"(?<![^\W_])(?:[A-Z][^\W_]*|[^\W_]*\d[^\W_]*)")
+_SPECIFIC = re.compile(r"(?<![^\W_])[A-Z][^\W_]*")
 
 
 def _specifics(text: str) -> set[str]:
-    """The names, days and numbers a line states (capitalised words after its first, any word
-    with a digit), folded."""
+    """The names, days and places a line states (capitalised words after its first), folded;
+    its numbers are `specifics.numbers`."""
     out = set()
     for match in _SPECIFIC.finditer(text):
         if match.start() and match.group(0) != "I":
@@ -323,7 +324,8 @@ def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
     unattributed: list[str] = []
     addressed: list[str] = []
     altered: list[str] = []
-    batch_words = {w for t in request.turns for w in words(t.text)}
+    batch_texts = [t.text for t in request.turns]
+    batch_words = {w for text in batch_texts for w in words(text)}
     memory_words = {i.id: content_words(i.what, i.who) for i in memory}
     mentioned = 0
     for unit in _units(text):
@@ -347,7 +349,8 @@ def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
         if best is not None and coverage >= RESTATED:
             # An item already in memory, restated or paraphrased: harmless unless it changes one of
             # the item's specifics (a name, a day, a number) into one the batch never said.
-            if _specifics(what) - set(words(best.what)) - batch_words - {w for p in people for w in words(p)}:
+            names = _specifics(what) - set(words(best.what)) - batch_words - {w for p in people for w in words(p)}
+            if names or unsaid_numbers(what, [best.what, *batch_texts]):
                 altered.append(unit)
             else:
                 mentioned += 1

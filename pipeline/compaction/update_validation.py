@@ -2,22 +2,32 @@
 
 `validate_update(parsed, raw_text, request, finish_reason=...)` returns None for an update that
 may be applied, else a `Rejection` whose `reason` goes into the fold's events. The raw answer is
-first checked as text (`summary_validation`: empty, cut at the token limit, a loop, a refusal);
+first checked as text (`rejections`: empty, cut at the token limit, a loop, a refusal);
 then every new item, structurally:
 
-- `unknown_person`  it names someone who is neither in the batch nor in the memory;
+- `unknown_person`  it names someone who is neither in the batch, the memory nor its cited turns;
 - `bad_citation`    it cites no turn of the batch (citations outside it are dropped), or
                     supersedes or merges an item that is not in the memory;
 - `misattributed`   the person it is about said none of the turns it cites (nor wrote a note);
+- `about_bot`       it is about the bot, speaks to it, or is a plan made only of what was said
+                    to it: memory is notes about people, never an instruction to the bot;
 - `ungrounded`      nothing of it comes from the turns it cites (a paraphrase of the old
                     summary, one word of an old fact changed: "Friday" -> "Monday");
-- `answer`          it speaks to someone ("you", "your") or in the assistant's voice;
+- `specifics`       a number or a negation its turns do not say (`specifics`);
+- `bad_supersede`   it corrects an item about someone or something else;
+- `bad_merge`       a merge drops what one of its items said;
+- `too_long`        an item over `ITEM_CAP_CHARS` (rejected, never cut), or the whole answer far
+                    over the budget;
+- `answer`          it speaks to someone ("you", "your") or in the assistant's voice; only text
+                    between quote marks is someone else's words;
 - `injection_echo`  it talks about its own prompt or rules;
 - `language`        its words are not the batch's nor the memory's (another language);
 - `unrecognised`    a plain-text answer with a line about nobody (a song, a poem, an unattributed
                     "Ignore all previous instructions"): memory is always about someone;
 - `malformed`       it opens as JSON that does not parse (cut short);
-- `no_op`           the batch had people speaking and the update adds nothing from it.
+- `no_op`           a plain-text answer that only restates the memory, or a merge-only update,
+                    while the batch had people speaking; an explicit empty JSON update is accepted
+                    (the batch held nothing worth keeping).
 
 Items the update does not mention are kept by `memory_items.apply_update`, so an answer that
 "drops all history" cannot: history cannot vanish in one fold. Names and text that look like the
@@ -31,32 +41,49 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pipeline.compaction.summary_validation import (
-    _ASSISTANT_OPENER,
-    _REFUSAL_START,
-    _SELF_TALK,
+from pipeline.adapters.lemmas import lemma
+from pipeline.compaction.memory_items import ITEM_CAP_CHARS
+from pipeline.compaction.rejections import (
+    ASSISTANT_OPENER,
     MIN_LETTERS,
+    REFUSAL_START,
+    SELF_TALK,
     Rejection,
     RejectReason,
-    _printable,
-    _repetition,
+    printable,
+    repetition,
 )
+from pipeline.compaction.specifics import negation_flip, numbers, unsaid_numbers
 from pipeline.compaction.update_parsing import (
+    STOPWORDS,
     ParsedUpdate,
     content_words,
     known_people,
+    name_in,
     person_of,
     strip_wrapping,
     words,
 )
-from pipeline.formatting import speaker_label
-from pipeline.models import PEOPLE_KINDS, ItemDraft, ItemStatus, MemoryUpdate, SummaryRequest, TurnKind
+from pipeline.formatting import mmss, speaker_label
+from pipeline.models import (
+    PEOPLE_KINDS,
+    ItemDraft,
+    ItemKind,
+    ItemStatus,
+    MemoryItem,
+    MemoryUpdate,
+    SummaryRequest,
+    TurnKind,
+)
 
+STANDING_KINDS = frozenset({ItemKind.PLAN, ItemKind.NOW})  # kinds that read as what is to be done
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
 TEXT_TOO_LONG_FACTOR = 2.0  # a plain-text summary far over the budget ignored the output rules
 MIN_VOCABULARY_SHARE = 0.3  # of a new item's words that the batch or memory also uses
 MAX_REPEATS = 3  # the same item this many times in one answer is a loop
-_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|'[^']{3,}'")
+# A quotation: double quotes, curly quotes, or single quotes that are not apostrophes (the opening
+# one not after a letter, the closing one not before one: "Pam's" opens nothing).
+QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<![^\W_])'(?:[^']|(?<=[^\W_])'(?=[^\W_])){3,}?'(?![^\W_])")
 _SHOUT = re.compile(r"^[A-Z]{3,}[.!]+\s*")  # "PWNED. Sure! ...": a word the transcript asked for
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you'll|you've|yourself)\b", re.IGNORECASE)
 
@@ -72,18 +99,18 @@ def _raw_rejection(
     letters = sum(1 for ch in stripped if ch.isalpha())
     if letters < MIN_LETTERS:
         return _reject(RejectReason.EMPTY, f"{letters} letters")
-    if not _printable(unicodedata.normalize("NFKC", stripped)):
+    if not printable(unicodedata.normalize("NFKC", stripped)):
         return _reject(RejectReason.INVALID_CHARS, "not printable after normalisation")
     if finish_reason == "length":
         return _reject(RejectReason.TRUNCATED, "stopped at the token limit")
     factor = TEXT_TOO_LONG_FACTOR if from_text else RAW_TOO_LONG_FACTOR
     if len(stripped) > factor * request.max_chars:
         return _reject(RejectReason.TOO_LONG, f"{len(stripped)} chars")
-    loop = _repetition(stripped)
+    loop = repetition(stripped)
     if loop:
         return _reject(RejectReason.REPETITION, loop)
     first = " ".join(stripped.casefold().replace("\u2019", "'").split())
-    if _REFUSAL_START.match(first):
+    if REFUSAL_START.match(first):
         return _reject(RejectReason.REFUSAL, first[:60])
     return None
 
@@ -102,21 +129,14 @@ def clipped(update: MemoryUpdate, request: SummaryRequest) -> MemoryUpdate:
     return replace(update, add=tuple(replace(d, seqs=in_batch(d.seqs, request)) for d in update.add))
 
 
-def _quotes(what: str, cited: str) -> bool:
-    """Whether `what` is (nearly all) the cited turns' own words: a quotation."""
-    said = words(what)
-    pool = set(words(cited))
-    return len(said) >= 3 and sum(1 for w in said if w in pool) >= 0.9 * len(said)
-
-
 _NAME_WORD = re.compile(r"(?<![^\W_])[A-Z][^\W_]+(?:'s)?")
 
 
-def _near(word: str, pool: set[str]) -> bool:
+def _near(word: str, pool: set[str], *, shortest: int = 5) -> bool:
     """`word` in `pool`, or one edit away from a word of it (a typo the model corrected)."""
     if word in pool:
         return True
-    if len(word) < 5:
+    if len(word) < shortest:
         return False
     return any(abs(len(other) - len(word)) <= 1 and _one_edit(word, other) for other in pool)
 
@@ -143,7 +163,8 @@ def _invented_names(what: str, pool: set[str]) -> str:
     """A capitalised word in an item (a place, a day, a title: "Monday", "Denver") that neither
     the batch nor the memory says (`pool`): an item may not invent the specifics it records."""
     for match in _NAME_WORD.finditer(what):
-        if match.start() == 0 or what[: match.start()].rstrip().endswith((".", "!", "?", ":", ";")):
+        before = what[: match.start()].rstrip(" \u201c\"'(")  # a quotation opens a sentence too
+        if not before or before.endswith((".", "!", "?", ":", ";")):
             continue  # a sentence's first word
         word = match.group(0).casefold().removesuffix("'s")
         if not _near(word, pool) and not _near(f"{word}'s", pool):
@@ -158,56 +179,159 @@ def _speaker_of(seq: int, request: SummaryRequest) -> str:
     return ""
 
 
-def _item_rejection(
-    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str]
-) -> Rejection | None:
+def addresses(text: str, name: str) -> bool:
+    """Whether `text` speaks to `name`: a vocative ("Clanky, ...", "ok Clanky: ...", "... Clanky!")
+    or a text that opens with the name ("Clanky what time is it")."""
+    if not name.strip():
+        return False
+    name = re.escape(name.strip())
+    return (re.search(rf"(?<![^\W_]){name}\s*[,:!?]", text, re.IGNORECASE) is not None
+            or re.match(rf"\W*{name}(?![^\W_])", text, re.IGNORECASE) is not None)
+
+
+def about_bot(item: ItemDraft, bot_name: str, people: Sequence[str]) -> str:
+    """Why `item` is about the bot or speaks to it (it would stand as an instruction in every
+    later prompt), else "": the bot among `who`, or the bot addressed in its text."""
+    if not bot_name.strip():
+        return ""
+    bot = bot_name.casefold()
+    if any((person_of(name, people) or name).casefold() == bot for name in item.who):
+        return f"an item about {bot_name}"
+    if addresses(item.what, bot_name):
+        return f"an item that speaks to {bot_name}"
+    return ""
+
+
+def _cited_turns(item: ItemDraft, request: SummaryRequest) -> str:
+    return " ".join(t.text for t in request.turns if t.seq in item.seqs)
+
+
+def _who_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[str]) -> Rejection | None:
+    """Everyone `who` names is known (the batch, the memory) or named in the turns it cites; the
+    person it is about first said one of those turns or wrote a note."""
     if not item.who:
         return _reject(RejectReason.UNKNOWN_PERSON, "names nobody")
+    cited = _cited_turns(item, request)
     for name in item.who:
-        if person_of(name, people) is None:
+        if person_of(name, people) is None and not name_in(cited, name):
             return _reject(RejectReason.UNKNOWN_PERSON, f"{speaker_label(name)!r} is not in the batch or memory")
-    what = item.what
-    if sum(1 for ch in what if ch.isalpha()) < 3 or not _printable(what):
-        return _reject(RejectReason.INVALID_CHARS, "an item with no readable text")
-    cited_text = " ".join(t.text for t in request.turns if t.seq in item.seqs)
-    unquoted = _QUOTED.sub(" ", what)
-    if _quotes(what, cited_text):
-        unquoted = ""  # the speaker's own words, quoted: "can you pass the map" is what they said
-    folded = " ".join(unquoted.casefold().replace("\u2019", "'").split())
-    if _REFUSAL_START.match(folded) or _ASSISTANT_OPENER.match(folded):
-        return _reject(RejectReason.ANSWER, "an item in the assistant's voice")
-    if _SECOND_PERSON.search(unquoted):
-        return _reject(RejectReason.ANSWER, "an item that speaks to someone")
-    if _SELF_TALK.search(folded):
-        return _reject(RejectReason.INJECTION_ECHO, "talks about its own prompt")
-    if not request.turns:
-        return None
-    first, last = request.turns[0].seq, request.turns[-1].seq
-    if not in_batch(item.seqs, request):
-        return _reject(RejectReason.BAD_CITATION, f"cites {list(item.seqs)[:6]}, batch {first}-{last}")
-    item = replace(item, seqs=in_batch(item.seqs, request))
     subject = person_of(item.who[0], people) or item.who[0]
     speakers = {_speaker_of(s, request) for s in item.seqs}
     authors = {speaker_label(n.by).casefold() for n in request.notes}
     if subject.casefold() not in speakers | authors:
         return _reject(RejectReason.MISATTRIBUTED, f"{subject!r} said none of {list(item.seqs)[:6]}")
-    cited = " ".join(t.text for t in request.turns if t.seq in item.seqs)
-    cited += " " + " ".join(f"{n.text} {n.why}" for n in request.notes)
+    return None
+
+
+SHARED_STEM = 5  # letters two words share at their start to be one word's forms ("careful", "carefully")
+
+
+def _grounded(what: str, cited: str, people: Sequence[str]) -> bool:
+    """Some word of the item is one of its turns' words: the same word, one edit from it (a
+    spelling the model corrected: "cwall" -> "call"), the same lemma ("bought" -> "buy"), or a form
+    of it sharing its first `SHARED_STEM` letters ("Careful, careful" -> "walks carefully")."""
+    key, source = content_words(what, people), content_words(cited)
+    if not key or any(_near(w, source, shortest=4) for w in key):
+        return True
+    said = _lemmas(cited, ())
+    return any(word in said or any(_same_stem(word, other) for other in said) for word in _lemmas(what, people))
+
+
+def _lemmas(text: str, people: Sequence[str]) -> set[str]:
+    dropped = {w for name in people for w in words(name)}
+    return {lemma(w) for w in words(text) if len(w) >= 3 and w not in STOPWORDS and w not in dropped}
+
+
+def _same_stem(a: str, b: str) -> bool:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n >= SHARED_STEM and n >= 0.7 * min(len(a), len(b))
+
+
+def _item_rejection(
+    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, from_text: bool = False
+) -> Rejection | None:
+    what = item.what
+    if sum(1 for ch in what if ch.isalpha()) < 3 or not printable(what):
+        return _reject(RejectReason.INVALID_CHARS, "an item with no readable text")
+    if len(what) > ITEM_CAP_CHARS:
+        return _reject(RejectReason.TOO_LONG, f"an item of {len(what)} chars (at most {ITEM_CAP_CHARS})")
+    bot = about_bot(item, request.bot_name, people)
+    if bot:
+        return _reject(RejectReason.ABOUT_BOT, bot)
+    # Only text between quote marks is someone's words; the rest is the summarizer's own voice.
+    # An item that is nothing but a turn's words, unquoted, gets the same checks as any other.
+    unquoted = QUOTED.sub(" ", what)
+    folded = " ".join(unquoted.casefold().replace("\u2019", "'").split())
+    if REFUSAL_START.match(folded) or ASSISTANT_OPENER.match(folded):
+        return _reject(RejectReason.ANSWER, "an item in the assistant's voice")
+    if _SECOND_PERSON.search(unquoted):
+        return _reject(RejectReason.ANSWER, "an item that speaks to someone")
+    if SELF_TALK.search(folded):
+        return _reject(RejectReason.INJECTION_ECHO, "talks about its own prompt")
+    if not request.turns:
+        return _who_rejection(item, request, people)
+    first, last = request.turns[0].seq, request.turns[-1].seq
+    if not in_batch(item.seqs, request):
+        return _reject(RejectReason.BAD_CITATION, f"cites {list(item.seqs)[:6]}, batch {first}-{last}")
+    item = replace(item, seqs=in_batch(item.seqs, request))
+    who = _who_rejection(item, request, people)
+    if who is not None:
+        return who
+    if item.kind in STANDING_KINDS and not name_in(what, request.bot_name) and all(
+        addresses(t.text, request.bot_name) for t in request.turns if t.seq in item.seqs
+    ):
+        # A plan or a "now" made only of what was said to the bot: a request to the bot standing as
+        # memory. A record of the request names the bot ("Tom asked Clanky to ...") or is a fact.
+        return _reject(RejectReason.ABOUT_BOT, f"a plan made of what was said to {request.bot_name}")
+    note_texts = [f"{n.text} {n.why}" for n in request.notes]
+    cited = " ".join([_cited_turns(item, request), *note_texts])
     key = content_words(what, people)
     source = content_words(cited)
-    if key and not key & source:
+    if not _grounded(what, cited, people):
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
     invented = _invented_names(what, pool)
     if invented:
         return _reject(RejectReason.UNGROUNDED, f"names {invented!r}, which neither the batch nor the memory does")
+    old = None
     if item.supersedes:
         old = next((i for i in request.items if i.id == item.supersedes), None)
         if old is None or old.status is not ItemStatus.ACTIVE:
             return _reject(RejectReason.BAD_CITATION, f"supersedes {item.supersedes!r}, not an active item")
+    # Its numbers come from its turns, their times ("at 12:30") and seqs ("turns 10-19"), the names
+    # it gives ("NEW TURNS 7") or the item it corrects. A plain-text line's citations are our
+    # guess: the whole batch is its source.
+    turns = request.turns if from_text else [t for t in request.turns if t.seq in item.seqs]
+    spoken = " ".join([*(t.text for t in turns), *note_texts]) if from_text else cited
+    times = [f"{mmss(t.started_at)} {mmss(t.ended_at)} {t.seq}" for t in turns]
+    times += [mmss(n.at) for n in request.notes]
+    sources = [spoken, *times, *item.who] + ([old.what] if old is not None else [])
+    unsaid = unsaid_numbers(what, sources)
+    if unsaid:
+        return _reject(RejectReason.SPECIFICS, f"says {sorted(unsaid)[0]}, which its turns do not")
+    names = {w for name in people for w in words(name)}
+    flip = negation_flip(what, [spoken], ignore=STOPWORDS | names)  # a negator governs no name
+    if flip:
+        return _reject(RejectReason.SPECIFICS, flip)
+    if old is not None:
+        if not _same_subject(item, old, people):
+            return _reject(RejectReason.BAD_SUPERSEDE, f"supersedes {old.id!r}, which is about someone or "
+                           "something else")
         changed = key - content_words(old.what, people)
         if changed and not changed & source:
             return _reject(RejectReason.UNGROUNDED, "changes an old item with words the batch never said")
     return None
+
+
+def _same_subject(item: ItemDraft, old: MemoryItem, people: Sequence[str]) -> bool:
+    """A correction concerns what it corrects: a person both name, or a word both say."""
+    names = {(person_of(n, people) or n).casefold() for n in item.who}
+    if names & {n.casefold() for n in old.who}:
+        return True
+    return bool(content_words(item.what, people) & content_words(old.what, people))
 
 
 def _vocabulary_share(items: Sequence[ItemDraft], request: SummaryRequest, people: Sequence[str]) -> float:
@@ -253,9 +377,9 @@ def validate_update(
         # instruction it was given). It is never committed, so neither is the answer it is part of.
         for line in parsed.unattributed:
             folded = " ".join(_SHOUT.sub("", line).casefold().replace("\u2019", "'").split())
-            if _ASSISTANT_OPENER.match(folded) or _SELF_TALK.search(folded):
+            if ASSISTANT_OPENER.match(folded) or SELF_TALK.search(folded):
                 return _reject(RejectReason.INJECTION_ECHO, "answers in the assistant's voice")
-            if _REFUSAL_START.match(folded):
+            if REFUSAL_START.match(folded):
                 return _reject(RejectReason.REFUSAL, folded[:60])
         return _reject(RejectReason.UNRECOGNISED, f"{len(parsed.unattributed)} lines about nobody: "
                        + parsed.unattributed[0][:40])
@@ -267,18 +391,47 @@ def validate_update(
         who = {n.casefold() for o in olds if o is not None for n in o.who}
         if not merge.item.who or any(n.casefold() not in who for n in merge.item.who):
             return _reject(RejectReason.MISATTRIBUTED, "a merge names someone its items did not")
+        lost = _merge_loss(merge.item, [o for o in olds if o is not None], people)
+        if lost:
+            return _reject(RejectReason.BAD_MERGE, lost)
     if _vocabulary_share(new, request, people) < MIN_VOCABULARY_SHARE:
         return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
     pool = name_pool(request, people)
     for item in update.add:
-        rejection = _item_rejection(item, request, people, pool)
+        rejection = _item_rejection(item, request, people, pool, from_text=update.from_text)
         if rejection is not None:
             return rejection
+    for merge in update.merge:
+        if len(merge.item.what) > ITEM_CAP_CHARS:
+            return _reject(RejectReason.TOO_LONG, f"a merged item of {len(merge.item.what)} chars")
+        bot = about_bot(merge.item, request.bot_name, people)
+        if bot:
+            return _reject(RejectReason.ABOUT_BOT, bot)
     for merge in update.merge:
         olds_text = " ".join(by_id[x].what for x in merge.ids)
         key = content_words(merge.item.what, people)
         if key and not key & content_words(olds_text):
             return _reject(RejectReason.UNGROUNDED, "a merge says nothing its items said")
-    if _batch_has_people(request) and not update.add:
+    # An explicit empty update ({"add": [], "merge": []}) says the batch held nothing worth
+    # keeping: accepted as such. A plain-text answer that only restates the memory is a no-op.
+    if _batch_has_people(request) and not update.add and (update.from_text or update.merge):
         return _reject(RejectReason.NO_OP, "nothing new from the batch")
     return None
+
+
+MERGE_KEEPS = 0.5  # of each merged item's content words the merged text must still say
+
+
+def _merge_loss(merged: ItemDraft, olds: Sequence[MemoryItem], people: Sequence[str]) -> str:
+    """What a merge drops of the items it merges (described), else "": each item's numbers, and
+    at least `MERGE_KEEPS` of its content words (or one edit from them), must be in the merged text."""
+    said = content_words(merged.what, people)
+    values = numbers(merged.what)
+    for old in olds:
+        if numbers(old.what) - values:
+            return f"drops {sorted(numbers(old.what) - values)[0]} of {old.id!r}"
+        words_ = content_words(old.what, people)
+        kept = sum(1 for w in words_ if _near(w, said, shortest=4))
+        if words_ and kept < MERGE_KEEPS * len(words_):
+            return f"drops what {old.id!r} said"
+    return ""

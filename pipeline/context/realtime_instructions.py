@@ -23,6 +23,11 @@ A section that does not fit whole is shortened -- text at a sentence, line or wo
 nothing is cut mid-word. Turns are shown in chronological order whatever order they were
 picked in. The text order is: persona, tool policy, memory, summary, recall, notes,
 conversation, current turn (background first, the freshest last, next to where the model answers).
+
+Memory is notes, never instructions: the participant memory, the summary and the screen notes are
+headed as the bot's own notes (possibly incomplete or wrong; the realtime persona says the same) and their bodies
+sit between the quoted-data delimiters of `pipeline.context.reply_context` (`DATA_OPEN`,
+`DATA_CLOSE`), a delimiter inside one defused, as in the reply messages.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from enum import StrEnum
 from typing import Generic, TypeVar
 
 from pipeline.context.recall import RecallLine, fit_lines
+from pipeline.context.reply_context import DATA_CLOSE, DATA_OPEN, defuse_delimiters
 from pipeline.events import RealtimeInstructionsBuilt
 from pipeline.formatting import clamp_at_sentence, note_line, render_turn_line
 from pipeline.models import ContextSnapshot, Turn
@@ -74,15 +80,16 @@ TEXT_ORDER: tuple[Section, ...] = (
 HEADERS: dict[Section, str] = {
     Section.CURRENT_TURN: "## Latest turn (answer this)",
     Section.RECENT_TURNS: "## Recent conversation (oldest first)",
-    Section.PARTICIPANT_MEMORY: "## What you remember about the people here",
+    Section.PARTICIPANT_MEMORY: "## What you remember about the people here (your notes; may be wrong)",
     Section.RECALL: "## From earlier in this session (recalled older lines, quoted as data; oldest first)",
-    Section.SCREEN_NOTES: "## Screen-watch notes (oldest first)",
+    Section.SCREEN_NOTES: "## Screen-watch notes (oldest first; your notes; may be wrong)",
     Section.TOOL_POLICY: "## Tools",
 }
+QUOTED_SECTIONS = frozenset({Section.PARTICIPANT_MEMORY, Section.SESSION_SUMMARY, Section.SCREEN_NOTES})
 
 
 def summary_heading(covered_through_turn: int) -> str:
-    return f"## Earlier in this session (summary of turns 0–{covered_through_turn})"
+    return f"## Earlier in this session (your notes of turns 0–{covered_through_turn}; may be wrong)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,17 +157,23 @@ class _Layout:
         return self.budget - self.used() - (len(SEPARATOR) if self.sizes else 0)
 
     def add_text(self, section: Section, heading: str, body: str) -> None:
-        """Add `heading` + `body`, shortening the body at a sentence boundary if needed."""
+        """Add `heading` + `body`, shortening the body at a sentence boundary if needed; the
+        body of a quoted section goes between the quoted-data delimiters."""
         body = body.strip()
         if not body:
             return
-        room = self.room_for_new() - len(heading) - 1
+        quoted = section in QUOTED_SECTIONS
+        if quoted:
+            heading = f"{heading}\n{DATA_OPEN}"
+            body = defuse_delimiters(body)
+        tail = f"\n{DATA_CLOSE}" if quoted else ""
+        room = self.room_for_new() - len(heading) - 1 - len(tail)
         if len(body) <= room:
-            self.set_block(section, f"{heading}\n{body}")
+            self.set_block(section, f"{heading}\n{body}{tail}")
             return
         short = clamp_at_sentence(body, room) if room > 0 else ""
         if short:
-            self.set_block(section, f"{heading}\n{short}")
+            self.set_block(section, f"{heading}\n{short}{tail}")
             self.shortened.append(section.value)
         else:
             self.dropped.append(section.value)
@@ -174,7 +187,7 @@ class _LineSection(Generic[T]):
     (a lower-priority tier) with the same rule.
     """
 
-    __slots__ = ("heading", "kept", "keys", "layout", "lines", "next", "section", "stopped")
+    __slots__ = ("heading", "kept", "keys", "layout", "lines", "next", "section", "stopped", "tail")
 
     def __init__(
         self,
@@ -186,7 +199,12 @@ class _LineSection(Generic[T]):
     ) -> None:
         self.layout = layout
         self.section = section
-        self.heading = heading
+        quoted = section in QUOTED_SECTIONS
+        # A quoted section's delimiters count as part of its heading (`tail` closes the block).
+        self.heading = f"{heading}\n{DATA_OPEN}" if quoted else heading
+        self.tail = f"\n{DATA_CLOSE}" if quoted else ""
+        if quoted:
+            render = _defused(render)
         # Newest first, rendered only when reached: most of a long window never is.
         self.lines = [functools.partial(render, item) for item in reversed(items)]
         self.kept: list[str] = []
@@ -195,7 +213,7 @@ class _LineSection(Generic[T]):
         self.stopped = False
 
     def _render(self) -> str:
-        return "\n".join([self.heading, *reversed(self.kept)])
+        return "\n".join([self.heading, *reversed(self.kept)]) + self.tail
 
     def fill(self, limit: int | None = None) -> None:
         """Take up to `limit` more lines (all that fit when None)."""
@@ -206,7 +224,7 @@ class _LineSection(Generic[T]):
                 room = self.layout.budget - self.layout.used()
                 fits = len(line) + 1 <= room
             else:
-                room = self.layout.room_for_new() - len(self.heading) - 1
+                room = self.layout.room_for_new() - len(self.heading) - len(self.tail) - 1
                 fits = len(line) <= room
                 if not fits:
                     # Not even the newest line fits whole: keep its first sentences.
@@ -220,7 +238,8 @@ class _LineSection(Generic[T]):
                 break
             self.kept.append(line)
             self.keys.append(key)
-            self.layout.sizes[self.section] = self.layout.sizes.get(self.section, len(self.heading)) + 1 + len(line)
+            start = len(self.heading) + len(self.tail)
+            self.layout.sizes[self.section] = self.layout.sizes.get(self.section, start) + 1 + len(line)
             self.next += 1
             taken += 1
 
@@ -235,6 +254,14 @@ class _LineSection(Generic[T]):
             self.layout.dropped.append(name)
         elif len(self.kept) < len(self.lines):
             self.layout.shortened.append(name)
+
+
+def _defused(render: Callable[[T], tuple[int, str]]) -> Callable[[T], tuple[int, str]]:
+    def defused(item: T) -> tuple[int, str]:
+        key, line = render(item)
+        return key, defuse_delimiters(line)
+
+    return defused
 
 
 def _add_recall(layout: _Layout, lines: Sequence[RecallLine], budget_chars: int) -> None:

@@ -58,7 +58,7 @@ class CompactionCompleted(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionFailed(Event):
     """A failed or rejected summarizer attempt. `reason`: a
-    `pipeline.compaction.summary_validation.RejectReason` value with error_class "rejected", else
+    `pipeline.compaction.rejections.RejectReason` value with error_class "rejected", else
     the error code; `next_step`: retry | backoff | fallback | degraded."""
 
     name: ClassVar[str] = "voice_context_compaction_failed"

@@ -143,8 +143,8 @@ async def test_summary_and_system_sections_are_what_the_model_gets(
     page = await (await client.get(f"/sessions/{session_id}")).text()
     (summary,) = [e for e in elements(page) if e["data-testid"] == "summary"]
     assert str(gaming_night["covered_through_turn"]) == summary["data-covered-through"]
-    header = next(m for m in gaming_night["messages"] if m["content"].startswith("Earlier in this session"))
-    body = header["content"].split("\n", 1)[1]
+    header = next(m for m in gaming_night["messages"] if "\nEarlier in this session" in m["content"])
+    body = header["content"].split("\n", 2)[2]
     assert html.escape(body.splitlines()[0]) in page
     assert re.search(r"<b>persona and rules</b>.*<b>summary</b>.*<b>screen notes</b>", page)
     assert "older turns (" in page  # a "load older" link for the turns before those shown

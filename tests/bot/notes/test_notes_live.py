@@ -261,7 +261,7 @@ async def test_typed_chat_is_a_turn_between_spoken_turns_and_is_folded() -> None
     ]
     assert ("2", "chat") == (turns[1].speaker_id, turns[1].source)
     assert "James (typed): I main Hulk and I keep dying on Tokyo" in instructions
-    assert "- James: (typed) I main Hulk and I keep dying on Tokyo" in summary.splitlines(), summary
+    assert "- James: (typed) “I main Hulk and I keep dying on Tokyo”" in summary.splitlines(), summary
 
 
 async def test_edits_within_grace_correct_the_turn_and_late_ones_are_only_recorded() -> None:

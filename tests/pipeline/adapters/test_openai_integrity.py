@@ -56,7 +56,7 @@ def valid(body: dict[str, Any]) -> str:
         return json.dumps({"add": [], "merge": []})
     lead = turns[0]["speaker"]
     seqs = [t["seq"] for t in turns if t["speaker"] == lead]
-    what = f"{lead} talked about the Tokyo map during turns {turns[0]['seq']}-{turns[-1]['seq']}."
+    what = f"{lead} talked about the Tokyo map during turns {seqs[0]}-{seqs[-1]}."  # numbers of the cited turns
     return json.dumps({"add": [{"who": [lead], "kind": "fact", "what": what, "seqs": seqs, "supersedes": ""}],
                        "merge": []})
 

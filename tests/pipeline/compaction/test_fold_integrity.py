@@ -73,7 +73,26 @@ async def test_invalid_twice_the_offline_summarizer_folds(
     assert state.summary != FIRST and "James" in state.summary
     if reason != "no_op":
         assert str(bad) not in state.summary
-    assert 2 == state.failures  # a fallback fold does not reset the model's failure count
+    assert 0 == state.failures  # a rejected answer is not an outage: no failure counted, no backoff
+
+
+async def test_three_rejected_folds_in_a_row_leave_the_next_fold_offered_to_the_model(
+    session_id: str, emitter: EventEmitter, event_log: EventLog
+) -> None:
+    """Rejections are not outages: three folds whose answers are rejected twice each end in the
+    fallback, for those folds only; the fourth fold is offered to the model and is the model's
+    (before, the rejections counted as failures and the backoff kept the model off:
+    `reason: model_backoff`)."""
+    store = InMemorySessionStore()
+    clock = FakeClock()
+    summarizer = ScriptedSummarizer([FIRST, *[REFUSAL] * 6, "- James said fact number 40 about the map."])
+    session = await open_session(store, session_id, emitter, clock, summarizer, fallback=OfflineSummarizer())
+    async with running(session):
+        await feed(session, clock, 0, 101)
+    completed = event_log.named(CompactionCompleted.name)
+    assert [("model", None), ("fallback", "refusal"), ("fallback", "refusal"), ("fallback", "refusal"),
+            ("model", None)] == [(e["outcome"], e.get("reason")) for e in completed[:5]]
+    assert {0.0} == {e["next_retry_s"] for e in event_log.named(CompactionFailed.name)}
 
 
 async def test_fallback_invalid_too_the_last_resort_folds(

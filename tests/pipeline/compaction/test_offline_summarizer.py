@@ -60,9 +60,8 @@ def test_all_filler_batch_still_folds() -> None:
 
 def test_a_batch_of_typed_chat_only_keeps_its_speaker_in_every_fallback() -> None:
     """Typed chat is people talking: the offline summary and the last-resort line both name
-    Carol, so neither is rejected for lost attribution (before, both named nobody)."""
+    Carol (before, both named nobody)."""
     from pipeline.compaction.summarizer_offline import last_resort_fold
-    from pipeline.compaction.summary_validation import validate_summary
 
     turns = tuple(
         Turn(seq=i, kind=TurnKind.CHAT, speaker_id="carol", speaker_name="Carol", text="ok lol",
@@ -72,4 +71,3 @@ def test_a_batch_of_typed_chat_only_keeps_its_speaker_in_every_fallback() -> Non
     request = SummaryRequest(previous_summary="", turns=turns, notes=(), bot_name="Clanky", max_chars=1200)
     for text in (summarize_extractive(request), last_resort_fold(request)):
         assert "Carol" in text
-        assert validate_summary(text, request) is None

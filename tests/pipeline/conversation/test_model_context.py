@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipeline.context.reply_context import DATA_CLOSE, DATA_OPEN, SCREEN_HEADER
 from pipeline.conversation.model_context import ModelContext
 from pipeline.events import CompactionStarted, EventEmitter
 from pipeline.models import Note, Turn, TurnKind
@@ -29,9 +30,9 @@ async def test_reply_and_realtime_see_live_screen_notes_and_trigger(
         reply = context.reply(current)
         realtime = context.realtime(current)
         await session.settle()
-    screen = [m["content"] for m in reply.messages if m["content"].startswith("On screen now")]
+    screen = [m["content"] for m in reply.messages if "\nOn screen now" in m["content"]]
     expected = (
-        "On screen now (screen-watch notes, newest last):\n[00:03] on James's screen: Marvel Rivals, Tokyo 2099 map"
+        f"{DATA_OPEN}\n{SCREEN_HEADER}\n[00:03] on James's screen: Marvel Rivals, Tokyo 2099 map\n{DATA_CLOSE}"
     )
     assert [expected] == screen
     assert "Tokyo 2099 map" in realtime.text

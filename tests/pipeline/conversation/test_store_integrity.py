@@ -58,7 +58,8 @@ class ChainSummarizer:
         if self.gate is not None:
             await self.gate.wait()
         lead = request.turns[0].speaker_name
-        what = f"Fold {next(self.counter)}: {lead} reports on the Tokyo map."
+        fold = "".join(chr(ord("a") + int(d)) for d in str(next(self.counter)))  # no number the turns never said
+        what = f"Fold {fold}: {lead} reports on the Tokyo map."
         self.produced[what] = request
         item = {"who": [lead], "kind": "fact", "what": what, "seqs": [t.seq for t in request.turns], "supersedes": ""}
         return SummaryResult(text=json.dumps({"add": [item], "merge": []}), model=self.model)

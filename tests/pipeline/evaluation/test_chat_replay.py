@@ -40,4 +40,4 @@ async def test_a_typed_line_replays_as_a_chat_turn_and_is_folded(redis_server: P
     await store.aclose()
     assert [TurnKind.SPEECH, TurnKind.CHAT, TurnKind.SPEECH] == [t.kind for t in turns]
     assert (0, 1, 1) == (report["lost_turns"], report["probes"]["hit"], report["probes"]["total"])
-    assert "- James: (typed) I main Hulk and my rank is Gold 3" in state.summary.splitlines(), state.summary
+    assert "- James: (typed) “I main Hulk and my rank is Gold 3”" in state.summary.splitlines(), state.summary
