@@ -227,7 +227,7 @@ class RollingCompactor:
             finally:
                 self._in_flight = False
                 self._idle.set()
-                if self._state.next_retry_at > 0 and not self._ending:
+                if self._ledger.state.next_retry_at > 0 and not self._ending:
                     self._backing_off.set()
 
     async def wait_backoff(self) -> float:
@@ -236,7 +236,7 @@ class RollingCompactor:
         folding resumes while nobody speaks (pipeline/conversation/session.py)."""
         await self._backing_off.wait()
         self._backing_off.clear()
-        return self._state.next_retry_at
+        return self._ledger.state.next_retry_at
 
     def end(self) -> None:
         """The session is ending: no new folds start (an in-flight one may finish)."""
