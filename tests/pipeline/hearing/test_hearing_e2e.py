@@ -27,6 +27,7 @@ from pipeline.hearing.pcm import TARGET_RATE, PcmInt16, to_int16
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import SegmenterConfig
 from pipeline.hearing.vad import VadKind
+from pipeline.hearing.words import normalize
 from pipeline.models import TurnKind
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink, ToneSpeech, ToneTranscriber, frames, to_discord
@@ -196,6 +197,22 @@ def test_whisper_output_on_silence_and_noise_is_rejected(whisper: WhisperTranscr
     guards reject it."""
     result = whisper.transcribe_sync(_noise(kind))
     assert Verdict.ACCEPT != judge(result), result
+
+
+@pytest.mark.slow
+def test_the_bots_name_called_twice_is_accepted(whisper: WhisperTranscriber) -> None:
+    """The name from "Hey Clanky, how many ..." (22_alice.ogg, 0.35-0.9 s) said twice, alone and
+    before the rest of the question: Whisper is sure there is speech and the guards keep it, while
+    the same words from the noise burst above are rejected."""
+    clip = read_audio_file(SESSION / "22_alice.ogg")
+    name, rest = clip[int(0.35 * R):int(0.9 * R)], clip[R:]
+    def pause(s: float) -> PcmInt16:
+        return np.zeros(int(s * R), dtype=np.int16)
+    twice = whisper.transcribe_sync(np.concatenate([pause(0.2), name, pause(0.25), name, pause(0.3)]))
+    asking = whisper.transcribe_sync(np.concatenate([pause(0.2), name, pause(0.25), name, pause(0.2), rest]))
+    assert ["clanky", "clanky"] == normalize(twice.text), twice
+    assert (Verdict.ACCEPT, Verdict.ACCEPT) == (judge(twice), judge(asking)), (twice, asking)
+    assert wer("Clanky Clanky how many times has Bob died as Hulk tonight", asking.text) < 0.2, asking
 
 
 @pytest.mark.slow
