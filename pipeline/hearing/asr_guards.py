@@ -45,8 +45,8 @@ class GuardConfig:
     # Weak phrases are real words too; they are rejected only when Whisper was unsure.
     weak_no_speech_prob: float = 0.3
     weak_min_avg_logprob: float = -0.7
-    # A text that is mostly one word said again and again is rejected when Whisper gave it at
-    # least this no-speech probability (module doc: noise 0.52, people calling a name <= 0.22).
+    # A text that says one word or a short phrase again and again is rejected when Whisper gave
+    # it at least this no-speech probability (module doc: noise 0.52, people calling a name <= 0.22).
     repeat_no_speech_prob: float = 0.3
 
 
@@ -111,16 +111,16 @@ def judge(transcription: Transcription, config: GuardConfig | None = None) -> Ve
         return Verdict.TOO_FAST
     if is_hallucination(text, transcription, cfg):
         return Verdict.HALLUCINATION
-    if transcription.no_speech_prob >= cfg.repeat_no_speech_prob and is_one_word_repeated(words):
+    if transcription.no_speech_prob >= cfg.repeat_no_speech_prob and says_little_again_and_again(words):
         return Verdict.REPETITION
     return Verdict.ACCEPT
 
 
-def is_one_word_repeated(words: list[str]) -> bool:
-    """One word said at least twice and making up more than half of the text: "clanky clanky
-    clanky", "the clanky clanky clanky"; not "clanky clanky what is the plan"."""
-    top = max(words.count(word) for word in set(words))
-    return top >= 2 and 2 * top > len(words)
+def says_little_again_and_again(words: list[str]) -> bool:
+    """At most half as many different words as words: one word or a short phrase said over and
+    over ("clanky clanky", "the clanky clanky clanky", "clanky world clanky world"), nothing else
+    said; not "clanky clanky what is the plan"."""
+    return len(words) >= 2 and 2 * len(set(words)) <= len(words)
 
 
 def is_hallucination(text: str, transcription: Transcription, cfg: GuardConfig) -> bool:

@@ -85,6 +85,8 @@ def test_repetition_loops_are_rejected() -> None:
         ("Clanky Clanky", -0.9, 0.78),
         ("The Clanky Clanky Clanky Clanky", -0.95, 1.55),
         ("Bla bla bla bla", -0.9, 1.07),
+        ("Clanky and Clanky, Clanky, Clanky, Clanky, Clanky", -0.994, 2.04),  # measured, one in 150
+        ("Clanky World, Clanky World, Clanky World – Clanky World", -0.95, 1.84),
     ],
 )
 def test_one_word_repeated_from_noise_is_rejected(text: str, logprob: float, compression: float) -> None:
@@ -102,6 +104,7 @@ def test_one_word_repeated_from_noise_is_rejected(text: str, logprob: float, com
         ("Clanky. Clanky. How many times has Bob died as Hulk tonight?", 0.057, -0.146, 4.41),
         ("Clanky, Clanky, what's the plan?", 0.52, -0.6, 2.0),  # other words: not one word repeated
         ("Go go go go!", 0.2, -0.5, 1.5),
+        ("Wait, wait, Clanky, wait for me", 0.4, -0.6, 2.0),  # 4 different words in 6
     ],
 )
 def test_a_name_called_twice_is_speech(text: str, no_speech: float, logprob: float, duration: float) -> None:
