@@ -1,6 +1,7 @@
 """Hearing end to end: bundled audio session → segmenter → real faster-whisper → guards → coalescer → turns.
 
-The real transcriber is loaded once per test session (tiny.en, int8, one thread). The audio
+The real transcriber is loaded once per test session (tiny.en, int8, one thread; the `whisper`
+fixture of tests/pipeline/hearing/conftest.py, shared with test_asr_modes.py). The audio
 session is replayed once per module on simulated time; the tests read its report.
 """
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from pipeline.adapters.av_audio import read_audio_file
-from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.adapters.whisper import WhisperTranscriber
 from pipeline.evaluation.audio_replay import AudioReplay, AudioReplayReport
 from pipeline.evaluation.session_file import MembershipLine, NoteLine, SessionLine, TurnLine, load_session_file
 from pipeline.evaluation.wer import wer
@@ -35,14 +36,6 @@ from pipeline.testing.audio import ListSink, ToneSpeech, ToneTranscriber, frames
 SESSION = Path(__file__).resolve().parents[3] / "samples" / "audio_night"
 BOT = "Clanky"
 R = TARGET_RATE
-
-
-@pytest.fixture(scope="session")
-def whisper() -> WhisperTranscriber:
-    """The real transcriber, loaded and warmed up once for the whole test run."""
-    transcriber = WhisperTranscriber(WhisperConfig(hotwords=BOT, cpu_threads=1))
-    transcriber.load()
-    return transcriber
 
 
 def _emitter(log: list[dict[str, Any]]) -> EventEmitter:
