@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ BIG_AOF_BYTES = 24 * 1024 * 1024  # the issue's failing series had a 26 MB file 
 BUSY_S = 600  # the busy loops end by themselves even if the test is killed
 
 
-def short_session(path: Path, lines: int = 60) -> Path:
+def short_session(path: Path, lines: int) -> Path:
     path.write_text("".join(SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]), encoding="utf-8")
     return path
 
@@ -54,7 +55,11 @@ def fill_append_only_file(data_dir: Path) -> int:
             for i in range(1000):
                 pipe.set(f"old:{chunk}:{i}", value)
             pipe.execute()
-        client.shutdown()
+        # Without the retries: SHUTDOWN's closed connection is its success, not a reason to try
+        # again (fifty retries with backoff took 23 s).
+        once = redis.retry.Retry(redis.backoff.NoBackoff(), 0)
+        with redis.Redis(port=port, socket_connect_timeout=5, retry=once) as stopper:
+            stopper.shutdown()
     except redis.ConnectionError:  # SHUTDOWN closes the connection as it exits
         pass
     finally:
@@ -100,7 +105,10 @@ async def test_back_to_back_replays_on_one_data_dir_under_load_and_after_a_sigki
     data_dir = tmp_path / "out" / "redis"
     aof_bytes = fill_append_only_file(data_dir)
     assert aof_bytes >= BIG_AOF_BYTES
-    session = short_session(tmp_path / "short.jsonl")
+    # The back-to-back runs test the server handover, not the replay: 20 lines each. The one
+    # SIGKILLed at 20% needs a replay long enough to be still under way when the kill lands.
+    session = short_session(tmp_path / "short.jsonl", lines=20)
+    killed_session = short_session(tmp_path / "killed.jsonl", lines=60)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "REDIS_DATA_DIR": str(data_dir)}
     for name in ("REDIS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LOG_FORMAT"):
         env.pop(name, None)
@@ -114,10 +122,10 @@ async def test_back_to_back_replays_on_one_data_dir_under_load_and_after_a_sigki
 
     # One replay SIGKILLed mid-run (its server gets SIGTERM from the kernel and shuts down on its
     # own), and the next one started at once on the same directory.
-    proc, log = await replay(tmp_path, env, session, RUNS)
+    proc, log = await replay(tmp_path, env, killed_session, RUNS)
     await log.until("the replay under way", lambda _: any(": 20%" in line for line in log.lines), 240)
     proc.kill()
-    await proc.wait()
+    assert -signal.SIGKILL == await proc.wait(), "the replay had finished before the kill"
     proc, log = await replay(tmp_path, env, session, RUNS + 1)
     assert 0 == await finished(proc, log), "".join(log.lines)[-1200:]
 

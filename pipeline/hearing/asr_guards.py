@@ -6,7 +6,11 @@ bot's name) configured it writes the hotword instead. The thresholds were calibr
 bundled tiny.en (measured, see the hearing report): real speech, even one-word answers like
 "Yes." or "Wait.", had no_speech_prob <= 0.2 and avg_logprob >= -0.98; silence, hiss, hum
 and white noise had no_speech_prob >= 0.9; a half-second noise burst scored 0.48 but
-avg_logprob -1.46.
+avg_logprob -1.46. Decoded again at a sampling temperature (the library's fallback), the same
+burst comes out as the hotword said over and over ("Clanky, Clanky, Clanky, Clanky", no_speech
+0.52, avg_logprob -0.93): one word repeated with nothing else, which real speech says with
+no_speech_prob <= 0.22 (the bot's name called twice, or three times, spliced from the bundled
+`samples/audio_night/22_alice.ogg`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ class Verdict(StrEnum):
     EMPTY = "empty"  # no words at all (or only annotations like "[Music]")
     NO_SPEECH = "no_speech"  # Whisper itself thinks there was no speech
     LOW_CONFIDENCE = "low_confidence"  # mean token log-probability too low
-    REPETITION = "repetition"  # decoding loop: "the the the the ..."
+    REPETITION = "repetition"  # decoding loop ("the the the the ..."), or one word again and again from noise
     TOO_FAST = "too_fast"  # more characters than anyone can say in that time
     HALLUCINATION = "hallucination"  # a known silence phrase
     TOO_SHORT = "too_short"  # not enough speech to transcribe (decided before ASR)
@@ -41,6 +45,9 @@ class GuardConfig:
     # Weak phrases are real words too; they are rejected only when Whisper was unsure.
     weak_no_speech_prob: float = 0.3
     weak_min_avg_logprob: float = -0.7
+    # A text that says one word or a short phrase again and again is rejected when Whisper gave
+    # it at least this no-speech probability (module doc: noise 0.52, people calling a name <= 0.22).
+    repeat_no_speech_prob: float = 0.3
 
 
 # Whole-text phrases that are (nearly) always subtitle artefacts, normalised form.
@@ -104,7 +111,16 @@ def judge(transcription: Transcription, config: GuardConfig | None = None) -> Ve
         return Verdict.TOO_FAST
     if is_hallucination(text, transcription, cfg):
         return Verdict.HALLUCINATION
+    if transcription.no_speech_prob >= cfg.repeat_no_speech_prob and says_little_again_and_again(words):
+        return Verdict.REPETITION
     return Verdict.ACCEPT
+
+
+def says_little_again_and_again(words: list[str]) -> bool:
+    """At most half as many different words as words: one word or a short phrase said over and
+    over ("clanky clanky", "the clanky clanky clanky", "clanky world clanky world"), nothing else
+    said; not "clanky clanky what is the plan"."""
+    return len(words) >= 2 and 2 * len(set(words)) <= len(words)
 
 
 def is_hallucination(text: str, transcription: Transcription, cfg: GuardConfig) -> bool:

@@ -77,6 +77,41 @@ def test_repetition_loops_are_rejected() -> None:
     assert Verdict.ACCEPT == judge(heard("Go go go go!"))
 
 
+@pytest.mark.parametrize(
+    ("text", "logprob", "compression"),
+    [
+        ("Clanky, Clanky, Clanky, Clanky, Clanky", -0.95, 2.0),  # the flaky e2e run on main 0b24462
+        ("Clanky, Clanky, Clanky, Clanky", -0.925, 1.58),  # measured, one sampled decode in 60
+        ("Clanky Clanky", -0.9, 0.78),
+        ("The Clanky Clanky Clanky Clanky", -0.95, 1.55),
+        ("Bla bla bla bla", -0.9, 1.07),
+        ("Clanky and Clanky, Clanky, Clanky, Clanky, Clanky", -0.994, 2.04),  # measured, one in 150
+        ("Clanky World, Clanky World, Clanky World – Clanky World", -0.95, 1.84),
+    ],
+)
+def test_one_word_repeated_from_noise_is_rejected(text: str, logprob: float, compression: float) -> None:
+    """The 0.5 s noise burst of the e2e test (no_speech 0.52 on every decode), sampled at a fallback
+    temperature, comes out as the hotword over and over with a passable log-probability: rejected."""
+    noise = heard(text, no_speech=0.52, logprob=logprob, duration=0.5, compression=compression)
+    assert Verdict.REPETITION == judge(noise)
+
+
+@pytest.mark.parametrize(
+    ("text", "no_speech", "logprob", "duration"),
+    [
+        ("Clanky, clanky", 0.041, -0.557, 1.85),  # measured on the name spliced twice from 22_alice.ogg
+        ("Clanky Clanky Cl", 0.223, -0.971, 3.1),  # ... three times, cut a little wide
+        ("Clanky. Clanky. How many times has Bob died as Hulk tonight?", 0.057, -0.146, 4.41),
+        ("Clanky, Clanky, what's the plan?", 0.52, -0.6, 2.0),  # other words: not one word repeated
+        ("Go go go go!", 0.2, -0.5, 1.5),
+        ("Wait, wait, Clanky, wait for me", 0.4, -0.6, 2.0),  # 4 different words in 6
+    ],
+)
+def test_a_name_called_twice_is_speech(text: str, no_speech: float, logprob: float, duration: float) -> None:
+    """People call the bot twice, or repeat a word among others; Whisper is sure there was speech."""
+    assert Verdict.ACCEPT == judge(heard(text, no_speech=no_speech, logprob=logprob, duration=duration))
+
+
 def test_annotations_only_is_empty_and_are_stripped_from_speech() -> None:
     """"[Music]" alone is empty; inside speech the annotation is removed and the words kept."""
     assert Verdict.EMPTY == judge(heard("[Music] (upbeat music) ♪"))

@@ -13,6 +13,7 @@ import asyncio
 import io
 import json
 import wave
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,12 @@ from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink, frames, to_discord
 from pipeline.transcription import AsrError
 from pipeline.wiring import hearing_pipeline
+from tests.pipeline.hearing.conftest import WHISPER
 from tests.support.openai_stub import OpenAIStub
 
 SESSION = Path(__file__).resolve().parents[3] / "samples" / "audio_night"
 R = TARGET_RATE
-CONFIG = WhisperConfig(hotwords="Clanky", cpu_threads=1)
+CONFIG = WHISPER
 
 
 def _lines(speaker: str, count: int) -> list[dict[str, Any]]:
@@ -82,29 +84,32 @@ def _check_heard(sink: ListSink, references: dict[str, list[str]]) -> None:
         assert lowered.index(first) < lowered.rindex(second), heard
 
 
-@pytest.mark.slow
-async def test_worker_processes_hear_real_audio_in_order() -> None:
-    """ASR_MODE=processes: two worker processes, each with its own model, transcribe the
-    bundled clips; every speaker's words arrive attributed and in the order spoken."""
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ProcessPoolTranscriber]:
+    """Two worker processes, started (each loads its model) once for the module's pool tests:
+    a pool serves many callers, one after another as at once."""
     pool = ProcessPoolTranscriber(CONFIG, workers=2)
     try:
-        await pool.start()
-        assert 2 == len(pool.pids)
-        sink, references = await _hear(pool)
+        asyncio.run(pool.start())
+        yield pool
     finally:
-        await pool.aclose()
+        asyncio.run(pool.aclose())
+
+
+@pytest.mark.slow
+async def test_worker_processes_hear_real_audio_in_order(pool: ProcessPoolTranscriber) -> None:
+    """ASR_MODE=processes: two worker processes, each with its own model, transcribe the
+    bundled clips; every speaker's words arrive attributed and in the order spoken."""
+    assert 2 == len(pool.pids)
+    sink, references = await _hear(pool)
     _check_heard(sink, references)
 
 
 @pytest.mark.slow
-async def test_worker_pool_answers_each_caller_with_its_own_audio() -> None:
+async def test_worker_pool_answers_each_caller_with_its_own_audio(pool: ProcessPoolTranscriber) -> None:
     """Many utterances in flight at once (many guilds): each result is its own clip's text."""
     clips = _lines("James", 3) + _lines("Bob", 1)
-    pool = ProcessPoolTranscriber(CONFIG, workers=2)
-    try:
-        results = await asyncio.gather(*(pool.transcribe(read_audio_file(SESSION / c["audio"])) for c in clips))
-    finally:
-        await pool.aclose()
+    results = await asyncio.gather(*(pool.transcribe(read_audio_file(SESSION / c["audio"])) for c in clips))
     for clip, result in zip(clips, results, strict=True):
         assert wer(clip["text"], result.text) < 0.2, (clip["text"], result.text)
 
@@ -116,13 +121,6 @@ async def test_a_dead_worker_fails_the_utterance_and_the_next_call_starts_a_fres
         await pool.start()
     assert "model_load" == str(caught.value.code)
     await pool.aclose()
-
-
-@pytest.fixture(scope="module")
-def whisper() -> WhisperTranscriber:
-    transcriber = WhisperTranscriber(CONFIG)
-    transcriber.load()
-    return transcriber
 
 
 def _whisper_endpoint(whisper: WhisperTranscriber) -> Any:

@@ -1,6 +1,7 @@
 """Hearing end to end: bundled audio session → segmenter → real faster-whisper → guards → coalescer → turns.
 
-The real transcriber is loaded once per test session (tiny.en, int8, one thread). The audio
+The real transcriber is loaded once per test session (tiny.en, int8, one thread; the `whisper`
+fixture of tests/pipeline/hearing/conftest.py, shared with test_asr_modes.py). The audio
 session is replayed once per module on simulated time; the tests read its report.
 """
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from pipeline.adapters.av_audio import read_audio_file
-from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.adapters.whisper import WhisperTranscriber
 from pipeline.evaluation.audio_replay import AudioReplayReport
 from pipeline.evaluation.session_file import MembershipLine, NoteLine, SessionLine, TurnLine, load_session_file
 from pipeline.evaluation.wer import wer
@@ -26,6 +27,7 @@ from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import SegmenterConfig
 from pipeline.hearing.vad import VadKind
+from pipeline.hearing.words import normalize
 from pipeline.models import TurnKind
 from pipeline.pcm import TARGET_RATE, PcmInt16, to_int16
 from pipeline.testing import FakeClock
@@ -35,14 +37,6 @@ from pipeline.wiring import audio_replay, hearing_pipeline
 SESSION = Path(__file__).resolve().parents[3] / "samples" / "audio_night"
 BOT = "Clanky"
 R = TARGET_RATE
-
-
-@pytest.fixture(scope="session")
-def whisper() -> WhisperTranscriber:
-    """The real transcriber, loaded and warmed up once for the whole test run."""
-    transcriber = WhisperTranscriber(WhisperConfig(hotwords=BOT, cpu_threads=1))
-    transcriber.load()
-    return transcriber
 
 
 def _emitter(log: list[dict[str, Any]]) -> EventEmitter:
@@ -197,6 +191,22 @@ def test_whisper_output_on_silence_and_noise_is_rejected(whisper: WhisperTranscr
     guards reject it."""
     result = whisper.transcribe_sync(_noise(kind))
     assert Verdict.ACCEPT != judge(result), result
+
+
+@pytest.mark.slow
+def test_the_bots_name_called_twice_is_accepted(whisper: WhisperTranscriber) -> None:
+    """The name from "Hey Clanky, how many ..." (22_alice.ogg, 0.35-0.9 s) said twice, alone and
+    before the rest of the question: Whisper is sure there is speech and the guards keep it, while
+    the same words from the noise burst above are rejected."""
+    clip = read_audio_file(SESSION / "22_alice.ogg")
+    name, rest = clip[int(0.35 * R):int(0.9 * R)], clip[R:]
+    def pause(s: float) -> PcmInt16:
+        return np.zeros(int(s * R), dtype=np.int16)
+    twice = whisper.transcribe_sync(np.concatenate([pause(0.2), name, pause(0.25), name, pause(0.3)]))
+    asking = whisper.transcribe_sync(np.concatenate([pause(0.2), name, pause(0.25), name, pause(0.2), rest]))
+    assert ["clanky", "clanky"] == normalize(twice.text), twice
+    assert (Verdict.ACCEPT, Verdict.ACCEPT) == (judge(twice), judge(asking)), (twice, asking)
+    assert wer("Clanky Clanky how many times has Bob died as Hulk tonight", asking.text) < 0.2, asking
 
 
 @pytest.mark.slow
