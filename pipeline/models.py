@@ -307,6 +307,9 @@ class SummaryResult:
     # A summarizer that builds the structured update itself (the offline one) sets it; for a
     # model the compactor reads `text` into one (`pipeline.compaction.update_parsing`).
     update: MemoryUpdate | None = None
+    # Set on the first answer after the server refused the update's JSON schema (`response_format`)
+    # and answered without it: the server's reason, reported once (`SummarizerStructuredOutputRefused`).
+    structured_refused: str | None = None
 
 
 class FoldOutcome(StrEnum):

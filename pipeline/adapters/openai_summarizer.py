@@ -122,8 +122,11 @@ class OpenAISummarizer(OpenAIAdapter):
         self._context_limit = context.tokens
         self._discover = context.discover
         self._default_context_limit = context.default
-        # Ask for the update's JSON schema (`response_format`) until the server refuses it (400).
+        # Ask for the update's JSON schema (`response_format`) until the server refuses it: a 400
+        # to the request with it that the same request without it does not get. The refusal is
+        # reported once, on the next answer (`SummaryResult.structured_refused`).
         self._structured = True
+        self._refusal: str | None = None
 
     @property
     def context_limit(self) -> int | None:
@@ -201,12 +204,16 @@ class OpenAISummarizer(OpenAIAdapter):
             try:
                 response = await self._create(system, user, max_tokens, structured=structured)
             except CLIENT_ERRORS as err:
-                if not (structured and classify(err).kind.value == SummarizerErrorCode.BAD_REQUEST.value):
+                refused = classify(err)
+                if not (structured and refused.kind.value == SummarizerErrorCode.BAD_REQUEST.value):
                     raise
-                # A server that refuses `response_format` (400): ask in plain text from now on
-                # (the answer is parsed tolerantly either way).
-                self._structured = False
+                # A 400: asked once more without `response_format`. If that is answered, the
+                # server refuses the schema: never sent again, and said once (a 400 for another
+                # reason fails the same way without it, and the schema stays).
                 response = await self._create(system, user, max_tokens, structured=False)
+                if self._structured:
+                    self._structured = False
+                    self._refusal = refused.detail
         except CLIENT_ERRORS as err:  # ValueError: a malformed body (the client raises JSONDecodeError)
             # AUTH is not retryable (a key does not fix itself): the compactor goes to the fallback at once.
             failure = classify(err)
@@ -220,4 +227,5 @@ class OpenAISummarizer(OpenAIAdapter):
         finish_reason = str(choice.finish_reason) if choice.finish_reason else None
         if not text:
             raise SummarizerError(SummarizerErrorCode.EMPTY, "empty content")
-        return SummaryResult(text=text, model=self._model, finish_reason=finish_reason)
+        refusal, self._refusal = self._refusal, None
+        return SummaryResult(text=text, model=self._model, finish_reason=finish_reason, structured_refused=refusal)

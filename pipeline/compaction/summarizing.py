@@ -22,7 +22,7 @@ from pipeline.compaction.rejections import Rejection, RejectReason
 from pipeline.compaction.summarizer_offline import last_resort_update
 from pipeline.compaction.update_parsing import ParsedUpdate, parse_update
 from pipeline.compaction.update_validation import clipped, validate_update
-from pipeline.events import CompactionFailed
+from pipeline.events import CompactionFailed, EventEmitter, SummarizerStructuredOutputRefused
 from pipeline.models import (
     CompactionPolicy,
     FoldOutcome,
@@ -106,7 +106,7 @@ class FoldAttempts:
                 t0 = loop.time()
                 try:
                     items, text, recompacted = await bounded_summary(model, request, self._deps.policy,
-                                                                     calls=self.calls)
+                                                                     calls=self.calls, events=self._deps.events)
                 except Rejected as rej:
                     # A rejected answer is not an outage: its retry and then the fallback for this
                     # fold only; the model's failure count and backoff stay as they are.
@@ -228,12 +228,15 @@ def _created_at(request: SummaryRequest) -> int:
 
 
 async def bounded_summary(
-    summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy, *, calls: CallTasks | None = None
+    summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy, *, calls: CallTasks | None = None,
+    events: EventEmitter | None = None,
 ) -> tuple[tuple[MemoryItem, ...], str, bool]:
     """`summarizer`'s validated update applied to `request.items`: the new items, the summary
     rendered from them (within the cap) and whether items were left out for room.
     Raises `Rejected` (invalid output) or `SummarizerError` (no output)."""
     result = await _call(summarizer, request, policy.summarizer_timeout_s, calls)
+    if result.structured_refused is not None and events is not None:
+        events.emit(SummarizerStructuredOutputRefused(model=result.model, detail=result.structured_refused))
     parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text, request)
     rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason)
     if rejection is not None:

@@ -56,6 +56,7 @@ from pipeline.events.pipeline_events import (
     SessionStoreReconnected,
     SessionStoreReseeded,
     SessionStoreWritesRestored,
+    SummarizerStructuredOutputRefused,
 )
 from pipeline.events.registry import DECLARED, EVENT_TYPES, UndeclaredEvent, declared
 
@@ -103,6 +104,7 @@ __all__ = [
     "SessionStoreReseeded",
     "SessionStoreWritesRestored",
     "SessionTakenOver",
+    "SummarizerStructuredOutputRefused",
     "UndeclaredEvent",
     "VoiceLinkLost",
     "VoiceLinkRecovered",

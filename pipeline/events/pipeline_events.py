@@ -73,6 +73,18 @@ class CompactionFailed(Event):
     next_step: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarizerStructuredOutputRefused(Event):
+    """The summarizer's server refused the update's JSON schema (`response_format`, a 400) and
+    answered the same request without it: reported once per summarizer, which asks without the
+    schema from then on (the prompt still asks for the JSON update; docs/summary-items.md)."""
+
+    name: ClassVar[str] = "voice_context_summarizer_structured_output_refused"
+    level: ClassVar[str] = "warning"
+    model: str
+    detail: str
+
+
 # -- context building (pipeline/context/) --------------------------------------------------------------
 
 
