@@ -157,8 +157,8 @@ async def test_a_long_session_keeps_its_durable_items_in_the_summary_or_recall(
     lines = state.summary.splitlines()
     reached: list[bool] = []
     shown: list[bool] = []
-    for k, (_, _, _, what, question) in enumerate(DURABLE):
-        seq = k * BATCH + 3
+    for k, (_, _, _, recorded, question) in enumerate(DURABLE):
+        seq, what = k * BATCH + 3, recorded
         if k == 2:  # the climbing plan was corrected: its item now is the correction, the old value its history
             seq, what = CORRECTED_BATCH * BATCH + CORRECTION_AT, CORRECTION[2]
         item = next(i for i in state.items if seq in i.seqs and i.status is ItemStatus.ACTIVE)
