@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
 from pipeline.formatting import cap_text, data_field, mmss, render_turn_line, speaker_label
 from pipeline.model_profiles import ReasoningEffort, chat_params
-from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult, TurnKind
+from pipeline.models import ItemDraft, SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult, TurnKind
 from pipeline.prompts import render_prompt
 from pipeline.update_schema import UPDATE_SCHEMA, item_mentions
 
@@ -58,6 +58,32 @@ def format_batch(request: SummaryRequest, turn_cap: int | None = None) -> str:
             lines.append(_json({"at": mmss(n.at), "by": data_field(n.by) or "someone", "source": data_field(n.source),
                                 "seen": data_field(n.text), "why": data_field(n.why)}))
         lines.append("(END data)")
+    return "\n".join(lines)
+
+
+VERIFY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"supported": {"type": "array", "items": {"type": "boolean"}}},
+    "required": ["supported"],
+    "additionalProperties": False,
+}
+VERIFY_TOKENS_BASE, VERIFY_TOKENS_PER_ITEM = 24, 4  # {"supported": [true, false, ...]}
+
+
+def format_verify(request: SummaryRequest, items: Sequence[ItemDraft]) -> str:
+    """The second look's user message: the new items, then only the turns they cite, as data."""
+    cited = {s for item in items for s in item.seqs}
+    lines = ["NOTES (BEGIN data)"]
+    lines += [_json({"n": n, "who": [data_field(w) for w in item.who], "what": data_field(item.what)})
+              for n, item in enumerate(items)]
+    lines += ["(END data)", "", "TURNS (BEGIN transcript data)"]
+    for t in request.turns:
+        if t.seq in cited:
+            lines.append(_json({"seq": t.seq, "speaker": speaker_label(t.speaker_name),
+                                "text": cap_text(data_field(render_turn_line(t, request.turn_cap)
+                                                            if t.kind is not TurnKind.SPEECH else t.text),
+                                                 request.turn_cap)}))
+    lines.append("(END transcript data)")
     return "\n".join(lines)
 
 
@@ -185,6 +211,32 @@ class OpenAISummarizer(OpenAIAdapter):
         )
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         return {"model": self._model, "messages": messages, **params, **extra}
+
+    async def verify(self, request: SummaryRequest, items: Sequence[ItemDraft]) -> SummaryResult:
+        """SUMMARY_VERIFY's second look: one short call asking whether each of `items` is
+        supported by the turns it cites (`prompts/summarizer_verify.txt`); the verdicts as
+        answered. With the schema unless the server refused it."""
+        system = render_prompt("summarizer_verify", bot_name=request.bot_name)
+        user = format_verify(request, items)
+        max_tokens = VERIFY_TOKENS_BASE + VERIFY_TOKENS_PER_ITEM * len(items)
+        extra: dict[str, Any] = {}
+        if self._structured:
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "item_verdicts", "strict": True, "schema": VERIFY_SCHEMA},
+            }
+        try:
+            response = await self._client.chat.completions.create(
+                **self.request_kwargs(system, user, max_tokens, **extra))
+        except CLIENT_ERRORS as err:
+            failure = classify(err)
+            raise SummarizerError(
+                SummarizerErrorCode(failure.kind.value), failure.detail, retry_after_s=failure.retry_after_s
+            ) from err
+        text = (response.choices[0].message.content or "").strip() if response.choices else ""
+        if not text:
+            raise SummarizerError(SummarizerErrorCode.EMPTY, "empty verdicts")
+        return SummaryResult(text=text, model=self._model, finish_reason=str(response.choices[0].finish_reason))
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         if self._discover:

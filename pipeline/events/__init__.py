@@ -57,6 +57,7 @@ from pipeline.events.pipeline_events import (
     SessionStoreReseeded,
     SessionStoreWritesRestored,
     SummarizerStructuredOutputRefused,
+    SummaryItemsVerified,
 )
 from pipeline.events.registry import DECLARED, EVENT_TYPES, UndeclaredEvent, declared
 
@@ -105,6 +106,7 @@ __all__ = [
     "SessionStoreWritesRestored",
     "SessionTakenOver",
     "SummarizerStructuredOutputRefused",
+    "SummaryItemsVerified",
     "UndeclaredEvent",
     "VoiceLinkLost",
     "VoiceLinkRecovered",

@@ -85,6 +85,21 @@ class SummarizerStructuredOutputRefused(Event):
     detail: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryItemsVerified(Event):
+    """SUMMARY_VERIFY's second look at a model fold's new items: `checked` asked about, `dropped`
+    the model said its cited turns do not support; `outcome` verified, or unanswered (an error,
+    a timeout or an unreadable answer: nothing dropped, `reason` says why)."""
+
+    name: ClassVar[str] = "voice_context_summary_items_verified"
+    model: str
+    checked: int
+    dropped: int
+    latency_ms: int
+    outcome: str
+    reason: str | Absent = ABSENT
+
+
 # -- context building (pipeline/context/) --------------------------------------------------------------
 
 
