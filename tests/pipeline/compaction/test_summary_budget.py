@@ -17,6 +17,7 @@ import pytest
 
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
+from pipeline.compaction.memory_items import bound_items, render_item, render_summary
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.context.recall import RecallConfig, build_query
 from pipeline.context.recall_index import RecallIndex
@@ -24,7 +25,7 @@ from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, EventEmitter
 from pipeline.formatting import data_field
-from pipeline.models import CompactionPolicy, ItemStatus, Turn, TurnDraft, TurnKind
+from pipeline.models import CompactionPolicy, ItemKind, ItemStatus, MemoryItem, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
@@ -178,3 +179,26 @@ async def test_a_long_session_keeps_its_durable_items_in_the_summary_or_recall(
         next(line for line in lines if CORRECTION[2] in line)]
     assert "(was: Cleo set the group's climbing gym meeting" in state.summary
     assert len(state.summary) <= 1200
+
+
+def kind_item(id_: str, kind: ItemKind, created_at: int, what: str) -> MemoryItem:
+    return MemoryItem(id=id_, who=("Ana",), what=what, kind=kind, seqs=(created_at,), created_at=created_at)
+
+
+def test_stale_now_items_give_way_first_in_the_text_and_the_store() -> None:
+    """An hour-old "what is happening now" is history: in a tight budget the older fold's fact
+    and plan are shown before its "now" item, the newest fold's "now" item still leads, and at
+    the store's cap the stale "now" item is evicted before an older fact."""
+    items = (
+        kind_item("m0.0", ItemKind.FACT, 0, "Ana's sister Lena lives in Porto."),
+        kind_item("m10.0", ItemKind.PLAN, 10, "Ana will bring the harness on Sunday."),
+        kind_item("m20.0", ItemKind.NOW, 20, "Ana is mining gold in the ice caves right now."),
+        kind_item("m30.0", ItemKind.NOW, 30, "Ana is reviving Dev in the salt pits."),
+    )
+    budget = sum(len(render_item(i, {})) + 1 for i in items if i.id != "m20.0") - 1
+    text, left_out = render_summary(items, budget)
+    assert left_out and "ice caves" not in text
+    # Plans, then facts, then what is happening (it leads into the verbatim turns that follow).
+    assert ["harness", "Lena", "salt pits"] == [w for line in text.splitlines()
+                                                for w in ("Lena", "harness", "salt pits") if w in line]
+    assert ["m0.0", "m10.0", "m30.0"] == sorted(i.id for i in bound_items(items, limit=3))
