@@ -233,10 +233,12 @@ class OpenAISummarizer(OpenAIAdapter):
             raise SummarizerError(
                 SummarizerErrorCode(failure.kind.value), failure.detail, retry_after_s=failure.retry_after_s
             ) from err
-        text = (response.choices[0].message.content or "").strip() if response.choices else ""
-        if not text:
+        choice = response.choices[0] if response.choices else None
+        text = (choice.message.content or "").strip() if choice is not None else ""
+        if choice is None or not text:
             raise SummarizerError(SummarizerErrorCode.EMPTY, "empty verdicts")
-        return SummaryResult(text=text, model=self._model, finish_reason=str(response.choices[0].finish_reason))
+        finish_reason = str(choice.finish_reason) if choice.finish_reason else None
+        return SummaryResult(text=text, model=self._model, finish_reason=finish_reason)
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         if self._discover:
