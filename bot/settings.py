@@ -116,6 +116,7 @@ class Settings:
     summary_base_url: str | None = None  # default: OPENAI_BASE_URL
     summary_max_tokens: int | None = None  # default: from SUMMARY_MAX_CHARS (cloud), 384 (local)
     summary_context_limit: int | None = None  # default: unlimited (cloud); /v1/models, else 2048 (local)
+    summary_verify: bool = False  # one more short call per model fold checks each new item (docs/summary-items.md)
     brain_model: str = DEFAULT_CHAT_MODEL
     brain_timeout_s: float = 20.0
     brain_context_limit: int | None = None
@@ -209,6 +210,7 @@ class Settings:
             note_cap_chars=self.note_max_chars,
             turn_text_cap_chars=self.turn_text_max_chars,
             summarizer_timeout_s=self.summary_timeout_s,
+            verify_items=self.summary_verify,
         )
 
     @property
@@ -277,6 +279,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "SUMMARY_BASE_URL": ("summary_base_url", parse_text),
     "SUMMARY_MAX_TOKENS": ("summary_max_tokens", parse_int(32, 32768)),
     "SUMMARY_CONTEXT_LIMIT": ("summary_context_limit", parse_int(512, 10_000_000)),
+    "SUMMARY_VERIFY": ("summary_verify", parse_bool),
     "BRAIN_MODEL": ("brain_model", parse_text),
     "BRAIN_TIMEOUT_S": ("brain_timeout_s", parse_float(0.1, 3600.0)),
     "BRAIN_CONTEXT_LIMIT": ("brain_context_limit", parse_int(1024)),

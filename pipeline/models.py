@@ -162,6 +162,9 @@ class CompactionPolicy:
     lock_ttl_s: float = 6.0
     summarizer_timeout_s: float = 30.0
     turn_text_cap_chars: int = 1200
+    # SUMMARY_VERIFY: one more short call per model fold asks whether each new item is supported
+    # by its cited turns, and drops those the model says are not (docs/summary-items.md).
+    verify_items: bool = False
 
     def __post_init__(self) -> None:
         if self.window < 1 or self.batch < 1:
@@ -307,6 +310,9 @@ class SummaryResult:
     # A summarizer that builds the structured update itself (the offline one) sets it; for a
     # model the compactor reads `text` into one (`pipeline.compaction.update_parsing`).
     update: MemoryUpdate | None = None
+    # Set on the first answer after the server refused the update's JSON schema (`response_format`)
+    # and answered without it: the server's reason, reported once (`SummarizerStructuredOutputRefused`).
+    structured_refused: str | None = None
 
 
 class FoldOutcome(StrEnum):

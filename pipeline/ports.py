@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pipeline.models import (
     CompactionState,
     FoldCommit,
+    ItemDraft,
     MemoryItem,
     Note,
     OwnerGrant,
@@ -81,6 +82,17 @@ class Summarizer(Protocol):
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Return the new summary, or raise `SummarizerError` with a code."""
+        ...
+
+
+@runtime_checkable
+class ItemVerifier(Protocol):
+    """A summarizer that can take a second look (SUMMARY_VERIFY): for each new item of a
+    validated update, whether the turns it cites support it."""
+
+    async def verify(self, request: SummaryRequest, items: Sequence[ItemDraft]) -> SummaryResult:
+        """The model's verdicts on `items`, in order, as it answered them (read by
+        `pipeline.compaction.update_parsing.parse_verdicts`); `SummarizerError` when none came."""
         ...
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAIEndpoint, classify
 from pipeline.formatting import cap_text, data_field, mmss, render_turn_line, speaker_label
 from pipeline.model_profiles import ReasoningEffort, chat_params
-from pipeline.models import SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult, TurnKind
+from pipeline.models import ItemDraft, SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult, TurnKind
 from pipeline.prompts import render_prompt
 from pipeline.update_schema import UPDATE_SCHEMA, item_mentions
 
@@ -58,6 +58,32 @@ def format_batch(request: SummaryRequest, turn_cap: int | None = None) -> str:
             lines.append(_json({"at": mmss(n.at), "by": data_field(n.by) or "someone", "source": data_field(n.source),
                                 "seen": data_field(n.text), "why": data_field(n.why)}))
         lines.append("(END data)")
+    return "\n".join(lines)
+
+
+VERIFY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"supported": {"type": "array", "items": {"type": "boolean"}}},
+    "required": ["supported"],
+    "additionalProperties": False,
+}
+VERIFY_TOKENS_BASE, VERIFY_TOKENS_PER_ITEM = 24, 4  # {"supported": [true, false, ...]}
+
+
+def format_verify(request: SummaryRequest, items: Sequence[ItemDraft]) -> str:
+    """The second look's user message: the new items, then only the turns they cite, as data."""
+    cited = {s for item in items for s in item.seqs}
+    lines = ["NOTES (BEGIN data)"]
+    lines += [_json({"n": n, "who": [data_field(w) for w in item.who], "what": data_field(item.what)})
+              for n, item in enumerate(items)]
+    lines += ["(END data)", "", "TURNS (BEGIN transcript data)"]
+    for t in request.turns:
+        if t.seq in cited:
+            lines.append(_json({"seq": t.seq, "speaker": speaker_label(t.speaker_name),
+                                "text": cap_text(data_field(render_turn_line(t, request.turn_cap)
+                                                            if t.kind is not TurnKind.SPEECH else t.text),
+                                                 request.turn_cap)}))
+    lines.append("(END transcript data)")
     return "\n".join(lines)
 
 
@@ -122,8 +148,11 @@ class OpenAISummarizer(OpenAIAdapter):
         self._context_limit = context.tokens
         self._discover = context.discover
         self._default_context_limit = context.default
-        # Ask for the update's JSON schema (`response_format`) until the server refuses it (400).
+        # Ask for the update's JSON schema (`response_format`) until the server refuses it: a 400
+        # to the request with it that the same request without it does not get. The refusal is
+        # reported once, on the next answer (`SummaryResult.structured_refused`).
         self._structured = True
+        self._refusal: str | None = None
 
     @property
     def context_limit(self) -> int | None:
@@ -183,6 +212,34 @@ class OpenAISummarizer(OpenAIAdapter):
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         return {"model": self._model, "messages": messages, **params, **extra}
 
+    async def verify(self, request: SummaryRequest, items: Sequence[ItemDraft]) -> SummaryResult:
+        """SUMMARY_VERIFY's second look: one short call asking whether each of `items` is
+        supported by the turns it cites (`prompts/summarizer_verify.txt`); the verdicts as
+        answered. With the schema unless the server refused it."""
+        system = render_prompt("summarizer_verify", bot_name=request.bot_name)
+        user = format_verify(request, items)
+        max_tokens = VERIFY_TOKENS_BASE + VERIFY_TOKENS_PER_ITEM * len(items)
+        extra: dict[str, Any] = {}
+        if self._structured:
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "item_verdicts", "strict": True, "schema": VERIFY_SCHEMA},
+            }
+        try:
+            response = await self._client.chat.completions.create(
+                **self.request_kwargs(system, user, max_tokens, **extra))
+        except CLIENT_ERRORS as err:
+            failure = classify(err)
+            raise SummarizerError(
+                SummarizerErrorCode(failure.kind.value), failure.detail, retry_after_s=failure.retry_after_s
+            ) from err
+        choice = response.choices[0] if response.choices else None
+        text = (choice.message.content or "").strip() if choice is not None else ""
+        if choice is None or not text:
+            raise SummarizerError(SummarizerErrorCode.EMPTY, "empty verdicts")
+        finish_reason = str(choice.finish_reason) if choice.finish_reason else None
+        return SummaryResult(text=text, model=self._model, finish_reason=finish_reason)
+
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         if self._discover:
             await self.discover_context_limit()
@@ -201,12 +258,16 @@ class OpenAISummarizer(OpenAIAdapter):
             try:
                 response = await self._create(system, user, max_tokens, structured=structured)
             except CLIENT_ERRORS as err:
-                if not (structured and classify(err).kind.value == SummarizerErrorCode.BAD_REQUEST.value):
+                refused = classify(err)
+                if not (structured and refused.kind.value == SummarizerErrorCode.BAD_REQUEST.value):
                     raise
-                # A server that refuses `response_format` (400): ask in plain text from now on
-                # (the answer is parsed tolerantly either way).
-                self._structured = False
+                # A 400: asked once more without `response_format`. If that is answered, the
+                # server refuses the schema: never sent again, and said once (a 400 for another
+                # reason fails the same way without it, and the schema stays).
                 response = await self._create(system, user, max_tokens, structured=False)
+                if self._structured:
+                    self._structured = False
+                    self._refusal = refused.detail
         except CLIENT_ERRORS as err:  # ValueError: a malformed body (the client raises JSONDecodeError)
             # AUTH is not retryable (a key does not fix itself): the compactor goes to the fallback at once.
             failure = classify(err)
@@ -220,4 +281,5 @@ class OpenAISummarizer(OpenAIAdapter):
         finish_reason = str(choice.finish_reason) if choice.finish_reason else None
         if not text:
             raise SummarizerError(SummarizerErrorCode.EMPTY, "empty content")
-        return SummaryResult(text=text, model=self._model, finish_reason=finish_reason)
+        refusal, self._refusal = self._refusal, None
+        return SummaryResult(text=text, model=self._model, finish_reason=finish_reason, structured_refused=refusal)

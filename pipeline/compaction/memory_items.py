@@ -9,12 +9,15 @@ the model sees from them (docs/summary-items.md):
   the newer one is rendered with the older value as `(was: ...)`;
 - a merge replaces old items with one that carries all their seqs (and what they corrected);
 - the rendered summary is speaker-attributed (`- Bob keeps dying as Hulk.` when the text names
-  the person first, else `- Bob: ...`), at most `max_chars`: the newest fold's items first, then
-  what is happening now, plans, open questions, facts and screen context, newest first within
-  each; what does not fit is left out of the text (it stays stored and cited) -- the oldest,
-  least important first;
-- the store keeps at most `MAX_STORED_ITEMS`: superseded history goes first, then the oldest,
-  least important items the summary no longer shows.
+  the person first, else `- Bob: ...`), at most `max_chars`, and spends its budget on what
+  lasts: the newest fold's items first (every batch leaves a trace, and its "now" items are
+  what was happening just before the verbatim window), then the plans, open questions and
+  facts of every fold, then screen context, and last the stale "now" items (an older fold's
+  "what is happening now" is history: it gives way first), newest first within each; what does
+  not fit is left out of the text (it stays stored and cited);
+- a superseded item is never a line of its own: it shows only as its correction's `(was: ...)`;
+- the store keeps at most `MAX_STORED_ITEMS`: superseded history goes first, then the stale
+  "now" items, then the oldest, least important items the summary no longer shows.
 
 `items_citing(items, seqs)` and `drop_citing(items, seqs)` are the helpers for anything that
 must find or forget what a person said (forget-me): the items citing those seqs.
@@ -36,9 +39,13 @@ from pipeline.models import ItemDraft, ItemKind, ItemStatus, MemoryItem, MemoryU
 MAX_STORED_ITEMS = 80
 ITEM_CAP_CHARS = 240  # one item's text
 WAS_CAP_CHARS = 48  # the older value shown after a correction
-# Kinds in the order the summary lists them (after the newest fold's own items).
-KIND_ORDER = (ItemKind.NOW, ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT, ItemKind.SCREEN)
-_KIND_WEIGHT = {ItemKind.NOW: 3, ItemKind.PLAN: 3, ItemKind.QUESTION: 2, ItemKind.FACT: 2, ItemKind.SCREEN: 1}
+# Kinds in the order the summary lists them: what lasts first, what is happening now last (it
+# leads into the verbatim turns that follow the summary).
+KIND_ORDER = (ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT, ItemKind.SCREEN, ItemKind.NOW)
+DURABLE_KINDS = frozenset({ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT})
+# What an item is worth in the budget and the store (higher stays): the lasting kinds, then screen
+# context, then "now" (worth something only while it is the newest fold's: `_standing`).
+_KIND_WEIGHT = {ItemKind.PLAN: 3, ItemKind.QUESTION: 3, ItemKind.FACT: 3, ItemKind.SCREEN: 1, ItemKind.NOW: 2}
 _KIND_TAG = {ItemKind.NOW: "now", ItemKind.PLAN: "plan", ItemKind.QUESTION: "open question",
              ItemKind.SCREEN: "screen"}
 
@@ -203,13 +210,24 @@ def _names(text: str) -> set[str]:
     return {w.casefold() for w in found[1:] if w[:1].isupper()}
 
 
-def _rank(item: MemoryItem) -> tuple[int, int]:
-    return (_KIND_WEIGHT[item.kind], item.created_at)
+def _standing(item: MemoryItem, newest: int) -> int:
+    """How much `item` is worth keeping in view (higher first): the newest fold's items, then
+    the lasting kinds of any fold, then screen context, then a stale "now" item -- one from an
+    older fold, whose turns are no longer the ones just before the verbatim window."""
+    if item.created_at == newest:
+        return 3
+    if item.kind in DURABLE_KINDS:
+        return 2
+    return 1 if item.kind is ItemKind.SCREEN else 0
+
+
+def _rank(item: MemoryItem, newest: int) -> tuple[int, int, int]:
+    return (_standing(item, newest), _KIND_WEIGHT[item.kind], item.created_at)
 
 
 def bound_items(items: Sequence[MemoryItem], limit: int = MAX_STORED_ITEMS) -> tuple[MemoryItem, ...]:
-    """At most `limit` items: superseded history goes first (oldest first), then the least
-    important, oldest active items (the newest fold's items always stay)."""
+    """At most `limit` items: superseded history goes first (oldest first), then stale "now"
+    items, then the least important, oldest active items (the newest fold's items always stay)."""
     kept = list(items)
     if len(kept) <= limit:
         return tuple(kept)
@@ -220,7 +238,8 @@ def bound_items(items: Sequence[MemoryItem], limit: int = MAX_STORED_ITEMS) -> t
         if len(kept) - len(drop) <= limit:
             break
         drop.add(item.id)
-    pool = sorted((i for i in kept if i.status is ItemStatus.ACTIVE and i.created_at != newest), key=_rank)
+    pool = sorted((i for i in kept if i.status is ItemStatus.ACTIVE and i.created_at != newest),
+                  key=lambda i: _rank(i, newest))
     for item in pool:
         if len(kept) - len(drop) <= limit:
             break
@@ -258,8 +277,9 @@ def render_summary(items: Sequence[MemoryItem], max_chars: int) -> tuple[str, bo
     if not shown:
         return "", False
     newest = max(i.created_at for i in shown)
-    # Priority: the newest fold's items (the batch leaves a trace), then by kind weight, newest first.
-    priority = sorted(shown, key=lambda i: (i.created_at != newest, -_KIND_WEIGHT[i.kind], -i.created_at,
+    # Priority: the newest fold's items (the batch leaves a trace), then what lasts, screen context,
+    # and stale "now" items last (`_standing`), newest first within each.
+    priority = sorted(shown, key=lambda i: (-_standing(i, newest), -_KIND_WEIGHT[i.kind], -i.created_at,
                                             -max(i.seqs, default=-1)))
     chosen: list[tuple[MemoryItem, str]] = []
     used = 0

@@ -13,27 +13,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from collections.abc import Coroutine
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
 from pipeline.compaction.memory_items import apply_update, render_summary
 from pipeline.compaction.planning import backoff_delay
 from pipeline.compaction.rejections import Rejection, RejectReason
 from pipeline.compaction.summarizer_offline import last_resort_update
-from pipeline.compaction.update_parsing import ParsedUpdate, parse_update
+from pipeline.compaction.update_parsing import ParsedUpdate, parse_update, parse_verdicts
 from pipeline.compaction.update_validation import clipped, validate_update
-from pipeline.events import CompactionFailed
+from pipeline.events import (
+    ABSENT,
+    CompactionFailed,
+    EventEmitter,
+    SummarizerStructuredOutputRefused,
+    SummaryItemsVerified,
+)
 from pipeline.models import (
     CompactionPolicy,
     FoldOutcome,
     MemoryItem,
+    MemoryUpdate,
     StoreUnavailable,
     SummarizerError,
     SummarizerErrorCode,
     SummaryRequest,
     SummaryResult,
 )
-from pipeline.ports import Summarizer
+from pipeline.ports import ItemVerifier, Summarizer
 
 # Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
 # a rejection reason or an error code from the model's last try, or one of these.
@@ -106,7 +115,7 @@ class FoldAttempts:
                 t0 = loop.time()
                 try:
                     items, text, recompacted = await bounded_summary(model, request, self._deps.policy,
-                                                                     calls=self.calls)
+                                                                     calls=self.calls, events=self._deps.events)
                 except Rejected as rej:
                     # A rejected answer is not an outage: its retry and then the fallback for this
                     # fold only; the model's failure count and backoff stay as they are.
@@ -228,20 +237,79 @@ def _created_at(request: SummaryRequest) -> int:
 
 
 async def bounded_summary(
-    summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy, *, calls: CallTasks | None = None
+    summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy, *, calls: CallTasks | None = None,
+    events: EventEmitter | None = None,
 ) -> tuple[tuple[MemoryItem, ...], str, bool]:
     """`summarizer`'s validated update applied to `request.items`: the new items, the summary
     rendered from them (within the cap) and whether items were left out for room.
     Raises `Rejected` (invalid output) or `SummarizerError` (no output)."""
     result = await _call(summarizer, request, policy.summarizer_timeout_s, calls)
+    if result.structured_refused is not None and events is not None:
+        events.emit(SummarizerStructuredOutputRefused(model=result.model, detail=result.structured_refused))
     parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text, request)
     rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason)
     if rejection is not None:
         raise Rejected(rejection)
-    items = apply_update(request.items, clipped(parsed.update, request), created_at=_created_at(request),
-                         turns=request.turns)
+    update = clipped(parsed.update, request)
+    if policy.verify_items and update.add and isinstance(summarizer, ItemVerifier):
+        update = await verified(summarizer, request, update, policy.summarizer_timeout_s, calls, events)
+    items = apply_update(request.items, update, created_at=_created_at(request), turns=request.turns)
     text, left_out = render_summary(items, request.max_chars)
     return items, text, left_out
+
+
+async def verified(
+    verifier: ItemVerifier, request: SummaryRequest, update: MemoryUpdate, timeout_s: float,
+    calls: CallTasks | None, events: EventEmitter | None,
+) -> MemoryUpdate:
+    """SUMMARY_VERIFY: `update` without the new items the model, asked once more, says their
+    cited turns do not support. No answer in time, an error or an unreadable answer drops
+    nothing (the rule checks passed; the second look is extra): the event says which."""
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    model = getattr(verifier, "model", "")
+    verdicts: tuple[bool, ...] | None = None
+    reason: str | None = None
+    try:
+        answer = await _call_verify(verifier, request, update, timeout_s, calls)
+    except SummarizerError as err:
+        reason = err.code.value
+    else:
+        verdicts = parse_verdicts(answer.text, len(update.add))
+        reason = None if verdicts is not None else "unreadable"
+    kept = update if verdicts is None else replace(
+        update, add=tuple(d for d, ok in zip(update.add, verdicts, strict=True) if ok))
+    if events is not None:
+        events.emit(SummaryItemsVerified(
+            model=str(model), checked=len(update.add), dropped=len(update.add) - len(kept.add),
+            latency_ms=int((loop.time() - t0) * 1000), outcome="verified" if reason is None else "unanswered",
+            reason=ABSENT if reason is None else reason,
+        ))
+    return kept
+
+
+async def _call_verify(
+    verifier: ItemVerifier, request: SummaryRequest, update: MemoryUpdate, timeout_s: float,
+    calls: CallTasks | None,
+) -> SummaryResult:
+    calls = calls or CallTasks("summarizer-call")
+    task = calls.start_coro(verifier.verify(request, update.add))
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        raise SummarizerError(SummarizerErrorCode.TIMEOUT, "verify deadline passed")
+    try:
+        return task.result()
+    except asyncio.CancelledError as err:
+        raise SummarizerError(SummarizerErrorCode.ERROR, "verify call cancelled") from err
+    except SummarizerError:
+        raise
+    except Exception as err:  # an adapter bug must not kill the compactor task
+        raise SummarizerError(SummarizerErrorCode.ERROR, type(err).__name__) from err
 
 
 class CallTasks:
@@ -257,7 +325,10 @@ class CallTasks:
         self._tasks: set[asyncio.Task[SummaryResult]] = set()
 
     def start(self, summarizer: Summarizer, request: SummaryRequest) -> asyncio.Task[SummaryResult]:
-        task = asyncio.get_running_loop().create_task(summarizer.summarize(request), name=self._name)
+        return self.start_coro(summarizer.summarize(request))
+
+    def start_coro(self, call: Coroutine[Any, Any, SummaryResult]) -> asyncio.Task[SummaryResult]:
+        task = asyncio.get_running_loop().create_task(call, name=self._name)
         self._tasks.add(task)
         task.add_done_callback(self._done)
         return task

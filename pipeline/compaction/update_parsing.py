@@ -379,3 +379,13 @@ def parse_update(text: str, request: SummaryRequest) -> ParsedUpdate:
 def people_turns(turns: Sequence[Turn]) -> list[Turn]:
     return [t for t in turns if t.kind in PEOPLE_KINDS or t.kind is TurnKind.BOT]
 
+
+
+def parse_verdicts(text: str, count: int) -> tuple[bool, ...] | None:
+    """SUMMARY_VERIFY's answer (`{"supported": [true, false, ...]}`, wrapped or not) as one
+    verdict per item; None when it is not exactly `count` booleans (then nothing is dropped)."""
+    data = _json_object(strip_wrapping(text))
+    verdicts = data.get("supported") if data is not None else None
+    if not isinstance(verdicts, list) or len(verdicts) != count or not all(isinstance(v, bool) for v in verdicts):
+        return None
+    return tuple(verdicts)

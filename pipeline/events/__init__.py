@@ -56,6 +56,8 @@ from pipeline.events.pipeline_events import (
     SessionStoreReconnected,
     SessionStoreReseeded,
     SessionStoreWritesRestored,
+    SummarizerStructuredOutputRefused,
+    SummaryItemsVerified,
 )
 from pipeline.events.registry import DECLARED, EVENT_TYPES, UndeclaredEvent, declared
 
@@ -103,6 +105,8 @@ __all__ = [
     "SessionStoreReseeded",
     "SessionStoreWritesRestored",
     "SessionTakenOver",
+    "SummarizerStructuredOutputRefused",
+    "SummaryItemsVerified",
     "UndeclaredEvent",
     "VoiceLinkLost",
     "VoiceLinkRecovered",

@@ -73,6 +73,33 @@ class CompactionFailed(Event):
     next_step: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarizerStructuredOutputRefused(Event):
+    """The summarizer's server refused the update's JSON schema (`response_format`, a 400) and
+    answered the same request without it: reported once per summarizer, which asks without the
+    schema from then on (the prompt still asks for the JSON update; docs/summary-items.md)."""
+
+    name: ClassVar[str] = "voice_context_summarizer_structured_output_refused"
+    level: ClassVar[str] = "warning"
+    model: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryItemsVerified(Event):
+    """SUMMARY_VERIFY's second look at a model fold's new items: `checked` asked about, `dropped`
+    the model said its cited turns do not support; `outcome` verified, or unanswered (an error,
+    a timeout or an unreadable answer: nothing dropped, `reason` says why)."""
+
+    name: ClassVar[str] = "voice_context_summary_items_verified"
+    model: str
+    checked: int
+    dropped: int
+    latency_ms: int
+    outcome: str
+    reason: str | Absent = ABSENT
+
+
 # -- context building (pipeline/context/) --------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.tokens import EstimatingCounter
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
-from pipeline.events import CompactionCompleted, CompactionFailed, EventEmitter
+from pipeline.events import CompactionCompleted, CompactionFailed, EventEmitter, SummarizerStructuredOutputRefused
 from pipeline.models import (
     CompactionPolicy,
     CompactionState,
@@ -236,3 +236,32 @@ def test_a_correction_supersedes_and_shows_the_old_value() -> None:
     assert [ItemStatus.SUPERSEDED, ItemStatus.ACTIVE] == [i.status for i in items]
     text, _ = render_summary(items, 1200)
     assert "- Sarah moved pizza night to Saturday. (was: Sarah hosts pizza night on Friday.)" == text
+
+
+async def test_a_server_that_refuses_the_schema_is_detected_once_and_reported(
+    stub: OpenAIStub, session_id: str, emitter: EventEmitter, event_log: EventLog
+) -> None:
+    """A server answering 400 to `response_format`: the same request without it is answered, one
+    event says so, and every later request goes without the schema (not found out fold by fold)."""
+    stub.chat.append(Reply(status=400))
+    second = json.dumps({"add": [{"who": ["Michael"], "kind": "plan", "seqs": [10], "supersedes": "",
+                                  "what": "Michael has a meeting with a lawyer about his lease tomorrow."}],
+                         "merge": []})
+    state = await fold_two_batches(stub, session_id, emitter, [second])
+    assert ["model", "model"] == [e["outcome"] for e in event_log.named(CompactionCompleted.name)]
+    assert [True, False, False] == ["response_format" in b for b in stub.bodies("/chat/completions")]
+    refused = event_log.named(SummarizerStructuredOutputRefused.name)
+    assert [("m", True)] == [(e["model"], "400" in e["detail"]) for e in refused], refused
+    assert "lawyer" in state.summary
+
+
+async def test_a_400_the_plain_request_gets_too_keeps_the_schema(
+    stub: OpenAIStub, session_id: str, emitter: EventEmitter, event_log: EventLog
+) -> None:
+    """A 400 for another reason (the plain request gets one too): not a refusal of the schema, so
+    nothing is reported and the next fold asks with the schema again."""
+    stub.chat.extend([Reply(status=400), Reply(status=400)])
+    await fold_two_batches(stub, session_id, emitter, [])
+    assert [] == event_log.named(SummarizerStructuredOutputRefused.name)
+    asked = ["response_format" in b for b in stub.bodies("/chat/completions")]
+    assert [True, False, True] == asked[:3] and all(asked[2:])
