@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.compaction.summarizer_offline import summarize_extractive
 from pipeline.models import Note, SummaryRequest, Turn, TurnKind
 
@@ -71,3 +73,29 @@ def test_a_batch_of_typed_chat_only_keeps_its_speaker_in_every_fallback() -> Non
     request = SummaryRequest(previous_summary="", turns=turns, notes=(), bot_name="Clanky", max_chars=1200)
     for text in (summarize_extractive(request), last_resort_fold(request)):
         assert "Carol" in text
+
+
+async def test_a_replacement_character_in_a_fact_keeps_the_offline_fold() -> None:
+    """A turn that arrived with undecodable bytes (U+FFFD in "Caf\ufffd Luna") is quoted as it is
+    and the offline fold validates: before, the whole batch was rejected (`invalid_chars`) and
+    degraded to the last-resort line, so Bob's plan and Maya's party were lost. A model answer
+    that invents a U+FFFD the batch never held is still turned away."""
+    from pipeline.compaction.summarizer_offline import OfflineSummarizer
+    from pipeline.compaction.summarizing import Rejected, bounded_summary
+    from pipeline.models import CompactionPolicy
+    from pipeline.testing import ScriptedSummarizer
+
+    request = SummaryRequest(previous_summary="", notes=(), bot_name="Clanky", max_chars=1200, turns=turns(
+        ("Bob", "I promise I will buy the Minecraft server for Saturday."),
+        ("Maya", "My birthday party is at Caf\ufffd Luna on Friday at 8."),
+    ))
+    _, text, _ = await bounded_summary(OfflineSummarizer(), request, CompactionPolicy())
+    assert "Minecraft server for Saturday" in text
+    assert "Caf\ufffd Luna on Friday at 8" in text  # kept as heard, never silently stripped
+
+    clean = SummaryRequest(previous_summary="", notes=(), bot_name="Clanky", max_chars=1200,
+                           turns=turns(("Bob", "I promise I will buy the Minecraft server for Saturday.")))
+    invented = ScriptedSummarizer(['{"add": [{"who": ["Bob"], "what": "Bob will buy the Minecraft '
+                                   'server for Saturday \ufffd", "seqs": [0]}]}'])
+    with pytest.raises(Rejected, match="invalid_chars"):
+        await bounded_summary(invented, clean, CompactionPolicy())
