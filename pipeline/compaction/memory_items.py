@@ -37,8 +37,9 @@ MAX_STORED_ITEMS = 80
 ITEM_CAP_CHARS = 240  # one item's text
 WAS_CAP_CHARS = 48  # the older value shown after a correction
 # Kinds in the order the summary lists them (after the newest fold's own items).
-KIND_ORDER = (ItemKind.NOW, ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT, ItemKind.SCREEN)
-_KIND_WEIGHT = {ItemKind.NOW: 3, ItemKind.PLAN: 3, ItemKind.QUESTION: 2, ItemKind.FACT: 2, ItemKind.SCREEN: 1}
+KIND_ORDER = (ItemKind.NOW, ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT, ItemKind.SCREEN, ItemKind.TRACE)
+_KIND_WEIGHT = {ItemKind.NOW: 3, ItemKind.PLAN: 3, ItemKind.QUESTION: 2, ItemKind.FACT: 2, ItemKind.SCREEN: 1,
+                ItemKind.TRACE: 0}
 _KIND_TAG = {ItemKind.NOW: "now", ItemKind.PLAN: "plan", ItemKind.QUESTION: "open question",
              ItemKind.SCREEN: "screen"}
 

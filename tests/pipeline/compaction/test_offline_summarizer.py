@@ -99,3 +99,34 @@ async def test_a_replacement_character_in_a_fact_keeps_the_offline_fold() -> Non
                                    'server for Saturday \ufffd", "seqs": [0]}]}'])
     with pytest.raises(Rejected, match="invalid_chars"):
         await bounded_summary(invented, clean, CompactionPolicy())
+
+
+def test_facts_win_the_budget_over_small_talk_lines() -> None:
+    """Facts first, then batch after batch of filler: the summary keeps every fact, and a
+    "small talk" line only for the newest batch (before, each filler batch's newer small-talk
+    line pushed an older fact out: 12 of the 22 lines of gaming_night's final summary)."""
+    from pipeline.compaction.memory_items import apply_update, render_summary
+    from pipeline.compaction.summarizer_offline import extract_update
+
+    def batch(start: int, lines: list[tuple[str, str]]) -> tuple[Turn, ...]:
+        return tuple(Turn(seq=start + i, kind=TurnKind.SPEECH, speaker_id=s.lower(), speaker_name=s, text=x,
+                          started_at=60.0 * (start + i), ended_at=60.0 * (start + i) + 5)
+                     for i, (s, x) in enumerate(lines))
+
+    facts = [("Bob", "I promise I will buy the Minecraft server for Saturday."),
+             ("Maya", "My birthday picnic is at Riverside Park on Sunday."),
+             ("Alice", "I ordered the pizza from Luigi's, twenty dollars each."),
+             ("James", "I finally reached Diamond rank in Factorio tonight.")]
+    items = apply_update((), extract_update(SummaryRequest(previous_summary="", turns=batch(0, facts), notes=(),
+                                                           bot_name="Clanky", max_chars=400)),
+                         created_at=0, turns=batch(0, facts))
+    for n in range(1, 9):
+        filler = batch(10 * n, [("Maya", "lol"), ("Alice", "yeah ok")])
+        request = SummaryRequest(previous_summary="", turns=filler, notes=(), bot_name="Clanky", max_chars=400,
+                                 items=items)
+        items = apply_update(items, extract_update(request), created_at=10 * n, turns=filler)
+    text, _ = render_summary(items, 330)  # room for the four facts and one more line
+    lines = text.splitlines()
+    assert all(any(game in line for line in lines) for game in ("Minecraft", "Riverside", "Luigi", "Diamond"))
+    small_talk = [line for line in lines if "small talk" in line]
+    assert ["- Maya, Alice: small talk [1:20:00–1:21:05]"] == small_talk  # the newest batch's trace only
