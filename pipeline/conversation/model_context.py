@@ -113,9 +113,10 @@ class ModelContext:
     def _query(self, current: Turn, snapshot: ContextSnapshot) -> RecallQuery:
         config = self._config.recall
         context = [t for t in snapshot.turns[-(config.context_turns + 1) :] if t.seq != current.seq]
+        # By the session's label: "what did I say" from the second Alice is about Alice (2)'s lines.
         return build_query(
-            current, context, known_speakers=self._session.recall.index.speakers.keys(), config=config,
-            bot_name=self._session.bot_name,
+            self._session.labels.turn(current), context, known_speakers=self._session.recall.index.speakers.keys(),
+            config=config, bot_name=self._session.bot_name,
         )
 
     def _names(self, query: RecallQuery) -> list[str]:
