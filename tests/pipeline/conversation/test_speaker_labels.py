@@ -4,11 +4,13 @@ participant cards and recall; the transcript keeps the real names (issue 37 poin
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.context.recall import RecallConfig, build_query
 from pipeline.events import EventEmitter
 from pipeline.formatting import SpeakerLabels
-from pipeline.models import CompactionPolicy, MemoryItem, Turn, TurnDraft, TurnKind
+from pipeline.models import CompactionPolicy, MemoryItem, SummaryRequest, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.pipeline.compaction.test_compactor import open_session, running
@@ -85,3 +87,23 @@ def test_a_rebuilt_memory_keeps_two_people_apart() -> None:
     who = {item.who_ids: item.who for item in rebuilt.items}
     assert ("Alice",) == who[("u1",)] and ("Alice (2)",) == who[("u2",)]
     assert "- Alice (2): " in rebuilt.summary
+
+
+async def test_a_model_fold_reads_the_labels_and_cannot_give_one_alice_the_others_words() -> None:
+    """The batch reaches a model by label: an answer about "Alice (2)" commits with u2's id, and
+    one that gives Alice (2)'s promise to the first Alice is misattributed (before, both were
+    "Alice" and it was accepted)."""
+    from pipeline.compaction.summarizing import Rejected, bounded_summary
+    from pipeline.testing import ScriptedSummarizer
+
+    labels = SpeakerLabels("Clanky")
+    turns = tuple(labels.turn(Turn(seq=i, kind=TurnKind.SPEECH, speaker_id=sid, speaker_name=name, text=text,
+                                   started_at=float(i), ended_at=i + 0.5)) for i, (sid, name, text) in enumerate(LINES))
+    request = SummaryRequest(previous_summary="", turns=turns, notes=(), bot_name="Clanky", max_chars=1200)
+    right = ('{"add": [{"who": ["Alice (2)"], "kind": "plan", "what": "Alice (2) will buy the Minecraft server on '
+             'Saturday.", "seqs": [1], "supersedes": ""}]}')
+    items, _, _ = await bounded_summary(ScriptedSummarizer([right]), request, CompactionPolicy())
+    assert [(("Alice (2)",), ("u2",))] == [(i.who, i.who_ids) for i in items]
+    wrong = right.replace('"Alice (2)"', '"Alice"').replace("Alice (2) will", "Alice will")
+    with pytest.raises(Rejected, match="misattributed"):
+        await bounded_summary(ScriptedSummarizer([wrong]), request, CompactionPolicy())
