@@ -107,3 +107,23 @@ async def test_a_model_fold_reads_the_labels_and_cannot_give_one_alice_the_other
     wrong = right.replace('"Alice (2)"', '"Alice"').replace("Alice (2) will", "Alice will")
     with pytest.raises(Rejected, match="misattributed"):
         await bounded_summary(ScriptedSummarizer([wrong]), request, CompactionPolicy())
+
+
+async def test_the_reply_context_names_each_person_as_the_memory_does(session_id: str, emitter: EventEmitter) -> None:
+    """The verbatim window and the current turn reach the model by label too: before, the window
+    said "Alice" for both while the summary and the cards said "Alice (2)"."""
+    from pipeline.conversation.model_context import ModelContext
+
+    store = InMemorySessionStore()
+    clock = FakeClock()
+    session = await open_session(store, session_id, emitter, clock, None, fallback=OfflineSummarizer())
+    async with running(session):
+        for i, (speaker_id, name, text) in enumerate(LINES):
+            await session.append(TurnDraft(kind=TurnKind.SPEECH, speaker_id=speaker_id, speaker_name=name,
+                                           text=text, started_at=float(i), ended_at=i + 0.5))
+        current = await session.append(TurnDraft(kind=TurnKind.SPEECH, speaker_id="u2", speaker_name="Alice",
+                                                 text="Clanky, what did I promise?", started_at=5.0, ended_at=6.0))
+        built = ModelContext(session).build_reply(current).value
+        sent = "\n".join(str(m.get("content", "")) for m in built.messages)
+        assert "Alice (2): I'm the tank" in sent and "Alice: I'm the healer" in sent
+        assert "Alice (2): Clanky, what did I promise?" in sent
