@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
+from dataclasses import replace
 
-from pipeline.models import Note, Turn, TurnKind
+from pipeline.models import MemoryItem, Note, Turn, TurnKind
 from pipeline.text_clean import clean_text
 
 ELLIPSIS = "…"
@@ -151,6 +153,78 @@ def speaker_label(name: str) -> str:
     """
     cleaned = data_field(_LABEL_FORBIDDEN.sub("", name))
     return cap_text(cleaned, MAX_SPEAKER_CHARS) or "Unknown"
+
+
+_NUMBERED = re.compile(r"^(?P<base>.+) \((?P<n>[0-9]+)\)$")
+BOT_PERSON = "\x00bot"  # the person key of the bot's own turns (and of a name that is the bot's)
+
+
+class SpeakerLabels:
+    """The display label of each person in one session: the one place names are assigned.
+
+    People are keyed by speaker id (a name with no id stands for itself). The first person
+    with a display name gets it as their label (`speaker_label`); another person with the same
+    one gets the next free numbered form, "Alice (2)", "Alice (3)". A label, once given, is
+    that person's for the session: labels the memory items already carry (`seed`) are kept,
+    and a later turn never takes a label someone else holds. The bot's own name is the bot's
+    (a turn under it stands for the bot, as everywhere in the pipeline). The transcript keeps the real names; the
+    summary (items' `who`), participant cards and recall's lines read the labels.
+    """
+
+    __slots__ = ("_bot", "_given", "_held", "_holder")
+
+    def __init__(self, bot_name: str = "") -> None:
+        self._given: dict[tuple[str, str], str] = {}  # (person, casefolded base label) -> label
+        self._holder: dict[str, str] = {}  # casefolded label -> person
+        self._held: dict[str, list[str]] = {}  # person -> their labels
+        self._bot = speaker_label(bot_name).casefold() if bot_name.strip() else ""
+        if self._bot:
+            self._take(BOT_PERSON, speaker_label(bot_name))
+
+    def _take(self, person: str, label: str) -> None:
+        self._holder.setdefault(label.casefold(), person)
+        self._held.setdefault(person, []).append(label)
+
+    def seed(self, items: Iterable[MemoryItem]) -> None:
+        """Keep the labels the memory already gives (its items' `who` with their `who_ids`)."""
+        for item in items:
+            for name, speaker_id in zip(item.who, item.who_ids, strict=False):
+                if speaker_id and name.casefold() not in self._holder:
+                    self._take(speaker_id, name)
+
+    def label(self, speaker_id: str, name: str, *, bot: bool = False) -> str:
+        """The label of the person `speaker_id` (`bot`: the bot's own turn) shown as `name`."""
+        base = speaker_label(name)
+        folded = base.casefold()
+        person = BOT_PERSON if bot or (self._bot and folded == self._bot) else speaker_id or f"name:{folded}"
+        given = self._given.get((person, folded))
+        if given is not None:
+            return given
+        for held in self._held.get(person, ()):  # a label the memory already gives them
+            numbered = _NUMBERED.match(held)
+            if held.casefold() == folded or (numbered and numbered.group("base").casefold() == folded):
+                self._given[(person, folded)] = held
+                return held
+        n = 1
+        candidate = base
+        while self._holder.get(candidate.casefold(), person) != person:
+            n += 1
+            candidate = f"{base} ({n})"
+        self._take(person, candidate)
+        self._given[(person, folded)] = candidate
+        return candidate
+
+    def turn(self, turn: Turn) -> Turn:
+        """`turn` with its speaker shown by label (a turn with no speaker, as it is)."""
+        if not turn.speaker_name and not turn.speaker_id:
+            return turn
+        label = self.label(turn.speaker_id, turn.speaker_name, bot=turn.kind is TurnKind.BOT)
+        return turn if label == turn.speaker_name else replace(turn, speaker_name=label)
+
+    def observe(self, turns: Iterable[Turn]) -> None:
+        """Give a label to everyone in `turns`, in order (a session's transcript when it opens)."""
+        for turn in turns:
+            self.turn(turn)
 
 
 def _event_sentence(turn: Turn, text: str) -> str:

@@ -187,6 +187,9 @@ class ItemKind(StrEnum):
     QUESTION = "question"  # an open question and who asked it
     NOW = "now"  # what the group is doing at the moment (game, map, topic)
     SCREEN = "screen"  # screen context tied to a person
+    # A batch that left nothing else to keep: who talked, when ("Bob, Maya: small talk [..]").
+    # The offline summarizer's trace; every other item wins the budget over it.
+    TRACE = "trace"
 
 
 class ItemStatus(StrEnum):

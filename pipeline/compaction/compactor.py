@@ -61,6 +61,7 @@ from pipeline.events import (
     CompactionStarted,
     SessionStoreWritesRestored,
 )
+from pipeline.formatting import SpeakerLabels
 from pipeline.models import (
     CompactionState,
     FoldCommit,
@@ -83,7 +84,10 @@ DivergenceHandler = Callable[[], Awaitable[None]]
 class RollingCompactor:
     """One per session. Construct, run `run()` in the session's TaskGroup, call `request()`."""
 
-    def __init__(self, deps: CompactorDeps, *, state: CompactionState | None = None, epoch: str = "") -> None:
+    def __init__(
+        self, deps: CompactorDeps, *, state: CompactionState | None = None, epoch: str = "",
+        labels: SpeakerLabels | None = None,
+    ) -> None:
         self._session_id = deps.session_id
         self._store = deps.store
         self._summarizer = deps.summarizer
@@ -93,6 +97,11 @@ class RollingCompactor:
         self._events = deps.events
         self._bot_name = deps.bot_name
         self._ledger = FoldLedger(state=state or CompactionState())
+        # The session's speaker labels (`SpeakerLabels`): a batch is folded with its people shown
+        # by label, so two people with one display name stay two in the items and the summary.
+        self._labels = labels if labels is not None else SpeakerLabels(deps.bot_name)
+        if labels is None:
+            self._labels.seed(self._ledger.state.items)
         self._attempts = FoldAttempts(deps, self._ledger)
         self._epoch = epoch
         self._owner_token = deps.owner_token  # the session owner lease every commit is fenced on ('' = none)
@@ -312,7 +321,7 @@ class RollingCompactor:
         request = SummaryRequest(
             items=self._ledger.state.items or legacy_items(self._ledger.state.summary),
             previous_summary=self._ledger.state.summary,
-            turns=tuple(turns),
+            turns=tuple(self._labels.turn(t) for t in turns),
             notes=notes,
             bot_name=self._bot_name,
             max_chars=self._policy.summary_cap_chars,

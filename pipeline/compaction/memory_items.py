@@ -41,11 +41,13 @@ ITEM_CAP_CHARS = 240  # one item's text
 WAS_CAP_CHARS = 48  # the older value shown after a correction
 # Kinds in the order the summary lists them: what lasts first, what is happening now last (it
 # leads into the verbatim turns that follow the summary).
-KIND_ORDER = (ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT, ItemKind.SCREEN, ItemKind.NOW)
+KIND_ORDER = (ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT, ItemKind.SCREEN, ItemKind.TRACE, ItemKind.NOW)
 DURABLE_KINDS = frozenset({ItemKind.PLAN, ItemKind.QUESTION, ItemKind.FACT})
 # What an item is worth in the budget and the store (higher stays): the lasting kinds, then screen
-# context, then "now" (worth something only while it is the newest fold's: `_standing`).
-_KIND_WEIGHT = {ItemKind.PLAN: 3, ItemKind.QUESTION: 3, ItemKind.FACT: 3, ItemKind.SCREEN: 1, ItemKind.NOW: 2}
+# context, then "now" (worth something only while it is the newest fold's: `_standing`), and last
+# the small-talk `trace` line of a batch that said nothing else.
+_KIND_WEIGHT = {ItemKind.PLAN: 3, ItemKind.QUESTION: 3, ItemKind.FACT: 3, ItemKind.SCREEN: 1, ItemKind.NOW: 2,
+                ItemKind.TRACE: 0}
 _KIND_TAG = {ItemKind.NOW: "now", ItemKind.PLAN: "plan", ItemKind.QUESTION: "open question",
              ItemKind.SCREEN: "screen"}
 

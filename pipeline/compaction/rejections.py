@@ -61,10 +61,15 @@ SELF_TALK = re.compile(
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'"})
 
 
-def printable(text: str) -> bool:
-    """Every character printable (newline and tab allowed), a ZWJ only inside an emoji sequence."""
+REPLACEMENT_CHAR = "\ufffd"  # what a decoder writes for bytes it could not read
+
+
+def printable(text: str, *, replacement_ok: bool = False) -> bool:
+    """Every character printable (newline and tab allowed), a ZWJ only inside an emoji sequence.
+    U+FFFD counts as broken output unless `replacement_ok` (the text it comes from holds one:
+    an answer quoting a turn that arrived with undecodable bytes is not garbage)."""
     for i, ch in enumerate(text):
-        if ch in "\n\t" or ch.isprintable() and ch != "\ufffd":
+        if ch in "\n\t" or ch.isprintable() and (ch != REPLACEMENT_CHAR or replacement_ok):
             continue
         if ch == ZWJ and 0 < i < len(text) - 1 and is_emoji(text[i + 1]):
             continue

@@ -174,7 +174,8 @@ MAX_ITEMS_PER_BATCH = 6
 def extract_update(request: SummaryRequest) -> MemoryUpdate:
     """The batch as memory items (the same structure a model returns): the best sentence of
     each turn that says something and is not already in memory, each citing its turn; screen
-    notes as screen items; a "small talk" item citing the batch when nothing was salient."""
+    notes as screen items; a "small talk" trace item citing the batch only when nothing else
+    was salient or new (`ItemKind.TRACE`: the facts win the summary's budget over it)."""
     seen = [_key(i.what) for i in request.items if i.status is ItemStatus.ACTIVE]
     last_seq = request.turns[-1].seq if request.turns else 0
     found: list[tuple[float, float, ItemDraft]] = []  # (score, time, draft)
@@ -221,8 +222,10 @@ def extract_update(request: SummaryRequest) -> MemoryUpdate:
             return MemoryUpdate()  # only the bot spoke: nothing about anyone to keep
         turns = request.turns
         span = f"[{mmss(turns[0].started_at)}–{mmss(turns[-1].ended_at)}]"
+        # A trace of the batch (`ItemKind.TRACE`): shown while it is the newest fold's, after
+        # that only where every fact, plan and question already fits.
         drafts.append(ItemDraft(who=tuple(names[:6]), what=f"{', '.join(names[:6])}: small talk {span}",
-                                seqs=tuple(t.seq for t in turns)))
+                                kind=ItemKind.TRACE, seqs=tuple(t.seq for t in turns)))
     return MemoryUpdate(add=tuple(drafts))
 
 

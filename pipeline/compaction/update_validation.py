@@ -47,6 +47,7 @@ from pipeline.compaction.rejections import (
     ASSISTANT_OPENER,
     MIN_LETTERS,
     REFUSAL_START,
+    REPLACEMENT_CHAR,
     SELF_TALK,
     Rejection,
     RejectReason,
@@ -99,7 +100,7 @@ def _raw_rejection(
     letters = sum(1 for ch in stripped if ch.isalpha())
     if letters < MIN_LETTERS:
         return _reject(RejectReason.EMPTY, f"{letters} letters")
-    if not printable(unicodedata.normalize("NFKC", stripped)):
+    if not printable(unicodedata.normalize("NFKC", stripped), replacement_ok=_holds_replacement(request)):
         return _reject(RejectReason.INVALID_CHARS, "not printable after normalisation")
     if finish_reason == "length":
         return _reject(RejectReason.TRUNCATED, "stopped at the token limit")
@@ -113,6 +114,17 @@ def _raw_rejection(
     if REFUSAL_START.match(first):
         return _reject(RejectReason.REFUSAL, first[:60])
     return None
+
+
+def _holds_replacement(request: SummaryRequest, seqs: Sequence[int] | None = None) -> bool:
+    """Whether the text an answer may quote (the turns `seqs`, else the whole batch, its notes and
+    the memory) holds U+FFFD: a transcript line whose bytes did not decode keeps the mark, and an
+    answer quoting it is not broken output (issue 37 point 7)."""
+    turns = request.turns if seqs is None else [t for t in request.turns if t.seq in seqs]
+    texts = [t.text for t in turns] + [f"{n.text} {n.why}" for n in request.notes]
+    if seqs is None:
+        texts += [i.what for i in request.items]
+    return any(REPLACEMENT_CHAR in text for text in texts)
 
 
 def in_batch(seqs: Sequence[int], request: SummaryRequest) -> tuple[int, ...]:
@@ -255,7 +267,8 @@ def _item_rejection(
     item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, from_text: bool = False
 ) -> Rejection | None:
     what = item.what
-    if sum(1 for ch in what if ch.isalpha()) < 3 or not printable(what):
+    if sum(1 for ch in what if ch.isalpha()) < 3 or not printable(
+            what, replacement_ok=_holds_replacement(request, item.seqs)):
         return _reject(RejectReason.INVALID_CHARS, "an item with no readable text")
     if len(what) > ITEM_CAP_CHARS:
         return _reject(RejectReason.TOO_LONG, f"an item of {len(what)} chars (at most {ITEM_CAP_CHARS})")

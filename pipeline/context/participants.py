@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pipeline.formatting import cap_text, corrected_seq, one_line, speaker_label
+from pipeline.formatting import SpeakerLabels, cap_text, corrected_seq, one_line, speaker_label
 from pipeline.models import PEOPLE_KINDS, ParticipantCard, Turn
 
 
@@ -181,27 +181,28 @@ def render_card(card: ParticipantCard, label: str | None = None) -> str:
 
 
 def _labels(cards: Sequence[ParticipantCard]) -> dict[str, str]:
-    """Display labels; two people with one display name stay two (`Alex (user ...1234)`)."""
-    by_name: dict[str, list[ParticipantCard]] = {}
-    for card in cards:
-        by_name.setdefault(speaker_label(card.name).casefold(), []).append(card)
-    out: dict[str, str] = {}
-    for same in by_name.values():
-        for card in same:
-            label = speaker_label(card.name)
-            out[card.speaker_id] = label if len(same) == 1 else f"{label} (user …{card.speaker_id[-4:]})"
-    return out
+    """Labels given among the cards alone (`SpeakerLabels`, the earliest speaker first): two
+    people with one display name stay two ("Alex", "Alex (2)")."""
+    labels = SpeakerLabels()
+    order = sorted(cards, key=lambda c: (c.last_seq - c.turns, c.speaker_id))
+    return {c.speaker_id: labels.label(c.speaker_id, c.name) for c in order}
 
 
-def render_cards(cards: Sequence[ParticipantCard], max_chars: int) -> str:
+def render_cards(
+    cards: Sequence[ParticipantCard], max_chars: int, *, labels: Callable[[ParticipantCard], str] | None = None
+) -> str:
     """The memory text: one line per card, most active speakers first, within `max_chars`.
     Cards with nothing but a turn count are left out. When they do not all fit, the longest
     lines are shortened (at a word, to an equal share of what is left) -- a card that does not
     fit never takes the others' places; only when not even a name fits per card do the least
-    active speakers go."""
+    active speakers go. `labels`: each card's label from the session's `SpeakerLabels` (the
+    same "Alice (2)" as the summary and recall); without it, labels are given among the cards."""
     shown = [c for c in sorted(cards, key=lambda c: (-c.turns, c.name)) if c.who or c.commitments or c.preferences]
-    labels = _labels(shown)
-    lines = [render_card(c, labels[c.speaker_id]) for c in shown]
+    if labels is None:
+        among = _labels(cards)
+        lines = [render_card(c, among[c.speaker_id]) for c in shown]
+    else:
+        lines = [render_card(c, labels(c)) for c in shown]
     while lines and sum(len(x) for x in lines) + len(lines) - 1 > max_chars:
         room = max_chars - (len(lines) - 1)
         if room // len(lines) < 24:  # not even a name and a few words each: the least active goes

@@ -31,7 +31,7 @@ from pipeline.context.recall import (
     turn_key,
 )
 from pipeline.context.recall_index import RecallIndex
-from pipeline.formatting import corrected_seq
+from pipeline.formatting import SpeakerLabels, corrected_seq
 from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn
 from pipeline.ports import Embedder, SessionStore
 
@@ -61,9 +61,12 @@ class SessionRecall:
         store: SessionStore,
         embedder: Embedder | None = None,
         max_queued: int = MAX_QUEUED,
+        labels: SpeakerLabels | None = None,
     ) -> None:
         self.session_id = session_id
         self.index = RecallIndex()
+        # The session's speaker labels: lines are indexed and shown by label ("Alice (2)").
+        self._labels = labels or SpeakerLabels()
         self._store = store
         self._embedder = embedder
         self._dense_ok = embedder is not None
@@ -108,7 +111,7 @@ class SessionRecall:
         (benchmarks/bench_recall.py measures the longest stall)."""
         for start in range(0, len(turns), RESTORE_SLICE):
             for turn in turns[start : start + RESTORE_SLICE]:
-                self.index.add_turn(turn)
+                self.index.add_turn(self._labels.turn(turn))
             await asyncio.sleep(0)
         try:
             notes = await self._store.load_recall_notes(self.session_id)
@@ -167,6 +170,7 @@ class SessionRecall:
         return removed
 
     async def add_turn(self, turn: Turn) -> None:
+        turn = self._labels.turn(turn)
         if not self.index.add_turn(turn):
             return
         corrected = corrected_seq(turn)

@@ -35,6 +35,7 @@ from pipeline.compaction.summarizer_offline import MODEL_NAME as OFFLINE_MODEL
 from pipeline.compaction.summarizer_offline import extract_update
 from pipeline.context.recall import note_key, turn_key
 from pipeline.events import PersonDataRemoved
+from pipeline.formatting import SpeakerLabels
 from pipeline.models import CompactionPolicy, CompactionState, MemoryItem, Note, SummaryRequest, Turn
 from pipeline.ports import SessionStore
 from pipeline.transcript.privacy import Person, RemovalReason, is_tombstone, notes_by, tombstone
@@ -133,11 +134,12 @@ def refold(turns: Sequence[Turn], notes: Sequence[Note], policy: CompactionPolic
     batch it precedes. Items are rebuilt, never filtered: an item that cited a removed turn
     beside kept ones could still word what was removed."""
     items: tuple[MemoryItem, ...] = ()
+    labels = SpeakerLabels(bot_name)  # two people with one display name stay two (pipeline/formatting.py)
     ordered = sorted(notes, key=lambda n: n.at)
     used = 0
     step = policy.batch
     for start in range(0, len(turns), step):
-        batch = tuple(turns[start : start + step])
+        batch = tuple(labels.turn(t) for t in turns[start : start + step])
         end_at = batch[-1].ended_at
         taken: list[Note] = []
         while used < len(ordered) and ordered[used].at <= end_at:

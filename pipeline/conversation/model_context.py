@@ -113,9 +113,10 @@ class ModelContext:
     def _query(self, current: Turn, snapshot: ContextSnapshot) -> RecallQuery:
         config = self._config.recall
         context = [t for t in snapshot.turns[-(config.context_turns + 1) :] if t.seq != current.seq]
+        # By the session's label: "what did I say" from the second Alice is about Alice (2)'s lines.
         return build_query(
-            current, context, known_speakers=self._session.recall.index.speakers.keys(), config=config,
-            bot_name=self._session.bot_name,
+            self._session.labels.turn(current), context, known_speakers=self._session.recall.index.speakers.keys(),
+            config=config, bot_name=self._session.bot_name,
         )
 
     def _names(self, query: RecallQuery) -> list[str]:
@@ -241,13 +242,19 @@ class ModelContext:
         """`build_realtime`, its events emitted on the session's emitter (the bot's realtime path)."""
         return self._emit(self.build_realtime(current))
 
+    def _labelled(self, snapshot: ContextSnapshot) -> ContextSnapshot:
+        """`snapshot` with its turns' people shown by the session's labels ("Alice (2)"), as the
+        summary, the cards and recall show them: what the model reads names one person one way."""
+        labels = self._session.labels
+        return replace(snapshot, turns=tuple(labels.turn(t) for t in snapshot.turns))
+
     def build_reply(self, current: Turn) -> Built[ReplyContext]:
         """Reply messages for `current` (which need not be in the transcript, e.g. a probe), with
         the guard's `context_window_pruned` and the `context_recall` events it made. The
         compactor is triggered first, so a due fold is already on its way when the guard prunes
         (`urge_compaction` reports it; a second trigger here would plan the same again)."""
         self._session.trigger()
-        snapshot = self._session.snapshot()
+        snapshot, current = self._labelled(self._session.snapshot()), self._session.labels.turn(current)
         recalled = self.recall_for(current, snapshot, budget_chars=self._recall_budget(False))
         spec = ReplySpec(
             bot_name=self._session.bot_name,
@@ -271,7 +278,8 @@ class ModelContext:
         """The realtime instructions for now, with `realtime_instructions_built` and the
         `context_recall` event it made."""
         self._session.trigger()
-        snapshot = self._session.snapshot()
+        snapshot = self._labelled(self._session.snapshot())
+        current = self._session.labels.turn(current) if current is not None else None
         recalled = None
         if current is not None:
             recalled = self.recall_for(current, snapshot, budget_chars=self._recall_budget(True))

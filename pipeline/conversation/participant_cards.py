@@ -9,6 +9,7 @@ from collections.abc import Collection, Sequence
 import structlog
 
 from pipeline.context.participants import ParticipantMemoryConfig, forget_seqs, render_cards, update_cards
+from pipeline.formatting import SpeakerLabels
 from pipeline.models import ParticipantCard, StoreUnavailable, Turn
 from pipeline.ports import SessionStore
 
@@ -27,7 +28,9 @@ class ParticipantCards:
         config: ParticipantMemoryConfig,
         cards: Sequence[ParticipantCard],
         through: int,
+        labels: SpeakerLabels | None = None,
     ) -> None:
+        self._labels = labels  # the session's speaker labels: a card is shown by its person's
         self._session_id = session_id
         self._store = store
         self.config = config
@@ -44,7 +47,11 @@ class ParticipantCards:
     def text(self, max_chars: int | None = None) -> str:
         """The cards as the builders' memory text ("" while there are none)."""
         limit = self.config.max_chars if max_chars is None else max_chars
-        return render_cards(self.cards, limit) if limit > 0 else ""
+        if limit <= 0:
+            return ""
+        labels = self._labels
+        named = None if labels is None else (lambda card: labels.label(card.speaker_id, card.name))
+        return render_cards(self.cards, limit, labels=named)
 
     def refresh(self, folded: Sequence[Turn], *, bot_name: str, cursor: int) -> None:
         """A fold committed up to `cursor`: fold its turns into the cards."""

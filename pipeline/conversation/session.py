@@ -36,6 +36,7 @@ from pipeline.context.recall_indexer import SessionRecall
 from pipeline.conversation.deps import ConversationDeps, StoredSession
 from pipeline.conversation.participant_cards import ParticipantCards
 from pipeline.conversation.store_sync import StoreSync
+from pipeline.formatting import SpeakerLabels
 from pipeline.models import (
     NO_CORRECTIONS,
     CompactionState,
@@ -92,12 +93,17 @@ class ConversationSession:
         self._notes = NoteBuffer(deps.policy, list(stored.live_notes))
         self._append_lock = asyncio.Lock()  # seqs are assigned in the order things happened
         self._lease_listeners: list[Callable[[], None]] = []
-        self.compactor = RollingCompactor(deps, state=stored.state, epoch=stored.epoch)
+        # Who is shown as whom (speaker id -> label, "Alice (2)"): one assignment for the session,
+        # read by the folds, the participant cards and recall; the transcript keeps the real names.
+        self.labels = SpeakerLabels(deps.bot_name)
+        self.labels.seed(stored.state.items)
+        self.compactor = RollingCompactor(deps, state=stored.state, epoch=stored.epoch, labels=self.labels)
         # The memory items' corrections by turn, for the items they were read from: items change
         # only when a fold commits, snapshots are taken for every reply and command.
         self._corrections: tuple[tuple[MemoryItem, ...], Mapping[int, tuple[int, ...]]] = ((), NO_CORRECTIONS)
         # Every turn and note, for the context builders' "From earlier in this session".
-        self.recall = SessionRecall(session_id=deps.session_id, store=deps.store, embedder=deps.embedder)
+        self.recall = SessionRecall(session_id=deps.session_id, store=deps.store, embedder=deps.embedder,
+                                    labels=self.labels)
         self._sync = StoreSync(deps, stored, compactor=self.compactor, recall=self.recall, notes=self._notes)
         self.compactor.on_commit(self._on_commit)
         self.compactor.on_diverged(self._sync.recover_divergence)
@@ -108,6 +114,7 @@ class ConversationSession:
             config=deps.memory or ParticipantMemoryConfig(),
             cards=stored.cards,
             through=stored.state.cursor,
+            labels=self.labels,
         )
         self.heard = HeardTurns(self.append)
 

@@ -48,6 +48,7 @@ ROOM = [
     ("Bob", "Fine, but the Tokyo map is brutal."),
     ("Maya", "Then pick Mantis and stay behind us."),
 ]
+USER_IDS = {"Alice": 1, "Bob": 2, "Maya": 3}  # the fake connector's humans: one person, one id
 ANSWER = ["It's the Tokyo map, Bob, ", "and Maya keeps picking Hulk."]
 SAID = "Sure Bob, go Hulk on Tokyo and wait for the team this time."
 
@@ -116,7 +117,7 @@ async def test_addressed_turn_is_answered_by_the_realtime_model_with_the_session
         r.stub.responses.append(ScriptedResponse(audio=chunks, transcript=ANSWER))
         for i, (name, text) in enumerate(ROOM):
             r.clock.set(float(i * 3))
-            await r.session.on_heard(speech_draft(name, text, float(i * 3)))
+            await r.session.on_heard(speech_draft(name, text, float(i * 3), user_id=USER_IDS[name]))
         r.session.session.trigger()  # fold the oldest turns into a summary
         await r.session.session.settle()
         before = r.session.session.snapshot()

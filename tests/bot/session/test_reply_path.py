@@ -44,6 +44,7 @@ ROOM = [
     ("Maya", "That's because you dive in alone every time."),
     ("Alice", "Maya is right, wait for the team."),
 ]
+USER_IDS = {"Alice": 1, "Bob": 2, "Maya": 3}  # the fake connector's humans: one person, one id
 
 
 @dataclass
@@ -91,7 +92,7 @@ async def rig(
 async def say_room(r: Rig) -> None:
     for i, (name, text) in enumerate(ROOM):
         r.clock.set(float(i * 3))
-        await r.session.on_heard(speech_draft(name, text, float(i * 3)))
+        await r.session.on_heard(speech_draft(name, text, float(i * 3), user_id=USER_IDS[name]))
 
 
 async def test_addressed_turn_gets_a_spoken_reply_with_the_full_window() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.compaction.summarizer_offline import summarize_extractive
 from pipeline.models import Note, SummaryRequest, Turn, TurnKind
 
@@ -71,3 +73,60 @@ def test_a_batch_of_typed_chat_only_keeps_its_speaker_in_every_fallback() -> Non
     request = SummaryRequest(previous_summary="", turns=turns, notes=(), bot_name="Clanky", max_chars=1200)
     for text in (summarize_extractive(request), last_resort_fold(request)):
         assert "Carol" in text
+
+
+async def test_a_replacement_character_in_a_fact_keeps_the_offline_fold() -> None:
+    """A turn that arrived with undecodable bytes (U+FFFD in "Caf\ufffd Luna") is quoted as it is
+    and the offline fold validates: before, the whole batch was rejected (`invalid_chars`) and
+    degraded to the last-resort line, so Bob's plan and Maya's party were lost. A model answer
+    that invents a U+FFFD the batch never held is still turned away."""
+    from pipeline.compaction.summarizer_offline import OfflineSummarizer
+    from pipeline.compaction.summarizing import Rejected, bounded_summary
+    from pipeline.models import CompactionPolicy
+    from pipeline.testing import ScriptedSummarizer
+
+    request = SummaryRequest(previous_summary="", notes=(), bot_name="Clanky", max_chars=1200, turns=turns(
+        ("Bob", "I promise I will buy the Minecraft server for Saturday."),
+        ("Maya", "My birthday party is at Caf\ufffd Luna on Friday at 8."),
+    ))
+    _, text, _ = await bounded_summary(OfflineSummarizer(), request, CompactionPolicy())
+    assert "Minecraft server for Saturday" in text
+    assert "Caf\ufffd Luna on Friday at 8" in text  # kept as heard, never silently stripped
+
+    clean = SummaryRequest(previous_summary="", notes=(), bot_name="Clanky", max_chars=1200,
+                           turns=turns(("Bob", "I promise I will buy the Minecraft server for Saturday.")))
+    invented = ScriptedSummarizer(['{"add": [{"who": ["Bob"], "what": "Bob will buy the Minecraft '
+                                   'server for Saturday \ufffd", "seqs": [0]}]}'])
+    with pytest.raises(Rejected, match="invalid_chars"):
+        await bounded_summary(invented, clean, CompactionPolicy())
+
+
+def test_facts_win_the_budget_over_small_talk_lines() -> None:
+    """Facts first, then batch after batch of filler: the summary keeps every fact, and a
+    "small talk" line only for the newest batch (before, each filler batch's newer small-talk
+    line pushed an older fact out: 12 of the 22 lines of gaming_night's final summary)."""
+    from pipeline.compaction.memory_items import apply_update, render_summary
+    from pipeline.compaction.summarizer_offline import extract_update
+
+    def batch(start: int, lines: list[tuple[str, str]]) -> tuple[Turn, ...]:
+        return tuple(Turn(seq=start + i, kind=TurnKind.SPEECH, speaker_id=s.lower(), speaker_name=s, text=x,
+                          started_at=60.0 * (start + i), ended_at=60.0 * (start + i) + 5)
+                     for i, (s, x) in enumerate(lines))
+
+    facts = [("Bob", "I promise I will buy the Minecraft server for Saturday."),
+             ("Maya", "My birthday picnic is at Riverside Park on Sunday."),
+             ("Alice", "I ordered the pizza from Luigi's, twenty dollars each."),
+             ("James", "I finally reached Diamond rank in Factorio tonight.")]
+    items = apply_update((), extract_update(SummaryRequest(previous_summary="", turns=batch(0, facts), notes=(),
+                                                           bot_name="Clanky", max_chars=400)),
+                         created_at=0, turns=batch(0, facts))
+    for n in range(1, 9):
+        filler = batch(10 * n, [("Maya", "lol"), ("Alice", "yeah ok")])
+        request = SummaryRequest(previous_summary="", turns=filler, notes=(), bot_name="Clanky", max_chars=400,
+                                 items=items)
+        items = apply_update(items, extract_update(request), created_at=10 * n, turns=filler)
+    text, _ = render_summary(items, 330)  # room for the four facts and one more line
+    lines = text.splitlines()
+    assert all(any(game in line for line in lines) for game in ("Minecraft", "Riverside", "Luigi", "Diamond"))
+    small_talk = [line for line in lines if "small talk" in line]
+    assert ["- Maya, Alice: small talk [1:20:00–1:21:05]"] == small_talk  # the newest batch's trace only

@@ -45,6 +45,7 @@ async def stub() -> AsyncIterator[OpenAIStub]:
 
 
 def session_drafts(path: Path) -> list[TurnDraft]:
+    ensure_built()  # the corpus sessions are public Chit-Chat ones, built from eval/sets/chitchat/ into out/
     drafts = []
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -83,7 +84,6 @@ async def fold_corpus(
     stub.default_responder = respond
     summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key="sk-corpus", base_url=stub.base_url),
                                   model="corpus-model")
-    ensure_built()  # the corpus session is a public Chit-Chat one, built from eval/sets/chitchat/ into out/
     drafts = session_drafts(ROOT / corpus["session"])
     n_turns = len(folds) * corpus["batch"] + 2  # window 1: the last fold is due once two more turns exist
     session = await ConversationSession.open(ConversationDeps(

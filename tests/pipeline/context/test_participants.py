@@ -119,7 +119,8 @@ def test_quotes_in_card_items_are_escaped() -> None:
 
 
 def test_two_people_with_one_display_name_stay_two() -> None:
-    """Two speakers both called Alex keep two cards and two labels."""
+    """Two speakers both called Alex keep two cards and two labels (the first to speak "Alex",
+    the other "Alex (2)": `SpeakerLabels`, as the summary and recall show them)."""
     turns = [
         Turn(seq=0, kind=TurnKind.SPEECH, speaker_id="1001", speaker_name="Alex", text="I'm the healer.",
              started_at=0.0, ended_at=1.0),
@@ -130,8 +131,8 @@ def test_two_people_with_one_display_name_stay_two() -> None:
     lines = render_cards(list(cards.values()), 800).splitlines()
     assert 2 == len(lines)
     assert lines[0].split(":")[0] != lines[1].split(":")[0]
-    assert any("…1001" in line and "healer" in line for line in lines)
-    assert any("…2002" in line and "tank" in line for line in lines)
+    assert any(line.startswith("Alex (1 turn)") and "healer" in line for line in lines)
+    assert any(line.startswith("Alex (2) (1 turn)") and "tank" in line for line in lines)
 
 
 def test_a_card_that_does_not_fit_is_shortened_and_the_others_stay() -> None:
