@@ -17,6 +17,7 @@ run's moment and exit are printed with -s.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -119,7 +120,10 @@ class Rig:
         await self.discord.until("the /join answer", lambda: self.discord.joins_answered() > answered, 60)
 
     async def signal(self, sig: signal.Signals = signal.SIGTERM) -> float:
-        self.bots.procs[self.name].send_signal(sig)
+        proc = self.bots.procs[self.name]
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):  # it ended by itself (a failed login) just now
+                proc.send_signal(sig)
         return time.monotonic()
 
     async def stopped(self, since: float) -> Stopped:
