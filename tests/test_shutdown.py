@@ -32,7 +32,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from pipeline.adapters.redis_keys import LEASE_KEYS, SESSIONS_KEY, session_keys
-from pipeline.adapters.redis_server import PrivateRedisServer
+from pipeline.adapters.redis_server import PrivateRedisServer, free_port
 from tests.support.bot_processes import BotProcesses
 from tests.support.fake_discord import TOKEN, FakeDiscord
 
@@ -179,6 +179,28 @@ async def test_a_login_discord_refuses_ends_the_process_with_its_line(tmp_path: 
     assert 1 == len(failed) and failed[0]["error"].startswith("Discord rejected DISCORD_TOKEN"), r.bots.tails()
     assert ["login with a wrong token"] == r.discord.errors
     assert TOKEN not in (tmp_path / "bot-1.log").read_text()
+
+
+async def test_discord_unreachable_at_login_ends_the_process_with_its_line(tmp_path: Path) -> None:
+    """Nothing listens where Discord should be, on a Redis holding sessions: one line naming
+    it, status 1, without a signal."""
+    with PrivateRedisServer() as server:
+        await seed_sessions(server.url, SEEDED)
+        bots = BotProcesses(server.url, f"http://127.0.0.1:{free_port()}/api/v10", tmp_path,
+                            SHUTDOWN_TIMEOUT_S=str(SHUTDOWN_S))
+        try:
+            await bots.start("bot")
+            proc = bots.procs["bot"]
+            try:
+                status = await asyncio.wait_for(proc.wait(), timeout=90 + HUNG_S)  # discord.py's own retries first
+            except TimeoutError:
+                raise AssertionError(f"still running{bots.tails()}") from None
+            await asyncio.wait_for(bots.logs["bot"].closed(), timeout=30)
+        finally:
+            await bots.stop_all(kill=True)
+    assert 1 == status, bots.tails()
+    failed = named(bots.rows("bot"), "longcall_failed")
+    assert 1 == len(failed) and "unreachable" in failed[0]["error"], bots.tails()
 
 
 async def test_a_second_signal_exits_at_once(tmp_path: Path) -> None:
