@@ -213,9 +213,10 @@ async def _serve_sessions(
     async def begin() -> None:
         await registry.wait_ready()
         await registry.resume(guilds)  # what on_ready does
-        for guild_id in join:  # what /join does
-            with contextlib.suppress(SessionOwnedElsewhere):
-                await registry.join(guild_id, channel_for(guild_id))
+        for guild_id in join:  # what /join does (a guild whose session resumed is served already)
+            if registry.get(guild_id) is None:
+                with contextlib.suppress(SessionOwnedElsewhere):
+                    await registry.join(guild_id, channel_for(guild_id))
         log.info("test_server_ready", owner=registry.deps.owner_id, guilds=list(guilds),
                  serving=[s.guild_id for s in registry.sessions()])
 

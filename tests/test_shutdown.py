@@ -285,3 +285,33 @@ async def _signal_at(r: Rig, moment: str, guild: int, rng: random.Random) -> flo
         await r.discord.reconnect(r.discord.live()[0])
         await asyncio.sleep(jitter / 3)
     return await r.signal(sig)
+
+
+async def test_serve_test_restarted_with_join_for_a_resuming_guild_stops_on_sigterm(tmp_path: Path) -> None:
+    """`serve-test --join G` once more after a clean stop: G's session resumes (it was active)
+    and the join finds it served. SIGTERM, the moment the resumed session started, ends the
+    process with 0 and no lease left held (it used to be ignored)."""
+    from tests.test_ownership_takeover import Cluster, write_feed
+
+    guild = random.randrange(10**15, 10**16)
+    with PrivateRedisServer() as server:
+        procs = Cluster(server.url, tmp_path, [guild])
+        procs.env["SHUTDOWN_TIMEOUT_S"] = str(SHUTDOWN_S)
+        write_feed(procs.feed, [guild], 6)
+        try:
+            statuses = []
+            for name in ("first", "again"):
+                await procs.start(name, [guild])
+                await procs.until_logged(name, "the session started",
+                                         lambda e: e.get("event") == "guild_session_started", 90)
+                procs.procs[name].send_signal(signal.SIGTERM)
+                try:
+                    statuses.append(await asyncio.wait_for(procs.procs[name].wait(), timeout=HUNG_S))
+                except TimeoutError:
+                    raise AssertionError(f"{name} still running {HUNG_S} s after SIGTERM") from None
+                await asyncio.wait_for(procs.logs[name].closed(), timeout=30)
+            assert [EXIT_CLEAN, EXIT_CLEAN] == statuses
+            assert [True] == [e["clean"] for e in procs.log("again") if e.get("event") == "longcall_stopped"]
+            assert [] == await held_leases(server.url, f"guild-{guild}")
+        finally:
+            await procs.stop_all()
