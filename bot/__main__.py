@@ -347,10 +347,9 @@ def cmd_dashboard(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.app import run_bot
+    from bot.app import run
 
-    asyncio.run(run_bot(settings))
-    return 0
+    return run(settings)  # the exit status of the shutdown (docs/operating.md, "Stopping")
 
 
 def cmd_serve_test(settings: Settings, args: argparse.Namespace) -> int:
@@ -359,8 +358,10 @@ def cmd_serve_test(settings: Settings, args: argparse.Namespace) -> int:
     def ids(raw: str) -> list[int]:
         return [int(p) for p in raw.split(",") if p.strip()]
 
-    asyncio.run(run_test_server(settings, guilds=ids(args.guilds), join=ids(args.join), feed_dir=Path(args.feed_dir)))
-    return 0
+    from bot.app import run_to_end
+
+    return run_to_end(run_test_server(settings, guilds=ids(args.guilds), join=ids(args.join),
+                                      feed_dir=Path(args.feed_dir)))
 
 
 def cmd_watch(settings: Settings, args: argparse.Namespace) -> int:

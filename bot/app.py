@@ -13,7 +13,10 @@ guild-session registry, the dashboard, and `async with bot: await bot.start()`.
 
 SIGINT/SIGTERM stop everything in order: every guild session flushes what it heard, settles
 its compactor and saves its state with `active=1` (so the next start rejoins), leaves voice,
-then the client closes, then the store.
+then the client closes, then the store. The whole shutdown is bounded by SHUTDOWN_TIMEOUT_S
+(`Shutdown`): every task the process owns is cancelled and waited for until then, never longer
+(a task may have lost its cancellation inside a library: pipeline/cancellation.py); a second
+signal exits at once; the exit status says how it ended (docs/operating.md, "Stopping").
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import os
 import signal
-from collections.abc import Mapping
+import sys
+import threading
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 
 import discord
@@ -56,6 +62,7 @@ from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import RealtimeConfig
 from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.cancellation import stop_tasks
 from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.conversation.retention import SweepDeps
 from pipeline.conversation.session import ConversationSession
@@ -71,7 +78,15 @@ from pipeline.wiring import hearing_pipeline
 
 log = structlog.get_logger("longcall.app")
 
-SHUTDOWN_TIMEOUT_S = 45.0
+SHUTDOWN_TIMEOUT_S = 30.0  # SHUTDOWN_TIMEOUT_S's default (bot/settings.py)
+CLOSE_S = 5.0  # the longest one client close (Discord, an HTTP client, a worker pool) may take
+WATCHDOG_GRACE_S = 5.0  # past the shutdown timeout, the watchdog thread ends the process
+LOOP_CLOSE_S = 2.0  # tasks still alive after the run get this long to end before the loop closes
+
+# The exit status of `longcall run` (docs/operating.md, "Stopping"); 1 and 2 are bot/__main__.py's.
+EXIT_CLEAN = 0  # stopped by a signal (or the gateway closing), every task ended in time
+EXIT_SHUTDOWN_INCOMPLETE = 3  # some task had not ended at SHUTDOWN_TIMEOUT_S: exited anyway
+EXIT_SIGNAL_BASE = 128  # a second signal exits at once with 128 + its number (130 SIGINT, 143 SIGTERM)
 
 
 class StartupError(SettingsError):
@@ -264,9 +279,107 @@ class _DashboardRegistry:
         return {s.session_id: _DashboardView(s) for s in self._registry.sessions()}
 
 
-async def run_bot(settings: Settings) -> None:
+def _exit_now(event: str, status: int, *, json_lines: bool, **fields: object) -> None:
+    """One line on stderr, then exit at once with `status` (no cleanup runs: a second signal,
+    or a shutdown stuck past its timeout). Written with `os.write` because this runs from a
+    signal handler or the watchdog thread, where the logging locks may be held."""
+    if json_lines:
+        line = json.dumps({"event": event, "level": "error", "exit_status": status, **fields})
+    else:
+        details = " ".join(f"{k}={v}" for k, v in fields.items())
+        line = f"longcall: {event} (exit {status}) {details}".rstrip()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(OSError):
+        os.write(2, (line + "\n").encode())
+    os._exit(status)
+
+
+class Shutdown:
+    """SIGINT/SIGTERM for one process. The first signal sets `stop` (the orderly shutdown, which
+    the caller bounds by `timeout_s`) and arms a watchdog thread that exits with
+    EXIT_SHUTDOWN_INCOMPLETE `WATCHDOG_GRACE_S` past it, should the event loop itself be stuck;
+    a second signal exits at once with 128 + its number."""
+
+    def __init__(self, timeout_s: float, *, json_lines: bool) -> None:
+        self.timeout_s = timeout_s
+        self.stop = asyncio.Event()
+        self.signal_name = ""
+        self._json = json_lines
+        self._installed: list[signal.Signals] = []
+        self._watchdog: threading.Timer | None = None
+
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._first, sig)
+                self._installed.append(sig)
+
+    def uninstall(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in self._installed:
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(sig)
+        self._installed.clear()
+
+    def begin(self) -> None:
+        """The shutdown starts (a signal, or the client ended): from now on the process ends
+        within `timeout_s` + WATCHDOG_GRACE_S whatever happens."""
+        if self._watchdog is None:
+            self._watchdog = threading.Timer(self.timeout_s + WATCHDOG_GRACE_S, self._stuck)
+            self._watchdog.name = "shutdown-watchdog"
+            self._watchdog.daemon = True
+            self._watchdog.start()
+
+    def _first(self, sig: signal.Signals) -> None:
+        if self.stop.is_set():  # the raw handler below normally answers first
+            self._second(int(sig), None)
+        self.signal_name = sig.name
+        log.info("longcall_signal", signal=sig.name, shutdown_timeout_s=self.timeout_s)
+        self.stop.set()
+        self.begin()
+        for installed in self._installed:
+            # A plain handler for the second one: it runs even while the loop is stuck in a call.
+            signal.signal(installed, self._second)
+
+    def _second(self, signum: int, _frame: object) -> None:
+        _exit_now("longcall_forced_exit", EXIT_SIGNAL_BASE + signum, json_lines=self._json,
+                  signal=signal.Signals(signum).name, reason="second signal")
+
+    def _stuck(self) -> None:
+        _exit_now("longcall_forced_exit", EXIT_SHUTDOWN_INCOMPLETE, json_lines=self._json,
+                  reason="shutdown outlived SHUTDOWN_TIMEOUT_S", shutdown_timeout_s=self.timeout_s)
+
+
+def run_to_end(main: Coroutine[object, object, int]) -> int:
+    """Run `main` on a new event loop and return its exit status. Unlike `asyncio.run`, whose
+    teardown cancels every task left and waits for them with no bound, a task that lost its
+    cancellation gets LOOP_CLOSE_S and is then left behind: the process exits anyway."""
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(main)
+    finally:
+        try:
+            left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            if left:
+                loop.run_until_complete(stop_tasks(left, timeout_s=LOOP_CLOSE_S))
+            loop.run_until_complete(asyncio.wait_for(loop.shutdown_asyncgens(), LOOP_CLOSE_S))
+        except Exception as err:  # closing the loop must not hide the run's own outcome
+            log.warning("event_loop_close_failed", error_class=type(err).__name__)
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def run(settings: Settings) -> int:
+    """`longcall run` (bot/__main__.py): the bot until SIGINT/SIGTERM; the exit status."""
+    return run_to_end(run_bot(settings))
+
+
+async def run_bot(settings: Settings) -> int:
     """Run the bot until SIGINT/SIGTERM (or the gateway gives up); raises `SettingsError` with a
-    clear message for anything missing at startup."""
+    clear message for anything missing at startup. Returns EXIT_CLEAN, or
+    EXIT_SHUTDOWN_INCOMPLETE when a task had not ended within SHUTDOWN_TIMEOUT_S."""
     configure_logging(
         fmt=settings.log_format.value,
         level=settings.log_level,
@@ -283,20 +396,15 @@ async def run_bot(settings: Settings) -> None:
     test_api_base = os.environ.get(TEST_DISCORD_API_BASE_ENV)  # TEST ONLY: tests/support/fake_discord.py
     if test_api_base:
         point_discord_at_test_server(test_api_base)
-    log.info("longcall_starting", settings=settings.redacted())
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-            installed.append(sig)
+    shutdown = Shutdown(settings.shutdown_timeout_s, json_lines=settings.log_format.value == "json")
+    shutdown.install(loop)  # before the line: a signal after it always reaches the handlers
+    log.info("longcall_starting", settings=settings.redacted())
     try:
         async with open_store(settings) as store:
-            await _run_with_store(settings, token, store, stop)
+            return await _run_with_store(settings, token, store, shutdown)
     finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
+        shutdown.uninstall(loop)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -346,20 +454,20 @@ def session_deps(
     )
 
 
-async def _run_with_store(settings: Settings, token: str, store: RedisSessionStore, stop: asyncio.Event) -> None:
+async def _run_with_store(settings: Settings, token: str, store: RedisSessionStore, shutdown: Shutdown) -> int:
     summarizer, fallback = make_summarizers(settings)
     brain, speech = make_voice(settings)
     models = Models(summarizer=summarizer, fallback=fallback, brain=brain, speech=speech,
                     realtime=make_realtime_factory(settings))
     try:
-        await _serve(settings, token, store, stop, models)
+        return await _serve(settings, token, store, shutdown, models)
     finally:  # also when startup fails after the HTTP clients exist (e.g. the ASR model is missing)
         await aclose_quietly(brain, speech, summarizer)
 
 
 async def _serve(
-    settings: Settings, token: str, store: RedisSessionStore, stop: asyncio.Event, models: Models
-) -> None:
+    settings: Settings, token: str, store: RedisSessionStore, shutdown: Shutdown, models: Models
+) -> int:
     hearing = await make_hearing(settings)
     try:
         freeze_startup_heap()
@@ -371,7 +479,7 @@ async def _serve(
         log.info("session_owner_id", owner=deps.owner_id, lease_ttl_s=deps.lease_ttl_s)
         bot = make_bot(settings=settings, deps=deps, store=store)
         try:
-            await _serve_bot(settings, token, bot, stop, _Services(metrics=metrics, event_log=event_log))
+            return await _serve_bot(settings, token, bot, shutdown, _Services(metrics=metrics, event_log=event_log))
         finally:
             await aclose_quietly(note_writer.vision)  # the vision model's HTTP client, when there is one
     finally:  # the ASR worker processes, or the remote ASR client
@@ -387,33 +495,36 @@ class _Services:
 
 
 async def _serve_bot(
-    settings: Settings, token: str, bot: LongcallBot, stop: asyncio.Event, services: _Services
-) -> None:
+    settings: Settings, token: str, bot: LongcallBot, shutdown: Shutdown, services: _Services
+) -> int:
     registry, store, event_log = bot.registry, bot.store, services.event_log
     client_error: list[Exception] = []
-    async with asyncio.TaskGroup() as tg, bot:
-        registry_task = tg.create_task(registry.run(), name="guild-sessions")
-        dashboard = tg.create_task(_serve_dashboard(settings, store, registry, services.metrics), name="dashboard")
-        tg.create_task(event_log.run(), name="event-log")
-        # Sessions whose owner process died, among the guilds this process's shards see.
-        orphans = tg.create_task(
-            registry.watch_orphans(lambda: [g.id for g in bot.guilds] if bot.is_ready() else [],
-                                   settings.owner_scan_s),
-            name="session-orphans",
-        )
-        sweeper = tg.create_task(_sweep_retention(settings, bot), name="retention-sweep")
-        client = tg.create_task(_run_client(bot, token, client_error), name="discord-client")
-        stopper = tg.create_task(stop.wait(), name="stop-signal")
-        await asyncio.wait({client, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        log.info("longcall_stopping", reason="signal" if stop.is_set() else "client_ended")
-        registry.close()  # sessions save state (active) and leave voice while the gateway is up
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
-                await asyncio.shield(registry_task)
-        await bot.close()
-        for task in (dashboard, stopper, client, registry_task, orphans, sweeper):
-            task.cancel()
-        event_log.stop()  # the last events (sessions stopping) are written, then the task ends
+    await bot.__aenter__()  # closed below, bounded (its __aexit__ would wait on a stuck close for good)
+    tasks: dict[str, asyncio.Task[None]] = {}
+
+    def start(name: str, coro: Coroutine[object, object, None]) -> asyncio.Task[None]:
+        tasks[name] = asyncio.create_task(coro, name=name)
+        return tasks[name]
+
+    start("guild-sessions", registry.run())
+    start("dashboard", _serve_dashboard(settings, store, registry, services.metrics))
+    start("event-log", event_log.run())
+    # Sessions whose owner process died, among the guilds this process's shards see.
+    start("session-orphans", registry.watch_orphans(lambda: [g.id for g in bot.guilds] if bot.is_ready() else [],
+                                                    settings.owner_scan_s))
+    start("retention-sweep", _sweep_retention(settings, bot))
+    client = start("discord-client", _run_client(bot, token, client_error))
+    stopper = start("stop-signal", wait_event(shutdown.stop))
+    failed: BaseException | None = None
+    try:
+        failed = await until_stop(set(tasks.values()), ends={client, stopper})
+    finally:  # also when this task is cancelled: the shutdown below is bounded all the same
+        shutdown.begin()
+        reason = "signal" if shutdown.stop.is_set() else "task_failed" if failed is not None else "client_ended"
+        log.info("longcall_stopping", reason=reason, signal=shutdown.signal_name or None)
+        left = await _stop_in_order(bot, event_log, tasks, timeout_s=shutdown.timeout_s)
+    if failed is not None:
+        raise failed
     if client_error:
         err = client_error[0]
         if isinstance(err, discord.PrivilegedIntentsRequired):
@@ -427,7 +538,58 @@ async def _serve_bot(
                 "(Bot -> Reset Token) and update .env"
             ) from err
         raise err
-    log.info("longcall_stopped")
+    log.info("longcall_stopped", clean=not left, tasks_left=left)
+    return EXIT_SHUTDOWN_INCOMPLETE if left else EXIT_CLEAN
+
+
+async def wait_event(event: asyncio.Event) -> None:
+    await event.wait()
+
+
+async def until_stop(tasks: set[asyncio.Task[None]], *, ends: set[asyncio.Task[None]]) -> BaseException | None:
+    """Wait until one of `ends` is done, or another task failed (its error, raised after the
+    shutdown, as a TaskGroup would); tasks that end quietly (a dashboard that could not bind)
+    are left ended."""
+    waiting = set(tasks)
+    while waiting:
+        done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.error("task_failed", task=task.get_name(), error_class=type(task.exception()).__name__)
+                return task.exception()
+        if done & ends:
+            return None
+    return None
+
+
+async def _stop_in_order(
+    bot: LongcallBot, event_log: StoreEventLog, tasks: Mapping[str, asyncio.Task[None]], *, timeout_s: float
+) -> list[str]:
+    """The shutdown, all of it within `timeout_s`: the sessions save their state and leave voice
+    (while the gateway is up), the client closes, every other task is cancelled and the event
+    log writes its last rows. Returns the names of the tasks that had not ended in time."""
+    registry_task, log_task = tasks["guild-sessions"], tasks["event-log"]
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_s
+    reserve = min(CLOSE_S, timeout_s / 4)  # kept for the client's close and the other tasks
+
+    def left(keep: float = 0.0) -> float:
+        return max(0.0, end - loop.time() - keep)
+
+    bot.registry.close()
+    await asyncio.wait({registry_task}, timeout=left(reserve))
+    closing = asyncio.create_task(bot.close(), name="discord-close")
+    await asyncio.wait({closing}, timeout=min(CLOSE_S, left()))
+    others = [t for t in tasks.values() if t is not log_task]
+    for task in others:
+        task.cancel()
+    event_log.stop()  # the last events (sessions stopping) are written, then the task ends
+    await asyncio.wait({*others, closing, log_task}, timeout=left())
+    stuck = await stop_tasks([*others, closing, log_task], timeout_s=0)
+    for task in [*others, closing, log_task]:
+        if task.done() and not task.cancelled() and task.exception() is not None and task is not closing:
+            log.warning("task_ended_with_error", task=task.get_name(), error_class=type(task.exception()).__name__)
+    return [t.get_name() for t in stuck]
 
 
 async def _sweep_retention(settings: Settings, bot: LongcallBot) -> None:
@@ -456,8 +618,9 @@ async def aclose_quietly(*resources: object) -> None:
     for resource in resources:
         aclose = getattr(resource, "aclose", None)
         if aclose is not None:
-            with contextlib.suppress(Exception):
-                await aclose()
+            with contextlib.suppress(Exception):  # TimeoutError too: a close never holds the shutdown
+                async with asyncio.timeout(CLOSE_S):
+                    await aclose()
 
 
 async def _run_client(bot: LongcallBot, token: str, errors: list[Exception]) -> None:

@@ -196,6 +196,7 @@ class Settings:
     replay_retention_days: float = 1.0
     retention_sweep_interval_s: float = 3600.0
     # Operations
+    shutdown_timeout_s: float = 30.0  # SIGTERM/SIGINT: everything ends within this, or the process exits anyway
     log_format: LogFormat = LogFormat.CONSOLE
     log_level: str = "INFO"
     dashboard_host: str = "127.0.0.1"
@@ -347,6 +348,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "TRANSCRIPT_RETENTION_DAYS": ("transcript_retention_days", parse_float(0.001, 36500.0)),
     "REPLAY_RETENTION_DAYS": ("replay_retention_days", parse_float(0.001, 36500.0)),
     "RETENTION_SWEEP_INTERVAL_S": ("retention_sweep_interval_s", parse_float(1.0, 86400.0)),
+    "SHUTDOWN_TIMEOUT_S": ("shutdown_timeout_s", parse_float(1.0, 3600.0)),
     "LOG_FORMAT": ("log_format", parse_enum(LogFormat)),
     "LOG_LEVEL": ("log_level", parse_level),
     "DASHBOARD_HOST": ("dashboard_host", parse_text),

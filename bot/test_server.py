@@ -18,20 +18,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from bot.app import Models, aclose_quietly, session_deps
+from bot.app import (
+    EXIT_CLEAN,
+    EXIT_SHUTDOWN_INCOMPLETE,
+    Models,
+    Shutdown,
+    aclose_quietly,
+    session_deps,
+    until_stop,
+    wait_event,
+)
 from bot.logging_setup import configure_logging
 from bot.runtime import make_summarizers, open_store
 from bot.session.ports import Hearing, HearingFactory
 from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
 from bot.settings import Settings
 from bot.voice.rtp import VoiceFrame
+from pipeline.cancellation import stop_tasks
 from pipeline.events import EventEmitter
 from pipeline.models import TurnDraft, TurnKind
 from pipeline.ports import Clock, SessionStore, TurnSink
@@ -39,9 +48,6 @@ from pipeline.ports import Clock, SessionStore, TurnSink
 log = structlog.get_logger("longcall.test_server")
 
 FEED_POLL_S = 0.05
-SHUTDOWN_TIMEOUT_S = 30.0
-
-
 def channel_for(guild_id: int) -> int:
     """The stand-in voice channel of a guild."""
     return guild_id * 10 + 1
@@ -177,38 +183,60 @@ def feed_hearing(store: SessionStore, feed_dir: Path) -> HearingFactory:
     return factory
 
 
-async def run_test_server(settings: Settings, *, guilds: Sequence[int], join: Sequence[int], feed_dir: Path) -> None:
-    """Serve until SIGINT/SIGTERM, then stop every session as `longcall run` does."""
+async def run_test_server(settings: Settings, *, guilds: Sequence[int], join: Sequence[int], feed_dir: Path) -> int:
+    """Serve until SIGINT/SIGTERM, then stop every session as `longcall run` does (bounded by
+    SHUTDOWN_TIMEOUT_S, a signal during the resume or a join included: bot.app.Shutdown);
+    returns the exit status."""
     configure_logging(fmt=settings.log_format.value, level=settings.log_level,
                       secrets=settings.secret_values())
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with open_store(settings) as store:
-        summarizer, fallback = make_summarizers(settings)
-        deps = session_deps(settings, store, Models(summarizer=summarizer, fallback=fallback),
-                            hearing=feed_hearing(store, feed_dir), event_sinks=())
-        registry = GuildSessionRegistry(deps, connector=SilentConnector())
-        try:
-            async with asyncio.TaskGroup() as tg:
-                registry_task = tg.create_task(registry.run(), name="guild-sessions")
-                orphans = tg.create_task(registry.watch_orphans(lambda: guilds, settings.owner_scan_s),
-                                         name="session-orphans")
-                await registry.wait_ready()
-                await registry.resume(guilds)  # what on_ready does
-                for guild_id in join:  # what /join does
-                    with contextlib.suppress(SessionOwnedElsewhere):
-                        await registry.join(guild_id, channel_for(guild_id))
-                log.info("test_server_ready", owner=deps.owner_id, guilds=list(guilds),
-                         serving=[s.guild_id for s in registry.sessions()])
-                await stop.wait()
-                orphans.cancel()
-                registry.close()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
-                        await asyncio.shield(registry_task)
-                registry_task.cancel()
-        finally:
-            await aclose_quietly(summarizer)
-    log.info("longcall_stopped")
+    shutdown = Shutdown(settings.shutdown_timeout_s, json_lines=settings.log_format.value == "json")
+    shutdown.install(loop)
+    try:
+        async with open_store(settings) as store:
+            summarizer, fallback = make_summarizers(settings)
+            deps = session_deps(settings, store, Models(summarizer=summarizer, fallback=fallback),
+                                hearing=feed_hearing(store, feed_dir), event_sinks=())
+            registry = GuildSessionRegistry(deps, connector=SilentConnector())
+            try:
+                return await _serve_sessions(registry, shutdown, guilds=guilds, join=join,
+                                             scan_s=settings.owner_scan_s)
+            finally:
+                await aclose_quietly(summarizer)
+    finally:
+        shutdown.uninstall(loop)
+
+
+async def _serve_sessions(
+    registry: GuildSessionRegistry, shutdown: Shutdown, *, guilds: Sequence[int], join: Sequence[int], scan_s: float
+) -> int:
+    async def begin() -> None:
+        await registry.wait_ready()
+        await registry.resume(guilds)  # what on_ready does
+        for guild_id in join:  # what /join does (a guild whose session resumed is served already)
+            if registry.get(guild_id) is None:
+                with contextlib.suppress(SessionOwnedElsewhere):
+                    await registry.join(guild_id, channel_for(guild_id))
+        log.info("test_server_ready", owner=registry.deps.owner_id, guilds=list(guilds),
+                 serving=[s.guild_id for s in registry.sessions()])
+
+    registry_task = asyncio.create_task(registry.run(), name="guild-sessions")
+    others = [asyncio.create_task(registry.watch_orphans(lambda: guilds, scan_s), name="session-orphans"),
+              asyncio.create_task(begin(), name="test-server-start")]
+    stopper = asyncio.create_task(wait_event(shutdown.stop), name="stop-signal")
+    failed: BaseException | None = None
+    try:
+        failed = await until_stop({registry_task, stopper, *others}, ends={stopper})
+    finally:
+        shutdown.begin()
+        loop = asyncio.get_running_loop()
+        end = loop.time() + shutdown.timeout_s
+        for task in others:
+            task.cancel()
+        registry.close()
+        await asyncio.wait({registry_task}, timeout=max(0.0, end - loop.time() - 1.0))
+        left = await stop_tasks([registry_task, stopper, *others], timeout_s=max(0.0, end - loop.time()))
+    if failed is not None:
+        raise failed
+    log.info("longcall_stopped", clean=not left, tasks_left=[t.get_name() for t in left])
+    return EXIT_SHUTDOWN_INCOMPLETE if left else EXIT_CLEAN

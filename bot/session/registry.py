@@ -21,11 +21,12 @@ from bot.session.core import SessionStart
 from bot.session.guild_session import GuildSession
 from bot.session.ports import ChannelInfo, VoiceConnector, VoiceLink
 from bot.session.privacy import privacy_scope
+from pipeline.cancellation import stop_tasks
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, SessionNotOwned, SessionOwned, SessionResumedAfterRestart, SessionTakenOver
-from pipeline.models import StoreUnavailable
-from pipeline.ports import SessionStore
+from pipeline.models import OwnerGrant, StoreUnavailable
+from pipeline.ports import SessionOwnership, SessionStore
 from pipeline.transcript.privacy import Run, format_runs, parse_runs
 from pipeline.transcript.screen_notes import ScreenNotes
 
@@ -45,6 +46,9 @@ class SessionOwnedElsewhere(RuntimeError):
         self.holder = holder
 
 
+START_STOP_S = 5.0  # at shutdown, the longest the registry waits for a start in progress to unwind
+
+
 class GuildSessionRegistry:
     """All guild sessions of this process; `run()` is the task that owns them.
 
@@ -62,6 +66,7 @@ class GuildSessionRegistry:
         # Guilds whose session is being started (a /join connecting, a resume or a takeover):
         # each event is set when that attempt ends, started or not (`settled`).
         self._pending: dict[int, asyncio.Event] = {}
+        self._starters: dict[int, asyncio.Task[object]] = {}  # the task running each start in progress
         self._tg: asyncio.TaskGroup | None = None
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
@@ -83,12 +88,25 @@ class GuildSessionRegistry:
         return self._sessions.get(guild_id)
 
     def _begin_start(self, guild_id: int) -> None:
+        if self._closing.is_set():
+            raise RuntimeError("shutting down")
         self._pending[guild_id] = asyncio.Event()
+        task = asyncio.current_task()
+        if task is not None:
+            self._starters[guild_id] = task
 
     def _end_start(self, guild_id: int) -> None:
+        self._starters.pop(guild_id, None)
         starting = self._pending.pop(guild_id, None)
         if starting is not None:
             starting.set()
+
+    async def _stop_starts(self) -> None:
+        """Shutdown: the starts still in progress (a /join connecting, a resume, a takeover) are
+        cancelled and waited for, bounded, while the store is still open: each leaves voice and
+        releases the owner lease it took (else the lease stays held for its TTL)."""
+        starters = [t for t in self._starters.values() if t is not asyncio.current_task()]
+        await stop_tasks(starters, timeout_s=START_STOP_S)
 
     def serving(self, session_id: str) -> GuildSession | None:
         """The session with this id while it still takes input (not once it is stopping: what
@@ -120,6 +138,7 @@ class GuildSessionRegistry:
             watcher.cancel()
             for session in list(self._sessions.values()):
                 session.request_stop(StopReason.SHUTDOWN)
+            await self._stop_starts()
         self._tg = None
 
     async def watch_opt_outs(self) -> None:
@@ -204,7 +223,7 @@ class GuildSessionRegistry:
         deps = self.deps
         if deps.ownership is None or not deps.owner_id:
             return None
-        grant = await deps.ownership.acquire_owner(sid, deps.owner_id, deps.lease_ttl_s)
+        grant = await _acquire_owner(deps.ownership, sid, deps.owner_id, deps.lease_ttl_s)
         if grant is None:
             holder = ""
             with contextlib.suppress(StoreUnavailable):
@@ -297,7 +316,7 @@ class GuildSessionRegistry:
         return resumed
 
     async def _resume_one(self, guild_id: int, sid: str, meta: dict[str, str]) -> GuildSession | None:
-        if guild_id in self._sessions or guild_id in self._pending:
+        if guild_id in self._sessions or guild_id in self._pending or self._closing.is_set():
             return None
         self._begin_start(guild_id)
         lease: SessionLease | None = None
@@ -363,6 +382,22 @@ class GuildSessionRegistry:
     async def _mark_inactive(self, sid: str, reason: str) -> None:
         with contextlib.suppress(StoreUnavailable):
             await self.store.save_meta(sid, {META_ACTIVE: "0", "last_stop_reason": reason})
+
+
+async def _acquire_owner(ownership: SessionOwnership, sid: str, owner_id: str, ttl_s: float) -> OwnerGrant | None:
+    """`acquire_owner`, whose answer is never lost to a cancel (a shutdown during a /join): Redis
+    may have granted the lease already, so the call finishes (bounded) and a grant is given back
+    before the cancellation goes on; else the lease would stay held for its TTL."""
+    call = asyncio.create_task(ownership.acquire_owner(sid, owner_id, ttl_s), name=f"owner-acquire:{sid}")
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(START_STOP_S):
+                grant = await call
+                if grant is not None:
+                    await ownership.release_owner(sid, grant.token)
+        raise
 
 
 async def open_session(

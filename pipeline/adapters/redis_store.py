@@ -34,6 +34,7 @@ from pipeline.adapters.redis_keys import ms as _ms
 from pipeline.adapters.redis_keys import owner_id as _owner_id
 from pipeline.adapters.redis_keys import session_keys as _keys
 from pipeline.adapters.redis_privacy import RedisPrivacyCommands
+from pipeline.cancellation import CancelWatch
 from pipeline.models import (
     CompactionState,
     FoldCommit,
@@ -257,25 +258,37 @@ class RedisSessionStore(RedisPrivacyCommands):
         return bool(int(info.get("cluster_enabled", 0)))
 
     async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        # redis-py can swallow a cancellation that lands during a call (its socket writes go
+        # through Python 3.11's `asyncio.wait_for`, CPython gh-86296; redis/redis-py#2028):
+        # the call then returns as if nothing happened. `CancelWatch` sees the cancel request
+        # and raises it here, so a cancelled caller never carries on (pipeline/cancellation.py).
+        watch = CancelWatch()
         try:
-            if self._gate is None:
-                async with asyncio.timeout(self._deadline_s):
-                    return await fn(*args, **kwargs)
-            async with asyncio.timeout(self._gate_wait_s):
-                await self._gate.acquire()
-            try:
-                async with asyncio.timeout(self._deadline_s):
-                    return await fn(*args, **kwargs)
-            finally:
-                self._gate.release()
+            result = await self._run(fn, *args, **kwargs)
         except (*_UNAVAILABLE, TimeoutError) as err:
+            watch.check()
             # Translate once at the adapter; the message never includes the URL (it may hold a password).
             raise StoreUnavailable(f"redis unavailable: {type(err).__name__}") from err
         except rx.ResponseError as err:
+            watch.check()
             code = "OOM" if isinstance(err, rx.OutOfMemoryError) else (m := _REFUSED.search(str(err))) and m.group(1)
             if not code:
                 raise
             raise StoreUnavailable(f"redis refused the command: {code}") from err
+        watch.check()
+        return result
+
+    async def _run(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        if self._gate is None:
+            async with asyncio.timeout(self._deadline_s):
+                return await fn(*args, **kwargs)
+        async with asyncio.timeout(self._gate_wait_s):
+            await self._gate.acquire()
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                return await fn(*args, **kwargs)
+        finally:
+            self._gate.release()
 
     async def append_turn(
         self, session_id: str, draft: TurnDraft, *, epoch: str = "", owner: str = "", at_least: int = -1

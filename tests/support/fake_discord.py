@@ -3,7 +3,7 @@ loopback aiohttp server, and a voice server (tests/support/fake_voice_gateway.py
 DAVE) for every voice join. discord.py runs unchanged; the process reaches this server through
 the test-only LONGCALL_DISCORD_API_BASE (bot.client.point_discord_at_test_server).
 
-    REST     GET  /users/@me                    login (the bot user)
+    REST     GET  /users/@me                    login (the bot user; 401 for a wrong token)
              GET  /oauth2/applications/@me      application info (login)
              GET  /gateway/bot                  shards and gateway URL (sharded clients)
              PUT  /applications/{app}/commands  and .../guilds/{g}/commands: slash-command sync
@@ -277,6 +277,11 @@ class FakeDiscord:
     # -- REST -------------------------------------------------------------------------------------
 
     async def _me(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != f"Bot {self.token}":  # what Discord answers a bad token
+            self.errors.append("login with a wrong token")  # the token itself is never recorded
+            self._changed.set()
+            return web.Response(status=401, body=json.dumps({"message": "401: Unauthorized", "code": 0}).encode(),
+                                headers={"Content-Type": "application/json"})
         return _json({**_user(BOT_USER_ID, "longcall", bot=True), "verified": True, "mfa_enabled": False,
                                   "flags": 0, "bio": ""})
 

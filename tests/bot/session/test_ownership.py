@@ -19,6 +19,7 @@ from pipeline.models import FoldCommit, LeaseLost, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.support.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources
+from tests.support.waits import yield_until
 
 TTL = 15.0
 
@@ -224,3 +225,23 @@ async def test_a_refused_fold_commit_stops_the_compactor(redis_store: RedisSessi
     with pytest.raises(LeaseLost):
         await session.append(draft(20))
     assert 20 == await redis_store.turn_count(session_id)
+
+
+async def test_a_join_still_connecting_at_shutdown_gives_its_lease_back(redis_server: PrivateRedisServer) -> None:
+    """The shutdown soak (tests/test_shutdown.py) found it: a /join still joining voice when the
+    process was told to stop kept the owner lease it had taken, for its TTL, after the process
+    exited (its unwinding met a closed store). Now the registry cancels starts in progress and
+    waits for them while the store is open; the lease is free when `run()` ends."""
+    store = RedisSessionStore.from_url(redis_server.url)
+    try:
+        _clock, _events, connector, rig = running(store, "proc-a")  # type: ignore[arg-type]
+        connector.gate = asyncio.Event()  # the voice join never completes
+        guild = 4242
+        async with rig as registry:
+            join = asyncio.create_task(registry.join(guild, 77), name="join")
+            await yield_until("the voice join under way", lambda: bool(connector.calls))  # the lease is taken
+            assert "proc-a" == await store.session_owner(session_id_for(guild))
+        assert join.cancelled()
+        assert "" == await store.session_owner(session_id_for(guild))
+    finally:
+        await store.aclose()
