@@ -34,6 +34,7 @@ from pipeline.context.recall_index import RecallIndex
 from pipeline.formatting import corrected_seq
 from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn
 from pipeline.ports import Embedder, SessionStore
+from pipeline.text import ENGLISH, Analyzer
 
 log = structlog.get_logger("longcall.recall")
 
@@ -61,9 +62,10 @@ class SessionRecall:
         store: SessionStore,
         embedder: Embedder | None = None,
         max_queued: int = MAX_QUEUED,
+        analyzer: Analyzer = ENGLISH,
     ) -> None:
         self.session_id = session_id
-        self.index = RecallIndex()
+        self.index = RecallIndex(analyzer)  # `analyzer`: the terms' language and lemmatiser (`pipeline.text`)
         self._store = store
         self._embedder = embedder
         self._dense_ok = embedder is not None

@@ -13,6 +13,7 @@ from pipeline.compaction.compactor_deps import CompactorDeps
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.models import CompactionState, Note, ParticipantCard, Turn
 from pipeline.ports import Embedder, SessionStore
+from pipeline.text import ENGLISH, Analyzer
 
 log = structlog.get_logger("longcall.session")
 
@@ -25,6 +26,7 @@ class ConversationDeps(CompactorDeps):
     The session hands itself to its compactor as the `CompactorDeps` it is."""
 
     embedder: Embedder | None = None  # recall vectors (None: recall by words only)
+    text: Analyzer = ENGLISH  # recall's terms: language and lemmatiser (`pipeline.text`; bot/ injects simplemma's)
     memory: ParticipantMemoryConfig | None = None  # participant cards (None: the defaults)
 
 

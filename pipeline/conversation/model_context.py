@@ -115,7 +115,7 @@ class ModelContext:
         context = [t for t in snapshot.turns[-(config.context_turns + 1) :] if t.seq != current.seq]
         return build_query(
             current, context, known_speakers=self._session.recall.index.speakers.keys(), config=config,
-            bot_name=self._session.bot_name,
+            bot_name=self._session.bot_name, analyzer=self._session.recall.index.analyzer,
         )
 
     def _names(self, query: RecallQuery) -> list[str]:
