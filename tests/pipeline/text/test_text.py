@@ -69,3 +69,12 @@ def test_an_analyzer_pickles_without_the_words_it_has_seen() -> None:
     held = pickle.dumps(text)
     assert b"zephyrine" not in held
     assert ["zephyrine", "holding"] == pickle.loads(held).terms("zephyrine holdings")
+
+
+def test_the_ascii_shortcut_reads_ascii_as_the_unicode_pattern_does() -> None:
+    from pipeline.text import _LETTERS, _WORD
+
+    for text in ("Bob_Smith said 3pm, x2y!", "don't", "A-B c.d", "  ", "MiXeD 42 words__here"):
+        flat = text.casefold()
+        assert _WORD.findall(flat) == tokens(text, contractions=False)
+        assert _LETTERS.findall(flat) == tokens(text, digits=False, contractions=False)
