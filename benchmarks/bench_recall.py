@@ -40,6 +40,7 @@ from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, FoldCommit, Turn, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
+from pipeline.wiring import text_analyzer
 
 TOTAL = 10_000
 DIM = 384
@@ -112,7 +113,7 @@ async def _session_10k() -> ConversationSession:
     events = EventEmitter(guild_id="bench", session_id=sid, source="bench")
     session = await ConversationSession.open(ConversationDeps(
         session_id=sid, store=store, summarizer=None, fallback=None, policy=CompactionPolicy(),
-        clock=FakeClock(TOTAL * 6.0), events=events, bot_name="Clanky",
+        clock=FakeClock(TOTAL * 6.0), events=events, bot_name="Clanky", text=text_analyzer(),
     ))
     vectors = unit_vectors(np.random.default_rng(1), TOTAL + len(QUESTIONS))
     for seq in range(TOTAL):
@@ -201,7 +202,8 @@ async def _append_cost() -> dict[str, Any]:
         async def embed(self, texts: Any) -> list[list[float]]:
             return []
 
-    recall = SessionRecall(session_id="bench", store=InMemorySessionStore(), embedder=_Embedder())
+    recall = SessionRecall(session_id="bench", store=InMemorySessionStore(), embedder=_Embedder(),
+                           analyzer=text_analyzer())
     timings = []
     for seq, draft in enumerate(draft_turns(TOTAL, seed=11)):
         turn = Turn.from_draft(draft, seq)
@@ -222,7 +224,7 @@ def _memory() -> dict[str, Any]:
     vectors = unit_vectors(np.random.default_rng(3), TOTAL)
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    index = RecallIndex()
+    index = RecallIndex(text_analyzer())
     for seq, draft in enumerate(drafts):
         index.add_turn(Turn.from_draft(draft, seq))
         index.set_vector(turn_key(seq), vectors[seq])

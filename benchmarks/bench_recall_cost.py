@@ -54,6 +54,7 @@ from pipeline.context.recall_index import RecallIndex
 from pipeline.context.recall_indexer import SessionRecall
 from pipeline.models import Turn, TurnKind
 from pipeline.transcript.store_memory import InMemorySessionStore
+from pipeline.wiring import text_analyzer
 
 DIM = 384
 MEMORY_TURNS = 10_000
@@ -64,7 +65,7 @@ SESSION_TURNS = 5_000
 def _index(total: int, seed: int) -> tuple[RecallIndex, np.ndarray[Any, Any]]:
     drafts = draft_turns(total, seed=seed)
     vectors = unit_vectors(np.random.default_rng(seed), total)
-    index = RecallIndex()
+    index = RecallIndex(text_analyzer())
     for seq, draft in enumerate(drafts):
         index.add_turn(Turn.from_draft(draft, seq))
         index.set_vector(turn_key(seq), vectors[seq])
@@ -108,7 +109,8 @@ def _timed_searches() -> dict[str, Any]:
     searches: list[Callable[[], object]] = []
     for i in range(400):
         current = questions[i % len(questions)]
-        query = build_query(current, (), known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+        query = build_query(current, (), known_speakers=index.speakers.keys(), config=config,
+                            analyzer=index.analyzer, bot_name="Clanky")
         # A query near some old line (so the dense side and freshness have work to do).
         target = vectors[int(rng.integers(0, SEARCH_TURNS - 100))]
         qvec = target + 0.6 * rng.standard_normal(DIM).astype(np.float32) / np.sqrt(DIM)
@@ -188,7 +190,7 @@ async def _real_index() -> tuple[RecallIndex, list[tuple[Turn, Any]]]:
         asked = await vectors.embed(questions)
     finally:
         vectors.save()
-    index = RecallIndex()
+    index = RecallIndex(text_analyzer())
     for turn, row in zip(turns, rows, strict=True):
         index.add_turn(turn)
         index.set_vector(turn_key(turn.seq), row)
@@ -203,7 +205,8 @@ def _timed_real_searches(index: RecallIndex, questions: list[tuple[Turn, Any]]) 
     config = RecallConfig()
     searches: list[Callable[[], object]] = []
     for current, qvec in questions:
-        query = build_query(current, (), known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+        query = build_query(current, (), known_speakers=index.speakers.keys(), config=config,
+                            analyzer=index.analyzer, bot_name="Clanky")
         searches.append(_stepped(index, query, config, before_seq=current.seq - 50, budget_chars=2300,
                                  query_vector=qvec))
     timings, own, step = _three_passes(searches, warm_up=10)
@@ -255,7 +258,7 @@ async def _stored_session(total: int, seed: int) -> tuple[InMemorySessionStore, 
 
 async def _reopen(total: int = SEARCH_TURNS) -> dict[str, Any]:
     store, turns = await _stored_session(total, 19)
-    recall = SessionRecall(session_id="s", store=store, embedder=_Model())
+    recall = SessionRecall(session_id="s", store=store, embedder=_Model(), analyzer=text_analyzer())
     t0 = time.perf_counter()
     _, stall = await _lag(recall.restore(turns))
     wall = (time.perf_counter() - t0) * 1000
@@ -278,7 +281,7 @@ async def _many() -> dict[str, Any]:
     started = time.perf_counter()
     indexes: list[RecallIndex] = []
     while len(indexes) < wanted and time.perf_counter() - started < box_s:
-        index = RecallIndex()
+        index = RecallIndex(text_analyzer())
         vectors = unit_vectors(rng, SESSION_TURNS)
         for turn in base_turns:
             index.add_turn(turn)
@@ -295,7 +298,8 @@ async def _many() -> dict[str, Any]:
         for i in range(300):
             index = indexes[(i * 37) % built]
             current = questions[i % len(questions)]
-            query = build_query(current, (), known_speakers=index.speakers.keys(), config=config)
+            query = build_query(current, (), known_speakers=index.speakers.keys(), config=config,
+                                analyzer=index.analyzer)
             t0 = time.perf_counter()
             index.search(query, config, before_seq=SESSION_TURNS - 50, budget_chars=2300,
                          query_vector=unit_vectors(rng, 1)[0])
@@ -305,7 +309,7 @@ async def _many() -> dict[str, Any]:
 
     timings, lag = await _lag(searches())
     store, turns = await _stored_session(SESSION_TURNS, 29)
-    recall = SessionRecall(session_id="s", store=store, embedder=_Model())
+    recall = SessionRecall(session_id="s", store=store, embedder=_Model(), analyzer=text_analyzer())
     t0 = time.perf_counter()
     _, reopen_stall = await _lag(recall.restore(turns))
     reopen_ms = (time.perf_counter() - t0) * 1000

@@ -30,6 +30,7 @@ from pipeline.evaluation.replay import AudioDriver, Replayer, ReplayOptions, Rep
 from pipeline.evaluation.report import describe_ranges
 from pipeline.evaluation.session_file import SessionFileError, load_session_file
 from pipeline.models import StoreUnavailable
+from pipeline.wiring import text_analyzer
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -111,6 +112,7 @@ async def replay(
             session_id=session_id,
             embedder=make_embedder(settings),
             memory=settings.participant_memory(),
+            text=text_analyzer(),
         )
         replayer = Replayer(
             session_file,
@@ -230,7 +232,7 @@ async def compare(
     async with open_store(settings) as store:
         options = ReplayOptions(policy=settings.policy(), bot_name=settings.bot_name,
                                 model_context=_model_context(settings), embedder=make_embedder(settings),
-                                memory=settings.participant_memory())
+                                memory=settings.participant_memory(), text=text_analyzer())
         return await run_compare(
             paths, ReplaySetup(store=store, summarizer=primary, fallback=fallback, options=options),
             out=out, recall_overrides=recall, progress=None if quiet else (lambda name: Progress(f"compare {name}")),

@@ -33,6 +33,7 @@ from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.evaluation.compare import run_compare
 from pipeline.evaluation.replay import ReplayOptions, ReplaySetup
+from pipeline.wiring import text_analyzer
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path("out/eval/recall_eval")
@@ -80,7 +81,7 @@ async def compare(paths: list[Path], out: Path, recall: dict[str, Any] | None = 
                 paths,
                 ReplaySetup(
                     store=store, summarizer=None, fallback=OfflineSummarizer(),
-                    options=ReplayOptions(embedder=embedder()),
+                    options=ReplayOptions(embedder=embedder(), text=text_analyzer()),
                 ),
                 out=out, recall_overrides=recall,
             )

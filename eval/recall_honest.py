@@ -57,6 +57,7 @@ from pipeline.context.recall import (
 )
 from pipeline.context.recall_index import RecallIndex
 from pipeline.models import Turn, TurnKind
+from pipeline.wiring import text_analyzer
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = OUT_DIR  # built on demand from eval/sets/ (python -m eval.generate)
@@ -163,7 +164,7 @@ class Session:
 
 async def open_session(path: Path, vectors: Vectors) -> Session:
     turns, probes = load(path)
-    index = RecallIndex()
+    index = RecallIndex(text_analyzer())
     for turn in turns:
         index.add_turn(turn)
     rows = await vectors.embed([embed_text(t) for t in turns])
@@ -183,7 +184,7 @@ async def ask(
                    speaker_name=session.asker.speaker_name, text=question, started_at=session.turns[-1].started_at + 5,
                    ended_at=session.turns[-1].started_at + 5)
     query = build_query(current, session.turns[-2:], known_speakers=session.index.speakers.keys(), config=config,
-                        bot_name=BOT)
+                        bot_name=BOT, analyzer=session.index.analyzer)
     (qvec,) = await vectors.embed([query.dense_text])
     if PROJECT and query.speakers:
         names = await vectors.embed([session.index.speakers[k] for k in sorted(query.speakers)])

@@ -10,12 +10,16 @@ an outside library comes in as a port (`pipeline/ports.py`) or a parameter:
   audio session replay: `audio_replay`;
 - screen notes: the image decoder (`images.decode_image`), passed to `NoteWriter` by its
   makers in `bot/notes/`;
-- recall's lemmatiser (`lemmas.lemma`): `pipeline/context/recall.py` says how.
+- recall's terms: the text module's `Analyzer` (`pipeline/text/`) with simplemma's lemmatiser
+  (`lemmas.SimplemmaLemmatizer`): `text_analyzer`, passed to the session as `ConversationDeps.text`.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
 from pipeline.adapters.av_audio import PcmResampler, read_audio_file
+from pipeline.adapters.lemmas import ENGLISH_LEMMAS, SimplemmaLemmatizer
 from pipeline.adapters.onnx_runtime import silero_session
 from pipeline.evaluation.audio_replay import AudioReplay, SettableClock
 from pipeline.events import EventEmitter
@@ -23,6 +27,15 @@ from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.streams import StreamParts
 from pipeline.hearing.vad import EnergyVad, SileroVad, SpeechDetector, VadKind
 from pipeline.ports import Clock, Transcriber, TurnSink
+from pipeline.text import Analyzer
+
+
+@cache
+def text_analyzer(language: str = "en") -> Analyzer:
+    """The process's one analyzer for `language` (its term cache and dictionary shared by every
+    session): the text module's tokens and stop words, simplemma's lemmas."""
+    lemmatizer = ENGLISH_LEMMAS if language == "en" else SimplemmaLemmatizer((language,))
+    return Analyzer(language, lemmatizer)
 
 
 def make_detector(kind: VadKind | str) -> SpeechDetector:

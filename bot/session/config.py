@@ -16,8 +16,10 @@ from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.events import EventSink
 from pipeline.models import CompactionPolicy
 from pipeline.ports import Clock, Embedder, SessionOwnership, SessionStore, Summarizer
+from pipeline.text import Analyzer
 from pipeline.transcript.privacy import RetentionPolicy
 from pipeline.transcript.screen_notes import NotesConfig, NoteWriter
+from pipeline.wiring import text_analyzer
 
 META_ACTIVE = "active"
 META_RUNS = "runs"  # `seq@wall,...`: where each stretch of the session began (retention dates turns by it)
@@ -127,6 +129,7 @@ class SessionDeps:
     owner_id: str = ""
     lease_ttl_s: float = 15.0
     embedder: Embedder | None = None  # recall's dense side, shared by every session
+    text: Analyzer = field(default_factory=text_analyzer)  # recall's terms (simplemma's lemmas), shared
     memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)  # the notice, retention (issue 23)
 

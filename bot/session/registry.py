@@ -433,6 +433,7 @@ async def open_session(
         bot_name=deps.config.bot_name,
         owner_token=lease.token if lease is not None else "",
         embedder=deps.embedder,
+        text=deps.text,
         memory=deps.memory,
     ))
     last = conversation.recent(1)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, CompactionState
 from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.text import ENGLISH, Analyzer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,6 +26,9 @@ class CompactorDeps:
     # This process's owner lease on the session (`OwnerGrant.token`): appends and fold commits
     # carry it and raise `LeaseLost` once another process owns the session ('' = none).
     owner_token: str = ""
+    # The conversation's words: recall's terms and the update check's lemmas (`pipeline.text`;
+    # bot/ and pipeline/wiring.py inject simplemma's lemmatiser).
+    text: Analyzer = ENGLISH
 
 
 @dataclass(slots=True)

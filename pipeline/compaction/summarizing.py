@@ -43,6 +43,7 @@ from pipeline.models import (
     SummaryResult,
 )
 from pipeline.ports import ItemVerifier, Summarizer
+from pipeline.text import ENGLISH, Analyzer
 
 # Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
 # a rejection reason or an error code from the model's last try, or one of these.
@@ -114,8 +115,9 @@ class FoldAttempts:
             for attempt in (1, 2):
                 t0 = loop.time()
                 try:
-                    items, text, recompacted = await bounded_summary(model, request, self._deps.policy,
-                                                                     calls=self.calls, events=self._deps.events)
+                    items, text, recompacted = await bounded_summary(
+                        model, request, self._deps.policy, calls=self.calls, events=self._deps.events,
+                        analyzer=self._deps.text)
                 except Rejected as rej:
                     # A rejected answer is not an outage: its retry and then the fallback for this
                     # fold only; the model's failure count and backoff stay as they are.
@@ -142,7 +144,7 @@ class FoldAttempts:
             t0 = loop.time()
             try:
                 items, text, recompacted = await bounded_summary(self._deps.fallback, request, self._deps.policy,
-                                                                 calls=self.calls)
+                                                                 calls=self.calls, analyzer=self._deps.text)
             except (Rejected, SummarizerError) as err:
                 why = err.rejection.reason.value if isinstance(err, Rejected) else err.code.value
                 self._deps.events.emit(
@@ -238,7 +240,7 @@ def _created_at(request: SummaryRequest) -> int:
 
 async def bounded_summary(
     summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy, *, calls: CallTasks | None = None,
-    events: EventEmitter | None = None,
+    events: EventEmitter | None = None, analyzer: Analyzer = ENGLISH,
 ) -> tuple[tuple[MemoryItem, ...], str, bool]:
     """`summarizer`'s validated update applied to `request.items`: the new items, the summary
     rendered from them (within the cap) and whether items were left out for room.
@@ -247,7 +249,8 @@ async def bounded_summary(
     if result.structured_refused is not None and events is not None:
         events.emit(SummarizerStructuredOutputRefused(model=result.model, detail=result.structured_refused))
     parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text, request)
-    rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason)
+    rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason,
+                                 analyzer=analyzer)
     if rejection is not None:
         raise Rejected(rejection)
     update = clipped(parsed.update, request)

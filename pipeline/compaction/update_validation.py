@@ -41,7 +41,6 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pipeline.adapters.lemmas import lemma
 from pipeline.compaction.memory_items import ITEM_CAP_CHARS
 from pipeline.compaction.rejections import (
     ASSISTANT_OPENER,
@@ -76,6 +75,7 @@ from pipeline.models import (
     SummaryRequest,
     TurnKind,
 )
+from pipeline.text import ENGLISH, Analyzer
 
 STANDING_KINDS = frozenset({ItemKind.PLAN, ItemKind.NOW})  # kinds that read as what is to be done
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
@@ -238,20 +238,22 @@ def _who_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[st
 SHARED_STEM = 5  # letters two words share at their start to be one word's forms ("careful", "carefully")
 
 
-def _grounded(what: str, cited: str, people: Sequence[str]) -> bool:
+def _grounded(what: str, cited: str, people: Sequence[str], text: Analyzer) -> bool:
     """Some word of the item is one of its turns' words: the same word, one edit from it (a
     spelling the model corrected: "cwall" -> "call"), the same lemma ("bought" -> "buy"), or a form
     of it sharing its first `SHARED_STEM` letters ("Careful, careful" -> "walks carefully")."""
     key, source = content_words(what, people), content_words(cited)
     if not key or any(_near(w, source, shortest=4) for w in key):
         return True
-    said = _lemmas(cited, ())
-    return any(word in said or any(_same_stem(word, other) for other in said) for word in _lemmas(what, people))
+    said = _lemmas(cited, (), text)
+    return any(word in said or any(_same_stem(word, other) for other in said)
+               for word in _lemmas(what, people, text))
 
 
-def _lemmas(text: str, people: Sequence[str]) -> set[str]:
+def _lemmas(line: str, people: Sequence[str], text: Analyzer) -> set[str]:
     dropped = {w for name in people for w in words(name)}
-    return {lemma(w) for w in words(text) if len(w) >= 3 and w not in STOPWORDS and w not in dropped}
+    lemma = text.lemmatizer.lemma
+    return {lemma(w, text.language) for w in words(line) if len(w) >= 3 and w not in STOPWORDS and w not in dropped}
 
 
 def _same_stem(a: str, b: str) -> bool:
@@ -264,7 +266,8 @@ def _same_stem(a: str, b: str) -> bool:
 
 
 def _item_rejection(
-    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, from_text: bool = False
+    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, from_text: bool = False,
+    text: Analyzer = ENGLISH,
 ) -> Rejection | None:
     what = item.what
     if sum(1 for ch in what if ch.isalpha()) < 3 or not printable(
@@ -304,7 +307,7 @@ def _item_rejection(
     cited = " ".join([_cited_turns(item, request), *note_texts])
     key = content_words(what, people)
     source = content_words(cited)
-    if not _grounded(what, cited, people):
+    if not _grounded(what, cited, people, text):
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
     invented = _invented_names(what, pool)
     if invented:
@@ -365,9 +368,11 @@ def _batch_has_people(request: SummaryRequest) -> bool:
 
 
 def validate_update(
-    parsed: ParsedUpdate, raw_text: str, request: SummaryRequest, *, finish_reason: str | None = None
+    parsed: ParsedUpdate, raw_text: str, request: SummaryRequest, *, finish_reason: str | None = None,
+    analyzer: Analyzer = ENGLISH,
 ) -> Rejection | None:
-    """None if `parsed` (read from `raw_text`) may be applied to `request.items`, else why not."""
+    """None if `parsed` (read from `raw_text`) may be applied to `request.items`, else why not.
+    `analyzer`: the conversation's language and lemmatiser, for grounding a word in another form."""
     update = parsed.update
     raw = _raw_rejection(raw_text, request, finish_reason, from_text=update.from_text)
     if raw is not None:
@@ -411,7 +416,7 @@ def validate_update(
         return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
     pool = name_pool(request, people)
     for item in update.add:
-        rejection = _item_rejection(item, request, people, pool, from_text=update.from_text)
+        rejection = _item_rejection(item, request, people, pool, from_text=update.from_text, text=analyzer)
         if rejection is not None:
             return rejection
     for merge in update.merge:

@@ -44,14 +44,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.adapters.lemmas import lemma
 from pipeline.formatting import one_line
 from pipeline.models import Note, Turn, TurnKind
+from pipeline.text import ENGLISH, Analyzer, tokens
 
 Vector = npt.NDArray[np.float32]
 
@@ -216,60 +215,17 @@ class RecallResult:
 EMPTY_RESULT = RecallResult(hits=(), lines=(), chars=0, query_chars=0, index_size=0, dense_used=False)
 
 # -- text analysis --------------------------------------------------------------------------
+# Words, stop words and lemmas come from the text module (`pipeline.text`): every script, and
+# the language's data files. The `Analyzer` (its language and the injected lemmatiser) belongs
+# to the index: the query is read with the index's own (`RecallIndex.analyzer`).
 
-_WORD = re.compile(r"[0-9a-z]+")
-_CAP_WORD = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-zA-Z0-9]+)")
+_CAP_WORD = re.compile(r"(?<![.!?]\s)(?<!^)\b([^\W\d_][^\W_]+)")  # kept when its first letter is a capital
 _FIRST_PERSON = re.compile(r"\b(i|i'm|me|my|mine)\b", re.IGNORECASE)
-
-# Function words plus the words people use to reach back ("what did you say earlier").
-_STOP_TEXT = """a about above after again against all am an and any are aren as at be because been before being
-    below between both but by can cannot could couldn did didn do does doesn doing don down during each
-    few for from further had hadn has hasn have haven having he her here hers herself him himself his how
-    i if in into is isn it its itself just let ll me more most mustn my myself no nor not now of off on
-    once only or other ought our ours ourselves out over own re same shan she should shouldn so some such
-    than that the their theirs them themselves then there these they this those through to too under until
-    up ve very was wasn we were weren what when where which while who whom why will with won would wouldn
-    you your yours yourself yourselves yeah yes yep ok okay oh uh um hmm like really gonna wanna got get
-    thing things also still well earlier before remember recall said say says saying tell told talk talked
-    talking mention mentioned ago back again anyone someone somebody something guys hey lol"""
-STOP_WORDS = frozenset(_STOP_TEXT.split())
-
-
-@lru_cache(maxsize=8192)
-def _stem(word: str) -> str:
-    """The word's dictionary lemma ("bought" -> "buy"), then a deliberately light suffix
-    stripper: the same on both sides is all BM25 needs. Cached (a chat reuses a few thousand
-    words; a search reads the terms of every candidate line, tens of thousands of words at
-    20k turns of real chat)."""
-    word = lemma(word)
-    if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ied"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith("ed"):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def terms(text: str) -> list[str]:
-    """Index terms of `text`: lowercase words, stop words out, lightly stemmed."""
-    flat = text.casefold().replace("’", "'").replace("'", "")
-    return [_stem(w) for w in _WORD.findall(flat) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
-
-
-@lru_cache(maxsize=4096)
-def word_term(word: str) -> str:
-    """One word's index term ("" for a stop word), cached: the same few words recur."""
-    found = terms(word)
-    return found[0] if found else ""
 
 
 def name_key(name: str) -> str:
-    return " ".join(_WORD.findall(name.casefold()))
+    """A speaker's name as the words a line says it in ("O'Brien" -> "o brien")."""
+    return " ".join(tokens(name, contractions=False))
 
 
 # -- the index -------------------------------------------------------------------------------
@@ -304,10 +260,10 @@ class RecallQuery:
 _REFERRING = re.compile(r"\b(it|that|this|those|these|there|then|they|them|he|she|him|his|her|one)\b", re.IGNORECASE)
 
 
-def needs_previous_turn(text: str, bot_name: str = "") -> bool:
+def needs_previous_turn(text: str, bot_name: str = "", analyzer: Analyzer = ENGLISH) -> bool:
     """True for a turn that leans on the one before it: "what time was that again?"
     (fewer than two content words, or a referring word and fewer than three)."""
-    own = [t for t in terms(text) if t not in set(terms(bot_name))]
+    own = [t for t in analyzer.terms(text) if t not in set(analyzer.terms(bot_name))]
     return len(own) < 2 or (len(own) < 3 and _REFERRING.search(text) is not None)
 
 
@@ -318,13 +274,15 @@ def _strip_address(text: str, bot_name: str) -> str:
     return re.sub(rf"\b{re.escape(bot_name.strip())}\b[,:!]?", " ", text, flags=re.IGNORECASE).strip()
 
 
-def dense_query_text(current: Turn, context: Sequence[Turn], *, bot_name: str = "") -> str:
+def dense_query_text(
+    current: Turn, context: Sequence[Turn], *, bot_name: str = "", analyzer: Analyzer = ENGLISH
+) -> str:
     """The dense query: what the current turn asks, without who asks (no "Speaker:" prefix,
     which pulled the asker's own lines up) and without the bot's name; a turn that refers
     back ("and when was that?") is read together with the turn before it."""
     text = one_line(_strip_address(current.text, bot_name))
     previous = [t for t in context if t.seq != current.seq and t.kind in INDEXED_KINDS]
-    if previous and needs_previous_turn(current.text, bot_name):
+    if previous and needs_previous_turn(current.text, bot_name, analyzer):
         text = f"{one_line(_strip_address(previous[-1].text, bot_name))} {text}"
     return text
 
@@ -336,19 +294,22 @@ def build_query(
     known_speakers: Collection[str],
     config: RecallConfig,
     bot_name: str = "",
+    analyzer: Analyzer = ENGLISH,
 ) -> RecallQuery:
     """Weighted query terms from the current turn and `context` (recent turns, oldest first).
 
     The bot's own name is left out: "Clanky, what did Bob say?" addresses the bot, it does
     not ask about lines that mention it (nor about the bot's own lines). A turn that refers
     back ("what time was that?") takes the previous turn's words as its own main terms.
+    `analyzer`: the index's (`RecallIndex.analyzer`), so the query's terms are the lines'.
     """
+    terms = analyzer.terms
     text = one_line(current.text)
     weights: dict[str, float] = {}
     for term in terms(text):
         weights[term] = weights.get(term, 0.0) + 1.0
-    entities = {t for m in _CAP_WORD.finditer(text) for t in terms(m.group(1))}
-    casefolded = f" {' '.join(_WORD.findall(text.casefold()))} "
+    entities = {t for m in _CAP_WORD.finditer(text) if m.group(1)[0].isupper() for t in terms(m.group(1))}
+    casefolded = f" {' '.join(tokens(text, contractions=False))} "
     named = frozenset(k for k in known_speakers if k and f" {k} " in casefolded)
     for key in named:
         entities.update(terms(key))
@@ -359,7 +320,7 @@ def build_query(
             weights[term] = config.entity_weight
     chars = len(text)
     recent = [t for t in (context[-config.context_turns :] if config.context_turns else ()) if t.seq != current.seq]
-    anaphoric = bool(recent) and needs_previous_turn(text, bot_name)
+    anaphoric = bool(recent) and needs_previous_turn(text, bot_name, analyzer)
     if anaphoric:  # the previous turn is what this one asks about: its words count as the turn's own
         for term in terms(recent[-1].text):
             weights[term] = max(weights.get(term, 0.0), 1.0)
@@ -380,7 +341,7 @@ def build_query(
     self_speaker = name_key(current.speaker_name) if _FIRST_PERSON.search(text) else None
     return RecallQuery(
         weights=weights, main=main, speakers=named, chars=chars, self_speaker=self_speaker, names=names,
-        dense_text=dense_query_text(current, recent, bot_name=bot_name),
+        dense_text=dense_query_text(current, recent, bot_name=bot_name, analyzer=analyzer),
     )
 
 
@@ -447,6 +408,6 @@ __all__ = [
     "build_query",
     "embed_text",
     "fit_lines",
+    "name_key",
     "note_embed_text",
-    "terms",
 ]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from array import array
 
-from pipeline.context.recall import INDEXED_KINDS, terms
+from pipeline.context.recall import INDEXED_KINDS
 from pipeline.context.recall_retrievers import LexicalIndex, VectorTable, term_hash
 from pipeline.models import Note, Turn, TurnKind
+from pipeline.text import ENGLISH, Analyzer
 
 KINDS: tuple[TurnKind, ...] = tuple(TurnKind)
 NOTE_KIND = 255  # a doc's kind byte for a screen note
@@ -21,11 +22,13 @@ class RecallColumns:
     """The columns and the lookups every part of the index shares. Not thread-safe."""
 
     __slots__ = (
+        "analyzer",
         "_alive", "_at", "_changes", "_kinds", "_lexical", "_note_doc", "_notes", "_people", "_person", "_removals",
         "_seq", "_sources", "_speakers", "_texts", "_turn_doc", "_vectors", "_who",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, analyzer: Analyzer = ENGLISH) -> None:
+        self.analyzer = analyzer  # the lines' and the queries' terms (`pipeline.text`; its lemmatiser injected)
         self._texts: list[str] = []
         self._sources: list[str] = []
         self._who = array("i")  # doc -> index into _people
@@ -78,5 +81,5 @@ class RecallColumns:
         found = memo.get(doc)
         if found is None:
             found = memo[doc] = (self._lexical.term_set(doc) if self._is_turn(doc)
-                                 else frozenset(term_hash(t) for t in terms(self._texts[doc])))
+                                 else frozenset(term_hash(t) for t in self.analyzer.terms(self._texts[doc])))
         return found

@@ -16,7 +16,7 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.context.recall import RecallConfig, Vector, terms, word_term
+from pipeline.context.recall import RecallConfig, Vector
 from pipeline.context.recall_columns import NOTE_KIND
 from pipeline.context.recall_scoring import (
     ECHO,
@@ -70,7 +70,7 @@ class RecallFreshness(RecallSpending):
             doc = entry.doc
             if not self._is_turn(doc) or asks(self._texts[doc]):
                 continue  # a question states nothing a later line could change
-            mine = frozenset(terms(self._texts[doc])) - names
+            mine = frozenset(self.analyzer.terms(self._texts[doc])) - names
             if len(mine) >= 2:  # "Iconic.", "Which class": one word states nothing a later line changes
                 stated.append((doc, mine, self._lexical.matches(mine, after=doc, max_df=max(20, n // 500))))
         if not stated:
@@ -105,7 +105,7 @@ class RecallFreshness(RecallSpending):
             checked: set[int] = set()
             found: list[int] = []
             for a, b in phrases.pairs:
-                first, second = word_term(a), word_term(b)
+                first, second = self.analyzer.word_term(a), self.analyzer.word_term(b)
                 if not first or not second:
                     continue
                 together = f"{a} {b}"

@@ -25,7 +25,6 @@ from pipeline.context.recall import (
     RecallScope,
     Vector,
     name_key,
-    terms,
     turn_key,
 )
 from pipeline.context.recall_columns import KINDS as _KINDS
@@ -44,13 +43,14 @@ from pipeline.formatting import (
     one_line,
 )
 from pipeline.models import Note, Turn, TurnKind
+from pipeline.text import Analyzer
 
 # One doc's columns: kind (None: a note), speaker id, display name, text, time, seq, source.
 _Row = tuple[TurnKind | None, str, str, str, float, int | None, str]
 
 
-def _note_terms(note: Note) -> list[str]:
-    return terms(f"{note.by} {note.text} {note.why}")
+def _note_terms(analyzer: Analyzer, note: Note) -> list[str]:
+    return analyzer.terms(f"{note.by} {note.text} {note.why}")
 
 
 def finish(steps: Generator[None, None, RecallResult]) -> RecallResult:
@@ -109,7 +109,7 @@ class RecallIndex(RecallFreshness):
         corrected = corrected_seq(turn)
         deletion = corrected is not None and turn.source.startswith(CHAT_DELETE_SOURCE)
         indexed = turn.kind in INDEXED_KINDS and not deletion
-        words = terms(turn.text) if indexed else []
+        words = self.analyzer.terms(turn.text) if indexed else []
         doc = self._add_doc((turn.kind, turn.speaker_id, turn.speaker_name, turn.text if indexed else "",
                              turn.started_at, turn.seq, turn.source), words)
         if not indexed:
@@ -124,7 +124,8 @@ class RecallIndex(RecallFreshness):
     def add_note(self, note: Note) -> bool:
         if note.note_id in self._note_doc:
             return False
-        doc = self._add_doc((None, note.by, note.by, note.text, note.at, None, "note"), _note_terms(note))
+        row: _Row = (None, note.by, note.by, note.text, note.at, None, "note")
+        doc = self._add_doc(row, _note_terms(self.analyzer, note))
         self._notes[doc] = note
         self._note_doc[note.note_id] = doc
         return True
@@ -157,7 +158,8 @@ class RecallIndex(RecallFreshness):
             if doc is None or not self._alive[doc]:
                 continue
             note = self._notes.get(doc)
-            self._lexical.forget(doc, terms(self._texts[doc]) if note is None else _note_terms(note))
+            words = self.analyzer.terms(self._texts[doc]) if note is None else _note_terms(self.analyzer, note)
+            self._lexical.forget(doc, words)
             if note is not None:  # its id stays known (a re-add is refused), its words go
                 self._notes[doc] = replace(note, by="", text="", why="")
             self._alive[doc] = 0

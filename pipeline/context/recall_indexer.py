@@ -34,6 +34,7 @@ from pipeline.context.recall_index import RecallIndex
 from pipeline.formatting import SpeakerLabels, corrected_seq
 from pipeline.models import EmbeddingUnavailable, Note, StoreUnavailable, Turn
 from pipeline.ports import Embedder, SessionStore
+from pipeline.text import ENGLISH, Analyzer
 
 log = structlog.get_logger("longcall.recall")
 
@@ -62,9 +63,10 @@ class SessionRecall:
         embedder: Embedder | None = None,
         max_queued: int = MAX_QUEUED,
         labels: SpeakerLabels | None = None,
+        analyzer: Analyzer = ENGLISH,
     ) -> None:
         self.session_id = session_id
-        self.index = RecallIndex()
+        self.index = RecallIndex(analyzer)  # `analyzer`: the terms' language and lemmatiser (`pipeline.text`)
         # The session's speaker labels: lines are indexed and shown by label ("Alice (2)").
         self._labels = labels or SpeakerLabels()
         self._store = store

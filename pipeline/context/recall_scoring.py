@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.context.recall import STOP_WORDS, RecallConfig, Vector
+from pipeline.context.recall import RecallConfig, Vector
 from pipeline.formatting import cap_text, mmss, one_line, render_turn_line
 from pipeline.models import Turn
+from pipeline.text import stop_words, tokens
 
-_WORDS = re.compile(r"[a-z]+")
 # Words people use when they change what was said before. ("I could murder a pizza right now":
 # no change.)
 CORRECTION_CUE = re.compile(
@@ -23,7 +23,7 @@ CORRECTION_CUE = re.compile(
     r"in the end|update|(?<!right )now|new (?:plan|idea|time|place|spot))\b",
     re.IGNORECASE)
 _FIRST_PERSON = frozenset({"i", "im", "ill", "ive", "id", "my", "me", "mine"})
-_FIRST_PERSON_WORD = re.compile(rf"(?<![a-z])(?:{'|'.join(sorted(_FIRST_PERSON))})(?![a-z])")  # one as a `_WORDS` run
+_FIRST_PERSON_WORD = re.compile(rf"(?<![a-z])(?:{'|'.join(sorted(_FIRST_PERSON))})(?![a-z])")  # one as a letter run
 # A reply that turns down what was asked: "no, ...", "nope", "not X", "was, now it's a drag brunch".
 _DENIES = re.compile(r"^\W*(?:no|nope|nah|not|was)\b", re.IGNORECASE)
 # A reply that opens by pointing back at what was asked: "yeah about that, ...", "oh, on that, ...".
@@ -100,7 +100,7 @@ def self_claims(text: str) -> frozenset[tuple[str, str]]:
     flat = text.casefold().replace("'", "").replace("’", "")
     if _FIRST_PERSON_WORD.search(flat) is None:
         return frozenset()  # most lines: one scan, no word list
-    words = _WORDS.findall(flat)
+    words = tokens(flat, digits=False, contractions=False)
     return frozenset(pair for pair in zip(words, words[1:], strict=False) if pair[0] in _FIRST_PERSON)
 
 
@@ -124,7 +124,8 @@ def settles(text: str) -> bool:
 
 
 _CLAUSES = re.compile(r"[,.;:!?()\"\u2014\u2013]+|\s-+\s")
-_TOKEN = re.compile(r"[0-9a-z]+")
+# The echo rules below read English (their negators are English words), so English's stop words.
+STOP_WORDS = stop_words("en")
 BREAK = "|"  # a clause boundary among `clause_tokens`
 # Words that, just before the words of an earlier statement, say that statement no longer
 # holds: "not ...", "no longer ...", "we've dropped ...", "forget ...", "don't go by ...".
@@ -153,7 +154,7 @@ def clause_tokens(text: str) -> list[str]:
     phrase: "Larkspur Road, number nine" holds the phrase "larkspur road")."""
     out: list[str] = []
     for clause in _CLAUSES.split(flat_text(text)):
-        out += _TOKEN.findall(clause)
+        out += tokens(clause, contractions=False)
         out.append(BREAK)
     return out
 

@@ -116,7 +116,7 @@ class ModelContext:
         # By the session's label: "what did I say" from the second Alice is about Alice (2)'s lines.
         return build_query(
             self._session.labels.turn(current), context, known_speakers=self._session.recall.index.speakers.keys(),
-            config=config, bot_name=self._session.bot_name,
+            config=config, bot_name=self._session.bot_name, analyzer=self._session.recall.index.analyzer,
         )
 
     def _names(self, query: RecallQuery) -> list[str]:

@@ -103,7 +103,7 @@ class ConversationSession:
         self._corrections: tuple[tuple[MemoryItem, ...], Mapping[int, tuple[int, ...]]] = ((), NO_CORRECTIONS)
         # Every turn and note, for the context builders' "From earlier in this session".
         self.recall = SessionRecall(session_id=deps.session_id, store=deps.store, embedder=deps.embedder,
-                                    labels=self.labels)
+                                    labels=self.labels, analyzer=deps.text)
         self._sync = StoreSync(deps, stored, compactor=self.compactor, recall=self.recall, notes=self._notes)
         self.compactor.on_commit(self._on_commit)
         self.compactor.on_diverged(self._sync.recover_divergence)

@@ -37,6 +37,7 @@ from pipeline.events import (
 )
 from pipeline.models import CompactionPolicy, Note, Turn, TurnDraft, TurnKind
 from pipeline.ports import Embedder, SessionStore, Summarizer, TurnSink
+from pipeline.text import ENGLISH, Analyzer
 from pipeline.transcript.event_log import StoreEventLog
 
 ProgressCallback = Callable[[int, int], None]
@@ -98,6 +99,7 @@ class ReplayOptions:
     guild_id: str = "replay"
     stop_at_turn: int | None = None  # `longcall inspect`: stop once turn N is the newest
     embedder: Embedder | None = None  # recall's dense side (None: lexical recall only)
+    text: Analyzer = ENGLISH  # recall's terms (`pipeline.text`; the caller injects the lemmatiser)
     memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
 
 
@@ -197,6 +199,7 @@ class Replayer:
                 session_id=self._session_id, store=self._store, summarizer=self._summarizer,
                 fallback=self._fallback, policy=self._options.policy, clock=self._clock, events=emitter,
                 bot_name=self._bot_name, embedder=self._options.embedder, memory=self._options.memory,
+                text=self._options.text,
             ))
             self._session = session
             self._resume_from = session.total_turns  # > 0: resuming a session an earlier run left

@@ -73,6 +73,7 @@ def test_a_recalled_line_brings_the_lines_its_correction_cites() -> None:
     index = index_of(conversation(160, PIZZA))
     config = RecallConfig(neighbours=0)
     query = build_query(question(160, "Clanky, when is pizza night?"), (), known_speakers=index.speakers.keys(),
+                        analyzer=index.analyzer,
                         config=config, bot_name="Clanky")
     plain = index.search(query, config, before_seq=110, budget_chars=2000)
     assert 20 in plain.seqs and 72 not in plain.seqs

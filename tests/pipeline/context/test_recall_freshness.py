@@ -22,6 +22,7 @@ from tests.pipeline.context.test_recall_precise import GAME, dense_index
 def recall(index: RecallIndex, model: MiniLMEmbedder, text: str, *, seq: int, before: int) -> RecallResult:
     config = RecallConfig()
     query = build_query(question(seq, text, speaker="James"), (), known_speakers=index.speakers.keys(),
+                        analyzer=index.analyzer,
                         config=config, bot_name="Clanky")
     return index.search(query, config, before_seq=before, budget_chars=2300,
                         query_vector=model.embed_blocking([query.dense_text])[0])

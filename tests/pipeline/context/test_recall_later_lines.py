@@ -23,6 +23,7 @@ from tests.pipeline.context.test_recall_freshness import line_with, planted
 
 def recall(index: RecallIndex, model: MiniLMEmbedder, text: str, config: RecallConfig) -> RecallResult:
     query = build_query(question(160, text, speaker="James"), (), known_speakers=index.speakers.keys(),
+                        analyzer=index.analyzer,
                         config=config, bot_name="Clanky")
     return index.search(query, config, before_seq=120, budget_chars=2300,
                         query_vector=model.embed_blocking([query.dense_text])[0])

@@ -19,7 +19,10 @@ from pipeline.context.recall_indexer import RESTORE_SLICE, SessionRecall
 from pipeline.context.recall_retrievers import CHUNK_ROWS
 from pipeline.models import ContextSnapshot, Note, Turn, TurnKind
 from pipeline.transcript.store_memory import InMemorySessionStore
+from pipeline.wiring import text_analyzer
 from tests.pipeline.context.test_recall import conversation, filler, index_of, question, turn
+
+TEXT = text_analyzer()  # simplemma's lemmas, as bot/ injects them
 
 
 def dense_index(model: MiniLMEmbedder, lines: list[tuple[str, str]]) -> RecallIndex:
@@ -33,7 +36,8 @@ def dense_index(model: MiniLMEmbedder, lines: list[tuple[str, str]]) -> RecallIn
 def ask(index: RecallIndex, model: MiniLMEmbedder | None, current: Turn, *, before: int,
         config: RecallConfig | None = None, budget: int = 2000) -> list[int]:
     config = config or RecallConfig()
-    query = build_query(current, (), known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+    query = build_query(current, (), known_speakers=index.speakers.keys(),
+                        analyzer=index.analyzer, config=config, bot_name="Clanky")
     vector = model.embed_blocking([query.dense_text])[0] if model is not None else None
     result = index.search(query, config, before_seq=before, budget_chars=budget, query_vector=vector)
     return [h.seq for h in result.hits if h.seq is not None]
@@ -66,7 +70,8 @@ def test_the_budget_is_a_ceiling_and_relevant_lines_still_come(embedder: MiniLME
     index = dense_index(embedder, lines)
     config = RecallConfig()
     current = question(120, "where is Maya's sister getting married?")
-    query = build_query(current, (), known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+    query = build_query(current, (), known_speakers=index.speakers.keys(), analyzer=index.analyzer, config=config,
+                        bot_name="Clanky")
     result = index.search(query, config, before_seq=70, budget_chars=2300,
                           query_vector=embedder.embed_blocking([query.dense_text])[0])
     assert 12 in result.seqs
@@ -112,7 +117,8 @@ def test_a_later_statement_comes_with_the_older_one_and_is_marked(embedder: Mini
     index = dense_index(embedder, lines)
     config = RecallConfig()
     current = question(160, "what time do we eat together at the end of the week?")
-    query = build_query(current, (), known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+    query = build_query(current, (), known_speakers=index.speakers.keys(), analyzer=index.analyzer, config=config,
+                        bot_name="Clanky")
     result = index.search(query, config, before_seq=120, budget_chars=2300,
                           query_vector=embedder.embed_blocking([query.dense_text])[0])
     text = result.render()
@@ -132,7 +138,8 @@ def test_a_later_line_in_the_window_marks_the_recalled_one(embedder: MiniLMEmbed
     index = dense_index(embedder, lines)
     config = RecallConfig()
     current = question(160, "what time is the team dinner on Friday?")
-    query = build_query(current, (), known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+    query = build_query(current, (), known_speakers=index.speakers.keys(), analyzer=index.analyzer, config=config,
+                        bot_name="Clanky")
     result = index.search(query, config, before_seq=120, budget_chars=2300,
                           query_vector=embedder.embed_blocking([query.dense_text])[0])
     [older] = [line for line in result.render().splitlines() if "seven on Friday" in line]
@@ -234,7 +241,7 @@ def test_realtime_keeps_all_fifty_window_turns_and_the_live_notes_with_recall_on
 def test_vectors_are_compact_and_grow_in_chunks() -> None:
     """10k turns with 384-d vectors stay far under 10 MB in the index's own accounting, and the
     vector table never holds more than one chunk of spare rows."""
-    index = RecallIndex()
+    index = RecallIndex(TEXT)
     rng = np.random.default_rng(0)
     for seq in range(3000):
         speaker, text = filler(seq)

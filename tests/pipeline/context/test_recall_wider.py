@@ -8,10 +8,10 @@ import dataclasses
 import numpy as np
 
 from pipeline.adapters.embeddings import MiniLMEmbedder
-from pipeline.context.recall import RecallConfig, build_query, embed_text, terms, turn_key
+from pipeline.context.recall import RecallConfig, build_query, embed_text, turn_key
 from pipeline.context.recall_index import RecallIndex
 from pipeline.context.recall_retrievers import VectorTable
-from tests.pipeline.context.test_recall import conversation, index_of, question, turn
+from tests.pipeline.context.test_recall import TEXT, conversation, index_of, question, turn
 from tests.pipeline.context.test_recall import search as search_lexical
 from tests.pipeline.context.test_recall_precise import GAME
 
@@ -108,7 +108,8 @@ def test_a_reworded_question_finds_the_statement_past_the_named_speakers_filler(
 
     def recalled(config: RecallConfig) -> tuple[tuple[int, ...], int]:
         query = build_query(question(240, "What did Nadia offer to contribute?"), (),
-                            known_speakers=index.speakers.keys(), config=config, bot_name="Clanky")
+                            known_speakers=index.speakers.keys(),
+                            analyzer=index.analyzer, config=config, bot_name="Clanky")
         result = index.search(query, config, before_seq=190, budget_chars=2300,
                               query_vector=embedder.embed_blocking([query.dense_text])[0])
         return result.seqs, result.chars
@@ -122,8 +123,9 @@ def test_a_reworded_question_finds_the_statement_past_the_named_speakers_filler(
 def test_irregular_forms_share_their_lemma() -> None:
     """"bought" is "buy", "grew" is "grow": a question in the present finds the statement in
     the past (the light suffix stripper alone left them apart)."""
-    assert {"buy"} <= set(terms("I bought the green kayak last week")) & set(terms("What did Maya finally buy?"))
-    assert "grow" in terms("we grew up by the sea")
+    bought, buy = TEXT.terms("I bought the green kayak last week"), TEXT.terms("What did Maya finally buy?")
+    assert {"buy"} <= set(bought) & set(buy)
+    assert "grow" in TEXT.terms("we grew up by the sea")
     lines = conversation(200, {33: ("Maya", "the green kayak in the garage is mine, I bought it last week")})
     index = index_of(lines)
     assert 33 in search_lexical(index, question(200, "What did Maya finally buy?", speaker="Bob"), before=150)

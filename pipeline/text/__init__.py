@@ -1,0 +1,176 @@
+"""The text module: words of every script, case folding, and per-language stop words and
+suffix rules as data files. Pure (the standard library's `re` and `unicodedata` only).
+
+- `tokens(text, language)`: casefolded words (`str.casefold`, so "Müller" and "MÜLLER" are one
+  word and "Straße" is "strasse"). A word is a run of letters, digits and combining marks of
+  any script (Python's Unicode `\\w` less "_", plus the marks it leaves out, so Devanagari's
+  vowel signs stay inside their word). Scripts written without spaces (Han, kana, Hangul, Thai,
+  Lao, Khmer, Myanmar) have no words to split on: a run of them becomes its overlapping character
+  bigrams ("東京駅" -> "東京", "京駅"; one character alone stays a unigram), as CJK search
+  engines do without a segmenter. In English a contraction is one word ("don't" -> "dont");
+  elsewhere an apostrophe separates ("l'homme" -> "l", "homme").
+- `stop_words(language)`: the language's list from `pipeline/text/data/<language>/stopwords.txt`
+  (each file's first line names its source); empty for a language without one.
+- `Lemmatizer`: the port a dictionary lemmatiser implements (`pipeline/adapters/lemmas.py`, over
+  simplemma); the composition places (`bot/`, `pipeline/wiring.py`) pass it in.
+- `Analyzer`: index terms for one language: tokens, stop words out, the lemma, then the
+  language's suffix rules (`data/<language>/suffixes.txt`). Recall's BM25 side reads it
+  (docs/recall.md).
+
+Languages with data here: English (stop words, suffix rules). Every script tokenizes; lemmas
+come from the injected lemmatiser for the languages it knows.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Protocol
+
+DATA = Path(__file__).parent / "data"
+
+# Scripts written without spaces between words (Unicode blocks): Thai, Lao, Myanmar, Hangul
+# Jamo, Khmer, CJK radicals/symbols-free ideographs, Hiragana, Katakana, Hangul compatibility
+# Jamo, CJK extension A, unified ideographs, Hangul syllables, compatibility ideographs,
+# half-width katakana, and the ideograph extensions of the supplementary planes.
+_UNSPACED = (
+    "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+)
+
+
+def _mark_ranges() -> str:
+    """A character class body of every combining mark (categories Mn, Mc, Me), which Python's
+    `\\w` does not match: without them "हिन्दी" splits at each vowel sign. Marks live below
+    U+20000 and in the variation selectors supplement (checked against Unicode 14)."""
+    codes = [c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M"]
+    codes += range(0xE0100, 0xE01F0)
+    out: list[str] = []
+    start = prev = codes[0]
+    for code in [*codes[1:], -1]:
+        if code != prev + 1:
+            out.append(f"\\U{start:08x}-\\U{prev:08x}" if start != prev else f"\\U{start:08x}")
+            start = code
+        prev = code
+    return "".join(out)
+
+
+_MARKS = _mark_ranges()
+_WORD = re.compile(rf"[{_UNSPACED}]+|(?:[^\W_{_UNSPACED}]|[{_MARKS}])+")
+_LETTERS = re.compile(rf"[{_UNSPACED}]+|(?:[^\W\d_{_UNSPACED}]|[{_MARKS}])+")  # digits split words
+_HAS_UNSPACED = re.compile(f"[{_UNSPACED}]")
+_ASCII_WORD = re.compile(r"[0-9a-z]+")  # `_WORD` on casefolded ASCII
+_ASCII_LETTERS = re.compile(r"[a-z]+")  # `_LETTERS` on casefolded ASCII
+JOINS_CONTRACTIONS = frozenset({"en"})  # languages whose apostrophe joins a word ("don't"), not splits it
+
+
+def unspaced(token: str) -> bool:
+    """True for a token of a script written without spaces (a character bigram or unigram)."""
+    return _HAS_UNSPACED.match(token) is not None
+
+
+def tokens(text: str, language: str = "en", *, digits: bool = True, contractions: bool | None = None) -> list[str]:
+    """`text`'s words, casefolded, in order (see the module's docstring). `digits=False`
+    keeps letters only (a digit ends a word); `contractions` overrides the language's
+    apostrophe rule (True: "don't" -> "dont"; False: "don", "t")."""
+    flat = text.casefold()
+    if (language in JOINS_CONTRACTIONS) if contractions is None else contractions:
+        flat = flat.replace("\u2019", "").replace("'", "")
+    if flat.isascii():  # most chat: the same words, several times faster than the Unicode classes
+        return (_ASCII_WORD if digits else _ASCII_LETTERS).findall(flat)
+    found = (_WORD if digits else _LETTERS).findall(flat)
+    if _HAS_UNSPACED.search(flat) is None:
+        return found  # (most lines: no run to split into bigrams)
+    out: list[str] = []
+    for word in found:
+        if len(word) > 2 and _HAS_UNSPACED.match(word):
+            out += [word[i : i + 2] for i in range(len(word) - 1)]
+        else:
+            out.append(word)
+    return out
+
+
+def _data_lines(language: str, name: str) -> list[str]:
+    """The data file's lines, its header and comment lines ("#") left out; none without a file."""
+    path = DATA / language / name
+    if not path.is_file():
+        return []
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
+
+
+@cache
+def stop_words(language: str) -> frozenset[str]:
+    """The language's stop words (`data/<language>/stopwords.txt`), casefolded; empty without a list."""
+    return frozenset(w.casefold() for line in _data_lines(language, "stopwords.txt") for w in line.split())
+
+
+@cache
+def suffix_rules(language: str) -> tuple[tuple[str, int, str], ...]:
+    """The language's suffix rules (`data/<language>/suffixes.txt`): (suffix, the word's length
+    it must exceed, replacement), first match wins; none without a file."""
+    rules = []
+    for line in _data_lines(language, "suffixes.txt"):
+        suffix, longer, replacement = line.split()
+        rules.append((suffix, int(longer), "" if replacement == "-" else replacement))
+    return tuple(rules)
+
+
+class Lemmatizer(Protocol):
+    """A dictionary lemmatiser: the lemma of one casefolded word in `language` (an ISO 639-1
+    code), or the word itself where the dictionary lacks it or the language."""
+
+    def lemma(self, word: str, language: str) -> str: ...
+
+
+class NoLemmas:
+    """The lemmatiser that knows no lemmas (the default where none is injected)."""
+
+    def lemma(self, word: str, language: str) -> str:
+        return word
+
+
+class Analyzer:
+    """Index terms of one language: `tokens`, stop words and one-letter words out (a digit or
+    an unspaced script's character stays), each word's lemma, then the language's suffix rules.
+    Caches the words it has seen (a chat reuses a few thousand), so one analyzer is shared by
+    every session of a process."""
+
+    def __init__(self, language: str = "en", lemmatizer: Lemmatizer | None = None) -> None:
+        self.language = language
+        self.lemmatizer: Lemmatizer = lemmatizer or NoLemmas()
+        self.stop_words = stop_words(language)
+        self._rules = suffix_rules(language)
+        self.stem = lru_cache(maxsize=8192)(self._stem)
+        self.word_term = lru_cache(maxsize=4096)(self._word_term)
+
+    def __reduce__(self) -> tuple[type[Analyzer], tuple[str, Lemmatizer]]:
+        """Pickled as its language and lemmatiser, never its caches (the words it has seen)."""
+        return (Analyzer, (self.language, self.lemmatizer))
+
+    def _stem(self, word: str) -> str:
+        """The word's lemma ("bought" -> "buy"), then the first suffix rule that applies."""
+        if unspaced(word):
+            return word
+        word = self.lemmatizer.lemma(word, self.language)
+        for suffix, longer, replacement in self._rules:
+            if len(word) > longer and word.endswith(suffix):
+                return word[: len(word) - len(suffix)] + replacement
+        return word
+
+    def terms(self, text: str) -> list[str]:
+        """Index terms of `text`: its words less stop words, lemmatised, lightly stemmed."""
+        stop, stem = self.stop_words, self.stem
+        return [stem(w) for w in tokens(text, self.language)
+                if w not in stop and (len(w) > 1 or w.isdigit() or unspaced(w))]
+
+    def _word_term(self, word: str) -> str:
+        """One word's index term ("" for a stop word)."""
+        found = self.terms(word)
+        return found[0] if found else ""
+
+
+ENGLISH = Analyzer("en")  # English without a dictionary lemmatiser (what recall uses when none is injected)
+
+__all__ = ["ENGLISH", "Analyzer", "Lemmatizer", "NoLemmas", "stop_words", "suffix_rules", "tokens", "unspaced"]

@@ -1,0 +1,80 @@
+"""The text module (`pipeline/text/`): words of every script, stop words and suffix rules from
+data files, and the lemmatiser port with simplemma's adapter behind it."""
+
+from __future__ import annotations
+
+import pickle
+from importlib import resources
+
+from pipeline.adapters.lemmas import SimplemmaLemmatizer
+from pipeline.text import ENGLISH, Analyzer, NoLemmas, stop_words, suffix_rules, tokens
+from pipeline.wiring import text_analyzer
+
+
+def test_letters_of_every_script_make_words() -> None:
+    """ASCII-only tokenizers turned "Müller" into "ller" and Cyrillic into nothing."""
+    assert ["frau", "müller", "kommt"] == tokens("Frau Müller kommt")
+    assert ["cafetería"] == tokens("¡Cafetería!")
+    assert ["strasse"] == tokens("STRASSE") == tokens("Straße")  # case folding, not lower()
+    assert ["встретимся", "в", "пятницу", "у", "ивана"] == tokens("Встретимся в пятницу у Ивана.")
+    assert ["हिन्दी", "भाषा"] == tokens("हिन्दी भाषा")  # vowel signs stay inside their word
+    assert ["3pm", "2024"] == tokens("3pm, 2024")
+
+
+def test_scripts_without_spaces_become_character_bigrams() -> None:
+    assert ["東京", "京駅", "駅で", "で会", "会お", "おう"] == tokens("東京駅で会おう")
+    assert ["猫"] == tokens("猫")
+    assert ["土曜", "曜に", "bob"] == tokens("土曜に Bob")
+    assert ["서울", "울에"] == tokens("서울에")
+
+
+def test_apostrophes_follow_the_language() -> None:
+    assert ["i", "dont", "know", "bobs"] == tokens("I don't know Bob’s")
+    assert ["l", "homme"] == tokens("l'homme", "fr")
+    assert ["o", "brien"] == tokens("O'Brien", contractions=False)
+    assert ["abc", "def"] == tokens("abc123def", digits=False)
+
+
+def test_stop_words_and_suffix_rules_are_data_files_naming_their_source() -> None:
+    data = resources.files("pipeline.text") / "data" / "en"
+    for name in ("stopwords.txt", "suffixes.txt"):
+        header = (data / name).read_text(encoding="utf-8").splitlines()[0]
+        assert header.startswith("# English") and "pipeline/context/recall.py" in header
+    assert {"the", "earlier", "remember"} <= stop_words("en")
+    assert "the" not in stop_words("de") and frozenset() == stop_words("xx")
+    assert ("ing", 5, "") == suffix_rules("en")[0] and () == suffix_rules("ja")
+
+
+def test_english_terms_are_recall_terms() -> None:
+    """The analyzer reads English as recall always has: stop words out, lemma, then suffixes."""
+    text = text_analyzer()
+    assert ["buy", "green", "kayak", "last", "week"] == text.terms("I bought the green kayak last week")
+    assert ["pack", "boxe", "9"] == ENGLISH.terms("packed the boxes at 9")  # light: the same on both sides
+    assert "" == text.word_term("earlier")
+    assert ["müller", "cafetería", "пятницу", "東京", "京駅"] == text.terms("Müller cafetería пятницу 東京駅")
+
+
+def test_the_lemmatiser_is_a_port() -> None:
+    german = Analyzer("de", SimplemmaLemmatizer(("de",)))
+    assert ["kaufen"] == german.terms("gekauft")
+    assert ["gekauft"] == Analyzer("de", NoLemmas()).terms("gekauft")
+    assert ["東京"] == Analyzer("ja", SimplemmaLemmatizer(("ja",))).terms("東京")  # a language simplemma lacks
+    assert "kaufen" == SimplemmaLemmatizer(("de",)).lemma("gekauft", "de")
+    assert "gekauft" == SimplemmaLemmatizer(("en",)).lemma("gekauft", "de")  # not loaded: never loaded mid-call
+
+
+def test_an_analyzer_pickles_without_the_words_it_has_seen() -> None:
+    text = Analyzer("en")
+    text.terms("zephyrine holdings")
+    held = pickle.dumps(text)
+    assert b"zephyrine" not in held
+    assert ["zephyrine", "holding"] == pickle.loads(held).terms("zephyrine holdings")
+
+
+def test_the_ascii_shortcut_reads_ascii_as_the_unicode_pattern_does() -> None:
+    from pipeline.text import _LETTERS, _WORD
+
+    for text in ("Bob_Smith said 3pm, x2y!", "don't", "A-B c.d", "  ", "MiXeD 42 words__here"):
+        flat = text.casefold()
+        assert _WORD.findall(flat) == tokens(text, contractions=False)
+        assert _LETTERS.findall(flat) == tokens(text, digits=False, contractions=False)
