@@ -14,7 +14,10 @@ from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.context.realtime_instructions import REALTIME_PERSONA_PROMPT
+from pipeline.context.reply_context import system_prompt
 from pipeline.models import SummaryRequest, Turn, TurnKind
+from pipeline.prompts import render_prompt
 from pipeline.transcription import AsrError, AsrErrorCode
 from tests.support.openai_stub import OpenAIStub, Reply
 
@@ -110,3 +113,8 @@ async def test_the_summarizer_prompt_names_the_items_language(language: str | No
         system = stub.bodies("/chat/completions")[0]["messages"][0]["content"]
     assert says in system
     assert "{items_language}" not in system
+
+
+def test_the_reply_personas_answer_in_the_speakers_language() -> None:
+    assert "Answer in the language the speaker used." in system_prompt("Clanky")
+    assert "Answer in the language they spoke." in render_prompt(REALTIME_PERSONA_PROMPT, bot_name="Clanky")
