@@ -9,7 +9,15 @@ from contextlib import asynccontextmanager
 import structlog
 
 from bot.dashboard.config import DashboardConfig
-from bot.settings import LOCAL_SUMMARY_CONTEXT_LIMIT, AsrMode, RecallEmbedder, Settings, SettingsError, SummaryProfile
+from bot.settings import (
+    LOCAL_SUMMARY_CONTEXT_LIMIT,
+    AsrMode,
+    RecallEmbedder,
+    Settings,
+    SettingsError,
+    SummaryProfile,
+    asr_language,
+)
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.openai_api import OpenAIEmbedder
@@ -44,6 +52,7 @@ def whisper_config(settings: Settings) -> WhisperConfig:
         vad_filter=settings.asr_vad_filter,
         fit_window=settings.asr_fit_window,
         workers=settings.asr_workers,
+        language=asr_language(settings),  # CONVERSATION_LANGUAGE; None under auto: detected per utterance
         hotwords=" ".join([settings.bot_name, *settings.wake_words]),
     )
 
@@ -64,6 +73,7 @@ def make_transcriber(settings: Settings) -> WhisperTranscriber | ProcessPoolTran
             endpoint=endpoint,
             model=settings.asr_remote_model or default_transcription_model(endpoint.kind),
             timeout_s=settings.asr_remote_timeout_s,
+            language=asr_language(settings),  # omitted under auto: the endpoint detects it
             prompt=" ".join([settings.bot_name, *settings.wake_words]),
         )
     return WhisperTranscriber(whisper_config(settings))
@@ -168,6 +178,7 @@ def make_summarizers(settings: Settings) -> tuple[Summarizer | None, Summarizer]
         timeout_s=settings.summary_timeout_s,
         max_tokens=settings.summary_max_tokens,
         reasoning_effort=settings.openai_reasoning_effort,
+        language=asr_language(settings),
         context=ContextLimit(
             tokens=settings.summary_context_limit,
             discover=local,

@@ -14,8 +14,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bot.settings_parsers import SettingsError as SettingsError  # noqa: PLC0414  (re-exported: callers import it from here)
 from bot.settings_parsers import (
+    AUTO_LANGUAGE,
     parse_bool,
     parse_dashboard_token,
     parse_data_dir,
@@ -24,6 +24,7 @@ from bot.settings_parsers import (
     parse_host_ports,
     parse_ids,
     parse_int,
+    parse_language,
     parse_level,
     parse_redis_url,
     parse_secret,
@@ -31,6 +32,7 @@ from bot.settings_parsers import (
     parse_text,
     parse_words,
 )
+from bot.settings_parsers import SettingsError as SettingsError  # noqa: PLC0414  (re-exported: callers import it from here)
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.recall import RecallConfig
 from pipeline.hearing.vad import VadKind
@@ -147,6 +149,8 @@ class Settings:
     recall_lexical_weight: float = 1.0
     recall_dense_weight: float = 1.0
     participant_memory_max_chars: int = 800
+    # Language (docs/models.md, "Languages"): what the ASR hears and the summarizer writes in
+    language: str = "en"  # an ISO 639-1 code, or "auto": detected per utterance
     # Hearing
     asr_model: str = "bundled-tiny.en"
     asr_device: str = "cpu"
@@ -309,6 +313,8 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "RECALL_LEXICAL_WEIGHT": ("recall_lexical_weight", parse_float()),
     "RECALL_DENSE_WEIGHT": ("recall_dense_weight", parse_float()),
     "PARTICIPANT_MEMORY_MAX_CHARS": ("participant_memory_max_chars", parse_int(0, 10000)),
+    # Not plain LANGUAGE: gettext reads that one, and desktop sessions set it ("en_US:en").
+    "CONVERSATION_LANGUAGE": ("language", parse_language),
     "ASR_MODEL": ("asr_model", parse_text),
     "ASR_DEVICE": ("asr_device", parse_text),
     "ASR_COMPUTE_TYPE": ("asr_compute_type", parse_text),
@@ -399,6 +405,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
             f"({settings.compaction_batch_turns} > {settings.context_window_turns})"
         )
     _check_redis_mode(settings)
+    _check_language(settings)
     if not settings.bot_name:
         raise SettingsError("BOT_NAME must not be empty")
     if settings.shard_ids and settings.shard_count is None:
@@ -408,6 +415,24 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
     if settings.notes_ingest_token is not None and len(settings.notes_ingest_token) < 16:
         raise SettingsError("NOTES_INGEST_TOKEN must be at least 16 characters (e.g. `openssl rand -hex 24`)")
     return settings
+
+
+def asr_language(settings: Settings) -> str | None:
+    """CONVERSATION_LANGUAGE as the ASR takes it: the code, or None under `auto` (detected per utterance)."""
+    return None if settings.language == AUTO_LANGUAGE else settings.language
+
+
+def _check_language(settings: Settings) -> None:
+    """An English-only Whisper model (`*.en`, the bundled tiny.en) would hear every language as
+    English: any CONVERSATION_LANGUAGE but `en` needs a multilingual ASR_MODEL (remote ASR has
+    its own model)."""
+    if settings.asr_mode is AsrMode.REMOTE or settings.language == "en" or not settings.asr_model.endswith(".en"):
+        return
+    raise SettingsError(
+        f"CONVERSATION_LANGUAGE={settings.language} needs a multilingual ASR_MODEL: {settings.asr_model} is "
+        "English-only and would transcribe every language as English (e.g. ASR_MODEL=small, or ASR_MODE=remote; "
+        "docs/models.md, \"Languages\")"
+    )
 
 
 def _check_redis_mode(settings: Settings) -> None:

@@ -147,6 +147,17 @@ def parse_dashboard_token(name: str, raw: str) -> str:
     return value
 
 
+AUTO_LANGUAGE = "auto"
+
+
+def parse_language(name: str, raw: str) -> str:
+    """An ISO 639-1 code (two letters: en, de, pt, ja), or `auto` (detect per utterance)."""
+    value = raw.strip().lower()
+    if value == AUTO_LANGUAGE or (len(value) == 2 and value.isascii() and value.isalpha()):
+        return value
+    raise SettingsError(f"{name} must be an ISO 639-1 language code (two letters: en, de, pt, ja) or auto, got {raw!r}")
+
+
 def parse_level(name: str, raw: str) -> str:
     value = raw.strip().upper()
     if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:

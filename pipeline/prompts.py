@@ -38,3 +38,11 @@ def render_prompt(name: str, **values: str) -> str:
     for key, value in values.items():
         text = text.replace("{" + key + "}", value)
     return text
+
+
+def items_language(language: str | None) -> str:
+    """How the summarizer prompt's `{items_language}` names the language to write items in:
+    LANGUAGE's ISO 639-1 code when set, the people's own language under `auto` (None)."""
+    if language:
+        return f'in the conversation\'s language (ISO 639-1 "{language}")'
+    return "in the language the people speak"

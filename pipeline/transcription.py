@@ -19,6 +19,9 @@ class Transcription:
     compression_ratio: float = 1.0  # the highest over segments; > 2.4 means repetition loops
     inference_s: float = 0.0  # wall time of the transcription itself
     segments: int = 0
+    # The language heard (ISO 639-1): Whisper's detection under CONVERSATION_LANGUAGE=auto, else
+    # the one asked for; None where the ASR does not say (a remote endpoint under auto).
+    language: str | None = None
 
     @property
     def confidence(self) -> float:

@@ -18,7 +18,7 @@ from pipeline.adapters.openai_client import CLIENT_ERRORS, OpenAIAdapter, OpenAI
 from pipeline.formatting import cap_text, data_field, mmss, render_turn_line, speaker_label
 from pipeline.model_profiles import ReasoningEffort, chat_params
 from pipeline.models import ItemDraft, SummarizerError, SummarizerErrorCode, SummaryRequest, SummaryResult, TurnKind
-from pipeline.prompts import render_prompt
+from pipeline.prompts import items_language, render_prompt
 from pipeline.update_schema import UPDATE_SCHEMA, item_mentions
 
 # The output token cap leaves room for an obedient summary of `max_chars` (about 4 chars a
@@ -129,7 +129,7 @@ class OpenAISummarizer(OpenAIAdapter):
     the answer fit.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (keyword-only; each is one setting of bot/runtime.py)
         self,
         *,
         endpoint: OpenAIEndpoint,
@@ -138,6 +138,7 @@ class OpenAISummarizer(OpenAIAdapter):
         max_tokens: int | None = None,
         context: ContextLimit | None = None,
         reasoning_effort: ReasoningEffort | None = None,  # None: the model family's default
+        language: str | None = "en",  # CONVERSATION_LANGUAGE, the items' language; None (auto): the people's
     ) -> None:
         # Retries are the compactor's job (backoff, fallback); the client makes one attempt.
         super().__init__(endpoint=endpoint, model=model, timeout_s=timeout_s, max_retries=0)
@@ -145,6 +146,7 @@ class OpenAISummarizer(OpenAIAdapter):
         self._temperature = SUMMARY_TEMPERATURE  # sent only where the model takes one (model_profiles)
         self._max_tokens = max_tokens
         self._reasoning_effort = reasoning_effort
+        self._items_language = items_language(language)
         self._context_limit = context.tokens
         self._discover = context.discover
         self._default_context_limit = context.default
@@ -251,7 +253,8 @@ class OpenAISummarizer(OpenAIAdapter):
             quoted = "\n".join(data_field(line) for line in request.previous_summary.splitlines() if line.strip())
             user = f"SUMMARY (BEGIN data)\n{quoted}\n(END data)"
         else:
-            system = render_prompt("summarizer", bot_name=request.bot_name, max_chars=str(request.max_chars))
+            system = render_prompt("summarizer", bot_name=request.bot_name, max_chars=str(request.max_chars),
+                                   items_language=self._items_language)
             user = format_batch(request, self._turn_cap(request, system, max_tokens))
         structured = self._structured and not request.recompaction
         try:

@@ -46,7 +46,7 @@ class OpenAITranscriber(OpenAIAdapter):
         endpoint: OpenAIEndpoint,
         model: str = "whisper-1",
         timeout_s: float = 30.0,
-        language: str | None = "en",
+        language: str | None = "en",  # CONVERSATION_LANGUAGE; None (auto): not sent, the endpoint detects it
         prompt: str | None = None,  # the bot's name and wake words, as Whisper's prompt (hotwords)
         response_format: str | None = None,  # None: as the model allows (model_profiles)
     ) -> None:
@@ -91,7 +91,7 @@ class OpenAITranscriber(OpenAIAdapter):
         if not segments:
             return Transcription(
                 text=text, avg_logprob=0.0 if text else -5.0, no_speech_prob=0.0 if text else 1.0,
-                duration_s=duration, inference_s=elapsed, segments=1 if text else 0,
+                duration_s=duration, inference_s=elapsed, segments=1 if text else 0, language=self._language,
             )
         weights = [max(1, len(getattr(s, "tokens", None) or [])) for s in segments]
         return Transcription(
@@ -102,4 +102,5 @@ class OpenAITranscriber(OpenAIAdapter):
             compression_ratio=max(float(s.compression_ratio) for s in segments),
             inference_s=elapsed,
             segments=len(segments),
+            language=self._language,  # None under auto: OpenAI answers a language's name, not its code
         )

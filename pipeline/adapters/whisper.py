@@ -51,7 +51,7 @@ class WhisperConfig:
     beam_size: int = 1  # beam 5 costs ~25% more for no gain on clean speech
     cpu_threads: int = 1  # one thread is nearly as fast as two and leaves a core for the event loop
     vad_filter: bool = False  # the segmenter already cut at speech; Whisper's own VAD is a second pass
-    language: str | None = "en"
+    language: str | None = "en"  # CONVERSATION_LANGUAGE (ISO 639-1); None: detected per utterance
     hotwords: str | None = None  # e.g. the bot's name: tiny.en hears "Clanky" as "Klinki" without it
     warm_up: bool = True
     fit_window: bool = True  # encode max(10 s, 2x the audio) instead of Whisper's fixed 30 s (module doc)
@@ -128,6 +128,7 @@ class WhisperTranscriber:
                 )
             except Exception as err:
                 raise AsrError(AsrErrorCode.MODEL_LOAD, f"{type(err).__name__}: {err}") from err
+            _check_language(model, cfg)
             if self._config.warm_up:
                 # Half a second of faint noise: exercises the encoder and one decoder step.
                 noise = np.random.default_rng(0).normal(0.0, 0.003, TARGET_RATE // 2).astype(np.float32)
@@ -168,7 +169,7 @@ class WhisperTranscriber:
         cfg = self._config
         started = time.perf_counter()
         try:
-            segments, _info = model.transcribe(
+            segments, info = model.transcribe(
                 audio,
                 beam_size=cfg.beam_size,
                 language=cfg.language,
@@ -199,7 +200,19 @@ class WhisperTranscriber:
             compression_ratio=max((s.compression_ratio for s in seg_list), default=1.0),
             inference_s=elapsed,
             segments=len(seg_list),
+            language=str(info.language) if info.language else cfg.language,
         )
+
+
+def _check_language(model: WhisperModel, cfg: WhisperConfig) -> None:
+    """The language asked for must be one the loaded model transcribes: an English-only model
+    (tiny.en) would hear German as English-sounding words (CONVERSATION_LANGUAGE and ASR_MODEL,
+    docs/models.md, "Languages")."""
+    if cfg.language is None or cfg.language in model.supported_languages:
+        return
+    which = "is English-only" if not model.model.is_multilingual else "does not know it"
+    raise AsrError(AsrErrorCode.MODEL_LOAD, f"language {cfg.language!r}: the Whisper model {which}; "
+                                            "choose a multilingual ASR_MODEL")
 
 
 FIT_MAX_S = 15.0  # longer audio goes the library's way (a fitted window would exceed 30 s)
@@ -280,4 +293,5 @@ def _run_fitted(model: WhisperModel, audio: Any, cfg: WhisperConfig, prompt: str
         compression_ratio=(_FALLBACK_COMPRESSION + 1.0) if looped else get_compression_ratio(text) if text else 1.0,
         inference_s=time.perf_counter() - started,
         segments=1 if text else 0,
+        language=cfg.language or "en",  # the fitted path runs with a language (or an English-only model)
     )
