@@ -44,6 +44,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "summarizer_corpus"
 KEEPS = "kept_history"  # a bad output that is a valid update: committed, and history is kept anyway
 ONE_ITEM = "one_item"  # the same item several times in one answer: committed as one item
 KNOWN_GAP = "known_gap"  # a bad answer the product commits today (its "reason" says why): reported
+SLIP = "authoring_slip"  # an also_good answer written wrong (its "note" says how): must be turned away
 CHECKED_ALONE = {KEEPS, ONE_ITEM, KNOWN_GAP}  # not asserted rejected by validate_update on its own
 
 
@@ -191,7 +192,7 @@ async def test_every_style_is_committed_and_every_bad_kind_turned_away(
     store = InMemorySessionStore()
     corpus, states, _ = await fold_corpus(part, stub, store, session_id, emitter)
     turns = await store.get_turns(session_id, 0, len(corpus["folds"]) * corpus["batch"])
-    goods = turned_away = 0
+    goods = turned_away = slips = 0
     wrong: list[str] = []
     gaps: list[str] = []
     promoted: list[str] = []
@@ -201,9 +202,14 @@ async def test_every_style_is_committed_and_every_bad_kind_turned_away(
         for alt in fold.get("also_good", []):
             items = await committed(alt["output"], request, stub)
             new = [] if items is None else [i for i in items if i.id not in before]
-            if not new:
+            if alt.get("expect") == SLIP:  # written wrong (its note says how): rightly turned away
+                if new:
+                    wrong.append(f"fold {fold['start']}: the {alt['style']} answer written wrong is committed")
+                slips += 1
+            elif not new:
                 wrong.append(f"fold {fold['start']}: the good {alt['style']} answer is turned away")
-            goods += 1
+            else:
+                goods += 1
         for bad in fold["bad"]:
             if bad.get("via_client") or bad.get("expect") == KEEPS:
                 continue  # through the client in the session's run, and checked alone above
@@ -223,7 +229,7 @@ async def test_every_style_is_committed_and_every_bad_kind_turned_away(
                 turned_away += 1
             else:
                 wrong.append(f"{label} is committed")
-    print(f"{part}: {goods} good answers in other styles, {turned_away} bad answers turned away "
-          f"(a repeat stored once), {len(gaps)} known gaps: {gaps}")
+    print(f"{part}: {goods} good answers in other styles committed ({slips} written wrong, turned away), "
+          f"{turned_away} bad answers turned away (a repeat stored once), {len(gaps)} known gaps: {gaps}")
     assert not wrong, wrong
     assert not promoted, promoted
