@@ -7,7 +7,7 @@ sweep swallowed its cancellation inside redis-py); a login Discord refuses (401)
 its one line; a second signal exits at once; and the shutdown soak signals the process at
 random moments (a join, folds, a sweep, a Redis stall, a gateway reconnect, a failed login):
 every time it exits by itself, in time (status 3 would say a task outlived SHUTDOWN_TIMEOUT_S),
-with no fold lock or owner lease left held.
+with no fold lock or owner lease left held, and, signalled mid-fold, no turn lost.
 
 The soak runs SHUTDOWN_SOAK runs (6 by default, one per moment, about a minute;
 LONGCALL_SHUTDOWN_SOAK=50 for the issue's 50, LONGCALL_SHUTDOWN_SEED for another seed); each
@@ -33,6 +33,7 @@ import redis.asyncio as aioredis
 
 from pipeline.adapters.redis_keys import LEASE_KEYS, SESSIONS_KEY, session_keys
 from pipeline.adapters.redis_server import PrivateRedisServer, free_port
+from pipeline.adapters.redis_store import RedisSessionStore
 from tests.support.bot_processes import BotProcesses
 from tests.support.fake_discord import TOKEN, FakeDiscord
 
@@ -78,6 +79,18 @@ async def held_leases(url: str, sid: str) -> list[str]:
         return [name for name in LEASE_KEYS if await client.exists(keys[name])]
     finally:
         await client.aclose()
+
+
+async def stored_texts(url: str, sid: str) -> list[str]:
+    """The text of every turn the store counts for `sid`; fails when a counted seq is missing."""
+    store = RedisSessionStore.from_url(url)
+    try:
+        total = await store.turn_count(sid)
+        turns = await store.get_turns(sid, 0, total)
+    finally:
+        await store.aclose()
+    assert list(range(total)) == [t.seq for t in turns], f"{sid}: the store counts {total} turns but holds others"
+    return [t.text for t in turns]
 
 
 @dataclass
@@ -246,6 +259,10 @@ async def test_shutdown_soak_every_signal_ends_the_process_in_time(tmp_path: Pat
             else:
                 assert [True] == [e["clean"] for e in named(stopped.rows, "longcall_stopped")], r.bots.tails()
             assert [] == await held_leases(r.url, sid), f"run {i} ({moment}) left a lease held"
+            if moment == "fold":  # signalled mid-fold: every line said before it is stored, no seq missing
+                stored = await stored_texts(r.url, sid)
+                said = [f"round {r.runs}.{n}:" for n in range(6)]
+                assert [] == [s for s in said if not any(s in text for text in stored)], f"run {i}: a turn lost"
     print("soak:", results)
 
 
