@@ -5,14 +5,14 @@ One implementation for every summarizer path (`update_validation` for JSON items
 
 - `numbers(text)`: the numbers a text states, as values: digits ("8", "8:30", "2nd") and number
   words ("fifteen", "twenty five", "a dozen"), the words read from the language's data file
-  (`pipeline/text_data/en_numbers.txt`);
+  (`pipeline/text/data/en/numbers.txt`);
 - `unsaid_numbers(what, sources)`: the numbers of `what` that none of `sources` states
   ("fifteen minute review" when the turn said "five minute review"; "Saturday at 9" when it
   said "Saturday at 8");
 - `negation_flip(what, sources)`: a negation `what` adds that its sources do not have ("is not
   going to" from "is going to"), or one it removes (the turn says "can't make it" and the item
   "can make it"), as a short description; "" when there is none. Negators are read from
-  `pipeline/text_data/en_negators.txt`.
+  `pipeline/text/data/en/negators.txt`.
 
 Names, days and places are capitalised words, checked by `update_validation` against the batch.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable
 
-from pipeline.text_data import load_words
+from pipeline.text import word_table
 
 LANG = "en"  # the language whose words these checks read (the summarizer's turns)
 _TOKEN = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
@@ -36,7 +36,7 @@ def _tokens(text: str) -> list[str]:
 
 def numbers(text: str, lang: str = LANG) -> set[int]:
     """The numbers `text` states, as values (digits and number words; "twenty five" is 25)."""
-    words = load_words(lang, "numbers")
+    words = word_table(lang, "numbers")
     out: set[int] = {int(d) for d in _DIGITS.findall(text)}
     tokens = _tokens(text)
     i = 0
@@ -97,7 +97,7 @@ def _plain_words(text: str, negators: dict[str, str]) -> set[str]:
 def negation_flip(what: str, sources: Iterable[str], lang: str = LANG, *, ignore: Collection[str] = ()) -> str:
     """A negation `what` adds or removes against `sources` (described), else "". `ignore`: the
     function words a negator does not govern ("not been", "don't know how")."""
-    negators = load_words(lang, "negators")
+    negators = word_table(lang, "negators")
     item = _tokens(what)
     texts = list(sources)
     item_negated = any(_negator(t, negators) for t in item)

@@ -9,6 +9,7 @@ suffix rules as data files. Pure (the standard library's `re` and `unicodedata` 
   bigrams ("東京駅" -> "東京", "京駅"; one character alone stays a unigram), as CJK search
   engines do without a segmenter. In English a contraction is one word ("don't" -> "dont");
   elsewhere an apostrophe separates ("l'homme" -> "l", "homme").
+- `word_table(language, kind)`: a data file of words and values (number words, negators).
 - `stop_words(language)`: the language's list from `pipeline/text/data/<language>/stopwords.txt`
   (each file's first line names its source); empty for a language without one.
 - `Lemmatizer`: the port a dictionary lemmatiser implements (`pipeline/adapters/lemmas.py`, over
@@ -17,8 +18,8 @@ suffix rules as data files. Pure (the standard library's `re` and `unicodedata` 
   language's suffix rules (`data/<language>/suffixes.txt`). Recall's BM25 side reads it
   (docs/recall.md).
 
-Languages with data here: English (stop words, suffix rules). Every script tokenizes; lemmas
-come from the injected lemmatiser for the languages it knows.
+Languages with data here: English (stop words, suffix rules, number words, negators). Every
+script tokenizes; lemmas come from the injected lemmatiser for the languages it knows.
 """
 
 from __future__ import annotations
@@ -98,6 +99,25 @@ def _data_lines(language: str, name: str) -> list[str]:
     if not path.is_file():
         return []
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
+
+
+@cache
+def word_table(language: str, kind: str) -> dict[str, str]:
+    """`data/<language>/<kind>.txt` as {word: value} (value "" where a line has none), words
+    casefolded; `#` starts a comment, one entry a line, `word value` where an entry has a value
+    (the specifics check's number words and negators, pipeline/compaction/specifics.py)."""
+    path = DATA / language / f"{kind}.txt"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise FileNotFoundError(f"language data not found: {path} (language {language!r}, kind {kind!r})") from err
+    table: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            word, _, value = line.partition(" ")
+            table[word.casefold()] = value.strip()
+    return table
 
 
 @cache
