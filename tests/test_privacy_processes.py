@@ -114,7 +114,9 @@ async def test_optout_elsewhere_applies_at_once_and_survives_a_redis_restarted_e
             # The session A serves re-seeds the store from what it holds: nothing forgotten comes back.
             await discord.say(guild, ALICE, "Alice in the re-seeded session.")
             await watch.until("Alice's line re-seeded", lambda: stored("Alice in the re-seeded session."), 30)
-            assert procs.rows("a", "session_store_reseeded")
+            # Redis can show the line before A writes its log line for the re-seed: wait for the line.
+            await procs.logs["a"].until("A re-seeded the store", lambda rows: any(
+                e.get("event") == "session_store_reseeded" for e in rows), 30)
             assert [] == await keys_holding(redis_server.url, FORGOTTEN)
             assert [] == await keys_holding(redis_server.url, "Saffron Ibis")
             # The next session (after /leave and /join) reads it: Bob is not recorded.
