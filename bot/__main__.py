@@ -360,7 +360,7 @@ def cmd_serve_test(settings: Settings, args: argparse.Namespace) -> int:
     def ids(raw: str) -> list[int]:
         return [int(p) for p in raw.split(",") if p.strip()]
 
-    from bot.app import run_to_end
+    from bot.shutdown import run_to_end
 
     return run_to_end(run_test_server(settings, guilds=ids(args.guilds), join=ids(args.join),
                                       feed_dir=Path(args.feed_dir)))

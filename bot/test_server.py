@@ -24,21 +24,13 @@ from typing import Any
 
 import structlog
 
-from bot.app import (
-    EXIT_CLEAN,
-    EXIT_SHUTDOWN_INCOMPLETE,
-    Models,
-    Shutdown,
-    aclose_quietly,
-    session_deps,
-    until_stop,
-    wait_event,
-)
+from bot.app import Models, aclose_quietly, session_deps
 from bot.logging_setup import configure_logging
 from bot.runtime import make_summarizers, open_store
 from bot.session.ports import Hearing, HearingFactory
 from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
 from bot.settings import Settings
+from bot.shutdown import EXIT_CLEAN, EXIT_SHUTDOWN_INCOMPLETE, Shutdown, until_stop, wait_event
 from bot.voice.rtp import VoiceFrame
 from pipeline.cancellation import stop_tasks
 from pipeline.events import EventEmitter
@@ -185,7 +177,7 @@ def feed_hearing(store: SessionStore, feed_dir: Path) -> HearingFactory:
 
 async def run_test_server(settings: Settings, *, guilds: Sequence[int], join: Sequence[int], feed_dir: Path) -> int:
     """Serve until SIGINT/SIGTERM, then stop every session as `longcall run` does (bounded by
-    SHUTDOWN_TIMEOUT_S, a signal during the resume or a join included: bot.app.Shutdown);
+    SHUTDOWN_TIMEOUT_S, a signal during the resume or a join included: bot.shutdown.Shutdown);
     returns the exit status."""
     configure_logging(fmt=settings.log_format.value, level=settings.log_level,
                       secrets=settings.secret_values())

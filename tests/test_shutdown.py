@@ -47,7 +47,7 @@ SEEDED = 20_000  # stored sessions: the first retention sweep takes seconds over
 SHUTDOWN_SOAK = int(os.environ.get("LONGCALL_SHUTDOWN_SOAK", "6"))  # ~10 s a run
 SEED = int(os.environ.get("LONGCALL_SHUTDOWN_SEED", "37"))
 MOMENTS = ("sweep", "join", "fold", "stall", "reconnect", "failed_login")
-EXIT_CLEAN, EXIT_SETTINGS = 0, 2  # bot/app.py, bot/__main__.py
+EXIT_CLEAN, EXIT_SETTINGS = 0, 2  # bot/shutdown.py, bot/__main__.py
 
 
 def named(rows: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:

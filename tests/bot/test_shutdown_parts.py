@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.app import EXIT_SHUTDOWN_INCOMPLETE, run_to_end, until_stop
+from bot.shutdown import EXIT_SHUTDOWN_INCOMPLETE, run_to_end, until_stop
 
 
 def test_the_loop_ends_although_a_task_ignores_its_cancellation() -> None:
