@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.text import unspaced
+
 
 class SessionFileError(ValueError):
     """A malformed session file; the message names the file and line."""
@@ -63,10 +65,14 @@ class ProbeLine:
 
     def check(self, context: str) -> bool:
         """Case-insensitive, whole words: any of `expect_any` (if given) and all of `expect_all`.
-        Whole words, so an expected "20" is not found inside "2099"."""
+        Whole words, so an expected "20" is not found inside "2099". A script written without
+        spaces (Japanese, Chinese, Thai: `pipeline.text.unspaced`) has no word edges, so an end
+        of `expected` in such a script needs none ("土曜" is in "次は土曜にしよう")."""
 
         def found(expected: str) -> bool:
-            return re.search(rf"(?<!\w){re.escape(expected)}(?!\w)", context, re.IGNORECASE) is not None
+            before = "" if unspaced(expected[:1]) else r"(?<!\w)"
+            after = "" if unspaced(expected[-1:]) else r"(?!\w)"
+            return re.search(rf"{before}{re.escape(expected)}{after}", context, re.IGNORECASE) is not None
 
         any_ok = not self.expect_any or any(found(e) for e in self.expect_any)
         return any_ok and all(found(e) for e in self.expect_all)

@@ -140,3 +140,11 @@ def test_a_file_without_turns_is_refused(tmp_path: Path) -> None:
                                                                '"expect_any": "x"}')):
         with pytest.raises(SessionFileError, match="s.jsonl: no turns to replay"):
             load_session_file(write(tmp_path, *lines))
+
+
+def test_probe_answer_found_in_a_script_without_spaces() -> None:
+    """Japanese has no spaces: "土曜" is a word of "次は土曜にしよう"; Latin still needs word edges."""
+    saturday = ProbeLine(t=0.0, question="いつ?", expect_any=("土曜",))
+    assert (True, False) == (saturday.check("次は土曜にしよう"), saturday.check("次は日曜にしよう"))
+    mixed = ProbeLine(t=0.0, question="wo?", expect_all=("Müller", "東京"))
+    assert (True, False) == (mixed.check("Herr Müller fährt nach東京駅"), mixed.check("Herr Müllers 東京"))
