@@ -112,7 +112,7 @@ async def replay(
             session_id=session_id,
             embedder=make_embedder(settings),
             memory=settings.participant_memory(),
-            text=text_analyzer(),
+            text=text_analyzer(settings.language),
         )
         replayer = Replayer(
             session_file,
@@ -232,7 +232,7 @@ async def compare(
     async with open_store(settings) as store:
         options = ReplayOptions(policy=settings.policy(), bot_name=settings.bot_name,
                                 model_context=_model_context(settings), embedder=make_embedder(settings),
-                                memory=settings.participant_memory(), text=text_analyzer())
+                                memory=settings.participant_memory(), text=text_analyzer(settings.language))
         return await run_compare(
             paths, ReplaySetup(store=store, summarizer=primary, fallback=fallback, options=options),
             out=out, recall_overrides=recall, progress=None if quiet else (lambda name: Progress(f"compare {name}")),

@@ -71,7 +71,7 @@ from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnSin
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.screen_notes import NoteWriter
 from pipeline.transcription import AsrError
-from pipeline.wiring import hearing_pipeline
+from pipeline.wiring import hearing_pipeline, text_analyzer
 
 log = structlog.get_logger("longcall.app")
 
@@ -348,6 +348,7 @@ def session_deps(
         lease_ttl_s=settings.owner_lease_ttl_s,
         embedder=make_embedder(settings),
         memory=settings.participant_memory(),
+        text=text_analyzer(settings.language),  # CONVERSATION_LANGUAGE: the update check's and recall's words
         privacy=privacy_config(settings),
     )
 

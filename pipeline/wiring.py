@@ -27,14 +27,15 @@ from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.streams import StreamParts
 from pipeline.hearing.vad import EnergyVad, SileroVad, SpeechDetector, VadKind
 from pipeline.ports import Clock, Transcriber, TurnSink
-from pipeline.text import Analyzer
+from pipeline.text import AUTO, Analyzer
 
 
 @cache
 def text_analyzer(language: str = "en") -> Analyzer:
     """The process's one analyzer for `language` (its term cache and dictionary shared by every
-    session): the text module's tokens and stop words, simplemma's lemmas."""
-    lemmatizer = ENGLISH_LEMMAS if language == "en" else SimplemmaLemmatizer((language,))
+    session): the text module's tokens and stop words, simplemma's lemmas. `language` is
+    CONVERSATION_LANGUAGE (`auto`: English's terms, each batch's checks in its own language)."""
+    lemmatizer = ENGLISH_LEMMAS if language in ("en", AUTO) else SimplemmaLemmatizer((language,))
     return Analyzer(language, lemmatizer)
 
 

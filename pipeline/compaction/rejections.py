@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from pipeline.text import phrase_rule
 from pipeline.text_clean import ZWJ, is_emoji
 
 MIN_LETTERS = 8  # an answer with fewer letters says nothing ("!!!! 1234 ####")
@@ -46,18 +47,18 @@ class Rejection:
     detail: str = ""
 
 
-REFUSAL_START = re.compile(
-    r"^(?:i'?m sorry|i am sorry|sorry, (?:but )?i|i apologi[sz]e|i can(?:'?t|not)|i'?m (?:not able|unable)|"
-    r"i am (?:not able|unable)|i won'?t|as an ai\b|unfortunately,? i)",
-)
-ASSISTANT_OPENER = re.compile(
-    r"^(?:sure\b|certainly\b|of course\b|absolutely\b|okay,? (?:here|i will|i'll)|ok,? (?:here|i will|i'll)|"
-    r"here(?:'s| is) (?:the|your|my|an?)\b|as requested\b|as you (?:asked|requested)\b|i will now\b|i'll now\b)"
-)
-SELF_TALK = re.compile(
-    r"\b(?:my (?:system )?(?:prompt|instructions|rules)|i am an ai|as an ai|(?:an? |the )?ai language model|"
-    r"i(?:'m| am) (?:an? )?(?:assistant|chatbot))\b"
-)
+
+def _english(kind: str, *, start: bool) -> re.Pattern[str]:
+    rule = phrase_rule("en", kind, start=start)
+    assert rule is not None, f"pipeline/text/data/en/{kind}.txt is missing"
+    return rule
+
+
+# English's rules, read from pipeline/text/data/en/ (`pipeline.text.phrase_rule`); another
+# language's are its own files, where there are any (`update_validation`).
+REFUSAL_START = _english("refusal_openers", start=True)
+ASSISTANT_OPENER = _english("assistant_openers", start=True)
+SELF_TALK = _english("self_talk", start=False)
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'"})
 
 

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from pipeline.compaction.specifics import unsaid_numbers
@@ -32,6 +33,7 @@ from pipeline.models import (
     Turn,
     TurnKind,
 )
+from pipeline.text import grammar_token, stop_words, strip_suffix, suffix_rules, tokens, unspaced, word_set
 
 _KIND_ALIASES = {
     "fact": ItemKind.FACT, "facts": ItemKind.FACT, "preference": ItemKind.FACT, "claim": ItemKind.FACT,
@@ -53,38 +55,49 @@ class ParsedUpdate:
 
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*", re.UNICODE)
 _BULLET = re.compile(r"^\s*(?:[-*•–]\s+|\d+[.)]\s+)")
 _TAG = re.compile(r"^\[([a-z ]{2,16})\]\s*", re.IGNORECASE)
 _WAS = re.compile(r"\s*\(was:[^)]*\)\s*$")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+.*|\*\*[^*]{1,60}\*\*:?|__[^_]{1,60}__:?|[A-Z][\w ]{0,40}:)\s*$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
-_STOPWORD_TEXT = (
-    "a an the and or but if of to in on at for with from by as is are was were be been being it its this that "
-    "these those he she they them his her their there here i me my we our you your not no so do does did have "
-    "has had will would can could should just about into over also than then too very up out what who when where "
-    "which while all any some said says say says talked talk mentioned asked told "
-    # the words of our own trace items ("Small talk between ...", "10 turns, not summarised")
-    "small between chat chatted turns summarised transcript see seq"
-)
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+STOPWORDS = word_set("en", "item_stopwords")  # English's (pipeline/text/data/en/item_stopwords.txt)
 
 
-def words(text: str) -> list[str]:
-    return [w.casefold() for w in _WORD.findall(text)]
+def words(text: str, language: str = "en") -> list[str]:
+    """`text`'s words as the update check compares them: `pipeline.text.tokens`, split at an
+    apostrophe ("Pam's" -> "pam", "s"), a script without spaces as character bigrams."""
+    return tokens(text, language, contractions=False)
 
 
-def content_words(text: str, drop: Iterable[str] = ()) -> set[str]:
-    """Words that carry meaning: not stopwords, not in `drop` (names), 3+ chars, folded plurals."""
-    dropped = {w for name in drop for w in words(name)}
-    return {_stem(w) for w in words(text) if len(w) >= 3 and w not in STOPWORDS and w not in dropped}
+@cache
+def item_stop_words(language: str) -> frozenset[str]:
+    """The words an item's content leaves out: the language's `item_stopwords.txt`, else its
+    general stop list (`pipeline/text/data/<language>/`)."""
+    return word_set(language, "item_stopwords") or stop_words(language)
 
 
-def _stem(word: str) -> str:
-    for suffix in ("'s", "ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+@cache
+def _item_rules(language: str) -> tuple[tuple[str, int, str], ...]:
+    return suffix_rules(language, "item_suffixes")
+
+
+def content_words(text: str, drop: Iterable[str] = (), language: str = "en") -> set[str]:
+    """Words that carry meaning: not the language's stop words, not in `drop` (names), 3+
+    letters (a character bigram of a script without spaces counts, unless it is only Japanese
+    grammar: `pipeline.text.grammar_token`), plurals and tenses folded (`item_suffixes.txt`)."""
+    dropped = {w for name in drop for w in words(name, language)}
+    stop, rules = item_stop_words(language), _item_rules(language)
+    return {strip_suffix(w, rules) for w in words(text, language)
+            if w not in stop and w not in dropped
+            and (len(w) >= 3 and not unspaced(w) or unspaced(w) and not grammar_token(w))}
+
+
+def name_pattern(name: str) -> str:
+    """A regex finding `name` as whole words; an end in a script without spaces has no word
+    edge to keep ("ユキ" is in "ユキは土曜に来る")."""
+    before = "" if unspaced(name[:1]) else r"(?<![^\W_])"
+    after = "" if unspaced(name[-1:]) else r"(?![^\W_])"
+    return before + re.escape(name) + after
 
 
 def name_in(text: str, name: str) -> bool:
@@ -92,7 +105,7 @@ def name_in(text: str, name: str) -> bool:
     name = name.strip()
     if not name:
         return False
-    return re.search(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", text, re.IGNORECASE) is not None
+    return re.search(name_pattern(name), text, re.IGNORECASE) is not None
 
 
 def known_people(request: SummaryRequest) -> list[str]:
@@ -305,7 +318,7 @@ def _find_name(text: str, person: str) -> re.Match[str] | None:
     for candidate in (person, person.split(" ", maxsplit=1)[0]):
         if len(candidate) < 2 or (candidate != person and len(candidate) < 3):
             continue
-        match = re.search(rf"(?<![^\W_]){re.escape(candidate)}(?![^\W_])", text, re.IGNORECASE)
+        match = re.search(name_pattern(candidate), text, re.IGNORECASE)
         if match:
             return match
     return None

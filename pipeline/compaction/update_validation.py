@@ -43,11 +43,8 @@ from dataclasses import replace
 
 from pipeline.compaction.memory_items import ITEM_CAP_CHARS
 from pipeline.compaction.rejections import (
-    ASSISTANT_OPENER,
     MIN_LETTERS,
-    REFUSAL_START,
     REPLACEMENT_CHAR,
-    SELF_TALK,
     Rejection,
     RejectReason,
     printable,
@@ -55,9 +52,9 @@ from pipeline.compaction.rejections import (
 )
 from pipeline.compaction.specifics import negation_flip, numbers, unsaid_numbers
 from pipeline.compaction.update_parsing import (
-    STOPWORDS,
     ParsedUpdate,
     content_words,
+    item_stop_words,
     known_people,
     name_in,
     person_of,
@@ -75,7 +72,7 @@ from pipeline.models import (
     SummaryRequest,
     TurnKind,
 )
-from pipeline.text import ENGLISH, Analyzer
+from pipeline.text import ENGLISH, NOUNS_CAPITALISED, Analyzer, language_of, phrase_rule, unspaced, word_set
 
 STANDING_KINDS = frozenset({ItemKind.PLAN, ItemKind.NOW})  # kinds that read as what is to be done
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
@@ -86,7 +83,18 @@ MAX_REPEATS = 3  # the same item this many times in one answer is a loop
 # one not after a letter, the closing one not before one: "Pam's" opens nothing).
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<![^\W_])'(?:[^']|(?<=[^\W_])'(?=[^\W_])){3,}?'(?![^\W_])")
 _SHOUT = re.compile(r"^[A-Z]{3,}[.!]+\s*")  # "PWNED. Sure! ...": a word the transcript asked for
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you'll|you've|yourself)\b", re.IGNORECASE)
+
+
+def _rule(language: str, kind: str, *, start: bool) -> re.Pattern[str] | None:
+    """The conversation language's phrase rule (`pipeline/text/data/<language>/<kind>.txt`), none
+    for a language without one: English's refusals and assistant voice run only in English."""
+    return phrase_rule(language, kind, start=start)
+
+
+def _speaks_to_someone(text: str, language: str) -> bool:
+    """A second-person word of the language (`data/<language>/second_person.txt`) in `text`."""
+    second = word_set(language, "second_person")
+    return bool(second) and any(w in second for w in words(text, language))
 
 
 def _reject(reason: RejectReason, detail: str = "") -> Rejection:
@@ -94,7 +102,7 @@ def _reject(reason: RejectReason, detail: str = "") -> Rejection:
 
 
 def _raw_rejection(
-    text: str, request: SummaryRequest, finish_reason: str | None, *, from_text: bool
+    text: str, request: SummaryRequest, finish_reason: str | None, *, from_text: bool, language: str = "en"
 ) -> Rejection | None:
     stripped = strip_wrapping(text)
     letters = sum(1 for ch in stripped if ch.isalpha())
@@ -111,7 +119,8 @@ def _raw_rejection(
     if loop:
         return _reject(RejectReason.REPETITION, loop)
     first = " ".join(stripped.casefold().replace("\u2019", "'").split())
-    if REFUSAL_START.match(first):
+    refusal = _rule(language, "refusal_openers", start=True)
+    if refusal is not None and refusal.match(first):
         return _reject(RejectReason.REFUSAL, first[:60])
     return None
 
@@ -141,7 +150,7 @@ def clipped(update: MemoryUpdate, request: SummaryRequest) -> MemoryUpdate:
     return replace(update, add=tuple(replace(d, seqs=in_batch(d.seqs, request)) for d in update.add))
 
 
-_NAME_WORD = re.compile(r"(?<![^\W_])[A-Z][^\W_]+(?:'s)?")
+_NAME_WORD = re.compile(r"(?<![^\W_])[^\W\d_][^\W_]+(?:'s)?")  # a capital checked in `_invented_names`
 
 
 def _near(word: str, pool: set[str], *, shortest: int = 5) -> bool:
@@ -162,24 +171,31 @@ def _one_edit(a: str, b: str) -> bool:
     return a[i:] == b[i + 1:] if len(a) < len(b) else a[i + 1:] == b[i + 1:]
 
 
-def name_pool(request: SummaryRequest, people: Sequence[str]) -> set[str]:
+def name_pool(request: SummaryRequest, people: Sequence[str], language: str = "en") -> set[str]:
     """Every word the batch, its notes, the memory and the people's names say (folded)."""
-    pool = {w for t in request.turns for w in words(t.text)}
-    pool |= {w for n in request.notes for w in words(f"{n.by} {n.text} {n.why}")}
-    pool |= {w for i in request.items for w in words(i.what)}
-    pool |= {w for name in people for w in words(name)}
+    pool = {w for t in request.turns for w in words(t.text, language)}
+    pool |= {w for n in request.notes for w in words(f"{n.by} {n.text} {n.why}", language)}
+    pool |= {w for i in request.items for w in words(i.what, language)}
+    pool |= {w for name in people for w in words(name, language)}
     return pool
 
 
-def _invented_names(what: str, pool: set[str]) -> str:
+def _invented_names(what: str, pool: set[str], language: str = "en") -> str:
     """A capitalised word in an item (a place, a day, a title: "Monday", "Denver") that neither
-    the batch nor the memory says (`pool`): an item may not invent the specifics it records."""
+    the batch nor the memory says (`pool`): an item may not invent the specifics it records.
+    Not in a language that capitalises every noun (German: `pipeline.text.NOUNS_CAPITALISED`),
+    where "Verabredung" for "Treffen" is a paraphrase, not a name; a script without case has no
+    capitals to read."""
+    if language in NOUNS_CAPITALISED:
+        return ""
     for match in _NAME_WORD.finditer(what):
+        if not match.group(0)[0].isupper():
+            continue
         before = what[: match.start()].rstrip(" \u201c\"'(")  # a quotation opens a sentence too
         if not before or before.endswith((".", "!", "?", ":", ";")):
             continue  # a sentence's first word
         word = match.group(0).casefold().removesuffix("'s")
-        if not _near(word, pool) and not _near(f"{word}'s", pool):
+        if not _near(word, pool):
             return match.group(0)
     return ""
 
@@ -238,22 +254,23 @@ def _who_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[st
 SHARED_STEM = 5  # letters two words share at their start to be one word's forms ("careful", "carefully")
 
 
-def _grounded(what: str, cited: str, people: Sequence[str], text: Analyzer) -> bool:
+def _grounded(what: str, cited: str, people: Sequence[str], text: Analyzer, language: str = "en") -> bool:
     """Some word of the item is one of its turns' words: the same word, one edit from it (a
     spelling the model corrected: "cwall" -> "call"), the same lemma ("bought" -> "buy"), or a form
     of it sharing its first `SHARED_STEM` letters ("Careful, careful" -> "walks carefully")."""
-    key, source = content_words(what, people), content_words(cited)
+    key, source = content_words(what, people, language), content_words(cited, (), language)
     if not key or any(_near(w, source, shortest=4) for w in key):
         return True
-    said = _lemmas(cited, (), text)
+    said = _lemmas(cited, (), text, language)
     return any(word in said or any(_same_stem(word, other) for other in said)
-               for word in _lemmas(what, people, text))
+               for word in _lemmas(what, people, text, language))
 
 
-def _lemmas(line: str, people: Sequence[str], text: Analyzer) -> set[str]:
-    dropped = {w for name in people for w in words(name)}
-    lemma = text.lemmatizer.lemma
-    return {lemma(w, text.language) for w in words(line) if len(w) >= 3 and w not in STOPWORDS and w not in dropped}
+def _lemmas(line: str, people: Sequence[str], text: Analyzer, language: str = "en") -> set[str]:
+    dropped = {w for name in people for w in words(name, language)}
+    lemma, stop = text.lemmatizer.lemma, item_stop_words(language)
+    return {lemma(w, language) for w in words(line, language)
+            if len(w) >= 3 and not unspaced(w) and w not in stop and w not in dropped}
 
 
 def _same_stem(a: str, b: str) -> bool:
@@ -270,6 +287,7 @@ def _item_rejection(
     text: Analyzer = ENGLISH,
 ) -> Rejection | None:
     what = item.what
+    language = language_of(text.language, [t.text for t in request.turns])
     if sum(1 for ch in what if ch.isalpha()) < 3 or not printable(
             what, replacement_ok=_holds_replacement(request, item.seqs)):
         return _reject(RejectReason.INVALID_CHARS, "an item with no readable text")
@@ -282,11 +300,13 @@ def _item_rejection(
     # An item that is nothing but a turn's words, unquoted, gets the same checks as any other.
     unquoted = QUOTED.sub(" ", what)
     folded = " ".join(unquoted.casefold().replace("\u2019", "'").split())
-    if REFUSAL_START.match(folded) or ASSISTANT_OPENER.match(folded):
+    refusal, opener = _rule(language, "refusal_openers", start=True), _rule(language, "assistant_openers", start=True)
+    if refusal is not None and refusal.match(folded) or opener is not None and opener.match(folded):
         return _reject(RejectReason.ANSWER, "an item in the assistant's voice")
-    if _SECOND_PERSON.search(unquoted):
+    if _speaks_to_someone(unquoted, language):
         return _reject(RejectReason.ANSWER, "an item that speaks to someone")
-    if SELF_TALK.search(folded):
+    self_talk = _rule(language, "self_talk", start=False)
+    if self_talk is not None and self_talk.search(folded):
         return _reject(RejectReason.INJECTION_ECHO, "talks about its own prompt")
     if not request.turns:
         return _who_rejection(item, request, people)
@@ -305,11 +325,11 @@ def _item_rejection(
         return _reject(RejectReason.ABOUT_BOT, f"a plan made of what was said to {request.bot_name}")
     note_texts = [f"{n.text} {n.why}" for n in request.notes]
     cited = " ".join([_cited_turns(item, request), *note_texts])
-    key = content_words(what, people)
-    source = content_words(cited)
-    if not _grounded(what, cited, people, text):
+    key = content_words(what, people, language)
+    source = content_words(cited, (), language)
+    if not _grounded(what, cited, people, text, language):
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
-    invented = _invented_names(what, pool)
+    invented = _invented_names(what, pool, language)
     if invented:
         return _reject(RejectReason.UNGROUNDED, f"names {invented!r}, which neither the batch nor the memory does")
     old = None
@@ -325,36 +345,38 @@ def _item_rejection(
     times = [f"{mmss(t.started_at)} {mmss(t.ended_at)} {t.seq}" for t in turns]
     times += [mmss(n.at) for n in request.notes]
     sources = [spoken, *times, *item.who] + ([old.what] if old is not None else [])
-    unsaid = unsaid_numbers(what, sources)
+    unsaid = unsaid_numbers(what, sources, language)
     if unsaid:
         return _reject(RejectReason.SPECIFICS, f"says {sorted(unsaid)[0]}, which its turns do not")
-    names = {w for name in people for w in words(name)}
-    flip = negation_flip(what, [spoken], ignore=STOPWORDS | names)  # a negator governs no name
+    names = {w for name in people for w in words(name, language)}
+    # A negator governs no name.
+    flip = negation_flip(what, [spoken], language, ignore=item_stop_words(language) | names)
     if flip:
         return _reject(RejectReason.SPECIFICS, flip)
     if old is not None:
-        if not _same_subject(item, old, people):
+        if not _same_subject(item, old, people, language):
             return _reject(RejectReason.BAD_SUPERSEDE, f"supersedes {old.id!r}, which is about someone or "
                            "something else")
-        changed = key - content_words(old.what, people)
+        changed = key - content_words(old.what, people, language)
         if changed and not changed & source:
             return _reject(RejectReason.UNGROUNDED, "changes an old item with words the batch never said")
     return None
 
 
-def _same_subject(item: ItemDraft, old: MemoryItem, people: Sequence[str]) -> bool:
+def _same_subject(item: ItemDraft, old: MemoryItem, people: Sequence[str], language: str = "en") -> bool:
     """A correction concerns what it corrects: a person both name, or a word both say."""
     names = {(person_of(n, people) or n).casefold() for n in item.who}
     if names & {n.casefold() for n in old.who}:
         return True
-    return bool(content_words(item.what, people) & content_words(old.what, people))
+    return bool(content_words(item.what, people, language) & content_words(old.what, people, language))
 
 
-def _vocabulary_share(items: Sequence[ItemDraft], request: SummaryRequest, people: Sequence[str]) -> float:
-    pool = {w for t in request.turns for w in words(t.text)}
-    pool |= {w for n in request.notes for w in words(n.text)}
-    pool |= {w for i in request.items for w in words(i.what)}
-    said = [w for item in items for w in words(item.what)
+def _vocabulary_share(items: Sequence[ItemDraft], request: SummaryRequest, people: Sequence[str],
+                      language: str = "en") -> float:
+    pool = {w for t in request.turns for w in words(t.text, language)}
+    pool |= {w for n in request.notes for w in words(n.text, language)}
+    pool |= {w for i in request.items for w in words(i.what, language)}
+    said = [w for item in items for w in words(item.what, language)
             if not w.isdigit() and person_of(w, people) is None]
     if len(said) < 6:
         return 1.0
@@ -372,14 +394,18 @@ def validate_update(
     analyzer: Analyzer = ENGLISH,
 ) -> Rejection | None:
     """None if `parsed` (read from `raw_text`) may be applied to `request.items`, else why not.
-    `analyzer`: the conversation's language and lemmatiser, for grounding a word in another form."""
+    `analyzer`: the conversation's language (`CONVERSATION_LANGUAGE`; under `auto`, decided per
+    batch by `pipeline.text.language_of`) and lemmatiser: a language's word rules (refusals, the
+    second person, number words, negators, stop words) are its data files under
+    pipeline/text/data/<language>/, and a language without a file has no such rule."""
     update = parsed.update
-    raw = _raw_rejection(raw_text, request, finish_reason, from_text=update.from_text)
+    language = language_of(analyzer.language, [t.text for t in request.turns])
+    raw = _raw_rejection(raw_text, request, finish_reason, from_text=update.from_text, language=language)
     if raw is not None:
         return raw
     people = known_people(request)
     new = list(update.add) + [m.item for m in update.merge]
-    said = [" ".join(words(d.what)) for d in new]
+    said = [" ".join(words(d.what, language)) for d in new]
     top = max((said.count(x) for x in set(said)), default=0)
     if top >= MAX_REPEATS:
         return _reject(RejectReason.REPETITION, f"one item said {top} times")
@@ -395,9 +421,12 @@ def validate_update(
         # instruction it was given). It is never committed, so neither is the answer it is part of.
         for line in parsed.unattributed:
             folded = " ".join(_SHOUT.sub("", line).casefold().replace("\u2019", "'").split())
-            if ASSISTANT_OPENER.match(folded) or SELF_TALK.search(folded):
+            opener = _rule(language, "assistant_openers", start=True)
+            self_talk = _rule(language, "self_talk", start=False)
+            refusal = _rule(language, "refusal_openers", start=True)
+            if opener is not None and opener.match(folded) or self_talk is not None and self_talk.search(folded):
                 return _reject(RejectReason.INJECTION_ECHO, "answers in the assistant's voice")
-            if REFUSAL_START.match(folded):
+            if refusal is not None and refusal.match(folded):
                 return _reject(RejectReason.REFUSAL, folded[:60])
         return _reject(RejectReason.UNRECOGNISED, f"{len(parsed.unattributed)} lines about nobody: "
                        + parsed.unattributed[0][:40])
@@ -409,12 +438,12 @@ def validate_update(
         who = {n.casefold() for o in olds if o is not None for n in o.who}
         if not merge.item.who or any(n.casefold() not in who for n in merge.item.who):
             return _reject(RejectReason.MISATTRIBUTED, "a merge names someone its items did not")
-        lost = _merge_loss(merge.item, [o for o in olds if o is not None], people)
+        lost = _merge_loss(merge.item, [o for o in olds if o is not None], people, language)
         if lost:
             return _reject(RejectReason.BAD_MERGE, lost)
-    if _vocabulary_share(new, request, people) < MIN_VOCABULARY_SHARE:
+    if _vocabulary_share(new, request, people, language) < MIN_VOCABULARY_SHARE:
         return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
-    pool = name_pool(request, people)
+    pool = name_pool(request, people, language)
     for item in update.add:
         rejection = _item_rejection(item, request, people, pool, from_text=update.from_text, text=analyzer)
         if rejection is not None:
@@ -427,8 +456,8 @@ def validate_update(
             return _reject(RejectReason.ABOUT_BOT, bot)
     for merge in update.merge:
         olds_text = " ".join(by_id[x].what for x in merge.ids)
-        key = content_words(merge.item.what, people)
-        if key and not key & content_words(olds_text):
+        key = content_words(merge.item.what, people, language)
+        if key and not key & content_words(olds_text, (), language):
             return _reject(RejectReason.UNGROUNDED, "a merge says nothing its items said")
     # An explicit empty update ({"add": [], "merge": []}) says the batch held nothing worth
     # keeping: accepted as such. A plain-text answer that only restates the memory is a no-op.
@@ -440,15 +469,15 @@ def validate_update(
 MERGE_KEEPS = 0.5  # of each merged item's content words the merged text must still say
 
 
-def _merge_loss(merged: ItemDraft, olds: Sequence[MemoryItem], people: Sequence[str]) -> str:
+def _merge_loss(merged: ItemDraft, olds: Sequence[MemoryItem], people: Sequence[str], language: str = "en") -> str:
     """What a merge drops of the items it merges (described), else "": each item's numbers, and
     at least `MERGE_KEEPS` of its content words (or one edit from them), must be in the merged text."""
-    said = content_words(merged.what, people)
-    values = numbers(merged.what)
+    said = content_words(merged.what, people, language)
+    values = numbers(merged.what, language)
     for old in olds:
-        if numbers(old.what) - values:
-            return f"drops {sorted(numbers(old.what) - values)[0]} of {old.id!r}"
-        words_ = content_words(old.what, people)
+        if numbers(old.what, language) - values:
+            return f"drops {sorted(numbers(old.what, language) - values)[0]} of {old.id!r}"
+        words_ = content_words(old.what, people, language)
         kept = sum(1 for w in words_ if _near(w, said, shortest=4))
         if words_ and kept < MERGE_KEEPS * len(words_):
             return f"drops what {old.id!r} said"

@@ -18,14 +18,21 @@ suffix rules as data files. Pure (the standard library's `re` and `unicodedata` 
   language's suffix rules (`data/<language>/suffixes.txt`). Recall's BM25 side reads it
   (docs/recall.md).
 
-Languages with data here: English (stop words, suffix rules, number words, negators). Every
-script tokenizes; lemmas come from the injected lemmatiser for the languages it knows.
+- `word_set(language, kind)`: a data file's words (the update check's stop words, fillers);
+  `phrase_rule(language, kind)`: a data file of regular expressions (a language's phrase rules).
+- `language_of(declared, texts)`: the language to read a batch in (`auto` decided per batch).
+
+Languages with data here: English (stop words, suffix rules, number words, negators, and the
+words of its English-only rules), German, Brazilian Portuguese, Japanese and Arabic (stop words,
+number words, negators). Every script tokenizes; lemmas come from the injected lemmatiser for
+the languages it knows.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -105,8 +112,11 @@ def _data_lines(language: str, name: str) -> list[str]:
 def word_table(language: str, kind: str) -> dict[str, str]:
     """`data/<language>/<kind>.txt` as {word: value} (value "" where a line has none), words
     casefolded; `#` starts a comment, one entry a line, `word value` where an entry has a value
-    (the specifics check's number words and negators, pipeline/compaction/specifics.py)."""
+    (the specifics check's number words and negators, pipeline/compaction/specifics.py). Empty
+    for a language with no data folder; a missing file of a language that has one is an error."""
     path = DATA / language / f"{kind}.txt"
+    if not (DATA / language).is_dir():
+        return {}  # a language nobody wrote data for: its word checks have nothing to read
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as err:
@@ -121,20 +131,78 @@ def word_table(language: str, kind: str) -> dict[str, str]:
 
 
 @cache
+def word_set(language: str, kind: str) -> frozenset[str]:
+    """The words of `data/<language>/<kind>.txt` (whitespace-separated, casefolded); empty without the file."""
+    return frozenset(w.casefold() for line in _data_lines(language, f"{kind}.txt") for w in line.split())
+
+
 def stop_words(language: str) -> frozenset[str]:
     """The language's stop words (`data/<language>/stopwords.txt`), casefolded; empty without a list."""
-    return frozenset(w.casefold() for line in _data_lines(language, "stopwords.txt") for w in line.split())
+    return word_set(language, "stopwords")
 
 
 @cache
-def suffix_rules(language: str) -> tuple[tuple[str, int, str], ...]:
-    """The language's suffix rules (`data/<language>/suffixes.txt`): (suffix, the word's length
-    it must exceed, replacement), first match wins; none without a file."""
+def phrase_rule(language: str, kind: str, *, start: bool = False) -> re.Pattern[str] | None:
+    """`data/<language>/<kind>.txt`'s lines (each a regular expression) as one pattern: anchored
+    at the text's start (`start`), else found as whole words; None for a language without the
+    file (the rule is that language's: it does not run in another)."""
+    lines = _data_lines(language, f"{kind}.txt")
+    if not lines:
+        return None
+    body = "|".join(line.strip() for line in lines)
+    return re.compile(f"^(?:{body})" if start else rf"\b(?:{body})\b")
+
+
+def has_data(language: str, kind: str) -> bool:
+    """Whether `data/<language>/<kind>.txt` exists (a rule that reads it runs only then)."""
+    return (DATA / language / f"{kind}.txt").is_file()
+
+
+@cache
+def suffix_rules(language: str, kind: str = "suffixes") -> tuple[tuple[str, int, str], ...]:
+    """The language's suffix rules (`data/<language>/<kind>.txt`, recall's `suffixes` unless
+    named): (suffix, the word's length it must exceed, replacement), first match wins; none
+    without a file."""
     rules = []
-    for line in _data_lines(language, "suffixes.txt"):
+    for line in _data_lines(language, f"{kind}.txt"):
         suffix, longer, replacement = line.split()
         rules.append((suffix, int(longer), "" if replacement == "-" else replacement))
     return tuple(rules)
+
+
+def strip_suffix(word: str, rules: tuple[tuple[str, int, str], ...]) -> str:
+    """`word` with the first of `rules` (`suffix_rules`) that applies, else unchanged."""
+    for suffix, longer, replacement in rules:
+        if len(word) > longer and word.endswith(suffix):
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+_HIRAGANA = re.compile("[\u3041-\u309f\u30fc]+")
+
+
+def grammar_token(token: str) -> bool:
+    """A token of hiragana only (a bigram such as "した", "には"): in Japanese, words are mostly
+    kanji or katakana and the hiragana between them particles and endings, so such a bigram says
+    nothing of what a line is about (the script rule Japanese keyword extractors use)."""
+    return _HIRAGANA.fullmatch(token) is not None
+
+
+# Languages that capitalise every noun ("das Treffen"), so a capital letter does not mark a name.
+NOUNS_CAPITALISED = frozenset({"de", "lb"})
+AUTO = "auto"  # CONVERSATION_LANGUAGE=auto: whatever the people speak
+ENGLISH_SHARE = 0.25  # of a text's words that are English stop words in English chat (~40-50%)
+
+
+def language_of(declared: str, texts: Iterable[str]) -> str:
+    """The language to read `texts` in: `declared`, unless it is `auto`, where text whose words
+    are at least `ENGLISH_SHARE` English stop words is English and anything else stays `auto`
+    (no language's word rules run, only the structural ones)."""
+    if declared != AUTO:
+        return declared
+    stop = stop_words("en")
+    found = [w for text in texts for w in tokens(text, "en")]
+    return "en" if found and sum(w in stop for w in found) >= ENGLISH_SHARE * len(found) else AUTO
 
 
 class Lemmatizer(Protocol):
@@ -160,8 +228,11 @@ class Analyzer:
     def __init__(self, language: str = "en", lemmatizer: Lemmatizer | None = None) -> None:
         self.language = language
         self.lemmatizer: Lemmatizer = lemmatizer or NoLemmas()
-        self.stop_words = stop_words(language)
-        self._rules = suffix_rules(language)
+        # Under `auto` the terms are English's, as before there was a setting (no line says its
+        # language); the update check decides each batch's (`language_of`).
+        self.terms_language = "en" if language == AUTO else language
+        self.stop_words = stop_words(self.terms_language)
+        self._rules = suffix_rules(self.terms_language)
         self.stem = lru_cache(maxsize=8192)(self._stem)
         self.word_term = lru_cache(maxsize=4096)(self._word_term)
 
@@ -173,11 +244,7 @@ class Analyzer:
         """The word's lemma ("bought" -> "buy"), then the first suffix rule that applies."""
         if unspaced(word):
             return word
-        word = self.lemmatizer.lemma(word, self.language)
-        for suffix, longer, replacement in self._rules:
-            if len(word) > longer and word.endswith(suffix):
-                return word[: len(word) - len(suffix)] + replacement
-        return word
+        return strip_suffix(self.lemmatizer.lemma(word, self.terms_language), self._rules)
 
     def terms(self, text: str) -> list[str]:
         """Index terms of `text`: its words less stop words, lemmatised, lightly stemmed."""
@@ -193,4 +260,8 @@ class Analyzer:
 
 ENGLISH = Analyzer("en")  # English without a dictionary lemmatiser (what recall uses when none is injected)
 
-__all__ = ["ENGLISH", "Analyzer", "Lemmatizer", "NoLemmas", "stop_words", "suffix_rules", "tokens", "unspaced"]
+__all__ = [
+    "AUTO", "ENGLISH", "NOUNS_CAPITALISED", "Analyzer", "Lemmatizer", "NoLemmas", "grammar_token", "has_data",
+    "language_of", "phrase_rule", "stop_words", "strip_suffix", "suffix_rules", "tokens", "unspaced", "word_set",
+    "word_table",
+]

@@ -78,3 +78,37 @@ def test_the_ascii_shortcut_reads_ascii_as_the_unicode_pattern_does() -> None:
         flat = text.casefold()
         assert _WORD.findall(flat) == tokens(text, contractions=False)
         assert _LETTERS.findall(flat) == tokens(text, digits=False, contractions=False)
+
+
+def test_every_languages_data_file_names_its_source() -> None:
+    """Each data file opens with a comment saying what it is and where it comes from (issue 39)."""
+    from pipeline.text import DATA
+
+    files = sorted(DATA.glob("*/*.txt"))
+    assert {"ar", "de", "en", "ja", "pt"} <= {f.parent.name for f in files}
+    for path in files:
+        header = path.read_text(encoding="utf-8").splitlines()[0]
+        assert header.startswith("# ") and len(header) > 40, path
+
+
+def test_a_language_without_data_has_no_word_rules() -> None:
+    """A language nobody wrote data for reads no words (its checks are the structural ones); a
+    missing file of a language that has data is a mistake, said as one."""
+    import pytest
+
+    from pipeline.text import has_data, language_of, phrase_rule, word_set, word_table
+
+    assert {} == word_table("fr", "numbers") and frozenset() == word_set("fr", "second_person")
+    assert phrase_rule("de", "refusal_openers") is None and phrase_rule("en", "refusal_openers") is not None
+    assert "9" == word_table("de", "numbers")["neun"] and "8" == word_table("pt", "numbers")["oito"]
+    assert has_data("de", "negators") and not has_data("de", "second_person")
+    with pytest.raises(FileNotFoundError, match="kind 'nosuch'"):
+        word_table("en", "nosuch")
+    assert "en" == language_of("auto", ["I think we should meet at the station"])
+    assert "auto" == language_of("auto", ["Wir treffen uns am Bahnhof"]) and "de" == language_of("de", ["hi"])
+
+
+def test_auto_reads_terms_as_english_and_leaves_the_language_to_each_batch() -> None:
+    auto = text_analyzer("auto")
+    assert "auto" == auto.language and ["buy", "kayak"] == auto.terms("I bought the kayak")
+    assert "de" == text_analyzer("de").language and ["verabredung"] == text_analyzer("de").terms("die Verabredungen")
