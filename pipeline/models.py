@@ -271,6 +271,9 @@ class SummaryRequest:
     recompaction: bool = False
     turn_cap: int = 1200  # a turn's text in the prompt (CompactionPolicy.turn_text_cap_chars)
     items: tuple[MemoryItem, ...] = ()  # the memory the update applies to (previous_summary renders it)
+    # The conversation's language (CONVERSATION_LANGUAGE, `auto`, or an ISO 639-1 code): which
+    # language's word data the offline summarizer reads (pipeline/text/data/<language>/).
+    language: str = "en"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

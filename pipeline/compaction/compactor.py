@@ -96,6 +96,7 @@ class RollingCompactor:
         self._clock = deps.clock
         self._events = deps.events
         self._bot_name = deps.bot_name
+        self._language = deps.text.language  # CONVERSATION_LANGUAGE, for the offline summarizer's word data
         self._ledger = FoldLedger(state=state or CompactionState())
         # The session's speaker labels (`SpeakerLabels`): a batch is folded with its people shown
         # by label, so two people with one display name stay two in the items and the summary.
@@ -326,6 +327,7 @@ class RollingCompactor:
             bot_name=self._bot_name,
             max_chars=self._policy.summary_cap_chars,
             turn_cap=self._policy.turn_text_cap_chars,
+            language=self._language,
         )
         loop = asyncio.get_running_loop()
         t0 = loop.time()

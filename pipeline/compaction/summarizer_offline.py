@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cache
 
 from pipeline.compaction.update_parsing import kind_of, known_people
 from pipeline.compaction.update_validation import about_bot
@@ -43,42 +44,67 @@ from pipeline.models import (
     Turn,
     TurnKind,
 )
+from pipeline.text import (
+    DATA,
+    NOUNS_CAPITALISED,
+    cased_words,
+    language_of,
+    phrase_rule,
+    tokens,
+    unspaced,
+    word_count,
+    word_set,
+)
 
 MODEL_NAME = "offline-extractive"
 FACT_CAP_CHARS = 120
 
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
-_WORD = re.compile(r"[A-Za-z0-9']+")
-_FILLER = re.compile(
-    r"\b(um+|uh+|erm|hmm+|you know|i mean|like,|okay so|ok so|so yeah|yeah|yep|lol|lmao|haha+)\b[,.]?\s*",
-    re.IGNORECASE,
-)
-_KEYWORDS = (
-    "decide", "agree", "let's", "lets ", "we'll", "i'll", "promise", "plan", "going to", "gonna",
-    "bet", "remember", "tomorrow", "tonight", "next", "deadline", "main", "favorite", "favourite",
-    "always", "keep", "never", "hate", "love", "need", "should", "must", "because", "birthday",
-    "named", "called", "owe", "buy", "bought", "rank", "won", "lost", "record", "exam", "due",
-)
-_STOP_CAPS = frozenset({"I", "I'm", "I'll", "I've", "I'd", "OK", "Okay", "Yeah", "Oh", "So", "And", "But"})
+# A sentence ends at . ! ? before a space, or at a full-width end mark (Japanese, Chinese: no space).
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])")
 
 
-def salience(text: str) -> float:
-    """How worth keeping a sentence is. Pure and deterministic: old facts re-score the same."""
-    words = _WORD.findall(text)
-    if len(words) < 3:
+@cache
+def _fillers(language: str) -> re.Pattern[str] | None:
+    """The language's fillers (`pipeline/text/data/<language>/fillers.txt`): English's only; no
+    other language's words are stripped ("Freitag um neun" keeps its "um")."""
+    rule = phrase_rule(language, "fillers")
+    return None if rule is None else re.compile(rule.pattern + r"[,.]?\s*", re.IGNORECASE)
+
+
+@cache
+def _salient_phrases(language: str) -> tuple[str, ...]:
+    """The language's salient words and phrases (`salient_words.txt`, one a line)."""
+    path = DATA / language / "salient_words.txt"
+    if not path.is_file():
+        return ()
+    return tuple(line.strip().lower() for line in path.read_text(encoding="utf-8").splitlines()
+                 if line.strip() and not line.startswith("#"))
+
+
+def salience(text: str, language: str = "en") -> float:
+    """How worth keeping a sentence is. Pure and deterministic: old facts re-score the same.
+    Words of every script count (`pipeline.text.tokens`); names are capitalised words only in a
+    language that does not capitalise its nouns (not German: `NOUNS_CAPITALISED`); the salient
+    words are the language's data file (`salient_words.txt`)."""
+    lang = language_of(language, [text])
+    found = tokens(text, lang)
+    count = word_count(found)
+    if count < 3:
         return 0.0
     score = 1.0
-    caps = [w for w in words[1:] if w[0].isupper() and w not in _STOP_CAPS]
-    score += min(3, len(caps)) * 1.0
+    if lang not in NOUNS_CAPITALISED:
+        not_names = word_set(lang, "not_names")
+        caps = [w for w in cased_words(text)[1:] if w[0].isupper() and w.casefold() not in not_names]
+        score += min(3, len(caps)) * 1.0
     if any(ch.isdigit() for ch in text):
         score += 1.0
     lowered = text.lower()
-    score += 2.0 * min(2, sum(1 for k in _KEYWORDS if k in lowered))
-    if text.rstrip().endswith("?"):
+    score += 2.0 * min(2, sum(1 for k in _salient_phrases(lang) if k in lowered))
+    if text.rstrip().endswith(("?", "\uff1f")):
         score += 1.0
-    if 6 <= len(words) <= 25:
+    if 6 <= count <= 25:
         score += 0.5
-    if len(words) < 5:
+    if count < 5:
         score -= 1.0
     return max(score, 0.0)
 
@@ -87,11 +113,13 @@ _WORD_LOOP = re.compile(r"\b(\w+)(?:[\s,]+\1\b){2,}", re.IGNORECASE)
 _PHRASE_LOOP = re.compile(r"\b(\w+(?:\s+\w+){1,5})(?:[\s,.!?]+\1\b){2,}", re.IGNORECASE)
 
 
-def _condense(text: str) -> str:
-    """One sentence made fit for the summary: sanitised (`one_line`), filler out, loops cut
-    ("the the the" -> "the …"), delimiter look-alikes quoted (`data_field`), a run of mostly
-    numbers described instead of copied."""
-    flat = _FILLER.sub("", data_field(text)).strip(" ,")
+def _condense(text: str, language: str = "en") -> str:
+    """One sentence made fit for the summary: sanitised (`one_line`), the language's fillers out
+    (English's only), loops cut ("the the the" -> "the …"), delimiter look-alikes quoted
+    (`data_field`), a run of mostly numbers described instead of copied."""
+    fillers = _fillers(language_of(language, [text]))
+    flat = data_field(text) if fillers is None else fillers.sub("", data_field(text))
+    flat = flat.strip(" ,")
     flat = _PHRASE_LOOP.sub(r"\1 …", _WORD_LOOP.sub(r"\1 …", flat))
     visible = flat.replace(" ", "")
     if visible and sum(ch.isalpha() for ch in visible) < 0.3 * len(visible):
@@ -101,8 +129,8 @@ def _condense(text: str) -> str:
     return cap_text(flat, FACT_CAP_CHARS)
 
 
-def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
-    said = _turn_said(turn, bot_name)
+def _turn_fact(turn: Turn, bot_name: str, language: str = "en") -> tuple[float, str] | None:
+    said = _turn_said(turn, bot_name, language)
     if said is None:
         return None
     score, text = said
@@ -112,18 +140,18 @@ def _turn_fact(turn: Turn, bot_name: str) -> tuple[float, str] | None:
     return (score, f"- {speaker_label(turn.speaker_name)}{typed}: {text}")
 
 
-def _turn_said(turn: Turn, bot_name: str) -> tuple[float, str] | None:
+def _turn_said(turn: Turn, bot_name: str, language: str = "en") -> tuple[float, str] | None:
     """The best of what a turn says (its score and condensed text), or None when it says nothing."""
     if turn.kind is TurnKind.MEMBERSHIP:
-        return (0.5, _condense(turn.text))
+        return (0.5, _condense(turn.text, language))
     if turn.kind not in (TurnKind.SPEECH, TurnKind.BOT, TurnKind.CHAT):
         return None
     if turn.kind is TurnKind.CHAT and turn.source.startswith(CHAT_DELETE_SOURCE):
         return None  # a deleted message leaves nothing to keep
     penalty = 1.5 if turn.kind is TurnKind.BOT or turn.speaker_name == bot_name else 0.0
     scored = [
-        (salience(c) - penalty, i, c)
-        for i, c in enumerate(_condense(s) for s in _SENTENCE_SPLIT.split(one_line(turn.text)))
+        (salience(c, language) - penalty, i, c)
+        for i, c in enumerate(_condense(s, language) for s in _SENTENCE_SPLIT.split(one_line(turn.text)))
         if c
     ]
     # The bot's own words matter less than the people's (penalty). Keep the best sentence,
@@ -145,14 +173,15 @@ def _provenance(note: Note) -> str:
     return f" ({one_line(note.source)}, {mmss(note.at)})"
 
 
-def _fact_score(line: str) -> float:
+def _fact_score(line: str, language: str = "en") -> float:
     body = line.split(":", 1)[1] if ":" in line else line
     bonus = 1.0 if line.startswith("- [screen]") else 0.0
-    return salience(body) + bonus
+    return salience(body, language) + bonus
 
 
 def _key(line: str) -> frozenset[str]:
-    return frozenset(w.lower() for w in _WORD.findall(line) if len(w) > 3)
+    """A line's longer words (a bigram of a script without spaces counts), to find near-repeats."""
+    return frozenset(w for w in tokens(line) if len(w) > 3 or unspaced(w))
 
 
 class OfflineSummarizer:
@@ -178,19 +207,20 @@ def extract_update(request: SummaryRequest) -> MemoryUpdate:
     was salient or new (`ItemKind.TRACE`: the facts win the summary's budget over it)."""
     seen = [_key(i.what) for i in request.items if i.status is ItemStatus.ACTIVE]
     last_seq = request.turns[-1].seq if request.turns else 0
+    language = request.language
     found: list[tuple[float, float, ItemDraft]] = []  # (score, time, draft)
     for note in request.notes:
-        text = _condense(note.text)
+        text = _condense(note.text, language)
         if text:
             # How and when it arrived ("(look, 00:05) ..."), as the text summary said it.
             what = f"({_provenance(note).strip()[1:-1]}) {text}" if _provenance(note) else text
-            found.append((3.0 + salience(note.text), note.at,
+            found.append((3.0 + salience(note.text, language), note.at,
                           ItemDraft(who=(speaker_label(note.by),), what=what, kind=ItemKind.SCREEN, seqs=(last_seq,))))
     superseded = {seq for t in request.turns if (seq := corrected_seq(t)) is not None}
     for turn in request.turns:
         if turn.seq in superseded:
             continue
-        said = _turn_said(turn, request.bot_name)
+        said = _turn_said(turn, request.bot_name, language)
         if said is None:
             continue
         score, text = said
@@ -200,7 +230,7 @@ def extract_update(request: SummaryRequest) -> MemoryUpdate:
         if turn.kind is TurnKind.CHAT:
             what = f"({TYPED_TAG}) {quoted(text)}"
         found.append((score, turn.started_at,
-                      ItemDraft(who=(speaker_label(turn.speaker_name),), what=what, kind=kind_of("", text),
+                      ItemDraft(who=(speaker_label(turn.speaker_name),), what=what, kind=kind_of("", text, language),
                                 seqs=(turn.seq,))))
     # What the bot said, and what was said to it, is conversation with the bot, never memory:
     # an item about the bot or addressing it would stand as an instruction in every later prompt.
@@ -252,19 +282,21 @@ def summarize_extractive(request: SummaryRequest) -> str:
     new), and when the summary is full the least important older facts make room."""
     facts: list[tuple[float, int, str]] = []  # (score, order, line)
     order = 0
+    language = request.language
     for raw_line in request.previous_summary.splitlines():
         line = one_line(raw_line)
         if not line:
             continue
         if not line.startswith("- "):
             line = f"- {line}"  # a summary written by another summarizer: keep it as facts
-        facts.append((_fact_score(line), order, cap_text(line, FACT_CAP_CHARS + 24)))
+        facts.append((_fact_score(line, language), order, cap_text(line, FACT_CAP_CHARS + 24)))
         order += 1
     seen = [_key(f[2]) for f in facts]
     new_items: list[tuple[float, float, str]] = [
-        (n.at, 3.0 + salience(n.text), f"- [screen] {speaker_label(n.by)}{_provenance(n)}: {_condense(n.text)}")
+        (n.at, 3.0 + salience(n.text, language),
+         f"- [screen] {speaker_label(n.by)}{_provenance(n)}: {_condense(n.text, language)}")
         for n in request.notes
-        if _condense(n.text)
+        if _condense(n.text, language)
     ]
     # A chat message edited or deleted within the same batch is folded as corrected: the
     # original gives way to its correction (an edit's new text, or nothing for a deletion).
@@ -272,7 +304,7 @@ def summarize_extractive(request: SummaryRequest) -> str:
     for turn in request.turns:
         if turn.seq in superseded:
             continue
-        fact = _turn_fact(turn, request.bot_name)
+        fact = _turn_fact(turn, request.bot_name, language)
         if fact is not None:
             new_items.append((turn.started_at, fact[0], fact[1]))
     fresh: list[tuple[float, int, str]] = []

@@ -33,7 +33,17 @@ from pipeline.models import (
     Turn,
     TurnKind,
 )
-from pipeline.text import grammar_token, stop_words, strip_suffix, suffix_rules, tokens, unspaced, word_set
+from pipeline.text import (
+    grammar_token,
+    language_of,
+    phrase_rule,
+    stop_words,
+    strip_suffix,
+    suffix_rules,
+    tokens,
+    unspaced,
+    word_set,
+)
 
 _KIND_ALIASES = {
     "fact": ItemKind.FACT, "facts": ItemKind.FACT, "preference": ItemKind.FACT, "claim": ItemKind.FACT,
@@ -272,16 +282,20 @@ def _cite(person: str, what: str, turns: Sequence[Turn]) -> tuple[int, ...]:
     return tuple(sharing or [t.seq for t in theirs])
 
 
-def kind_of(tag: str, text: str) -> ItemKind:
-    """An item's kind: its `[tag]` when given, else guessed from its words."""
+def kind_of(tag: str, text: str, language: str = "en") -> ItemKind:
+    """An item's kind: its `[tag]` when given, else guessed from its words: a "?" at its end,
+    else the language's question, plan and screen words (`pipeline/text/data/<language>/`)."""
     if tag:
         return _kind(tag)
     folded = text.casefold()
-    if folded.rstrip().endswith("?") or re.search(r"\b(?:asked|wonders?|wondering|wants to know)\b", folded):
+    language = language_of(language, [text])
+    question, plan = phrase_rule(language, "question_words"), phrase_rule(language, "plan_words")
+    screen = phrase_rule(language, "screen_words")
+    if folded.rstrip().endswith(("?", "\uff1f")) or question is not None and question.search(folded):
         return ItemKind.QUESTION
-    if re.search(r"\b(?:will|going to|gonna|plans?|agreed|promised|'ll|bet)\b", folded):
+    if plan is not None and plan.search(folded):
         return ItemKind.PLAN
-    if re.search(r"\b(?:screen|sharing|streaming)\b", folded):
+    if screen is not None and screen.search(folded):
         return ItemKind.SCREEN
     return ItemKind.FACT
 

@@ -100,6 +100,22 @@ def tokens(text: str, language: str = "en", *, digits: bool = True, contractions
     return out
 
 
+_CASED_WORD = re.compile(rf"(?:[^\W_]|[{_MARKS}])+(?:['\u2019](?:[^\W_]|[{_MARKS}])+)*")
+
+
+def cased_words(text: str) -> list[str]:
+    """`text`'s words as written (case kept, an apostrophe inside a word kept: "I'm", "O'Brien"),
+    for rules that read capitals; a run of a script without spaces is one item here."""
+    return _CASED_WORD.findall(text)
+
+
+def word_count(found: list[str]) -> float:
+    """How many words `tokens` found: a bigram of a script without spaces counts a half (a
+    Japanese or Chinese word is about two characters long)."""
+    halves = sum(1 for t in found if unspaced(t))
+    return len(found) - halves + halves / 2
+
+
 def _data_lines(language: str, name: str) -> list[str]:
     """The data file's lines, its header and comment lines ("#") left out; none without a file."""
     path = DATA / language / name
@@ -262,6 +278,6 @@ ENGLISH = Analyzer("en")  # English without a dictionary lemmatiser (what recall
 
 __all__ = [
     "AUTO", "ENGLISH", "NOUNS_CAPITALISED", "Analyzer", "Lemmatizer", "NoLemmas", "grammar_token", "has_data",
-    "language_of", "phrase_rule", "stop_words", "strip_suffix", "suffix_rules", "tokens", "unspaced", "word_set",
-    "word_table",
+    "cased_words", "language_of", "phrase_rule", "stop_words", "strip_suffix", "suffix_rules", "tokens", "unspaced",
+    "word_count", "word_set", "word_table",
 ]

@@ -130,3 +130,42 @@ def test_facts_win_the_budget_over_small_talk_lines() -> None:
     assert all(any(game in line for line in lines) for game in ("Minecraft", "Riverside", "Luigi", "Diamond"))
     small_talk = [line for line in lines if "small talk" in line]
     assert ["- Maya, Alice: small talk [1:20:00–1:21:05]"] == small_talk  # the newest batch's trace only
+
+
+# -- other languages (issue 39) -------------------------------------------------------------------
+
+def _folded(language: str, *lines: tuple[str, str]) -> list[str]:
+    """The offline fold's items for a batch in `language` (the compactor passes the setting on)."""
+    from pipeline.compaction.summarizer_offline import extract_update
+
+    request = SummaryRequest(previous_summary="", turns=turns(*lines), notes=(), bot_name="Clanky", max_chars=1200,
+                             language=language)
+    return [d.what for d in extract_update(request).add]
+
+
+def test_a_japanese_fold_is_not_small_talk() -> None:
+    """Words of every script score: the ASCII-only scorer saw no words at all."""
+    items = _folded("ja", ("ユキ", "土曜日の夜に渋谷でラーメンを食べよう"), ("ケン", "いいね"))
+    assert ["\u201c土曜日の夜に渋谷でラーメンを食べよう\u201d"] == items
+
+
+def test_english_fillers_are_not_stripped_from_other_languages() -> None:
+    """German "um" is "at", Portuguese "um" is "a": only English's fillers are stripped."""
+    assert ["\u201cWir treffen uns Freitag um neun im Park.\u201d"] == _folded(
+        "de", ("Lena", "Wir treffen uns Freitag um neun im Park."))
+    assert ["\u201cOntem comprei um carro, um Gol prata.\u201d"] == _folded(
+        "pt", ("Ana", "Ontem comprei um carro, um Gol prata."))
+    assert ["\u201cSo I bought the tickets for Friday.\u201d"] == _folded(
+        "en", ("Tom", "So um I bought the tickets for Friday."))
+
+
+def test_german_nouns_do_not_score_as_names_and_the_correction_wins() -> None:
+    """Every German noun is capitalised: scored as names, lines full of nouns pushed the short
+    correction out of the fold, and the stale Friday plan stood alone."""
+    nouns = [("Jonas", f"Der Kuchen für die Feier von Oma Gerda steht im Kühlschrank Nummer {i}.") for i in range(7)]
+    items = _folded("de", ("Lena", "Wir treffen uns am Freitag im Café."), *nouns,
+                    ("Lena", "Nein, Freitag geht nicht. Lasst uns Donnerstag machen."))
+    assert any("Lasst uns Donnerstag machen" in item for item in items), items
+    from pipeline.compaction.summarizer_offline import salience
+
+    assert salience("Lasst uns Donnerstag machen.", "de") > salience("Wir treffen uns am Freitag im Café.", "de")
