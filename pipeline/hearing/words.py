@@ -1,11 +1,16 @@
 """Words as the hearing stage compares them, pure: lowercase, punctuation stripped, numbers
 spelled out ("5" vs "five"), contractions expanded ("I'm" vs "I am"), common spellings unified
 ("OK" vs "okay"). The ASR guards, the coalescer and the WER evaluation all use `normalize`.
+Words of every script are kept ("Müller", "пятницу"); a script written without spaces becomes
+one word a character (Japanese and Chinese are scored by character error rate). The number
+words and contractions are English's (as both sides are spelled the same, the others compare too).
 """
 
 from __future__ import annotations
 
 import re
+
+from pipeline.text import MARKS, UNSPACED
 
 _ONES = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -29,7 +34,12 @@ _SUFFIXES = (("n't", " not"), ("'re", " are"), ("'ll", " will"), ("'ve", " have"
 _SPELLINGS = {"ok": "okay", "alright": "all right", "gonna": "going to", "wanna": "want to"}
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th)?%?")
-_NOT_WORD = re.compile(r"[^a-z0-9' ]+")
+_NOT_WORD = re.compile(r"[^a-z0-9' ]+")  # ASCII text (most of it): the fast path
+# Any other text keeps the letters, digits and combining marks of every script (`pipeline.text`),
+# and a script written without spaces is compared character by character (the character error
+# rate such scripts are measured in): "Müller" stays "müller", "土曜日" is "土 曜 日".
+_NOT_WORD_UNICODE = re.compile(rf"(?:[^\w'\s{MARKS}]|_)+")
+_UNSPACED_CHAR = re.compile(f"([{UNSPACED}])")
 
 
 def number_to_words(n: int) -> str:
@@ -83,7 +93,8 @@ def normalize(text: str) -> list[str]:
     text = text.lower().replace("’", "'").replace("‘", "'")
     text = _NUMBER.sub(_spell_number, text)
     text = re.sub(r"[-–—/]", " ", text)
-    text = _NOT_WORD.sub(" ", text)
+    ascii_only = text.isascii()
+    text = _NOT_WORD.sub(" ", text) if ascii_only else _UNSPACED_CHAR.sub(r" \1 ", _NOT_WORD_UNICODE.sub(" ", text))
     words: list[str] = []
     for raw in text.split():
         word = raw.strip("'")

@@ -66,6 +66,8 @@ def _mark_ranges() -> str:
 
 
 _MARKS = _mark_ranges()
+MARKS = _MARKS  # a character class body of every combining mark (for a pattern that keeps words whole)
+UNSPACED = _UNSPACED  # a character class body of the scripts written without spaces
 _WORD = re.compile(rf"[{_UNSPACED}]+|(?:[^\W_{_UNSPACED}]|[{_MARKS}])+")
 _LETTERS = re.compile(rf"[{_UNSPACED}]+|(?:[^\W\d_{_UNSPACED}]|[{_MARKS}])+")  # digits split words
 _HAS_UNSPACED = re.compile(f"[{_UNSPACED}]")
@@ -277,7 +279,8 @@ class Analyzer:
 ENGLISH = Analyzer("en")  # English without a dictionary lemmatiser (what recall uses when none is injected)
 
 __all__ = [
-    "AUTO", "ENGLISH", "NOUNS_CAPITALISED", "Analyzer", "Lemmatizer", "NoLemmas", "grammar_token", "has_data",
+    "AUTO", "ENGLISH", "MARKS", "NOUNS_CAPITALISED", "UNSPACED", "Analyzer", "Lemmatizer", "NoLemmas",
+    "grammar_token", "has_data",
     "cased_words", "language_of", "phrase_rule", "stop_words", "strip_suffix", "suffix_rules", "tokens", "unspaced",
     "word_count", "word_set", "word_table",
 ]
