@@ -6,7 +6,9 @@ running summary (one paragraph for everyone) keeps losing as it is re-compacted.
 
 Extraction is offline and deterministic: first-person statements in the turns a fold has
 just committed (`I'll bring the potions`, `I'm the healer tonight`, `I hate stealth
-missions`), attributed to their speaker. It runs on every fold whatever summarizer folded
+missions`), attributed to their speaker. The patterns are each language's data files
+(`pipeline/text/data/<language>/card_*.txt`: English, German, Portuguese); a language without
+them gets turn counts only, never English's patterns. It runs on every fold whatever summarizer folded
 the batch, costs no model call and cannot be broken by a model's output; a model-written
 card would need a second output from the summarizer that the summary validator does not
 check, or a second call per fold. Only folded transcript turns feed the cards: recalled
@@ -23,9 +25,11 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 from pipeline.formatting import SpeakerLabels, cap_text, corrected_seq, one_line, speaker_label
 from pipeline.models import PEOPLE_KINDS, ParticipantCard, Turn
+from pipeline.text import language_of, phrase_rule, tokens, word_set
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,25 +40,46 @@ class ParticipantMemoryConfig:
     max_chars: int = 800  # the rendered memory, all cards together
     max_cards: int = 12  # speakers tracked (the least active one goes beyond this)
     commitment_ttl_turns: int = 300  # a commitment older than this many turns is dropped at the next fold
+    language: str = "en"  # CONVERSATION_LANGUAGE: whose patterns read the turns (the session sets it)
 
 
-_CLAUSE_END = r"(?=[.!?;]|,\s*(?:but|and|so|because)\b|$)"
-_COMMIT = re.compile(
-    r"\b(?:i'll|i will|i'm going to|im going to|i am going to|i'm gonna|im gonna|i promise to|"
-    r"let me|i've got to|i have to|i need to|i owe)\s+(?P<what>[^.!?;]{3,}?)" + _CLAUSE_END,
-    re.IGNORECASE,
-)
-_PREFER = re.compile(
-    r"\b(?P<verb>i (?:really )?(?:like|love|prefer|hate|dislike|want|enjoy|can't stand)|i don't (?:like|want)|"
-    r"my favou?rite(?: \w+)? is)\s+(?P<what>[^.!?;]{2,}?)" + _CLAUSE_END,
-    re.IGNORECASE,
-)
-_WHO = re.compile(
-    r"\b(?P<verb>i'm (?:the|a|an|playing|maining|on)|i am (?:the|a|an|playing)|i play|i main|my name is|"
-    r"i work as|i'm from)\s+(?P<what>[^.!?;,]{2,}?)" + _CLAUSE_END,
-    re.IGNORECASE,
-)
-_DROP_WHO = re.compile(r"^(?:here|back|fine|good|okay|ok|sure|done|in|out|not|so|just|sorry|going)\b", re.IGNORECASE)
+@dataclass(frozen=True, slots=True)
+class _CardRules:
+    """One language's patterns for the cards, built from its data files
+    (`pipeline/text/data/<language>/card_*.txt`, `clause_joins.txt`)."""
+
+    commit: re.Pattern[str] | None
+    prefer: re.Pattern[str] | None
+    who: re.Pattern[str] | None
+    not_roles: frozenset[str]
+
+
+def _alternatives(language: str, kind: str) -> str:
+    rule = phrase_rule(language, kind, start=True)
+    return "" if rule is None else rule.pattern[len("^(?:"):-1]
+
+
+@cache
+def _rules(language: str) -> _CardRules:
+    """The language's card patterns; none for a language without the files (its people get
+    turn counts, not items: no English pattern reads another language)."""
+    joins = "|".join(re.escape(w) for w in sorted(word_set(language, "clause_joins")))
+    # An item ends at a sentence's end (a full-width one too), or a comma before a conjunction.
+    end = r"(?=[.!?;\u3002\uff01\uff1f]" + (rf"|,\s*(?:{joins})\b" if joins else "") + "|$)"
+
+    def built(kind: str, body: str, named_verb: bool) -> re.Pattern[str] | None:
+        opener = _alternatives(language, kind)
+        if not opener:
+            return None
+        head = rf"\b(?P<verb>{opener})" if named_verb else rf"\b(?:{opener})"
+        return re.compile(head + body + end, re.IGNORECASE)
+
+    return _CardRules(
+        commit=built("card_commitments", r"\s+(?P<what>[^.!?;]{3,}?)", named_verb=False),
+        prefer=built("card_preferences", r"\s+(?P<what>[^.!?;]{2,}?)", named_verb=True),
+        who=built("card_roles", r"\s+(?P<what>[^.!?;,]{2,}?)", named_verb=True),
+        not_roles=word_set(language, "card_not_roles"),
+    )
 
 
 def _clause(text: str, limit: int) -> str:
@@ -79,15 +104,21 @@ def _without(items: tuple[str, ...], seqs: tuple[int, ...], drop: Callable[[int]
 
 
 def extract(text: str, config: ParticipantMemoryConfig) -> tuple[list[str], list[str], list[str]]:
-    """(who, commitments, preferences) stated in one turn, first person only."""
+    """(who, commitments, preferences) stated in one turn, first person only, read with the
+    patterns of `config.language` (CONVERSATION_LANGUAGE; under `auto`, the turn's own:
+    `pipeline.text.language_of`)."""
+    language = config.language
     flat = one_line(text).replace("’", "'")
+    rules = _rules(language_of(language, [flat]))
     who = [
         _clause(f"{m.group('verb')} {m.group('what')}", config.who_chars)
-        for m in _WHO.finditer(flat)
-        if not _DROP_WHO.match(m.group("what"))
+        for m in (rules.who.finditer(flat) if rules.who is not None else ())
+        if tokens(m.group("what"), language)[:1] not in ([w] for w in rules.not_roles)
     ]
-    commitments = [_clause(m.group(0), config.item_chars) for m in _COMMIT.finditer(flat)]
-    preferences = [_clause(f"{m.group('verb')} {m.group('what')}", config.item_chars) for m in _PREFER.finditer(flat)]
+    commitments = [_clause(m.group(0), config.item_chars)
+                   for m in (rules.commit.finditer(flat) if rules.commit is not None else ())]
+    preferences = [_clause(f"{m.group('verb')} {m.group('what')}", config.item_chars)
+                   for m in (rules.prefer.finditer(flat) if rules.prefer is not None else ())]
     return who, commitments, preferences
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 
 import structlog
@@ -111,7 +112,8 @@ class ConversationSession:
         self._cards = ParticipantCards(
             session_id=deps.session_id,
             store=deps.store,
-            config=deps.memory or ParticipantMemoryConfig(),
+            # CONVERSATION_LANGUAGE: whose patterns read the turns (pipeline/context/participants.py)
+            config=replace(deps.memory or ParticipantMemoryConfig(), language=deps.text.language),
             cards=stored.cards,
             through=stored.state.cursor,
             labels=self.labels,

@@ -163,3 +163,20 @@ def test_deleted_typed_message_leaves_the_card() -> None:
     assert ("I'll bring the scrolls",) == update_cards(cards, [edited], bot_name="Clanky", config=CONFIG)[
         "maya"].commitments
     assert () == forget_seqs(cards, [3])["maya"].commitments
+
+
+def test_cards_read_the_conversations_language() -> None:
+    """German and Portuguese first-person statements fill the cards with their own patterns
+    (`pipeline/text/data/<language>/card_*.txt`); English's patterns read only English, and a
+    language without patterns gets turn counts."""
+    german = update_cards({}, [turn(1, "Lena", "Ich bin die Heilerin heute. Ich werde den Kuchen mitbringen, "
+                                               "aber später. Ich hasse Schleichmissionen.")],
+                          bot_name="Clanky", config=ParticipantMemoryConfig(language="de"))["lena"]
+    assert ("Ich bin die Heilerin heute", ("Ich werde den Kuchen mitbringen",), ("Ich hasse Schleichmissionen",)) == (
+        german.who, german.commitments, german.preferences)
+    portuguese = update_cards({}, [turn(1, "Ana", "Eu sou a curandeira hoje. Vou levar as poções, mas depois.")],
+                              bot_name="Clanky", config=ParticipantMemoryConfig(language="pt"))["ana"]
+    assert ("Eu sou a curandeira hoje", ("Vou levar as poções",)) == (portuguese.who, portuguese.commitments)
+    assert ([], [], []) == extract("I'll bring the potions", ParticipantMemoryConfig(language="ja"))
+    auto = ParticipantMemoryConfig(language="auto")
+    assert ([], ["I'll bring the potions"], []) == extract("I'll bring the potions", auto)
