@@ -140,9 +140,9 @@ def person_of(name: str, people: Sequence[str]) -> str | None:
     return None
 
 
-_CLOSING = re.compile(
-    r"^\s*(?:let me know|i hope (?:this|that)|hope this|feel free|is there anything|anything else)\b", re.IGNORECASE
-)
+_OFFERS = phrase_rule("en", "closing_offers", start=True)  # pipeline/text/data/en/closing_offers.txt
+assert _OFFERS is not None
+_CLOSING = re.compile(rf"^\s*{_OFFERS.pattern[1:]}\b", re.IGNORECASE)
 
 
 def strip_wrapping(text: str) -> str:
