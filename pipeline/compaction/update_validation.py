@@ -57,6 +57,7 @@ from pipeline.compaction.update_parsing import (
     item_stop_words,
     known_people,
     name_in,
+    name_pattern,
     person_of,
     strip_wrapping,
     words,
@@ -212,9 +213,10 @@ def addresses(text: str, name: str) -> bool:
     or a text that opens with the name ("Clanky what time is it")."""
     if not name.strip():
         return False
-    name = re.escape(name.strip())
-    return (re.search(rf"(?<![^\W_]){name}\s*[,:!?]", text, re.IGNORECASE) is not None
-            or re.match(rf"\W*{name}(?![^\W_])", text, re.IGNORECASE) is not None)
+    pattern = name_pattern(name.strip())
+    # The full-width marks too: "Clanky、" or "クランキー！" in Japanese or Chinese text.
+    return (re.search(rf"{pattern}\s*[,:!?\u3001\uff0c\uff1a\uff01\uff1f]", text, re.IGNORECASE) is not None
+            or re.match(rf"\W*{pattern}", text, re.IGNORECASE) is not None)
 
 
 def about_bot(item: ItemDraft, bot_name: str, people: Sequence[str]) -> str:
