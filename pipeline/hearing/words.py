@@ -3,35 +3,37 @@ spelled out ("5" vs "five"), contractions expanded ("I'm" vs "I am"), common spe
 ("OK" vs "okay"). The ASR guards, the coalescer and the WER evaluation all use `normalize`.
 Words of every script are kept ("Müller", "пятницу"); a script written without spaces becomes
 one word a character (Japanese and Chinese are scored by character error rate). The number
-words and contractions are English's (as both sides are spelled the same, the others compare too).
+words and spoken forms are English's data (`pipeline/text/data/en/spoken_numbers.txt`,
+`spoken_forms.txt`); both sides are spelled the same, so other languages compare too.
 """
 
 from __future__ import annotations
 
 import re
 
-from pipeline.text import MARKS, UNSPACED
+from pipeline.text import MARKS, UNSPACED, word_table
 
-_ONES = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
-)
-_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_SCALES = ((1_000_000_000, "billion"), (1_000_000, "million"), (1_000, "thousand"))
-_ORDINALS = {
-    "one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-    "nine": "ninth", "twelve": "twelfth",
-}
+
+def _spoken(kind: str, prefix: str = "") -> dict[str, str]:
+    """Entries of `pipeline/text/data/en/<kind>.txt`: those with `prefix` (less it), or those with none."""
+    table = word_table("en", kind)
+    if prefix:
+        return {k.removeprefix(prefix): v for k, v in table.items() if k.startswith(prefix)}
+    return {k: v for k, v in table.items() if ":" not in k}
+
+
+_NAMES = {int(value): word for word, value in _spoken("spoken_numbers").items()}
+_ONES = tuple(_NAMES[n] for n in range(20))
+_TENS = ("", "", *(_NAMES[n] for n in range(20, 100, 10)))
+_SCALES = tuple((n, _NAMES[n]) for n in (1_000_000_000, 1_000_000, 1_000))
+_ORDINALS = _spoken("spoken_numbers", "ordinal:")
+_HUNDRED = _NAMES[100]
+_POINT, _PERCENT = _spoken("spoken_numbers", "symbol:")["."], _spoken("spoken_numbers", "symbol:")["%"]
 
 # Whisper writes contractions as it pleases; the reference may spell them out.
-_CONTRACTIONS = {
-    "i'm": "i am", "let's": "let us", "can't": "can not", "cannot": "can not", "won't": "will not",
-    "shan't": "shall not", "it's": "it is", "that's": "that is", "there's": "there is",
-    "here's": "here is", "what's": "what is", "who's": "who is", "he's": "he is", "she's": "she is",
-    "where's": "where is", "how's": "how is",
-}
-_SUFFIXES = (("n't", " not"), ("'re", " are"), ("'ll", " will"), ("'ve", " have"))
-_SPELLINGS = {"ok": "okay", "alright": "all right", "gonna": "going to", "wanna": "want to"}
+_CONTRACTIONS = _spoken("spoken_forms")
+_SUFFIXES = tuple((ending, f" {word}") for ending, word in _spoken("spoken_forms", "suffix:").items())
+_SPELLINGS = _spoken("spoken_forms", "spelling:")
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th)?%?")
 _NOT_WORD = re.compile(r"[^a-z0-9' ]+")  # ASCII text (most of it): the fast path
@@ -51,7 +53,7 @@ def number_to_words(n: int) -> str:
         return _TENS[tens] + (f" {_ONES[ones]}" if ones else "")
     if n < 1000:
         hundreds, rest = divmod(n, 100)
-        return f"{_ONES[hundreds]} hundred" + (f" {number_to_words(rest)}" if rest else "")
+        return f"{_ONES[hundreds]} {_HUNDRED}" + (f" {number_to_words(rest)}" if rest else "")
     for value, name in _SCALES:
         if n >= value:
             head, rest = divmod(n, value)
@@ -82,9 +84,9 @@ def _spell_number(match: re.Match[str]) -> str:
     if ordinal:
         words = _ordinal(words)
     if fraction:
-        words += " point " + " ".join(_ONES[int(d)] for d in fraction)
+        words += f" {_POINT} " + " ".join(_ONES[int(d)] for d in fraction)
     if percent:
-        words += " percent"
+        words += f" {_PERCENT}"
     return f" {words} "
 
 
