@@ -1,5 +1,5 @@
-"""The update check in other languages (issue 39): a faithful German, Japanese, Portuguese or
-Arabic item over turns in that language is committed, and the structural checks (grounding,
+"""The update check in other languages (issue 39): a faithful German, Japanese, Portuguese,
+Arabic or Hebrew item over turns in that language is committed, and the structural checks (grounding,
 invented names, numbers, negation, the language of the words) still turn a wrong one away. The
 conversation's language comes in with the analyzer the compactor is given (`CompactorDeps.text`,
 `pipeline.wiring.text_analyzer`: the text module's words, simplemma's lemmas)."""
@@ -53,6 +53,10 @@ ARABIC = request([
     ("سارة", "سنلتقي يوم الجمعة الساعة 8 في المقهى"),
     ("عمر", "سأحضر الكعكة معي"),
 ])
+HEBREW = request([
+    ("נועה", "ניפגש ביום חמישי בשעה 8 בבית הקפה ליד הים"),
+    ("דני", "אני לא יכול לבוא ביום שישי"),
+])
 
 GOOD = [
     # A paraphrase with another capitalised noun ("Verabredung" for "Treffen") and the number as
@@ -70,12 +74,14 @@ GOOD = [
     ("pt", PORTUGUESE, {"who": ["Rui"], "kind": "plan", "seqs": [11], "what": "Rui vai ao cinema na sexta às 8."}),
     ("ar", ARABIC, {"who": ["سارة"], "kind": "plan", "seqs": [10],
                     "what": "سارة ستلتقي يوم الجمعة الساعة 8 في المقهى"}),
+    ("he", HEBREW, {"who": ["נועה"], "kind": "plan", "seqs": [10], "what": "נועה ניפגש ביום חמישי בשעה 8 בבית הקפה"}),
+    ("he", HEBREW, {"who": ["דני"], "seqs": [11], "what": "דני לא יכול לבוא ביום שישי"}),
 ]
 
 
 @pytest.mark.parametrize(("language", "req", "item"), GOOD,
                          ids=["de_paraphrase", "de_plan", "de_negated", "ja_plan", "ja_time", "pt_car", "pt_time",
-                              "ar_plan"])
+                              "ar_plan", "he_plan", "he_negated"])
 def test_a_faithful_item_in_the_conversations_language_is_committed(
     language: str, req: SummaryRequest, item: dict[str, Any]
 ) -> None:
@@ -99,13 +105,15 @@ BAD = [
     ("pt", PORTUGUESE, {"who": ["Rui"], "seqs": [11], "what": "Rui não vai ao cinema na sexta."}, "specifics"),
     ("ar", ARABIC, {"who": ["سارة"], "seqs": [10], "what": "سارة ستلتقي يوم الجمعة الساعة 9 في المقهى"}, "specifics"),
     ("ar", ARABIC, {"who": ["عمر"], "seqs": [11], "what": "عمر لن يحضر الكعكة"}, "specifics"),
+    ("he", HEBREW, {"who": ["נועה"], "seqs": [10], "what": "נועה ניפגש ביום חמישי בשעה 9 בבית הקפה"}, "specifics"),
+    ("he", HEBREW, {"who": ["דני"], "seqs": [11], "what": "דני יכול לבוא ביום שישי"}, "specifics"),
 ]
 
 
 @pytest.mark.parametrize(("language", "req", "item", "reason"), BAD,
                          ids=["de_number", "de_negation_dropped", "de_invented", "ja_number", "ja_invented",
                               "ja_english_item", "pt_number", "pt_invented_name", "pt_negation_added", "ar_number",
-                              "ar_negation_added"])
+                              "ar_negation_added", "he_number", "he_negation_dropped"])
 def test_a_wrong_item_in_the_conversations_language_is_still_turned_away(
     language: str, req: SummaryRequest, item: dict[str, Any], reason: str
 ) -> None:
