@@ -12,7 +12,8 @@ request holds:
   from 0) are all in the batch, each citing those turns; an item with `supersedes` (another
   item's `key`) corrects the memory item that one became, found by its text in the prompt's
   memory; a batch with no item gets the honest empty update;
-- without one: each turn of four words or more is an item quoting it (`Bob: "..."`), the
+- without one: each person's turn of four words or more is an item quoting it (`Bob: "..."`,
+  shortened to 180 characters; the bot's turns and what was said to it left out), the
   extractive answer a careful model could give in any language (weaker: no paraphrase).
 
 The conversation's language is the header's `language` field, else `--language` (default
@@ -42,10 +43,12 @@ from eval.logs import quiet_logging
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.compaction.update_validation import addresses
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.session import ConversationSession
 from pipeline.evaluation.session_file import TurnLine, load_session_file
 from pipeline.events import CompactionCompleted, CompactionFailed, EventEmitter
+from pipeline.formatting import cap_text
 from pipeline.models import CompactionPolicy, TurnDraft, TurnKind
 from pipeline.testing import FakeClock
 from pipeline.text import tokens, word_count
@@ -57,6 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = ROOT / "tests" / "fixtures" / "language_folds"
 POLICY = CompactionPolicy(window=10, batch=10)
 MIN_WORDS = 4  # the extractive stand-in's shortest turn worth an item
+QUOTE_CHARS = 180  # ... and its longest quote (an item is at most 240 chars)
 COMMITTED_GOAL = 0.9  # issue 39: >= 90% of folds committed as the model's
 
 
@@ -77,8 +81,9 @@ def _section(prompt: str, opener: str, closer: str) -> list[dict[str, Any]]:
 class StandIn:
     """The stand-in model: answers a fold request with correct items for its batch."""
 
-    def __init__(self, line_seqs: dict[int, int], answers: Sequence[dict[str, Any]] | None) -> None:
+    def __init__(self, line_seqs: dict[int, int], answers: Sequence[dict[str, Any]] | None, bot_name: str) -> None:
         self._line_seqs = line_seqs  # a turn line's index -> the seq it was given
+        self._bot = bot_name
         self._answers = answers
         self.hand_written = answers is not None
         self.calls = 0
@@ -90,7 +95,7 @@ class StandIn:
         memory = _section(prompt, "MEMORY", "(END data)")
         seqs = {int(t["seq"]) for t in batch}
         if self._answers is None:
-            return json.dumps({"add": self._extractive(batch), "merge": []}, ensure_ascii=False)
+            return json.dumps({"add": self._extractive(batch, self._bot), "merge": []}, ensure_ascii=False)
         add = []
         by_key = {a["key"]: a for a in self._answers if "key" in a}
         for answer in self._answers:
@@ -104,10 +109,13 @@ class StandIn:
         return json.dumps({"add": add, "merge": []}, ensure_ascii=False)
 
     @staticmethod
-    def _extractive(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [{"who": [t["speaker"]], "kind": "fact", "what": f"{t['speaker']}: \u201c{t['text']}\u201d",
-                 "seqs": [t["seq"]], "supersedes": ""}
-                for t in batch if word_count(tokens(t["text"])) >= MIN_WORDS]
+    def _extractive(batch: list[dict[str, Any]], bot: str) -> list[dict[str, Any]]:
+        """What a careful model could write in any language: each longer turn of a person, quoted
+        (shortened to `QUOTE_CHARS`), leaving out the bot's turns and what was said to it."""
+        return [{"who": [t["speaker"]], "kind": "fact", "seqs": [t["seq"]], "supersedes": "",
+                 "what": f"{t['speaker']}: \u201c{cap_text(t['text'], QUOTE_CHARS)}\u201d"}
+                for t in batch if word_count(tokens(t["text"])) >= MIN_WORDS
+                and t["speaker"].casefold() != bot.casefold() and not addresses(t["text"], bot)]
 
 
 def _header_language(path: Path) -> str | None:
@@ -136,7 +144,7 @@ async def fold_session(path: Path, *, language: str | None = None, answers: Path
     emitter = EventEmitter(guild_id="eval", session_id=path.stem, source="language_folds")
     emitter.add_sink(events.append)
     line_seqs: dict[int, int] = {}
-    stand_in = StandIn(line_seqs, _answers(path, answers))
+    stand_in = StandIn(line_seqs, _answers(path, answers), bot)
     store = InMemorySessionStore()
     async with OpenAIStub() as stub:
         stub.default_responder = stand_in
