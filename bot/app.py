@@ -33,6 +33,7 @@ import structlog
 
 from bot.client import TEST_DISCORD_API_BASE_ENV, LongcallBot, make_bot, point_discord_at_test_server
 from bot.dashboard.web import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
+from bot.guild_language import MultilingualTranscriber, TranscriberIn
 from bot.logging_setup import configure_logging
 from bot.notes.api import register_notes_api
 from bot.notes.writer import make_note_writer, notes_config
@@ -41,6 +42,7 @@ from bot.privacy_ops import run_retention
 from bot.runtime import (
     dashboard_config,
     hearing_config,
+    language_defaults,
     make_embedder,
     make_summarizers,
     make_transcriber,
@@ -217,6 +219,13 @@ class SharedHearing:
     def __call__(self, sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
         return hearing_pipeline(self._transcriber, sink, events=events, clock=clock, config=self._config)
 
+    def in_language(self, language: str | None) -> HearingFactory:
+        """The factory for a guild with its own /language (bot/guild_language.py): the same
+        transcriber, asked in `language` (None: detected per utterance)."""
+        if not isinstance(self._transcriber, MultilingualTranscriber):
+            return self
+        return SharedHearing(TranscriberIn(self._transcriber, language), self._config)
+
     async def aclose(self) -> None:
         await aclose_quietly(self._transcriber)
 
@@ -349,6 +358,7 @@ def session_deps(
         embedder=make_embedder(settings),
         memory=settings.participant_memory(),
         privacy=privacy_config(settings),
+        languages=language_defaults(settings),
     )
 
 

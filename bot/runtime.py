@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 import structlog
 
 from bot.dashboard.config import DashboardConfig
+from bot.guild_language import LanguageDefaults
 from bot.settings import (
     LOCAL_SUMMARY_CONTEXT_LIMIT,
     AsrMode,
@@ -55,6 +56,13 @@ def whisper_config(settings: Settings) -> WhisperConfig:
         language=asr_language(settings),  # CONVERSATION_LANGUAGE; None under auto: detected per utterance
         hotwords=" ".join([settings.bot_name, *settings.wake_words]),
     )
+
+
+def language_defaults(settings: Settings) -> LanguageDefaults:
+    """What a guild's own /language is checked against (bot/guild_language.py): the default, and
+    the ASR model's name when it is English-only (`*.en`; a remote endpoint has its own model)."""
+    english_only = settings.asr_mode is not AsrMode.REMOTE and settings.asr_model.endswith(".en")
+    return LanguageDefaults(default=settings.language, english_only_model=settings.asr_model if english_only else "")
 
 
 def make_transcriber(settings: Settings) -> WhisperTranscriber | ProcessPoolTranscriber | OpenAITranscriber:

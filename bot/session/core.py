@@ -39,6 +39,7 @@ class SessionStart:
     screen_notes: ScreenNotes | None = None
     opted_out: frozenset[str] = frozenset()  # user ids of this guild's people who opted out (/optout)
     runs: str = ""  # the meta's `runs` with this run added (pipeline/transcript/privacy.py)
+    language: str = ""  # the guild's own /language (a code or `auto`); "": CONVERSATION_LANGUAGE
 
 
 class SessionCore:

@@ -42,6 +42,7 @@ import functools
 
 import structlog
 
+from bot.guild_language import hearing_in
 from bot.ownership import SessionLease
 from bot.session.barge_in import OnAir
 from bot.session.brain_replier import BrainReplier
@@ -107,7 +108,8 @@ class GuildSession:
         self.privacy = SessionPrivacy(core, start.link, deps.privacy, store=deps.store, opted_out=start.opted_out,
                                       speech=deps.speech)
         gated = self.privacy.gate(heard)
-        hearing = deps.hearing_factory(gated, core.events, core.clock) if deps.hearing_factory is not None else None
+        hear = hearing_in(deps.hearing_factory, start.language)  # the guild's /language, if it set one
+        hearing = hear(gated, core.events, core.clock) if hear is not None else None
         self.reconnector = VoiceReconnector(core, start.link, stop_speaking=self.on_air.stop)
         self.watchdog = VoiceWatchdog(core, start.link, self.reconnector)
         self.presence = Presence(core, start.link, self.reconnector, hearing=hearing,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import structlog
 
+from bot.guild_language import stored_language, summarizer_in
 from bot.ownership import SessionLease
 from bot.session.config import META_ACTIVE, META_RUNS, OffsetClock, SessionDeps, StopReason, session_id_for
 from bot.session.core import SessionStart
@@ -422,10 +423,13 @@ async def open_session(
     for sink in deps.event_sinks:
         events.add_sink(sink)
     clock = OffsetClock(deps.clock_factory(), elapsed)
+    language = await stored_language(deps.store, guild_id, deps.languages)  # the guild's /language
+    if language:
+        log.info("guild_language", guild_id=guild_id, language=language, default=deps.languages.default)
     conversation = await ConversationSession.open(ConversationDeps(
         session_id=sid,
         store=deps.store,
-        summarizer=deps.summarizer,
+        summarizer=summarizer_in(deps.summarizer, language),
         fallback=deps.fallback,
         policy=deps.policy,
         clock=clock,
@@ -456,6 +460,7 @@ async def open_session(
         ),
         opted_out=opted_out,
         runs=runs,
+        language=language,
     )
     session = GuildSession(deps, start)
     if lease is not None:

@@ -30,6 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -140,15 +141,25 @@ class WhisperTranscriber:
         """Load and warm up without blocking the event loop."""
         await asyncio.to_thread(self.load)
 
-    def transcribe_sync(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
-        """Blocking transcription; call from a worker thread (benchmarks, tools)."""
-        return self._run(self._loaded_model(), to_float32(audio), prompt or None)
+    def transcribe_sync(
+        self, audio: PcmInt16, *, prompt: str | None = None, language: str | None | EllipsisType = ...
+    ) -> Transcription:
+        """Blocking transcription; call from a worker thread (benchmarks, tools). `language`: a
+        guild's own (bot/guild_language.py; None: detected), else the configured one."""
+        cfg = self._config if language is ... else replace(self._config, language=language)
+        return self._run(self._loaded_model(), to_float32(audio), prompt or None, cfg)
 
     async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
         return await asyncio.to_thread(self.transcribe_sync, audio, prompt=prompt)
 
-    def _run(self, model: WhisperModel, audio: Any, prompt: str | None = None) -> Transcription:
-        cfg = self._config
+    async def transcribe_in(self, audio: PcmInt16, language: str | None, *, prompt: str | None = None) -> Transcription:
+        """`transcribe` in `language` (None: detected per utterance) with the same loaded model."""
+        return await asyncio.to_thread(self.transcribe_sync, audio, prompt=prompt, language=language)
+
+    def _run(
+        self, model: WhisperModel, audio: Any, prompt: str | None = None, cfg: WhisperConfig | None = None
+    ) -> Transcription:
+        cfg = cfg or self._config
         duration = float(len(audio)) / TARGET_RATE
         if cfg.fit_window and duration <= FIT_MAX_S and (cfg.language or not model.model.is_multilingual):
             started = time.perf_counter()
@@ -161,12 +172,11 @@ class WhisperTranscriber:
                 return fitted
             self._fallbacks += 1
             # Looks like a loop or a guess: decode it the library's way, and pay for both.
-            full = self._run_library(model, audio, prompt)
+            full = self._run_library(model, audio, prompt, cfg)
             return replace(full, inference_s=time.perf_counter() - started)
-        return self._run_library(model, audio, prompt)
+        return self._run_library(model, audio, prompt, cfg)
 
-    def _run_library(self, model: WhisperModel, audio: Any, prompt: str | None = None) -> Transcription:
-        cfg = self._config
+    def _run_library(self, model: WhisperModel, audio: Any, prompt: str | None, cfg: WhisperConfig) -> Transcription:
         started = time.perf_counter()
         try:
             segments, info = model.transcribe(
