@@ -40,13 +40,14 @@ from bot.notes.writer import make_note_writer, notes_config
 from bot.ownership import make_owner_id
 from bot.privacy_ops import run_retention
 from bot.runtime import (
+    RecallEmbedders,
     dashboard_config,
     hearing_config,
     language_defaults,
-    make_embedder,
     make_summarizers,
     make_transcriber,
     open_store,
+    recall_config,
     warn_model_shutdowns,
 )
 from bot.session.config import DEFAULT_NOTICE, DEFAULT_SPOKEN_NOTICE, GuildSessionConfig, PrivacyConfig, SessionDeps
@@ -73,7 +74,7 @@ from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnSin
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.screen_notes import NoteWriter
 from pipeline.transcription import AsrError
-from pipeline.wiring import hearing_pipeline
+from pipeline.wiring import hearing_pipeline, text_analyzer
 
 log = structlog.get_logger("longcall.app")
 
@@ -121,7 +122,7 @@ def model_context_config(settings: Settings) -> ModelContextConfig:
         model=settings.brain_model,
         context_limit=settings.brain_context_limit,
         realtime_budget_chars=settings.realtime_instructions_max_chars,
-        recall=settings.recall(),
+        recall=recall_config(settings),  # CONVERSATION_LANGUAGE's embedder's floor
     )
 
 
@@ -336,6 +337,7 @@ def session_deps(
 ) -> SessionDeps:
     """What every guild session of this process shares; session ownership is always on (one
     process or many, the owner lease on Redis decides who serves a guild)."""
+    embedders = RecallEmbedders(settings)
     return SessionDeps(
         store=store,
         summarizer=models.summarizer,
@@ -355,7 +357,9 @@ def session_deps(
         ownership=store,
         owner_id=make_owner_id(),
         lease_ttl_s=settings.owner_lease_ttl_s,
-        embedder=make_embedder(settings),
+        embedder=embedders.embedder(settings.language),
+        embedders=embedders,
+        text=text_analyzer("en" if settings.language == "auto" else settings.language),  # CONVERSATION_LANGUAGE's terms
         memory=settings.participant_memory(),
         privacy=privacy_config(settings),
         languages=language_defaults(settings),

@@ -8,7 +8,10 @@ stores the guild's own choice in the store's guild settings (`lc:guild:<guild id
 - the ASR: the shared transcriber in that language (`transcribe_in`: faster-whisper in
   threads or worker processes, or the remote endpoint's `language` field; `auto`: detected
   per utterance, not sent), through `TranscriberIn`;
-- the summarizer's prompt: items written in that language (`in_language`).
+- the summarizer's prompt: items written in that language (`in_language`);
+- recall: that language's terms (`pipeline.wiring.text_analyzer(language)`) and its sentence
+  embedder with that embedder's relevance floor (RECALL_EMBEDDER, bot/runtime.py's
+  `RecallEmbedders`: under `auto` MiniLM for English, USE multilingual otherwise).
 
 An English-only ASR model (`*.en`, the bundled tiny.en) refuses any language but English, with
 the start-up check's words (`LanguageDefaults.refusal`); a stored choice that the model can no
@@ -26,7 +29,7 @@ import structlog
 from bot.session.ports import HearingFactory
 from pipeline.models import StoreUnavailable
 from pipeline.pcm import PcmInt16
-from pipeline.ports import SessionStore, Summarizer
+from pipeline.ports import Embedder, SessionStore, Summarizer
 from pipeline.transcription import Transcription
 
 log = structlog.get_logger("longcall.guild_language")
@@ -92,6 +95,14 @@ async def stored_language(store: SessionStore, guild_id: int, defaults: Language
                     language=defaults.default)
         return ""
     return language
+
+
+class LanguageEmbedders(Protocol):
+    """Recall's embedder and its relevance floor per language (bot/runtime.py's `RecallEmbedders`)."""
+
+    def embedder(self, language: str) -> Embedder | None: ...
+
+    def floor(self, language: str) -> float: ...
 
 
 @runtime_checkable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -20,7 +21,8 @@ from bot.settings import (
     asr_language,
 )
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
-from pipeline.adapters.embeddings import MiniLMEmbedder
+from pipeline.adapters.embeddings import MINILM_MODEL, MiniLMEmbedder
+from pipeline.adapters.multilingual import USE_MODEL, UseEmbedder, relevance_floor
 from pipeline.adapters.openai_api import OpenAIEmbedder
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
@@ -29,6 +31,7 @@ from pipeline.adapters.redis_server import PrivateRedisServer, RedisServerError
 from pipeline.adapters.redis_store import RedisSessionStore, RedisTopology
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.context.recall import RecallConfig
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig
 from pipeline.hearing.segmenter import SegmenterConfig
@@ -207,18 +210,64 @@ def dashboard_config(settings: Settings) -> DashboardConfig:
         memory_max_chars=settings.participant_memory_max_chars,
     )
 def make_embedder(settings: Settings) -> Embedder | None:
-    """Recall's dense side: the packaged model by default, the embeddings endpoint when asked
-    (and a key is set), none when recall is off or RECALL_EMBEDDER=off."""
-    if not settings.recall_enabled or settings.recall_embedder is RecallEmbedder.OFF:
-        return None
-    if settings.recall_embedder is RecallEmbedder.OPENAI:
-        if not settings.openai_api_key:
-            raise SettingsError("RECALL_EMBEDDER=openai needs OPENAI_API_KEY; set it or use RECALL_EMBEDDER=minilm")
-        return OpenAIEmbedder(
-            endpoint=OpenAIEndpoint(
-                api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                server_kind=settings.openai_server_kind,
-            ),
-            model=settings.recall_embedding_model,
-        )
-    return MiniLMEmbedder()
+    """Recall's dense side for CONVERSATION_LANGUAGE (`RecallEmbedders`)."""
+    return RecallEmbedders(settings).embedder(settings.language)
+
+
+class RecallEmbedders:
+    """RECALL_EMBEDDER per language: `auto` (the default) is the packaged MiniLM for English and
+    the packaged USE multilingual for any other language or `auto` (measured on
+    eval/sets/languages: docs/models.md, "Languages"); `minilm`, `use`, `openai` (the embeddings
+    endpoint, with a key) for every language; none when recall is off or RECALL_EMBEDDER=off.
+    One instance of each model per process, shared by every guild that uses it; each with its
+    own relevance floor (`pipeline.adapters.multilingual.relevance_floor`; RECALL_MIN_SIMILARITY
+    is MiniLM's in English)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._made: dict[str, Embedder] = {}
+
+    def _kind(self, language: str) -> RecallEmbedder:
+        kind = self._settings.recall_embedder
+        if kind is RecallEmbedder.AUTO:
+            return RecallEmbedder.MINILM if language == "en" else RecallEmbedder.USE
+        return kind
+
+    def embedder(self, language: str) -> Embedder | None:
+        settings = self._settings
+        kind = self._kind(language)
+        if not settings.recall_enabled or kind is RecallEmbedder.OFF:
+            return None
+        if kind not in self._made:
+            self._made[kind] = self._make(kind)
+        return self._made[kind]
+
+    def _make(self, kind: RecallEmbedder) -> Embedder:
+        settings = self._settings
+        if kind is RecallEmbedder.OPENAI:
+            if not settings.openai_api_key:
+                raise SettingsError("RECALL_EMBEDDER=openai needs OPENAI_API_KEY; set it or use RECALL_EMBEDDER=minilm")
+            return OpenAIEmbedder(
+                endpoint=OpenAIEndpoint(
+                    api_key=settings.openai_api_key, base_url=settings.openai_base_url,
+                    server_kind=settings.openai_server_kind,
+                ),
+                model=settings.recall_embedding_model,
+            )
+        if kind is RecallEmbedder.USE:
+            return UseEmbedder()
+        return MiniLMEmbedder()
+
+    def floor(self, language: str) -> float:
+        """The dense relevance floor for `language`'s embedder."""
+        default = self._settings.recall_min_similarity
+        kind = self._kind(language)
+        if kind is RecallEmbedder.MINILM and language == "en":
+            return default  # RECALL_MIN_SIMILARITY: tuned on English (docs/recall.md)
+        model = {RecallEmbedder.MINILM: MINILM_MODEL, RecallEmbedder.USE: USE_MODEL}.get(kind, "")
+        return relevance_floor(model, language, default)
+
+
+def recall_config(settings: Settings) -> RecallConfig:
+    """Settings.recall() with CONVERSATION_LANGUAGE's embedder's relevance floor."""
+    return dataclasses.replace(settings.recall(), floor_dense=RecallEmbedders(settings).floor(settings.language))

@@ -93,7 +93,7 @@ class GuildSession:
         self._retention_s = deps.privacy.retention.ttl_s(replay=False)
         self._wall = deps.wall
         self.core = core = SessionCore(start, config, perf=deps.perf)
-        self.model_context = ModelContext(start.conversation, deps.model_context)
+        self.model_context = ModelContext(start.conversation, start.model_context or deps.model_context)
         self.on_air = OnAir(config)
         self.replies = ReplyLedger(core, ReplyMode.REALTIME if start.realtime is not None else ReplyMode.BRAIN)
         tools = ReplyTools(core=core, ledger=self.replies, on_air=self.on_air, link=start.link,

@@ -24,6 +24,25 @@ import numpy as np
 from pipeline.models import EmbeddingUnavailable
 
 USE_MODEL = "use-multilingual-v3"
+ANY = "*"  # every language without its own row
+# The dense relevance floor (RecallConfig.floor_dense) per embedder and language, measured on
+# eval/sets/languages' dev split with eval/languages_eval.py (docs/models.md, "Languages"): a
+# question's median cosine against the session's lines is ~0.13 in English but 0.30-0.63
+# elsewhere with MiniLM, 0.05-0.10 in every language with USE. MiniLM in English keeps
+# RECALL_MIN_SIMILARITY (0.3, docs/recall.md); outside English its cosines bunch, and 0.45 is
+# where it keeps most hits (0.5 lost 4 of 16 German ones); USE's 0.3 kept every hit that 0.2
+# kept in all five languages and 0.35 lost some in three.
+RELEVANCE_FLOORS: dict[tuple[str, str], float] = {
+    ("all-MiniLM-L6-v2-int8", "en"): 0.30,
+    ("all-MiniLM-L6-v2-int8", ANY): 0.45,
+    (USE_MODEL, ANY): 0.30,
+}
+
+
+def relevance_floor(model: str, language: str, default: float) -> float:
+    """The dense floor for `model` in `language` (an ISO code, or `auto`); `default` for an
+    embedder without a row (an OpenAI-compatible endpoint's model)."""
+    return RELEVANCE_FLOORS.get((model, language), RELEVANCE_FLOORS.get((model, ANY), default))
 
 
 class UseEmbedder:

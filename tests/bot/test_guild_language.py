@@ -7,11 +7,13 @@ as the start-up check does."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import redis.asyncio as aioredis
 
@@ -19,10 +21,12 @@ from bot.app import SharedHearing
 from bot.cogs.language import LanguageCog
 from bot.cogs.voice import VoiceCog
 from bot.guild_language import LanguageDefaults, TranscriberIn
-from bot.runtime import language_defaults
+from bot.runtime import RecallEmbedders, language_defaults
 from bot.session.guild_session import GuildSession
 from bot.session.registry import GuildSessionRegistry
 from bot.settings import load_settings
+from pipeline.adapters.embeddings import MiniLMEmbedder
+from pipeline.adapters.multilingual import USE_MODEL, UseEmbedder, relevance_floor
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
@@ -30,7 +34,7 @@ from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.hearing.pipeline import HearingConfig
 from pipeline.hearing.vad import VadKind
-from pipeline.models import CompactionPolicy
+from pipeline.models import CompactionPolicy, Turn, TurnKind
 from pipeline.testing import FakeClock
 from tests.bot.test_cogs import answer, fake_channel, fake_interaction, fake_member
 from tests.support.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, voice_frame
@@ -53,7 +57,9 @@ class Rig:
 
 
 @asynccontextmanager
-async def rig(redis_server: PrivateRedisServer, languages: LanguageDefaults) -> AsyncIterator[Rig]:
+async def rig(
+    redis_server: PrivateRedisServer, languages: LanguageDefaults, *, embedders: RecallEmbedders | None = None
+) -> AsyncIterator[Rig]:
     store = RedisSessionStore.from_url(redis_server.url)
     await store.delete_session(f"guild-{GUILD}")
     await store.save_guild_setting(str(GUILD), "language", None)
@@ -67,7 +73,8 @@ async def rig(redis_server: PrivateRedisServer, languages: LanguageDefaults) -> 
         resources = dataclasses.replace(
             make_resources(store, clock=clock, events=Events(), hearing_factory=hearing, summarizer=summarizer,
                            policy=CompactionPolicy(window=4, batch=2)),
-            languages=languages,
+            languages=languages, embedders=embedders,
+            embedder=embedders.embedder("en") if embedders is not None else None,
         )
         try:
             async with RunningRegistry(resources, FakeConnector(humans=[(ALICE, "Alice")])) as registry:
@@ -182,3 +189,49 @@ def test_a_guilds_transcriber_shares_the_model_and_changes_only_the_language() -
     assert "pt" == TranscriberIn(base, "pt").language
     assert "pt" == base.request_params(None, "pt")["language"] and "language" not in base.request_params(None, None)
     assert "en" == base.request_params()["language"]
+
+
+async def test_a_guild_in_japanese_recalls_with_the_multilingual_embedder_and_its_terms(
+    redis_server: PrivateRedisServer,
+) -> None:
+    """RECALL_EMBEDDER=auto: the guild's /language ja gives its session USE multilingual (its
+    vectors stored under that model), Japanese terms and USE's floor; a question in other words
+    about a line said long ago brings that line into the model's context."""
+    settings = load_settings({"ASR_MODE": "remote", "ASR_REMOTE_URL": "http://127.0.0.1:9/v1"}, dotenv=None)
+    embedders = RecallEmbedders(settings)
+    async with rig(redis_server, MULTILINGUAL, embedders=embedders) as r:
+        assert "Done" in await say(r, "ja")
+        session = await joined(r)
+        lines = ["歯医者の予約が木曜の午後にずらされた", *(f"昨日の話の続き、その{i}" for i in range(10))]
+        for i, text in enumerate(lines):
+            await session.on_chat(message_id=i, user_id=ALICE, name="Alice", text=text)
+        await session.session.settle()
+        async with asyncio.timeout(60):  # USE loads its weights on the first call (~6 s here)
+            await session.session.recall.wait_idle()
+        stored = await r.store.load_recall_vectors(f"guild-{GUILD}", USE_MODEL)
+        assert len(stored) >= len(lines) and "ja" == session.session.recall.index.analyzer.language
+        assert embedders.floor("ja") == session.model_context.config.recall.floor_dense
+        question = Turn(seq=99, kind=TurnKind.SPEECH, speaker_id="1", speaker_name="Alice",
+                        text="由美の歯医者っていつになったの？", started_at=200.0, ended_at=201.0)
+        await session.model_context.prepare(question)
+        context = "\n".join(m["content"] for m in session.model_context.reply(question).messages)
+        assert "木曜" in context
+
+
+def test_the_embedder_and_floor_follow_the_language() -> None:
+    auto = RecallEmbedders(load_settings({}, dotenv=None))
+    assert isinstance(auto.embedder("en"), MiniLMEmbedder) and 0.3 == auto.floor("en")
+    assert isinstance(auto.embedder("de"), UseEmbedder) and auto.embedder("de") is auto.embedder("ar")
+    assert isinstance(auto.embedder("auto"), UseEmbedder)
+    assert relevance_floor(USE_MODEL, "ja", 0.3) == auto.floor("ja")
+    forced = RecallEmbedders(load_settings({"RECALL_EMBEDDER": "minilm", "RECALL_MIN_SIMILARITY": "0.35"}, dotenv=None))
+    assert isinstance(forced.embedder("de"), MiniLMEmbedder)
+    assert (0.35, 0.45) == (forced.floor("en"), forced.floor("de"))  # MiniLM's cosines bunch outside English
+    assert RecallEmbedders(load_settings({"RECALL_EMBEDDER": "off"}, dotenv=None)).embedder("de") is None
+
+
+async def test_the_multilingual_embedder_puts_a_translation_near_its_original() -> None:
+    rows = await UseEmbedder().embed(["Wo ist der Bahnhof?", "Where is the train station?", "I like cheese."])
+    a, b, c = (np.asarray(x) for x in rows)
+    assert abs(float(np.linalg.norm(a)) - 1.0) < 1e-3
+    assert float(a @ b) > float(a @ c) + 0.2
