@@ -22,7 +22,7 @@ import structlog
 
 from bot.cli_output import CommandFailed, terminal_safe, writable_dir
 from bot.logging_setup import Redactor, configure_logging
-from bot.runtime import make_embedder, make_summarizers, open_store
+from bot.runtime import make_embedder, make_summarizers, open_store, recall_config
 from bot.settings import Settings, SettingsError, load_settings
 from pipeline.context.recall import RecallConfig
 from pipeline.conversation.model_context import ModelContextConfig
@@ -62,7 +62,7 @@ def _model_context(settings: Settings) -> ModelContextConfig:
         model=settings.brain_model,
         context_limit=settings.brain_context_limit,
         realtime_budget_chars=settings.realtime_instructions_max_chars,
-        recall=settings.recall(),
+        recall=recall_config(settings),  # CONVERSATION_LANGUAGE's embedder's floor
     )
 
 

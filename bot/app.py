@@ -33,18 +33,21 @@ import structlog
 
 from bot.client import TEST_DISCORD_API_BASE_ENV, LongcallBot, make_bot, point_discord_at_test_server
 from bot.dashboard.web import DashboardBindError, check_bind, create_dashboard_app, start_dashboard
+from bot.guild_language import MultilingualTranscriber, TranscriberIn
 from bot.logging_setup import configure_logging
 from bot.notes.api import register_notes_api
 from bot.notes.writer import make_note_writer, notes_config
 from bot.ownership import make_owner_id
 from bot.privacy_ops import run_retention
 from bot.runtime import (
+    RecallEmbedders,
     dashboard_config,
     hearing_config,
-    make_embedder,
+    language_defaults,
     make_summarizers,
     make_transcriber,
     open_store,
+    recall_config,
     warn_model_shutdowns,
 )
 from bot.session.config import DEFAULT_NOTICE, DEFAULT_SPOKEN_NOTICE, GuildSessionConfig, PrivacyConfig, SessionDeps
@@ -119,7 +122,7 @@ def model_context_config(settings: Settings) -> ModelContextConfig:
         model=settings.brain_model,
         context_limit=settings.brain_context_limit,
         realtime_budget_chars=settings.realtime_instructions_max_chars,
-        recall=settings.recall(),
+        recall=recall_config(settings),  # CONVERSATION_LANGUAGE's embedder's floor
     )
 
 
@@ -189,15 +192,15 @@ async def make_hearing(settings: Settings) -> SharedHearing:
     one long-lived transcriber shared by every guild's hearing pipeline (ASR_MODE: threads of
     this process, worker processes, or a remote endpoint). The factory's `aclose` (when the
     transcriber has one) stops the worker processes or closes the HTTP client."""
-    transcriber = make_transcriber(settings)
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
+        transcriber = make_transcriber(settings)  # ASR_MODEL=bundled-base joins its model here
         await transcriber.start()
     except AsrError as err:
         raise StartupError(
-            f"ASR_MODEL could not be loaded ({err.code}): use `bundled-tiny.en` (works offline) or a "
-            "faster-whisper model name/path that exists on this machine"
+            f"ASR_MODEL could not be loaded ({err.code}: {err.message[:200]}): use `bundled-tiny.en` (works "
+            "offline), `bundled-base` (multilingual, offline) or a faster-whisper model name/path on this machine"
         ) from err
     log.info("asr_ready", model=settings.asr_model, mode=str(settings.asr_mode),
              load_ms=round((loop.time() - started) * 1000))
@@ -216,6 +219,13 @@ class SharedHearing:
 
     def __call__(self, sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
         return hearing_pipeline(self._transcriber, sink, events=events, clock=clock, config=self._config)
+
+    def in_language(self, language: str | None) -> HearingFactory:
+        """The factory for a guild with its own /language (bot/guild_language.py): the same
+        transcriber, asked in `language` (None: detected per utterance)."""
+        if not isinstance(self._transcriber, MultilingualTranscriber):
+            return self
+        return SharedHearing(TranscriberIn(self._transcriber, language), self._config)
 
     async def aclose(self) -> None:
         await aclose_quietly(self._transcriber)
@@ -327,6 +337,7 @@ def session_deps(
 ) -> SessionDeps:
     """What every guild session of this process shares; session ownership is always on (one
     process or many, the owner lease on Redis decides who serves a guild)."""
+    embedders = RecallEmbedders(settings)
     return SessionDeps(
         store=store,
         summarizer=models.summarizer,
@@ -346,10 +357,13 @@ def session_deps(
         ownership=store,
         owner_id=make_owner_id(),
         lease_ttl_s=settings.owner_lease_ttl_s,
-        embedder=make_embedder(settings),
+        embedder=embedders.embedder(settings.language),
+        embedders=embedders,
+        text=text_analyzer("en" if settings.language == "auto" else settings.language),  # CONVERSATION_LANGUAGE's terms
         memory=settings.participant_memory(),
         text=text_analyzer(settings.language),  # CONVERSATION_LANGUAGE: the update check's and recall's words
         privacy=privacy_config(settings),
+        languages=language_defaults(settings),
     )
 
 

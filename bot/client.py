@@ -22,6 +22,7 @@ import yarl
 from discord.ext import commands
 from discord.gateway import DiscordWebSocket
 
+from bot.cogs.language import LanguageCog
 from bot.cogs.notes import NotesCog
 from bot.cogs.privacy import PrivacyCog
 from bot.cogs.voice import VoiceCog
@@ -303,6 +304,7 @@ class LongcallBot(commands.Bot):
         await self.add_cog(VoiceCog(self.registry, self.store, brain_model=self.brain_model))
         await self.add_cog(NotesCog(self.registry, read_text_chat=self.settings.read_text_chat))
         await self.add_cog(PrivacyCog(self.registry))
+        await self.add_cog(LanguageCog(self.registry))
         if self.sync_guild_ids:
             for guild_id in self.sync_guild_ids:
                 guild = discord.Object(id=guild_id)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import structlog
 
 from bot.dashboard.config import DashboardConfig
+from bot.guild_language import LanguageDefaults
 from bot.settings import (
     LOCAL_SUMMARY_CONTEXT_LIMIT,
     AsrMode,
@@ -19,15 +21,17 @@ from bot.settings import (
     asr_language,
 )
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
-from pipeline.adapters.embeddings import MiniLMEmbedder
+from pipeline.adapters.embeddings import MINILM_MODEL, MiniLMEmbedder
+from pipeline.adapters.multilingual import USE_MODEL, UseEmbedder, relevance_floor
 from pipeline.adapters.openai_api import OpenAIEmbedder
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.redis_server import PrivateRedisServer, RedisServerError
 from pipeline.adapters.redis_store import RedisSessionStore, RedisTopology
-from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber, bundled_multilingual_path
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
+from pipeline.context.recall import RecallConfig
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig
 from pipeline.hearing.segmenter import SegmenterConfig
@@ -38,13 +42,14 @@ from pipeline.ports import Embedder, Summarizer
 log = structlog.get_logger("longcall.runtime")
 
 BUNDLED_ASR = "bundled-tiny.en"
+BUNDLED_MULTILINGUAL_ASR = "bundled-base"  # Whisper base, 99 languages, from the asr-multilingual extra
 
 
 def whisper_config(settings: Settings) -> WhisperConfig:
     """ASR settings; the bot's name and wake words are hotwords (tiny.en hears "Clanky" as
     "Klinki" without them, and the wake-word bypass would never fire)."""
     return WhisperConfig(
-        model="" if settings.asr_model == BUNDLED_ASR else settings.asr_model,
+        model=asr_model_path(settings.asr_model),
         device=settings.asr_device,
         compute_type=settings.asr_compute_type,
         beam_size=settings.asr_beam_size,
@@ -55,6 +60,23 @@ def whisper_config(settings: Settings) -> WhisperConfig:
         language=asr_language(settings),  # CONVERSATION_LANGUAGE; None under auto: detected per utterance
         hotwords=" ".join([settings.bot_name, *settings.wake_words]),
     )
+
+
+def asr_model_path(name: str) -> str:
+    """ASR_MODEL as faster-whisper takes it: "" for the bundled tiny.en, the joined folder of the
+    bundled multilingual base, else the name or path as given."""
+    if name == BUNDLED_ASR:
+        return ""
+    if name == BUNDLED_MULTILINGUAL_ASR:
+        return str(bundled_multilingual_path())
+    return name
+
+
+def language_defaults(settings: Settings) -> LanguageDefaults:
+    """What a guild's own /language is checked against (bot/guild_language.py): the default, and
+    the ASR model's name when it is English-only (`*.en`; a remote endpoint has its own model)."""
+    english_only = settings.asr_mode is not AsrMode.REMOTE and settings.asr_model.endswith(".en")
+    return LanguageDefaults(default=settings.language, english_only_model=settings.asr_model if english_only else "")
 
 
 def make_transcriber(settings: Settings) -> WhisperTranscriber | ProcessPoolTranscriber | OpenAITranscriber:
@@ -199,18 +221,64 @@ def dashboard_config(settings: Settings) -> DashboardConfig:
         memory_max_chars=settings.participant_memory_max_chars,
     )
 def make_embedder(settings: Settings) -> Embedder | None:
-    """Recall's dense side: the packaged model by default, the embeddings endpoint when asked
-    (and a key is set), none when recall is off or RECALL_EMBEDDER=off."""
-    if not settings.recall_enabled or settings.recall_embedder is RecallEmbedder.OFF:
-        return None
-    if settings.recall_embedder is RecallEmbedder.OPENAI:
-        if not settings.openai_api_key:
-            raise SettingsError("RECALL_EMBEDDER=openai needs OPENAI_API_KEY; set it or use RECALL_EMBEDDER=minilm")
-        return OpenAIEmbedder(
-            endpoint=OpenAIEndpoint(
-                api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                server_kind=settings.openai_server_kind,
-            ),
-            model=settings.recall_embedding_model,
-        )
-    return MiniLMEmbedder()
+    """Recall's dense side for CONVERSATION_LANGUAGE (`RecallEmbedders`)."""
+    return RecallEmbedders(settings).embedder(settings.language)
+
+
+class RecallEmbedders:
+    """RECALL_EMBEDDER per language: `auto` (the default) is the packaged MiniLM for English and
+    the packaged USE multilingual for any other language or `auto` (measured on
+    eval/sets/languages: docs/models.md, "Languages"); `minilm`, `use`, `openai` (the embeddings
+    endpoint, with a key) for every language; none when recall is off or RECALL_EMBEDDER=off.
+    One instance of each model per process, shared by every guild that uses it; each with its
+    own relevance floor (`pipeline.adapters.multilingual.relevance_floor`; RECALL_MIN_SIMILARITY
+    is MiniLM's in English)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._made: dict[str, Embedder] = {}
+
+    def _kind(self, language: str) -> RecallEmbedder:
+        kind = self._settings.recall_embedder
+        if kind is RecallEmbedder.AUTO:
+            return RecallEmbedder.MINILM if language == "en" else RecallEmbedder.USE
+        return kind
+
+    def embedder(self, language: str) -> Embedder | None:
+        settings = self._settings
+        kind = self._kind(language)
+        if not settings.recall_enabled or kind is RecallEmbedder.OFF:
+            return None
+        if kind not in self._made:
+            self._made[kind] = self._make(kind)
+        return self._made[kind]
+
+    def _make(self, kind: RecallEmbedder) -> Embedder:
+        settings = self._settings
+        if kind is RecallEmbedder.OPENAI:
+            if not settings.openai_api_key:
+                raise SettingsError("RECALL_EMBEDDER=openai needs OPENAI_API_KEY; set it or use RECALL_EMBEDDER=minilm")
+            return OpenAIEmbedder(
+                endpoint=OpenAIEndpoint(
+                    api_key=settings.openai_api_key, base_url=settings.openai_base_url,
+                    server_kind=settings.openai_server_kind,
+                ),
+                model=settings.recall_embedding_model,
+            )
+        if kind is RecallEmbedder.USE:
+            return UseEmbedder()
+        return MiniLMEmbedder()
+
+    def floor(self, language: str) -> float:
+        """The dense relevance floor for `language`'s embedder."""
+        default = self._settings.recall_min_similarity
+        kind = self._kind(language)
+        if kind is RecallEmbedder.MINILM and language == "en":
+            return default  # RECALL_MIN_SIMILARITY: tuned on English (docs/recall.md)
+        model = {RecallEmbedder.MINILM: MINILM_MODEL, RecallEmbedder.USE: USE_MODEL}.get(kind, "")
+        return relevance_floor(model, language, default)
+
+
+def recall_config(settings: Settings) -> RecallConfig:
+    """Settings.recall() with CONVERSATION_LANGUAGE's embedder's relevance floor."""
+    return dataclasses.replace(settings.recall(), floor_dense=RecallEmbedders(settings).floor(settings.language))

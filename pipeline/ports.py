@@ -278,6 +278,15 @@ class SessionStore(Protocol):
         Raises `StoreUnavailable` when the subscription breaks; subscribe again."""
         ...
 
+    async def guild_settings(self, scope: str) -> dict[str, str]:
+        """What an admin set for `scope` (a guild) with a slash command, by name (`language`:
+        bot/guild_language.py); {} when nothing is set. Outlives the guild's session data."""
+        ...
+
+    async def save_guild_setting(self, scope: str, name: str, value: str | None) -> None:
+        """Set one of `scope`'s settings (None: remove it, back to the process's default)."""
+        ...
+
     async def expire_session(self, session_id: str, ttl_s: float | None) -> None:
         """Let every key of the session expire in `ttl_s` seconds (None: keep it, undo an
         earlier expiry: the session is live again)."""

@@ -194,7 +194,7 @@ def memory_items_html(items: tuple[MemoryItem, ...]) -> str:
     rows = []
     for item in sorted(items, key=lambda i: (-i.created_at, i.id)):
         old = item.status is ItemStatus.SUPERSEDED
-        what = f"<s>{esc(item.what)}</s>" if old else esc(item.what)
+        what = f'<s dir="auto">{esc(item.what)}</s>' if old else f'<span dir="auto">{esc(item.what)}</span>'
         by = esc(corrected_by.get(item.id, "?"))
         marker = f' <span class="superseded" data-testid="superseded">superseded by {by}</span>' if old else ""
         rows.append(
@@ -262,7 +262,9 @@ def _turn_html(turn: Turn, state: str, badge: str, bot_name: str, *, recalled: b
     mark = ' data-recalled="1"' if recalled else ""
     removed = removed_label(turn)  # a tombstone: no name, no words, only why they are gone
     text = f'<span class="text removed" data-testid="removed">{esc(removed)}</span>' if removed else (
-        f'<span class="speaker">{esc(who)}</span><span class="text">{esc(turn.text)}</span>')
+        # dir="auto": each name and line takes its own direction from its first strong letter
+        # (Arabic, Hebrew right to left) without turning the row around (dashboard.css: plaintext)
+        f'<span class="speaker" dir="auto">{esc(who)}</span><span class="text" dir="auto">{esc(turn.text)}</span>')
     return (
         f'<div class="turn {state} {esc(kind)}{" recalled" if recalled else ""}" data-testid="turn" '
         f'data-seq="{turn.seq}" data-state="{state}"{mark}>'
@@ -290,7 +292,8 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
         cards = '<p class="muted">No participant cards yet.</p>'
     else:
         cards = "".join(
-            f'<div class="pcard"><b>{esc(name)}</b><p>{esc(text)}</p></div>' for name, text in view.participant_cards
+            f'<div class="pcard"><b dir="auto">{esc(name)}</b><p dir="auto">{esc(text)}</p></div>'
+            for name, text in view.participant_cards
         )
     parts.append(f'<section class="card" data-testid="participant-cards"><h3>Participant cards</h3>{cards}</section>')
     summary_body = esc(snap.summary) if snap.summary else '<span class="muted">No summary yet.</span>'
@@ -298,7 +301,7 @@ def render_model_view(view: ModelView, folds: Sequence[Fold], *, above_param: in
     parts.append(
         f'<section class="card summary" data-testid="summary" data-covered-through="{snap.covered_through_turn}">'
         f'<h3>Summary <span class="muted">covers {esc(covers)} · {len(snap.summary)} chars</span></h3>'
-        f'<div class="summary-text">{summary_body}</div>{memory_items_html(view.memory_items)}</section>'
+        f'<div class="summary-text" dir="auto">{summary_body}</div>{memory_items_html(view.memory_items)}</section>'
     )
     pruned = set(view.reply.pruned_seqs) if view.reply is not None else set()
     seen = set(visible_seqs(view))

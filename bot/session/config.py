@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bot.guild_language import LanguageDefaults, LanguageEmbedders
 from bot.session.ports import Brain, HearingFactory, RealtimeFactory, Speech
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.context.sentences import SentenceSplitterConfig
@@ -132,6 +133,10 @@ class SessionDeps:
     text: Analyzer = field(default_factory=text_analyzer)  # recall's terms (simplemma's lemmas), shared
     memory: ParticipantMemoryConfig = field(default_factory=ParticipantMemoryConfig)
     privacy: PrivacyConfig = field(default_factory=PrivacyConfig)  # the notice, retention (issue 23)
+    # CONVERSATION_LANGUAGE and whether the ASR is English-only: a guild's own /language is checked
+    # against it (bot/guild_language.py)
+    languages: LanguageDefaults = field(default_factory=LanguageDefaults)
+    embedders: LanguageEmbedders | None = None  # recall's embedder and floor for a guild's own language
 
 
 class OffsetClock:

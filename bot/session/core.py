@@ -17,6 +17,7 @@ from bot.ownership import LeaseLostReason, SessionLease
 from bot.session.config import GuildSessionConfig, StopReason
 from bot.session.ports import VoiceLink
 from pipeline.adapters.openai_realtime import RealtimeVoice
+from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import EventEmitter, SessionLeaseLost
 from pipeline.models import Turn, TurnDraft, TurnKind
@@ -39,6 +40,8 @@ class SessionStart:
     screen_notes: ScreenNotes | None = None
     opted_out: frozenset[str] = frozenset()  # user ids of this guild's people who opted out (/optout)
     runs: str = ""  # the meta's `runs` with this run added (pipeline/transcript/privacy.py)
+    language: str = ""  # the guild's own /language (a code or `auto`); "": CONVERSATION_LANGUAGE
+    model_context: ModelContextConfig | None = None  # its recall floor, for a guild's own language
 
 
 class SessionCore:

@@ -42,6 +42,7 @@ import functools
 
 import structlog
 
+from bot.guild_language import hearing_in
 from bot.ownership import SessionLease
 from bot.session.barge_in import OnAir
 from bot.session.brain_replier import BrainReplier
@@ -92,7 +93,7 @@ class GuildSession:
         self._retention_s = deps.privacy.retention.ttl_s(replay=False)
         self._wall = deps.wall
         self.core = core = SessionCore(start, config, perf=deps.perf)
-        self.model_context = ModelContext(start.conversation, deps.model_context)
+        self.model_context = ModelContext(start.conversation, start.model_context or deps.model_context)
         self.on_air = OnAir(config)
         self.replies = ReplyLedger(core, ReplyMode.REALTIME if start.realtime is not None else ReplyMode.BRAIN)
         tools = ReplyTools(core=core, ledger=self.replies, on_air=self.on_air, link=start.link,
@@ -107,7 +108,8 @@ class GuildSession:
         self.privacy = SessionPrivacy(core, start.link, deps.privacy, store=deps.store, opted_out=start.opted_out,
                                       speech=deps.speech)
         gated = self.privacy.gate(heard)
-        hearing = deps.hearing_factory(gated, core.events, core.clock) if deps.hearing_factory is not None else None
+        hear = hearing_in(deps.hearing_factory, start.language)  # the guild's /language, if it set one
+        hearing = hear(gated, core.events, core.clock) if hear is not None else None
         self.reconnector = VoiceReconnector(core, start.link, stop_speaking=self.on_air.stop)
         self.watchdog = VoiceWatchdog(core, start.link, self.reconnector)
         self.presence = Presence(core, start.link, self.reconnector, hearing=hearing,

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 import structlog
 
+from bot.guild_language import AUTO, stored_language, summarizer_in
 from bot.ownership import SessionLease
 from bot.session.config import META_ACTIVE, META_RUNS, OffsetClock, SessionDeps, StopReason, session_id_for
 from bot.session.core import SessionStart
@@ -29,6 +31,7 @@ from pipeline.models import OwnerGrant, StoreUnavailable
 from pipeline.ports import SessionOwnership, SessionStore
 from pipeline.transcript.privacy import Run, format_runs, parse_runs
 from pipeline.transcript.screen_notes import ScreenNotes
+from pipeline.wiring import text_analyzer
 
 log = structlog.get_logger("longcall.guild_session")
 
@@ -422,18 +425,28 @@ async def open_session(
     for sink in deps.event_sinks:
         events.add_sink(sink)
     clock = OffsetClock(deps.clock_factory(), elapsed)
+    language = await stored_language(deps.store, guild_id, deps.languages)  # the guild's /language
+    embedder, text, model_context = deps.embedder, deps.text, None
+    if language:
+        log.info("guild_language", guild_id=guild_id, language=language, default=deps.languages.default)
+        if language != AUTO:  # a dictionary loads once per language (up to ~1 s): off the loop
+            text = await asyncio.to_thread(text_analyzer, language)
+        if deps.embedders is not None:
+            embedder = deps.embedders.embedder(language)
+            recall = dataclasses.replace(deps.model_context.recall, floor_dense=deps.embedders.floor(language))
+            model_context = dataclasses.replace(deps.model_context, recall=recall)
     conversation = await ConversationSession.open(ConversationDeps(
         session_id=sid,
         store=deps.store,
-        summarizer=deps.summarizer,
+        summarizer=summarizer_in(deps.summarizer, language),
         fallback=deps.fallback,
         policy=deps.policy,
         clock=clock,
         events=events,
         bot_name=deps.config.bot_name,
         owner_token=lease.token if lease is not None else "",
-        embedder=deps.embedder,
-        text=deps.text,
+        embedder=embedder,
+        text=text,
         memory=deps.memory,
     ))
     last = conversation.recent(1)
@@ -456,6 +469,8 @@ async def open_session(
         ),
         opted_out=opted_out,
         runs=runs,
+        language=language,
+        model_context=model_context,
     )
     session = GuildSession(deps, start)
     if lease is not None:

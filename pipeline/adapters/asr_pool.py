@@ -26,6 +26,7 @@ import os
 import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from types import EllipsisType
 from typing import Any
 
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
@@ -54,12 +55,14 @@ def _ready() -> int:
     return os.getpid()
 
 
-def _transcribe(audio: PcmInt16, prompt: str | None = None) -> Transcription | tuple[str, str]:
+def _transcribe(
+    audio: PcmInt16, prompt: str | None = None, language: str | None | EllipsisType = ...
+) -> Transcription | tuple[str, str]:
     """In a worker. An `AsrError` comes back as (code, message): exceptions with custom
     constructors do not survive pickling intact."""
     assert _worker is not None, "worker initializer did not run"
     try:
-        return _worker.transcribe_sync(audio, prompt=prompt)
+        return _worker.transcribe_sync(audio, prompt=prompt, language=language)
     except AsrError as err:
         return (str(err.code), err.message)  # the parent's AsrError adds the code again
 
@@ -117,12 +120,21 @@ class ProcessPoolTranscriber:
 
     async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
         """`prompt`: the earlier pieces' text of a long utterance decoded in parts (as in-process)."""
+        return await self._transcribe(audio, prompt, ...)
+
+    async def transcribe_in(self, audio: PcmInt16, language: str | None, *, prompt: str | None = None) -> Transcription:
+        """`transcribe` in a guild's own `language` (bot/guild_language.py; None: detected)."""
+        return await self._transcribe(audio, prompt, language)
+
+    async def _transcribe(
+        self, audio: PcmInt16, prompt: str | None, language: str | None | EllipsisType
+    ) -> Transcription:
         executor = self._executor
         if executor is None:
             async with self._lock:
                 executor = await self._ensure_started()
         try:
-            result = await asyncio.get_running_loop().run_in_executor(executor, _transcribe, audio, prompt)
+            result = await asyncio.get_running_loop().run_in_executor(executor, _transcribe, audio, prompt, language)
         except BrokenProcessPool as err:
             if self._executor is executor:  # the next call starts a fresh pool
                 self._executor = None

@@ -8,6 +8,7 @@ branches on the code.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -155,6 +156,13 @@ class OpenAISummarizer(OpenAIAdapter):
         # reported once, on the next answer (`SummaryResult.structured_refused`).
         self._structured = True
         self._refusal: str | None = None
+
+    def in_language(self, language: str | None) -> OpenAISummarizer:
+        """This summarizer writing its items in `language` (a guild's own, bot/guild_language.py;
+        None: the people's), over the same HTTP client (closed with this one)."""
+        other = copy.copy(self)
+        other._items_language = items_language(language)
+        return other
 
     @property
     def context_limit(self) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import EllipsisType
 from typing import Any
 
 from pipeline.adapters.openai_client import CLIENT_ERRORS, ApiFailure, OpenAIAdapter, OpenAIEndpoint, classify
@@ -59,10 +60,11 @@ class OpenAITranscriber(OpenAIAdapter):
     async def start(self) -> None:
         """Nothing to load; the first request opens the connection."""
 
-    def request_params(self, prompt: str | None = None) -> dict[str, Any]:
+    def request_params(self, prompt: str | None = None, language: str | None | EllipsisType = ...) -> dict[str, Any]:
         """What goes beside `model` and `file` for this model (hotwords, then `prompt`)."""
         joined = " ".join(p for p in (self._prompt, prompt) if p)
-        params = transcription_params(self._model, language=self._language, prompt=joined or None)
+        language = self._language if language is ... else language
+        params = transcription_params(self._model, language=language, prompt=joined or None)
         if self._format is not None:
             params["response_format"] = self._format
         return params
@@ -70,6 +72,10 @@ class OpenAITranscriber(OpenAIAdapter):
     async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
         """`prompt`: the earlier pieces' text of a long utterance decoded in parts; it goes to
         the endpoint's `prompt` after the hotwords (Whisper reads the prompt's end first)."""
+        return await self.transcribe_in(audio, self._language, prompt=prompt)
+
+    async def transcribe_in(self, audio: PcmInt16, language: str | None, *, prompt: str | None = None) -> Transcription:
+        """`transcribe` in a guild's own `language` (bot/guild_language.py; None: not sent)."""
         duration = float(len(audio)) / 16_000
         started = time.perf_counter()
         try:
@@ -77,7 +83,7 @@ class OpenAITranscriber(OpenAIAdapter):
                 result = await self._client.audio.transcriptions.create(
                     model=self._model,
                     file=("utterance.wav", wav_bytes(audio), "audio/wav"),
-                    **self.request_params(prompt),
+                    **self.request_params(prompt, language),
                 )
         except (TimeoutError, *CLIENT_ERRORS) as err:
             failure = classify(err)
@@ -91,7 +97,7 @@ class OpenAITranscriber(OpenAIAdapter):
         if not segments:
             return Transcription(
                 text=text, avg_logprob=0.0 if text else -5.0, no_speech_prob=0.0 if text else 1.0,
-                duration_s=duration, inference_s=elapsed, segments=1 if text else 0, language=self._language,
+                duration_s=duration, inference_s=elapsed, segments=1 if text else 0, language=language,
             )
         weights = [max(1, len(getattr(s, "tokens", None) or [])) for s in segments]
         return Transcription(
@@ -102,5 +108,5 @@ class OpenAITranscriber(OpenAIAdapter):
             compression_ratio=max(float(s.compression_ratio) for s in segments),
             inference_s=elapsed,
             segments=len(segments),
-            language=self._language,  # None under auto: OpenAI answers a language's name, not its code
+            language=language,  # None under auto: OpenAI answers a language's name, not its code
         )

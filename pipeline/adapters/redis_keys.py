@@ -35,7 +35,9 @@ Keys outside the per-session tag: `lc:sessions`, a sorted set of session ids by 
 they first saved meta -- the registry the dashboard lists; `lc:optout:<scope>`, a set of the
 user ids that opted out of being recorded in a guild (a preference, not content: it outlives
 the guild's session data, so an admin's wipe never opts anyone back in; `OPTOUT_KEPT` marks it
-as written); changes are announced on the pub/sub channel `lc:optout-changed`. No command touches
+as written); changes are announced on the pub/sub channel `lc:optout-changed`; `lc:guild:<scope>`, a
+hash of what an admin set for the guild with a slash command (`language`, bot/guild_language.py),
+also kept apart from the session's data, read when a session starts. No command touches
 them together with a session's keys, so under Redis Cluster (`REDIS_MODE=cluster`) every
 command, script and transaction stays in one slot (docs/redis.md has the layout and the
 failover story).
@@ -60,6 +62,10 @@ def session_keys(session_id: str) -> dict[str, str]:
 
 def optout_key(scope: str) -> str:
     return f"lc:optout:{scope}"
+
+
+def guild_settings_key(scope: str) -> str:
+    return f"lc:guild:{scope}"
 
 
 # Published (message: the scope) on every opt-out change, so the process serving the guild's

@@ -27,7 +27,7 @@ from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
 
 from pipeline.adapters import redis_scripts as lua
-from pipeline.adapters.redis_keys import OPTOUT_CHANNEL, SESSIONS_KEY, VECTOR_PAGE
+from pipeline.adapters.redis_keys import OPTOUT_CHANNEL, SESSIONS_KEY, VECTOR_PAGE, guild_settings_key
 from pipeline.adapters.redis_keys import as_str as _as_str
 from pipeline.adapters.redis_keys import as_str_dict as _as_str_dict
 from pipeline.adapters.redis_keys import ms as _ms
@@ -482,6 +482,15 @@ class RedisSessionStore(RedisPrivacyCommands):
 
     async def load_meta(self, session_id: str) -> dict[str, str]:
         return _as_str_dict(await self._call(self._redis.hgetall, _keys(session_id)["meta"]))
+
+    async def guild_settings(self, scope: str) -> dict[str, str]:
+        return _as_str_dict(await self._call(self._redis.hgetall, guild_settings_key(scope)))
+
+    async def save_guild_setting(self, scope: str, name: str, value: str | None) -> None:
+        if value is None:
+            await self._call(self._redis.hdel, guild_settings_key(scope), name)
+        else:
+            await self._call(self._redis.hset, guild_settings_key(scope), name, value)
 
     async def delete_session(self, session_id: str) -> None:
         await self._call(self._redis.delete, *_keys(session_id).values())

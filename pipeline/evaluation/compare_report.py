@@ -110,7 +110,8 @@ def render_compare_html(report: dict[str, Any]) -> str:
     lat = report["recall_latency_ms"]
     build = report["build_ms"]
     probes = "".join(
-        f"<tr><td>{esc(str(r['session']))[:28]}</td><td>{mmss(float(r['t']))}</td><td>{esc(r['question'])}</td>"
+        f"<tr><td>{esc(str(r['session']))[:28]}</td><td>{mmss(float(r['t']))}</td>"
+        f"<td dir=auto>{esc(r['question'])}</td>"
         f"<td>{esc(', '.join(r['expect_any'] + r['expect_all']))}</td><td>{esc(' '.join(r['tags']))}</td>"
         f"<td>{'' if r['age_turns'] is None else r['age_turns']}</td>"
         + "".join(
@@ -130,7 +131,9 @@ def render_compare_html(report: dict[str, Any]) -> str:
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>longcall compare</title>
 <style>
-body{{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}}
+body{{font-family:system-ui,"Noto Sans","Noto Sans Arabic","Noto Sans Hebrew","Noto Sans CJK JP","DejaVu Sans",
+sans-serif;margin:2rem;max-width:70rem;color:#222}}
+[dir=auto]{{unicode-bidi:plaintext;text-align:start}}
 table{{border-collapse:collapse;margin:1rem 0}} th,td{{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}}
 .hit{{color:#1a7f37;font-weight:600}} .miss{{color:#b42318;font-weight:600}}
 </style></head><body>

@@ -114,7 +114,8 @@ def render_heard(report: dict[str, Any]) -> str:
         return "<h2>What was heard</h2>" + counts + '<p class="empty">No clips: the audio folder had none.</p>'
     body = "".join(
         f"<tr><td>{mmss(float(r.get('t', 0.0)))}</td><td>{esc(str(r.get('speaker', '')))}</td>"
-        f"<td>{esc(str(r.get('reference', '')))}</td><td>{esc(str(r.get('hypothesis') or '—'))}</td>"
+        f"<td dir=auto>{esc(str(r.get('reference', '')))}</td>"
+        f"<td dir=auto>{esc(str(r.get('hypothesis') or '—'))}</td>"
         f"<td>{float(r.get('wer', 0.0)) * 100:.0f}%</td>"
         f"<td>{'yes' if r.get('attributed') else 'no'}</td></tr>"
         for r in clips
@@ -127,8 +128,8 @@ def render_heard(report: dict[str, Any]) -> str:
 def render_html(report: dict[str, Any], series: Series) -> str:
     esc = html.escape
     probes = "".join(
-        f"<tr><td>{mmss(float(r['t']))}</td><td>{r['at_turn']}</td><td>{esc(r['question'])}</td>"
-        f"<td>{esc(', '.join(r['expect_any'] + r['expect_all']))}</td>"
+        f"<tr><td>{mmss(float(r['t']))}</td><td>{r['at_turn']}</td><td dir=auto>{esc(r['question'])}</td>"
+        f"<td dir=auto>{esc(', '.join(r['expect_any'] + r['expect_all']))}</td>"
         f"<td class={'hit' if r['hit'] else 'miss'}>{'hit' if r['hit'] else 'miss'}</td>"
         f"<td>{esc(r['found_in'])}</td><td>{r['context_tokens']}</td></tr>"
         for r in report.get("by_probe", [])
@@ -170,11 +171,14 @@ def render_html(report: dict[str, Any], series: Series) -> str:
         probes_html = ('<p class="empty">No probes: the session has no <code>probe</code> lines, so no question '
                        "was put to what the model would have known.</p>")
     summary = str(report.get("summary_final", ""))
-    summary_html = f"<pre>{esc(summary)}</pre>" if summary else f'<p class="empty">{esc(_why_no_summary(report))}</p>'
+    empty = f'<p class="empty">{esc(_why_no_summary(report))}</p>'
+    summary_html = f"<pre dir=auto>{esc(summary)}</pre>" if summary else empty
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>longcall replay: {esc(str(report['session']))}</title>
 <style>
-body{{font-family:system-ui,sans-serif;margin:2rem;max-width:60rem;color:#222}}
+body{{font-family:system-ui,"Noto Sans","Noto Sans Arabic","Noto Sans Hebrew","Noto Sans CJK JP","DejaVu Sans",
+sans-serif;margin:2rem;max-width:60rem;color:#222}}
+[dir=auto]{{unicode-bidi:plaintext;text-align:start}}
 table{{border-collapse:collapse;margin:1rem 0}} th,td{{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}}
 .hit{{color:#1a7f37;font-weight:600}} .miss{{color:#b42318;font-weight:600}}
 pre{{white-space:pre-wrap;background:#f6f8fa;padding:1rem;border-radius:6px}}

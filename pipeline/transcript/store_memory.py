@@ -59,6 +59,7 @@ class InMemorySessionStore:
     def __init__(self, *, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._sessions: dict[str, _Session] = {}
         self._optout: dict[str, set[str]] = {}
+        self._guild_settings: dict[str, dict[str, str]] = {}
         self._optout_listeners: list[asyncio.Queue[str]] = []  # opt_out_changes subscribers
         self._monotonic = monotonic
         self.available = True
@@ -393,6 +394,20 @@ class InMemorySessionStore:
         if not self.available:
             raise StoreUnavailable("in-memory store marked unavailable")
         return frozenset(self._optout.get(scope, ()))
+
+    async def guild_settings(self, scope: str) -> dict[str, str]:
+        if not self.available:
+            raise StoreUnavailable("in-memory store marked unavailable")
+        return dict(self._guild_settings.get(scope, {}))
+
+    async def save_guild_setting(self, scope: str, name: str, value: str | None) -> None:
+        if not self.available:
+            raise StoreUnavailable("in-memory store marked unavailable")
+        fields = self._guild_settings.setdefault(scope, {})
+        if value is None:
+            fields.pop(name, None)
+        else:
+            fields[name] = value
 
     async def restore_opted_out(self, scope: str, held: Collection[str]) -> frozenset[str]:
         if not self.available:

@@ -306,7 +306,7 @@ async def test_setup_hook_loads_the_cog_and_syncs_to_the_configured_guilds(monke
         await bot.setup_hook()
         names = sorted(c.name for c in bot.tree.get_commands())
         forget = bot.tree.get_command("forget")
-        assert (["context", "forget", "join", "leave", "look", "optin", "optout", "summary", "watch"],
+        assert (["context", "forget", "join", "language", "leave", "look", "optin", "optout", "summary", "watch"],
                 [11, 12]) == (names, synced)
         # `/forget me` is for anyone; `/forget server` checks Manage Server itself (bot/cogs/privacy.py).
         assert isinstance(forget, discord.app_commands.Group)

@@ -507,7 +507,7 @@ async def test_the_summary_card_lists_its_items_with_kind_who_seqs_and_correctio
         (e["data-id"], e["data-kind"], e["data-who"], e["data-seqs"], e["data-status"]) for e in items
     ]
     assert 1 == sum(1 for e in elements(page) if e["data-testid"] == "superseded")
-    assert "<s>Sarah hosts pizza night on Friday.</s>" in page
+    assert "<s dir=\"auto\">Sarah hosts pizza night on Friday.</s>" in page
 
 
 async def test_the_recall_section_is_listed_and_recalled_turns_are_marked(

