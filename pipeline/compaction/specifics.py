@@ -1,7 +1,6 @@
 """The specifics an item states must be ones its sources state: numbers and negation. Pure.
 
-One implementation for every summarizer path (`update_validation` for JSON items,
-`update_parsing` for a plain-text line restating an item):
+One implementation for every item, the model's and the offline summarizer's (`update_validation`):
 
 - `numbers(text)`: the numbers a text states, as values: digits ("8", "8:30", "2nd") and number
   words ("fifteen", "twenty five", "a dozen"), the words read from the language's data file

@@ -248,7 +248,7 @@ async def bounded_summary(
     result = await _call(summarizer, request, policy.summarizer_timeout_s, calls)
     if result.structured_refused is not None and events is not None:
         events.emit(SummarizerStructuredOutputRefused(model=result.model, detail=result.structured_refused))
-    parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text, request)
+    parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text)
     rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason,
                                  analyzer=analyzer)
     if rejection is not None:

@@ -22,12 +22,11 @@ then every new item, structurally:
                     between quote marks is someone else's words;
 - `injection_echo`  it talks about its own prompt or rules;
 - `language`        its words are not the batch's nor the memory's (another language);
-- `unrecognised`    a plain-text answer with a line about nobody (a song, a poem, an unattributed
-                    "Ignore all previous instructions"): memory is always about someone;
 - `malformed`       it opens as JSON that does not parse (cut short);
-- `no_op`           a plain-text answer that only restates the memory, or a merge-only update,
-                    while the batch had people speaking; an explicit empty JSON update is accepted
-                    (the batch held nothing worth keeping).
+- `not_structured`  it holds no JSON update at all (bullets, sentences, a rewritten summary, a song,
+                    a refusal in prose): not read, by design (docs/summary-items.md);
+- `no_op`           a merge-only update while the batch had people speaking; an explicit empty
+                    update is accepted (the batch held nothing worth keeping).
 
 Items the update does not mention are kept by `memory_items.apply_update`, so an answer that
 "drops all history" cannot: history cannot vanish in one fold. Names and text that look like the
@@ -79,13 +78,11 @@ from pipeline.text import ENGLISH, Analyzer
 
 STANDING_KINDS = frozenset({ItemKind.PLAN, ItemKind.NOW})  # kinds that read as what is to be done
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
-TEXT_TOO_LONG_FACTOR = 2.0  # a plain-text summary far over the budget ignored the output rules
 MIN_VOCABULARY_SHARE = 0.3  # of a new item's words that the batch or memory also uses
 MAX_REPEATS = 3  # the same item this many times in one answer is a loop
 # A quotation: double quotes, curly quotes, or single quotes that are not apostrophes (the opening
 # one not after a letter, the closing one not before one: "Pam's" opens nothing).
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<![^\W_])'(?:[^']|(?<=[^\W_])'(?=[^\W_])){3,}?'(?![^\W_])")
-_SHOUT = re.compile(r"^[A-Z]{3,}[.!]+\s*")  # "PWNED. Sure! ...": a word the transcript asked for
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you'll|you've|yourself)\b", re.IGNORECASE)
 
 
@@ -93,9 +90,9 @@ def _reject(reason: RejectReason, detail: str = "") -> Rejection:
     return Rejection(reason, detail)
 
 
-def _raw_rejection(
-    text: str, request: SummaryRequest, finish_reason: str | None, *, from_text: bool
-) -> Rejection | None:
+def _raw_rejection(text: str, request: SummaryRequest, finish_reason: str | None) -> Rejection | None:
+    """The checks of the answer as text, JSON or not: empty, unprintable, cut at the token limit,
+    far too long, a loop, a refusal."""
     stripped = strip_wrapping(text)
     letters = sum(1 for ch in stripped if ch.isalpha())
     if letters < MIN_LETTERS:
@@ -104,8 +101,7 @@ def _raw_rejection(
         return _reject(RejectReason.INVALID_CHARS, "not printable after normalisation")
     if finish_reason == "length":
         return _reject(RejectReason.TRUNCATED, "stopped at the token limit")
-    factor = TEXT_TOO_LONG_FACTOR if from_text else RAW_TOO_LONG_FACTOR
-    if len(stripped) > factor * request.max_chars:
+    if len(stripped) > RAW_TOO_LONG_FACTOR * request.max_chars:
         return _reject(RejectReason.TOO_LONG, f"{len(stripped)} chars")
     loop = repetition(stripped)
     if loop:
@@ -266,8 +262,7 @@ def _same_stem(a: str, b: str) -> bool:
 
 
 def _item_rejection(
-    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, from_text: bool = False,
-    text: Analyzer = ENGLISH,
+    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, text: Analyzer = ENGLISH,
 ) -> Rejection | None:
     what = item.what
     if sum(1 for ch in what if ch.isalpha()) < 3 or not printable(
@@ -318,10 +313,9 @@ def _item_rejection(
         if old is None or old.status is not ItemStatus.ACTIVE:
             return _reject(RejectReason.BAD_CITATION, f"supersedes {item.supersedes!r}, not an active item")
     # Its numbers come from its turns, their times ("at 12:30") and seqs ("turns 10-19"), the names
-    # it gives ("NEW TURNS 7") or the item it corrects. A plain-text line's citations are our
-    # guess: the whole batch is its source.
-    turns = request.turns if from_text else [t for t in request.turns if t.seq in item.seqs]
-    spoken = " ".join([*(t.text for t in turns), *note_texts]) if from_text else cited
+    # it gives ("NEW TURNS 7") or the item it corrects.
+    turns = [t for t in request.turns if t.seq in item.seqs]
+    spoken = cited
     times = [f"{mmss(t.started_at)} {mmss(t.ended_at)} {t.seq}" for t in turns]
     times += [mmss(n.at) for n in request.notes]
     sources = [spoken, *times, *item.who] + ([old.what] if old is not None else [])
@@ -374,9 +368,14 @@ def validate_update(
     """None if `parsed` (read from `raw_text`) may be applied to `request.items`, else why not.
     `analyzer`: the conversation's language and lemmatiser, for grounding a word in another form."""
     update = parsed.update
-    raw = _raw_rejection(raw_text, request, finish_reason, from_text=update.from_text)
+    raw = _raw_rejection(raw_text, request, finish_reason)
     if raw is not None:
         return raw
+    if update.from_text and not parsed.malformed:
+        # No JSON update in it: not read, whatever it says (a plain-text summary, bullets, a song,
+        # a line of the transcript obeyed). Its fold gets the retry, then the offline summarizer.
+        opening = " ".join(strip_wrapping(raw_text).split())[:40]
+        return _reject(RejectReason.NOT_STRUCTURED, f"no JSON update: {opening}")
     people = known_people(request)
     new = list(update.add) + [m.item for m in update.merge]
     said = [" ".join(words(d.what)) for d in new]
@@ -385,22 +384,6 @@ def validate_update(
         return _reject(RejectReason.REPETITION, f"one item said {top} times")
     if parsed.malformed:
         return _reject(RejectReason.MALFORMED, "JSON that does not parse")
-    if parsed.altered:
-        return _reject(RejectReason.UNGROUNDED, "changes an item with words the batch never said: "
-                       + parsed.altered[0][:40])
-    if parsed.addressed:
-        return _reject(RejectReason.ANSWER, "speaks to someone: " + parsed.addressed[0][:40])
-    if parsed.unattributed:
-        # A line about nobody is not memory: the summarizer's own voice (an answer, a song, an
-        # instruction it was given). It is never committed, so neither is the answer it is part of.
-        for line in parsed.unattributed:
-            folded = " ".join(_SHOUT.sub("", line).casefold().replace("\u2019", "'").split())
-            if ASSISTANT_OPENER.match(folded) or SELF_TALK.search(folded):
-                return _reject(RejectReason.INJECTION_ECHO, "answers in the assistant's voice")
-            if REFUSAL_START.match(folded):
-                return _reject(RejectReason.REFUSAL, folded[:60])
-        return _reject(RejectReason.UNRECOGNISED, f"{len(parsed.unattributed)} lines about nobody: "
-                       + parsed.unattributed[0][:40])
     by_id = {i.id: i for i in request.items}
     for merge in update.merge:
         olds = [by_id.get(x) for x in merge.ids]
@@ -416,7 +399,7 @@ def validate_update(
         return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
     pool = name_pool(request, people)
     for item in update.add:
-        rejection = _item_rejection(item, request, people, pool, from_text=update.from_text, text=analyzer)
+        rejection = _item_rejection(item, request, people, pool, text=analyzer)
         if rejection is not None:
             return rejection
     for merge in update.merge:
@@ -431,8 +414,8 @@ def validate_update(
         if key and not key & content_words(olds_text):
             return _reject(RejectReason.UNGROUNDED, "a merge says nothing its items said")
     # An explicit empty update ({"add": [], "merge": []}) says the batch held nothing worth
-    # keeping: accepted as such. A plain-text answer that only restates the memory is a no-op.
-    if _batch_has_people(request) and not update.add and (update.from_text or update.merge):
+    # keeping: accepted as such. A merge-only update for a batch with people in it is a no-op.
+    if _batch_has_people(request) and not update.add and update.merge:
         return _reject(RejectReason.NO_OP, "nothing new from the batch")
     return None
 

@@ -73,7 +73,7 @@ def answer(*adds: dict[str, Any], merge: list[dict[str, Any]] | None = None) -> 
 
 
 def judged(text: str, request: SummaryRequest = REQUEST) -> str | None:
-    rejection = validate_update(parse_update(text, request), text, request)
+    rejection = validate_update(parse_update(text), text, request)
     return None if rejection is None else rejection.reason.value
 
 
