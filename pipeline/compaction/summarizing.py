@@ -23,7 +23,7 @@ from pipeline.compaction.planning import backoff_delay
 from pipeline.compaction.rejections import Rejection, RejectReason
 from pipeline.compaction.summarizer_offline import last_resort_update
 from pipeline.compaction.update_parsing import ParsedUpdate, parse_update, parse_verdicts
-from pipeline.compaction.update_validation import clipped, validate_update
+from pipeline.compaction.update_validation import clipped, paraphrase_candidates, validate_update
 from pipeline.events import (
     ABSENT,
     CompactionFailed,
@@ -33,6 +33,7 @@ from pipeline.events import (
 )
 from pipeline.models import (
     CompactionPolicy,
+    EmbeddingUnavailable,
     FoldOutcome,
     MemoryItem,
     MemoryUpdate,
@@ -42,7 +43,7 @@ from pipeline.models import (
     SummaryRequest,
     SummaryResult,
 )
-from pipeline.ports import ItemVerifier, Summarizer
+from pipeline.ports import Embedder, ItemVerifier, Summarizer
 from pipeline.text import ENGLISH, Analyzer
 
 # Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
@@ -55,6 +56,15 @@ NEXT_RETRY = "retry"  # the model is asked again at once (first invalid output o
 NEXT_BACKOFF = "backoff"  # the cursor waits `next_retry_s`, then the model is tried again
 NEXT_FALLBACK = "fallback"  # the offline summarizer folds the batch now
 NEXT_DEGRADED = "degraded"  # the last-resort fold commits the batch now
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """What the update check grounds an item's words with: the conversation's analyzer (lemmas)
+    and, where the compactor has one, the sentence embedder (meaning; `grounded_by_meaning`)."""
+
+    text: Analyzer = ENGLISH
+    embedder: Embedder | None = None
 
 
 class Rejected(Exception):
@@ -117,7 +127,7 @@ class FoldAttempts:
                 try:
                     items, text, recompacted = await bounded_summary(
                         model, request, self._deps.policy, calls=self.calls, events=self._deps.events,
-                        analyzer=self._deps.text)
+                        grounding=Grounding(self._deps.text, self._deps.embedder))
                 except Rejected as rej:
                     # A rejected answer is not an outage: its retry and then the fallback for this
                     # fold only; the model's failure count and backoff stay as they are.
@@ -143,8 +153,9 @@ class FoldAttempts:
         if self._deps.fallback is not None:
             t0 = loop.time()
             try:
-                items, text, recompacted = await bounded_summary(self._deps.fallback, request, self._deps.policy,
-                                                                 calls=self.calls, analyzer=self._deps.text)
+                items, text, recompacted = await bounded_summary(
+                    self._deps.fallback, request, self._deps.policy, calls=self.calls,
+                    grounding=Grounding(self._deps.text, self._deps.embedder))
             except (Rejected, SummarizerError) as err:
                 why = err.rejection.reason.value if isinstance(err, Rejected) else err.code.value
                 self._deps.events.emit(
@@ -240,7 +251,7 @@ def _created_at(request: SummaryRequest) -> int:
 
 async def bounded_summary(
     summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy, *, calls: CallTasks | None = None,
-    events: EventEmitter | None = None, analyzer: Analyzer = ENGLISH,
+    events: EventEmitter | None = None, grounding: Grounding = Grounding(),
 ) -> tuple[tuple[MemoryItem, ...], str, bool]:
     """`summarizer`'s validated update applied to `request.items`: the new items, the summary
     rendered from them (within the cap) and whether items were left out for room.
@@ -249,8 +260,10 @@ async def bounded_summary(
     if result.structured_refused is not None and events is not None:
         events.emit(SummarizerStructuredOutputRefused(model=result.model, detail=result.structured_refused))
     parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text)
+    candidates = paraphrase_candidates(parsed, request, analyzer=grounding.text)
+    meant = await grounded_by_meaning(grounding.embedder, candidates, policy.summarizer_timeout_s)
     rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason,
-                                 analyzer=analyzer)
+                                 analyzer=grounding.text, grounded_by_meaning=meant)
     if rejection is not None:
         raise Rejected(rejection)
     update = clipped(parsed.update, request)
@@ -259,6 +272,40 @@ async def bounded_summary(
     items = apply_update(request.items, update, created_at=_created_at(request), turns=request.turns)
     text, left_out = render_summary(items, request.max_chars)
     return items, text, left_out
+
+
+PARAPHRASE_FLOOR = 0.8  # cosine of an item and a cited turn ("<speaker> said: ...") that grounds it
+# Measured (docs/summary-items.md, "Grounding by meaning"): "Pam apologizes." / "Pam said: Sorry."
+# 0.865; "Pam is sad." 0.733 and "Pam thanks everyone." 0.707 for the same turn stay ungrounded.
+
+
+async def grounded_by_meaning(
+    embedder: Embedder | None, candidates: list[tuple[str, list[str]]], timeout_s: float
+) -> frozenset[str]:
+    """The candidate items (`paraphrase_candidates`: no word of them is their turns') whose
+    vector is within `PARAPHRASE_FLOOR` of one of their cited lines. No embedder, no answer in
+    `timeout_s` or an embedder that cannot run: none (the lexical rule stands)."""
+    if embedder is None or not candidates:
+        return frozenset()
+    texts = [t for what, lines in candidates for t in (what, *lines)]
+    try:
+        async with asyncio.timeout(timeout_s):
+            vectors = await embedder.embed(texts)
+    except (TimeoutError, EmbeddingUnavailable):
+        return frozenset()
+    out: set[str] = set()
+    i = 0
+    for what, lines in candidates:
+        item, cited = vectors[i], vectors[i + 1 : i + 1 + len(lines)]
+        i += 1 + len(lines)
+        if any(_cosine(item, line) >= PARAPHRASE_FLOOR for line in cited):
+            out.add(what)
+    return frozenset(out)
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
 async def verified(

@@ -12,7 +12,10 @@ then every new item, structurally:
 - `about_bot`       it is about the bot, speaks to it, or is a plan made only of what was said
                     to it: memory is notes about people, never an instruction to the bot;
 - `ungrounded`      nothing of it comes from the turns it cites (a paraphrase of the old
-                    summary, one word of an old fact changed: "Friday" -> "Monday");
+                    summary, one word of an old fact changed: "Friday" -> "Monday"): no word of
+                    it is theirs, and the sentence embedder, where the compactor has one, does
+                    not find it close to them in meaning (`paraphrase_candidates`,
+                    `grounded_by_meaning`: "Sorry." -> "Pam apologizes");
 - `specifics`       a number or a negation its turns do not say (`specifics`);
 - `bad_supersede`   it corrects an item about someone or something else;
 - `bad_merge`       a merge drops what one of its items said;
@@ -261,8 +264,35 @@ def _same_stem(a: str, b: str) -> bool:
     return n >= SHARED_STEM and n >= 0.7 * min(len(a), len(b))
 
 
+def said_lines(item: ItemDraft, request: SummaryRequest) -> list[str]:
+    """The turns `item` cites (inside the batch) as `<speaker> said: <text>`, and its notes: what a
+    sentence embedder compares the item with (the speaker's name on both sides)."""
+    seqs = set(in_batch(item.seqs, request))
+    lines = [f"{speaker_label(t.speaker_name)} said: {t.text}" for t in request.turns if t.seq in seqs]
+    return lines + [f"{speaker_label(n.by)} noted: {n.text}" for n in request.notes]
+
+
+def paraphrase_candidates(
+    parsed: ParsedUpdate, request: SummaryRequest, *, analyzer: Analyzer = ENGLISH
+) -> list[tuple[str, list[str]]]:
+    """The new items that share no word with the turns they cite (the lexical grounding fails),
+    each with `said_lines`: the only ones worth a sentence embedder's look. Pure."""
+    if parsed.update.from_text or not request.turns:
+        return []
+    people = known_people(request)
+    note_texts = [f"{n.text} {n.why}" for n in request.notes]
+    out: list[tuple[str, list[str]]] = []
+    for item in parsed.update.add:
+        lines = said_lines(item, request)
+        cited = " ".join([_cited_turns(replace(item, seqs=in_batch(item.seqs, request)), request), *note_texts])
+        if lines and not _grounded(item.what, cited, people, analyzer):
+            out.append((item.what, lines))
+    return out
+
+
 def _item_rejection(
     item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, text: Analyzer = ENGLISH,
+    by_meaning: frozenset[str] = frozenset(),
 ) -> Rejection | None:
     what = item.what
     if sum(1 for ch in what if ch.isalpha()) < 3 or not printable(
@@ -302,7 +332,7 @@ def _item_rejection(
     cited = " ".join([_cited_turns(item, request), *note_texts])
     key = content_words(what, people)
     source = content_words(cited)
-    if not _grounded(what, cited, people, text):
+    if what not in by_meaning and not _grounded(what, cited, people, text):
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
     invented = _invented_names(what, pool)
     if invented:
@@ -363,10 +393,13 @@ def _batch_has_people(request: SummaryRequest) -> bool:
 
 def validate_update(
     parsed: ParsedUpdate, raw_text: str, request: SummaryRequest, *, finish_reason: str | None = None,
-    analyzer: Analyzer = ENGLISH,
+    analyzer: Analyzer = ENGLISH, grounded_by_meaning: frozenset[str] = frozenset(),
 ) -> Rejection | None:
     """None if `parsed` (read from `raw_text`) may be applied to `request.items`, else why not.
-    `analyzer`: the conversation's language and lemmatiser, for grounding a word in another form."""
+    `analyzer`: the conversation's language and lemmatiser, for grounding a word in another form;
+    `grounded_by_meaning`: the texts of new items a sentence embedder found close in meaning to
+    the turns they cite (`paraphrase_candidates`), grounded though they share no word. Every other
+    check still applies to them (people, specifics, names, supersede)."""
     update = parsed.update
     raw = _raw_rejection(raw_text, request, finish_reason)
     if raw is not None:
@@ -399,7 +432,7 @@ def validate_update(
         return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
     pool = name_pool(request, people)
     for item in update.add:
-        rejection = _item_rejection(item, request, people, pool, text=analyzer)
+        rejection = _item_rejection(item, request, people, pool, text=analyzer, by_meaning=grounded_by_meaning)
         if rejection is not None:
             return rejection
     for merge in update.merge:

@@ -26,10 +26,11 @@ from typing import Any
 import pytest
 
 from eval.generate import ensure_built
+from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.compaction.summarizing import Rejected, bounded_summary
+from pipeline.compaction.summarizing import Grounding, Rejected, bounded_summary
 from pipeline.compaction.update_parsing import parse_update
 from pipeline.compaction.update_validation import validate_update
 from pipeline.conversation.deps import ConversationDeps
@@ -50,6 +51,7 @@ ONE_ITEM = "one_item"  # the same item several times in one answer: committed, a
 KNOWN_GAP = "known_gap"  # a bad answer the product commits today (its "reason" says why): reported
 SLIP = "authoring_slip"  # an also_good answer written wrong (its "note" says how): must be turned away
 CHECKED_ALONE = {KEEPS, ONE_ITEM, KNOWN_GAP}  # not asserted rejected by validate_update on its own
+EMBEDDER = MiniLMEmbedder()  # loaded on first use, in its worker thread
 
 
 def structured(output: str) -> bool:
@@ -200,12 +202,14 @@ async def test_the_corpus_folds_good_outputs_and_never_a_bad_one(
 
 async def committed(output: str, request: SummaryRequest, stub: OpenAIStub) -> tuple[Any, ...] | None:
     """The items `output`, answered by the model through the real client, leaves after the fold's
-    checks (`bounded_summary`, the path a model fold takes), or None when it is rejected."""
+    checks (`bounded_summary`, the path a model fold takes, with the packaged sentence embedder
+    grounding a paraphrase), or None when it is rejected."""
     stub.default_responder = lambda body: output
     summarizer = OpenAISummarizer(endpoint=OpenAIEndpoint(api_key="sk-corpus", base_url=stub.base_url),
                                   model="corpus-model")
     try:
-        items, _, _ = await bounded_summary(summarizer, request, CompactionPolicy(window=1, batch=10))
+        items, _, _ = await bounded_summary(summarizer, request, CompactionPolicy(window=1, batch=10),
+                                            grounding=Grounding(embedder=EMBEDDER))
     except Rejected:
         return None
     finally:
