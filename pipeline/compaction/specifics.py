@@ -8,6 +8,8 @@ One implementation for every item, the model's and the offline summarizer's (`up
 - `unsaid_numbers(what, sources)`: the numbers of `what` that none of `sources` states
   ("fifteen minute review" when the turn said "five minute review"; "Saturday at 9" when it
   said "Saturday at 8");
+- `unit_swap(what, sources)`: a number `what` counts in another unit than its sources do ("two
+  hours later" -> "two days later"): the word after the number, where both say one;
 - `negation_flip(what, sources)`: a negation `what` adds that its sources do not have ("is not
   going to" from "is going to"), or one it removes (the turn says "can't make it" and the item
   "can make it"), as a short description; "" when there is none. Negators are read from
@@ -60,6 +62,41 @@ def unsaid_numbers(what: str, sources: Iterable[str], lang: str = LANG) -> set[i
     for source in sources:
         said |= numbers(source, lang)
     return numbers(what, lang) - said
+
+
+SAME_UNIT_STEM = 4  # letters a counted word shares with the source's to be its form ("minute", "minutes")
+
+
+def _counted(text: str, lang: str, ignore: Collection[str]) -> dict[int, set[str]]:
+    """Each number `text` states, with the word it counts where one follows it ("two hours" ->
+    {2: {"hours"}}); function words (`ignore`), numbers and short words count nothing."""
+    words = word_table(lang, "numbers")
+    tokens = _tokens(text)
+    out: dict[int, set[str]] = {}
+    for i, token in enumerate(tokens[:-1]):
+        value = int(token) if token.isdigit() else words.get(token)
+        if value is None:
+            continue
+        nxt = tokens[i + 1]
+        if len(nxt) >= 3 and nxt.isalpha() and nxt not in ignore and nxt not in words:
+            out.setdefault(int(value), set()).add(nxt)
+    return out
+
+
+def unit_swap(what: str, sources: Iterable[str], lang: str = LANG, *, ignore: Collection[str] = ()) -> str:
+    """A number `what` counts in a unit its sources never say while they count that number in
+    another ("two days" when the turn said "two hours"), described; "" when there is none."""
+    said: dict[int, set[str]] = {}
+    texts = list(sources)
+    stems = {t[:SAME_UNIT_STEM] for text in texts for t in _tokens(text)}
+    for source in texts:
+        for value, units in _counted(source, lang, ignore).items():
+            said.setdefault(value, set()).update(units)
+    for value, units in _counted(what, lang, ignore).items():
+        theirs = said.get(value)
+        if theirs and not any(u[:SAME_UNIT_STEM] in stems for u in units):  # a unit they never say
+            return f"counts {value} {sorted(units)[0]!r}, its turns {sorted(theirs)[0]!r}"
+    return ""
 
 
 def _negator(token: str, negators: dict[str, str]) -> bool:

@@ -17,7 +17,8 @@ then every new item, structurally:
                     not find it close to them in meaning (`paraphrase_candidates`,
                     `grounded_by_meaning`: "Sorry." -> "Pam apologizes");
 - `specifics`       a number or a negation its turns do not say (`specifics`);
-- `bad_supersede`   it corrects an item about someone or something else;
+- `bad_supersede`   it corrects an item that neither it nor the turns it cites speak of (about
+                    someone or something else; a shared person is not enough);
 - `bad_merge`       a merge drops what one of its items said;
 - `too_long`        an item over `ITEM_CAP_CHARS` (rejected, never cut), or the whole answer far
                     over the budget;
@@ -55,7 +56,7 @@ from pipeline.compaction.rejections import (
     printable,
     repetition,
 )
-from pipeline.compaction.specifics import negation_flip, numbers, unsaid_numbers
+from pipeline.compaction.specifics import negation_flip, numbers, unit_swap, unsaid_numbers
 from pipeline.compaction.update_parsing import (
     STOPWORDS,
     ParsedUpdate,
@@ -356,22 +357,27 @@ def _item_rejection(
     flip = negation_flip(what, [spoken], ignore=STOPWORDS | names)  # a negator governs no name
     if flip:
         return _reject(RejectReason.SPECIFICS, flip)
+    swap = unit_swap(what, [spoken, *([old.what] if old is not None else [])], ignore=STOPWORDS | names)
+    if swap:
+        return _reject(RejectReason.SPECIFICS, swap)
     if old is not None:
-        if not _same_subject(item, old, people):
-            return _reject(RejectReason.BAD_SUPERSEDE, f"supersedes {old.id!r}, which is about someone or "
-                           "something else")
+        if not _same_subject(item, old, people, spoken, text):
+            return _reject(RejectReason.BAD_SUPERSEDE, f"supersedes {old.id!r}, which neither it nor its turns "
+                           "speak of")
         changed = key - content_words(old.what, people)
         if changed and not changed & source:
             return _reject(RejectReason.UNGROUNDED, "changes an old item with words the batch never said")
     return None
 
 
-def _same_subject(item: ItemDraft, old: MemoryItem, people: Sequence[str]) -> bool:
-    """A correction concerns what it corrects: a person both name, or a word both say."""
-    names = {(person_of(n, people) or n).casefold() for n in item.who}
-    if names & {n.casefold() for n in old.who}:
+def _same_subject(item: ItemDraft, old: MemoryItem, people: Sequence[str], spoken: str, text: Analyzer) -> bool:
+    """A correction concerns what it corrects, and the batch holds the turn that changes it: the
+    correction says a word of the old item ("pizza night" moved), or a turn it cites does (a word or
+    a form of one). A shared person is not enough: in a two-person chat nearly every item shares one,
+    and "Sam's name is Adam" does not correct "Sam finds the dropping connection annoying"."""
+    if content_words(item.what, people) & content_words(old.what, people):
         return True
-    return bool(content_words(item.what, people) & content_words(old.what, people))
+    return _grounded(old.what, spoken, people, text)
 
 
 def _vocabulary_share(items: Sequence[ItemDraft], request: SummaryRequest, people: Sequence[str]) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -233,6 +234,16 @@ def test_every_new_reason_is_a_reject_reason() -> None:
     assert {"about_bot", "specifics", "bad_supersede", "bad_merge"} <= {r.value for r in RejectReason}
 
 
+def test_a_number_counting_another_unit_is_rejected() -> None:
+    """"two hours later" -> "two days later": the number is the turn's, the unit it counts is not
+    (committed before); the same unit in another form ("5 minutes") passes."""
+    rows = [("Tom", "We got there two hours later, then five minute breaks."), *BATCH[1:]]
+    request = replace(REQUEST, turns=batch_turns(rows))
+    days = {"who": ["Tom"], "seqs": [10], "what": "Tom got there two days later."}
+    hours = {"who": ["Tom"], "seqs": [10], "what": "Tom got there two hours later, with 5 minutes breaks."}
+    assert ("specifics", None) == (judged(answer(days), request), judged(answer(hours), request))
+
+
 def test_a_negation_governs_its_own_clause_only() -> None:
     """ "No! Okay, what is a lawyer going to tell us?" negates nothing of its second clause: an
     item quoting that clause drops no negation; one that drops "can't" from its clause does."""
@@ -309,3 +320,14 @@ async def test_what_the_turn_did_not_say_stays_ungrounded_with_the_embedder(
 async def test_without_an_embedder_a_paraphrase_with_no_shared_word_is_ungrounded() -> None:
     """RECALL_EMBEDDER=off: the update check grounds by words only."""
     assert "ungrounded" == await fold_with(PARAPHRASES[0], None)
+
+
+def test_a_supersede_sharing_only_its_person_is_rejected() -> None:
+    """The batch must hold the turn that changes the item: Pam's call to Jan says nothing of her
+    salad, so it cannot hide it (committed before: the two share Pam). A correction whose turn
+    speaks of the old item's thing passes."""
+    call = {"who": ["Pam", "Jan"], "kind": "plan", "seqs": [12], "what": "Pam will call Jan about the review.",
+            "supersedes": "m0.2"}
+    moved = {"who": ["Tom"], "kind": "plan", "seqs": [13], "what": "Tom moved it to Saturday at 8, at Pam's place.",
+             "supersedes": "m0.0"}
+    assert ("bad_supersede", None) == (judged(answer(call)), judged(answer(moved)))
