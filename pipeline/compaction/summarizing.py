@@ -15,6 +15,7 @@ import contextlib
 import math
 from collections.abc import Coroutine
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
@@ -260,15 +261,26 @@ async def bounded_summary(
     if result.structured_refused is not None and events is not None:
         events.emit(SummarizerStructuredOutputRefused(model=result.model, detail=result.structured_refused))
     parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text)
-    candidates = paraphrase_candidates(parsed, request, analyzer=grounding.text)
-    meant = await grounded_by_meaning(grounding.embedder, candidates, policy.summarizer_timeout_s)
-    rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason,
-                                 analyzer=grounding.text, grounded_by_meaning=meant)
+    # The checks, the apply and the render are pure and grow with the memory (up to 80 items,
+    # words of each): they run in a worker thread, not on the event loop that every session's
+    # turns, replies and timers share (benchmarks/bench_scale.py, 1,000 sessions in one process).
+    meant: frozenset[str] = frozenset()
+    if grounding.embedder is not None:
+        candidates = await asyncio.to_thread(paraphrase_candidates, parsed, request, analyzer=grounding.text)
+        meant = await grounded_by_meaning(grounding.embedder, candidates, policy.summarizer_timeout_s)
+    rejection = await asyncio.to_thread(
+        partial(validate_update, finish_reason=result.finish_reason, analyzer=grounding.text,
+                grounded_by_meaning=meant), parsed, result.text, request)
     if rejection is not None:
         raise Rejected(rejection)
     update = clipped(parsed.update, request)
     if policy.verify_items and update.add and isinstance(summarizer, ItemVerifier):
         update = await verified(summarizer, request, update, policy.summarizer_timeout_s, calls, events)
+    return await asyncio.to_thread(_applied, request, update)
+
+
+def _applied(request: SummaryRequest, update: MemoryUpdate) -> tuple[tuple[MemoryItem, ...], str, bool]:
+    """`update` applied to the request's items, and the summary rendered from them (pure)."""
     items = apply_update(request.items, update, created_at=_created_at(request), turns=request.turns)
     text, left_out = render_summary(items, request.max_chars)
     return items, text, left_out

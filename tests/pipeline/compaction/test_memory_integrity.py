@@ -7,6 +7,7 @@ the real `openai` client for the case that reaches the reply model."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -37,6 +38,7 @@ from pipeline.models import (
     TurnKind,
 )
 from pipeline.testing import ScriptedSummarizer
+from pipeline.text import Analyzer
 from tests.conftest import EventLog
 from tests.pipeline.compaction.test_summarizer_corpus import CORPUS, ROOT, session_drafts
 from tests.pipeline.compaction.test_summary_items import FIRST_BATCH, fold_two_batches, stub  # noqa: F401
@@ -331,3 +333,22 @@ def test_a_supersede_sharing_only_its_person_is_rejected() -> None:
     moved = {"who": ["Tom"], "kind": "plan", "seqs": [13], "what": "Tom moved it to Saturday at 8, at Pam's place.",
              "supersedes": "m0.0"}
     assert ("bad_supersede", None) == (judged(answer(call)), judged(answer(moved)))
+
+
+async def test_the_fold_checks_run_off_the_event_loop() -> None:
+    """The checks (and the apply and render) grow with the memory: at 1,000 sessions in one process
+    they blocked the loop every sessions' timers share (benchmarks/bench_scale.py). They run in a
+    worker thread: the lemmatiser the check grounds a word with is never called on the loop's."""
+    class Recording:
+        def __init__(self) -> None:
+            self.threads: set[int] = set()
+
+        def lemma(self, word: str, language: str) -> str:
+            self.threads.add(threading.get_ident())
+            return word
+
+    lemmas = Recording()
+    with pytest.raises(Rejected, match="ungrounded"):  # "Sorry." shares no word: its lemmas are looked up
+        await bounded_summary(ScriptedSummarizer([answer(PARAPHRASES[0])]), REQUEST, CompactionPolicy(),
+                              grounding=Grounding(text=Analyzer("en", lemmas)))
+    assert lemmas.threads and threading.get_ident() not in lemmas.threads
