@@ -286,18 +286,22 @@ def _applied(request: SummaryRequest, update: MemoryUpdate) -> tuple[tuple[Memor
     return items, text, left_out
 
 
-PARAPHRASE_FLOOR = 0.8  # cosine of an item and a cited turn ("<speaker> said: ...") that grounds it
-# Measured (docs/summary-items.md, "Grounding by meaning"): "Pam apologizes." / "Pam said: Sorry."
-# 0.865; "Pam is sad." 0.733 and "Pam thanks everyone." 0.707 for the same turn stay ungrounded.
+# The cosine of an item and a cited turn ("<speaker> said: ...") that grounds it, per embedding
+# model: measured for the packaged MiniLM only (docs/summary-items.md, "Grounding by meaning":
+# "Pam apologizes." / "Pam said: Sorry." 0.865; "Pam is sad." 0.733 and "Pam thanks everyone." 0.707
+# stay ungrounded). Another model's cosines have another scale: it grounds nothing until measured.
+PARAPHRASE_FLOORS = {"all-MiniLM-L6-v2-int8": 0.8}
 
 
 async def grounded_by_meaning(
     embedder: Embedder | None, candidates: list[tuple[str, list[str]]], timeout_s: float
 ) -> frozenset[str]:
     """The candidate items (`paraphrase_candidates`: no word of them is their turns') whose
-    vector is within `PARAPHRASE_FLOOR` of one of their cited lines. No embedder, no answer in
-    `timeout_s` or an embedder that cannot run: none (the lexical rule stands)."""
-    if embedder is None or not candidates:
+    vector is within the model's `PARAPHRASE_FLOORS` of one of their cited lines. No embedder, one
+    with no measured floor, no answer in `timeout_s` or an embedder that cannot run: none (the
+    lexical rule stands)."""
+    floor = PARAPHRASE_FLOORS.get(embedder.model) if embedder is not None else None
+    if embedder is None or floor is None or not candidates:
         return frozenset()
     texts = [t for what, lines in candidates for t in (what, *lines)]
     try:
@@ -310,7 +314,7 @@ async def grounded_by_meaning(
     for what, lines in candidates:
         item, cited = vectors[i], vectors[i + 1 : i + 1 + len(lines)]
         i += 1 + len(lines)
-        if any(_cosine(item, line) >= PARAPHRASE_FLOOR for line in cited):
+        if any(_cosine(item, line) >= floor for line in cited):
             out.add(what)
     return frozenset(out)
 

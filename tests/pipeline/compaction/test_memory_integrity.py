@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,6 +37,7 @@ from pipeline.models import (
     Turn,
     TurnKind,
 )
+from pipeline.ports import Embedder
 from pipeline.testing import ScriptedSummarizer
 from pipeline.text import Analyzer
 from tests.conftest import EventLog
@@ -297,7 +298,7 @@ def minilm() -> Iterator[MiniLMEmbedder]:
     yield model
 
 
-async def fold_with(item: dict[str, Any], embedder: MiniLMEmbedder | None) -> str | None:
+async def fold_with(item: dict[str, Any], embedder: Embedder | None) -> str | None:
     """`item`, answered by a model, through the fold's checks with the embedder (or without)."""
     try:
         await bounded_summary(ScriptedSummarizer([answer(item)]), REQUEST, CompactionPolicy(),
@@ -352,3 +353,15 @@ async def test_the_fold_checks_run_off_the_event_loop() -> None:
         await bounded_summary(ScriptedSummarizer([answer(PARAPHRASES[0])]), REQUEST, CompactionPolicy(),
                               grounding=Grounding(text=Analyzer("en", lemmas)))
     assert lemmas.threads and threading.get_ident() not in lemmas.threads
+
+
+async def test_an_embedder_with_no_measured_floor_grounds_nothing(minilm: MiniLMEmbedder) -> None:
+    """The 0.8 floor is MiniLM's: another model's cosines (RECALL_EMBEDDER=openai) have another
+    scale, so its vectors ground no paraphrase until it is measured."""
+    class Other:
+        model = "text-embedding-3-small"
+
+        async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return await minilm.embed(texts)
+
+    assert "ungrounded" == await fold_with(PARAPHRASES[0], Other())
