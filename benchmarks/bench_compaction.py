@@ -254,7 +254,7 @@ def _update_latency(rounds: int = 300) -> dict[str, float]:
         samples = []
         for _ in range(rounds):
             t0 = time.perf_counter()
-            parsed = parse_update(answer, request)
+            parsed = parse_update(answer)
             assert validate_update(parsed, answer, request) is None
             items = apply_update(memory, parsed.update, created_at=start, turns=turns)
             render_summary(items, 1200)

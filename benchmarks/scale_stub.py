@@ -11,7 +11,8 @@ answers 1-3 items, each about one speaker of the batch: `who` is that speaker, `
 their turns in the batch, `what` names them first and records words of those turns (numbers and
 names as said). Turns that speak to the bot, the bot's own lines and event lines are not
 memory (the prompt says so) and are never cited. A speaker who already has a `now` item in the
-memory gets, now and then, a new `now` item that supersedes it (what the group does changes).
+memory gets, now and then, a new `now` item that supersedes it (what the group does changes),
+where the new one says a word of the old one (a correction speaks of what it corrects).
 A re-compaction request (`SUMMARY (BEGIN data)`) is answered with its newest lines that fit.
 
 It runs in a separate process so its own HTTP serving does not count against the measured
@@ -153,8 +154,8 @@ def update_for(batch: Batch, rng: random.Random) -> dict[str, Any]:
     people = {w.casefold() for t in batch.turns for w in _WORD.findall(t.speaker)}
     if batch.bot_name:
         people |= {w.casefold() for w in _WORD.findall(batch.bot_name)}
-    now_items = {str(i["who"][0]): str(i["id"]) for i in batch.memory
-                 if i.get("kind") == "now" and i.get("who") and i.get("id")}
+    now_items = {str(i["who"][0]): (str(i["id"]), {w.casefold() for w in _WORD.findall(str(i.get("what", "")))})
+                 for i in batch.memory if i.get("kind") == "now" and i.get("who") and i.get("id")}
     speakers = list(by_speaker)
     rng.shuffle(speakers)
     add: list[dict[str, Any]] = []
@@ -171,8 +172,9 @@ def update_for(batch: Batch, rng: random.Random) -> dict[str, Any]:
         budget -= len(what)
         kind = rng.choices([k for k, _ in _KINDS], weights=[w for _, w in _KINDS])[0]
         supersedes = ""
-        if speaker in now_items and rng.random() < SUPERSEDE_SHARE:
-            kind, supersedes = "now", now_items.pop(speaker)
+        old = now_items.get(speaker)
+        if old is not None and rng.random() < SUPERSEDE_SHARE and {w.casefold() for w in topic} & old[1]:
+            kind, supersedes = "now", now_items.pop(speaker)[0]
         add.append({"who": [speaker], "kind": kind, "what": what, "seqs": [t.seq for t in cited],
                     "supersedes": supersedes})
     return {"add": add, "merge": []}

@@ -359,7 +359,6 @@ def session_deps(
         lease_ttl_s=settings.owner_lease_ttl_s,
         embedder=embedders.embedder(settings.language),
         embedders=embedders,
-        text=text_analyzer("en" if settings.language == "auto" else settings.language),  # CONVERSATION_LANGUAGE's terms
         memory=settings.participant_memory(),
         text=text_analyzer(settings.language),  # CONVERSATION_LANGUAGE: the update check's and recall's words
         privacy=privacy_config(settings),

@@ -302,7 +302,7 @@ class MemoryUpdate:
 
     add: tuple[ItemDraft, ...] = ()
     merge: tuple[ItemMerge, ...] = ()
-    # Parsed from plain text (no JSON): items read from attributed lines.
+    # The answer held no JSON update (plain text): not read, turned away as `not_structured`.
     from_text: bool = False
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from pipeline.events import EventEmitter
 from pipeline.models import CompactionPolicy, CompactionState
-from pipeline.ports import Clock, SessionStore, Summarizer
+from pipeline.ports import Clock, Embedder, SessionStore, Summarizer
 from pipeline.text import ENGLISH, Analyzer
 
 
@@ -29,6 +29,9 @@ class CompactorDeps:
     # The conversation's words: recall's terms and the update check's lemmas (`pipeline.text`;
     # bot/ and pipeline/wiring.py inject simplemma's lemmatiser).
     text: Analyzer = ENGLISH
+    # Sentence vectors (recall's embedder, None: off): the update check also grounds a new item
+    # sharing no word with its turns by meaning ("Sorry." -> "Pam apologizes"; summarizing.py).
+    embedder: Embedder | None = None
 
 
 @dataclass(slots=True)

@@ -37,8 +37,8 @@ class RejectReason(StrEnum):
     BAD_SUPERSEDE = "bad_supersede"
     BAD_MERGE = "bad_merge"
     LANGUAGE = "language"
-    UNRECOGNISED = "unrecognised"
     MALFORMED = "malformed"
+    NOT_STRUCTURED = "not_structured"
 
 
 @dataclass(frozen=True, slots=True)

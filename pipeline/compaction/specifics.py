@@ -1,7 +1,6 @@
 """The specifics an item states must be ones its sources state: numbers and negation. Pure.
 
-One implementation for every summarizer path (`update_validation` for JSON items,
-`update_parsing` for a plain-text line restating an item):
+One implementation for every item, the model's and the offline summarizer's (`update_validation`):
 
 - `numbers(text)`: the numbers a text states, as values: digits ("8", "8:30", "2nd") and number
   words ("fifteen", "twenty five", "a dozen"), the words read from the language's data file
@@ -9,6 +8,8 @@ One implementation for every summarizer path (`update_validation` for JSON items
 - `unsaid_numbers(what, sources)`: the numbers of `what` that none of `sources` states
   ("fifteen minute review" when the turn said "five minute review"; "Saturday at 9" when it
   said "Saturday at 8");
+- `unit_swap(what, sources)`: a number `what` counts in another unit than its sources do ("two
+  hours later" -> "two days later"): the word after the number, where both say one;
 - `negation_flip(what, sources)`: a negation `what` adds that its sources do not have ("is not
   going to" from "is going to"), or one it removes (the turn says "can't make it" and the item
   "can make it"), as a short description; "" when there is none. Negators are read from
@@ -61,6 +62,42 @@ def unsaid_numbers(what: str, sources: Iterable[str], lang: str = LANG) -> set[i
     for source in sources:
         said |= numbers(source, lang)
     return numbers(what, lang) - said
+
+
+SAME_UNIT_STEM = 4  # letters a counted word shares with the source's to be its form ("minute", "minutes")
+
+
+def _counted(text: str, lang: str, ignore: Collection[str]) -> dict[int, set[str]]:
+    """Each number `text` states, with the word it counts where one follows it ("two hours" ->
+    {2: {"hours"}}); function words (`ignore`), numbers and short words count nothing."""
+    words = word_table(lang, "numbers")
+    matches = list(_TOKEN.finditer(text))
+    out: dict[int, set[str]] = {}
+    for here, after in zip(matches, matches[1:]):
+        token = here.group(0).casefold()
+        value = int(token) if token.isdigit() else words.get(token)
+        if value is None or text[here.end():after.start()].strip():
+            continue  # not a number, or punctuation between it and the next word ("fünf, Paul")
+        nxt = after.group(0).casefold().replace("\u2019", "'")
+        if len(nxt) >= 3 and nxt.isalpha() and nxt not in ignore and nxt not in words:
+            out.setdefault(int(value), set()).add(nxt)
+    return out
+
+
+def unit_swap(what: str, sources: Iterable[str], lang: str = LANG, *, ignore: Collection[str] = ()) -> str:
+    """A number `what` counts in a unit its sources never say while they count that number in
+    another ("two days" when the turn said "two hours"), described; "" when there is none."""
+    said: dict[int, set[str]] = {}
+    texts = list(sources)
+    stems = {t[:SAME_UNIT_STEM] for text in texts for t in _tokens(text)}
+    for source in texts:
+        for value, units in _counted(source, lang, ignore).items():
+            said.setdefault(value, set()).update(units)
+    for value, units in _counted(what, lang, ignore).items():
+        theirs = said.get(value)
+        if theirs and not any(u[:SAME_UNIT_STEM] in stems for u in units):  # a unit they never say
+            return f"counts {value} {sorted(units)[0]!r}, its turns {sorted(theirs)[0]!r}"
+    return ""
 
 
 def _negator(token: str, negators: dict[str, str]) -> bool:

@@ -15,6 +15,7 @@ import contextlib
 import math
 from collections.abc import Coroutine
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pipeline.compaction.compactor_deps import CompactorDeps, FoldLedger
@@ -23,7 +24,7 @@ from pipeline.compaction.planning import backoff_delay
 from pipeline.compaction.rejections import Rejection, RejectReason
 from pipeline.compaction.summarizer_offline import last_resort_update
 from pipeline.compaction.update_parsing import ParsedUpdate, parse_update, parse_verdicts
-from pipeline.compaction.update_validation import clipped, validate_update
+from pipeline.compaction.update_validation import clipped, paraphrase_candidates, validate_update
 from pipeline.events import (
     ABSENT,
     CompactionFailed,
@@ -33,6 +34,7 @@ from pipeline.events import (
 )
 from pipeline.models import (
     CompactionPolicy,
+    EmbeddingUnavailable,
     FoldOutcome,
     MemoryItem,
     MemoryUpdate,
@@ -42,7 +44,7 @@ from pipeline.models import (
     SummaryRequest,
     SummaryResult,
 )
-from pipeline.ports import ItemVerifier, Summarizer
+from pipeline.ports import Embedder, ItemVerifier, Summarizer
 from pipeline.text import ENGLISH, Analyzer
 
 # Why a fold was not the model's (the `reason` on a completed fold that is not `model`):
@@ -55,6 +57,15 @@ NEXT_RETRY = "retry"  # the model is asked again at once (first invalid output o
 NEXT_BACKOFF = "backoff"  # the cursor waits `next_retry_s`, then the model is tried again
 NEXT_FALLBACK = "fallback"  # the offline summarizer folds the batch now
 NEXT_DEGRADED = "degraded"  # the last-resort fold commits the batch now
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """What the update check grounds an item's words with: the conversation's analyzer (lemmas)
+    and, where the compactor has one, the sentence embedder (meaning; `grounded_by_meaning`)."""
+
+    text: Analyzer = ENGLISH
+    embedder: Embedder | None = None
 
 
 class Rejected(Exception):
@@ -117,7 +128,7 @@ class FoldAttempts:
                 try:
                     items, text, recompacted = await bounded_summary(
                         model, request, self._deps.policy, calls=self.calls, events=self._deps.events,
-                        analyzer=self._deps.text)
+                        grounding=Grounding(self._deps.text, self._deps.embedder))
                 except Rejected as rej:
                     # A rejected answer is not an outage: its retry and then the fallback for this
                     # fold only; the model's failure count and backoff stay as they are.
@@ -143,8 +154,9 @@ class FoldAttempts:
         if self._deps.fallback is not None:
             t0 = loop.time()
             try:
-                items, text, recompacted = await bounded_summary(self._deps.fallback, request, self._deps.policy,
-                                                                 calls=self.calls, analyzer=self._deps.text)
+                items, text, recompacted = await bounded_summary(
+                    self._deps.fallback, request, self._deps.policy, calls=self.calls,
+                    grounding=Grounding(self._deps.text, self._deps.embedder))
             except (Rejected, SummarizerError) as err:
                 why = err.rejection.reason.value if isinstance(err, Rejected) else err.code.value
                 self._deps.events.emit(
@@ -240,7 +252,7 @@ def _created_at(request: SummaryRequest) -> int:
 
 async def bounded_summary(
     summarizer: Summarizer, request: SummaryRequest, policy: CompactionPolicy, *, calls: CallTasks | None = None,
-    events: EventEmitter | None = None, analyzer: Analyzer = ENGLISH,
+    events: EventEmitter | None = None, grounding: Grounding = Grounding(),
 ) -> tuple[tuple[MemoryItem, ...], str, bool]:
     """`summarizer`'s validated update applied to `request.items`: the new items, the summary
     rendered from them (within the cap) and whether items were left out for room.
@@ -248,17 +260,68 @@ async def bounded_summary(
     result = await _call(summarizer, request, policy.summarizer_timeout_s, calls)
     if result.structured_refused is not None and events is not None:
         events.emit(SummarizerStructuredOutputRefused(model=result.model, detail=result.structured_refused))
-    parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text, request)
-    rejection = validate_update(parsed, result.text, request, finish_reason=result.finish_reason,
-                                 analyzer=analyzer)
+    parsed = ParsedUpdate(update=result.update) if result.update is not None else parse_update(result.text)
+    # The checks, the apply and the render are pure and grow with the memory (up to 80 items,
+    # words of each): they run in a worker thread, not on the event loop that every session's
+    # turns, replies and timers share (benchmarks/bench_scale.py, 1,000 sessions in one process).
+    meant: frozenset[str] = frozenset()
+    if grounding.embedder is not None:
+        candidates = await asyncio.to_thread(paraphrase_candidates, parsed, request, analyzer=grounding.text)
+        meant = await grounded_by_meaning(grounding.embedder, candidates, policy.summarizer_timeout_s)
+    rejection = await asyncio.to_thread(
+        partial(validate_update, finish_reason=result.finish_reason, analyzer=grounding.text,
+                grounded_by_meaning=meant), parsed, result.text, request)
     if rejection is not None:
         raise Rejected(rejection)
     update = clipped(parsed.update, request)
     if policy.verify_items and update.add and isinstance(summarizer, ItemVerifier):
         update = await verified(summarizer, request, update, policy.summarizer_timeout_s, calls, events)
+    return await asyncio.to_thread(_applied, request, update)
+
+
+def _applied(request: SummaryRequest, update: MemoryUpdate) -> tuple[tuple[MemoryItem, ...], str, bool]:
+    """`update` applied to the request's items, and the summary rendered from them (pure)."""
     items = apply_update(request.items, update, created_at=_created_at(request), turns=request.turns)
     text, left_out = render_summary(items, request.max_chars)
     return items, text, left_out
+
+
+# The cosine of an item and a cited turn ("<speaker> said: ...") that grounds it, per embedding
+# model: measured for the packaged MiniLM only (docs/summary-items.md, "Grounding by meaning":
+# "Pam apologizes." / "Pam said: Sorry." 0.865; "Pam is sad." 0.733 and "Pam thanks everyone." 0.707
+# stay ungrounded). Another model's cosines have another scale: it grounds nothing until measured.
+PARAPHRASE_FLOORS = {"all-MiniLM-L6-v2-int8": 0.8}
+
+
+async def grounded_by_meaning(
+    embedder: Embedder | None, candidates: list[tuple[str, list[str]]], timeout_s: float
+) -> frozenset[str]:
+    """The candidate items (`paraphrase_candidates`: no word of them is their turns') whose
+    vector is within the model's `PARAPHRASE_FLOORS` of one of their cited lines. No embedder, one
+    with no measured floor, no answer in `timeout_s` or an embedder that cannot run: none (the
+    lexical rule stands)."""
+    floor = PARAPHRASE_FLOORS.get(embedder.model) if embedder is not None else None
+    if embedder is None or floor is None or not candidates:
+        return frozenset()
+    texts = [t for what, lines in candidates for t in (what, *lines)]
+    try:
+        async with asyncio.timeout(timeout_s):
+            vectors = await embedder.embed(texts)
+    except (TimeoutError, EmbeddingUnavailable):
+        return frozenset()
+    out: set[str] = set()
+    i = 0
+    for what, lines in candidates:
+        item, cited = vectors[i], vectors[i + 1 : i + 1 + len(lines)]
+        i += 1 + len(lines)
+        if any(_cosine(item, line) >= floor for line in cited):
+            out.add(what)
+    return frozenset(out)
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
 async def verified(

@@ -1,13 +1,11 @@
 """Reading a summarizer's answer into a `MemoryUpdate`, tolerantly. Pure.
 
 The model is asked for JSON (`response_format` with `pipeline.update_schema.UPDATE_SCHEMA`) but real servers and
-models vary: a preamble ("Here is the updated summary:"), a heading, code fences around the
-JSON, trailing whitespace -- all stripped, never fatal. A server that ignores the schema and
-answers with a plain-text summary (bullets or sentences) is read line by line: a line or
-sentence attributed to a known person ("- Bob: ...", "Bob keeps dying as Hulk.") becomes an
-item citing that person's turns of the batch; a line repeating an item already in memory is
-a mention (kept as is); one that changes a few words of an item is read as its correction;
-an unattributed line is left out and counted (`ParsedUpdate.unattributed`).
+models vary: a preamble ("Here is the update:"), a `<think>` block, code fences around the JSON,
+trailing whitespace -- all stripped, never fatal. An answer that holds no JSON update (bullets,
+sentences, a rewritten summary) is not read: `parse_update` marks it `from_text`, and
+`update_validation` turns it away as `not_structured`, so its fold goes to the retry and then
+the offline summarizer (docs/summary-items.md, "Plain text: not read").
 
 Names are matched on word boundaries ("Al" is not in "also").
 """
@@ -21,7 +19,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from pipeline.compaction.specifics import unsaid_numbers
 from pipeline.formatting import one_line, speaker_label
 from pipeline.models import (
     PEOPLE_KINDS,
@@ -56,20 +53,11 @@ _KIND_ALIASES = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParsedUpdate:
-    update: MemoryUpdate
-    unattributed: tuple[str, ...] = ()  # plain-text lines naming nobody known
-    addressed: tuple[str, ...] = ()  # plain-text lines that speak to someone ("Michael, a lawyer would ...")
-    mentioned: int = 0  # plain-text lines that repeat an item already in memory
+    update: MemoryUpdate  # `from_text` when the answer held no JSON update (it is not read)
     malformed: bool = False  # it opens as JSON but does not parse (cut short, broken)
-    altered: tuple[str, ...] = ()  # lines restating an item with a name or number changed ("Friday" -> "Monday")
 
 
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$")
-_BULLET = re.compile(r"^\s*(?:[-*•–]\s+|\d+[.)]\s+)")
-_TAG = re.compile(r"^\[([a-z ]{2,16})\]\s*", re.IGNORECASE)
-_WAS = re.compile(r"\s*\(was:[^)]*\)\s*$")
-_HEADING = re.compile(r"^\s*(?:#{1,6}\s+.*|\*\*[^*]{1,60}\*\*:?|__[^_]{1,60}__:?|[A-Z][\w ]{0,40}:)\s*$")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
 STOPWORDS = word_set("en", "item_stopwords")  # English's (pipeline/text/data/en/item_stopwords.txt)
 
 
@@ -225,63 +213,6 @@ def _from_json(data: dict[str, Any]) -> MemoryUpdate | None:
     return MemoryUpdate(add=tuple(add), merge=tuple(merges))
 
 
-def _units(text: str) -> list[str]:
-    """Plain text as items-to-be: one per bullet line, else one per sentence of a paragraph."""
-    units: list[str] = []
-    lines = [line for line in text.splitlines() if line.strip()]
-    # A first line that introduces the rest ("Here is the updated summary:", "Summary:") is a preamble.
-    while lines and (lines[0].rstrip().endswith(":") or _HEADING.match(lines[0])) and len(lines) > 1:
-        lines.pop(0)
-    for line in lines:
-        if _HEADING.match(line) and not _BULLET.match(line):
-            continue
-        if _BULLET.match(line):
-            units.append(_BULLET.sub("", line, count=1).strip())
-        else:
-            units += [s.strip() for s in _SENTENCE.split(line.strip()) if s.strip()]
-    return units
-
-
-def _leading_people(unit: str, people: Sequence[str]) -> tuple[list[str], str]:
-    """Who a unit is attributed to, and its text: "Bob: text", "Bob keeps ...", "Alice and Bob ..."."""
-    label = re.match(r"^([^:\n]{1,64}):\s+(.+)$", unit)
-    if label:
-        names = [person_of(n, people) for n in re.split(r",\s*|\s+and\s+|\s*&\s*|\s*/\s*", label.group(1))]
-        if names and all(names):
-            return [n for n in names if n], label.group(2).strip()
-    found: list[str] = []
-    rest = unit
-    while True:
-        match = None
-        for person in sorted(people, key=len, reverse=True):
-            for candidate in (person, person.split(" ")[0]):
-                if len(candidate) < 2 or (candidate != person and len(candidate) < 3):
-                    continue
-                m = re.match(rf"{re.escape(candidate)}(?![^\W_])('s)?", rest, re.IGNORECASE)
-                if m and not rest[m.end():].startswith(","):  # "Michael, a lawyer would ..." addresses him
-                    match = (person, m.end())
-                    break
-            if match:
-                break
-        if match is None:
-            break
-        found.append(match[0])
-        joined = re.match(r"\s*(?:,|and|&)\s+", rest[match[1]:])
-        if not joined:
-            break
-        rest = rest[match[1] + joined.end():]
-    return found, unit
-
-
-def _cite(person: str, what: str, turns: Sequence[Turn]) -> tuple[int, ...]:
-    """The batch turns a plain-text item comes from: that person's turns sharing its words,
-    else all of that person's turns."""
-    theirs = [t for t in turns if speaker_label(t.speaker_name).casefold() == person.casefold()]
-    key = content_words(what, [person])
-    sharing = [t.seq for t in theirs if key & content_words(t.text)]
-    return tuple(sharing or [t.seq for t in theirs])
-
-
 def kind_of(tag: str, text: str, language: str = "en") -> ItemKind:
     """An item's kind: its `[tag]` when given, else guessed from its words: a "?" at its end,
     else the language's question, plan and screen words (`pipeline/text/data/<language>/`)."""
@@ -300,107 +231,16 @@ def kind_of(tag: str, text: str, language: str = "en") -> ItemKind:
     return ItemKind.FACT
 
 
-RESTATED = 0.75  # of a plain-text line's words that an item in memory already says: a restatement
-CORRECTS = 0.5  # ... that an item of the same person says: a correction of that item
-
-
-_SPECIFIC = re.compile(r"(?<![^\W_])[A-Z][^\W_]*")
-
-
-def _specifics(text: str) -> set[str]:
-    """The names, days and places a line states (capitalised words after its first), folded;
-    its numbers are `specifics.numbers`."""
-    out = set()
-    for match in _SPECIFIC.finditer(text):
-        if match.start() and match.group(0) != "I":
-            out.add(match.group(0).casefold())
-    return out
-
-
-def _coverage(new: set[str], old: set[str]) -> float:
-    """How much of a line an older item already says (its share of the line's content words)."""
-    return len(new & old) / len(new) if new else 1.0
-
-
-def _mentioned_people(unit: str, people: Sequence[str]) -> list[str]:
-    """The known people a unit names anywhere, in order of appearance."""
-    found = [(m.start(), person) for person in people for m in [_find_name(unit, person)] if m is not None]
-    return [person for _, person in sorted(found)]
-
-
-def _find_name(text: str, person: str) -> re.Match[str] | None:
-    for candidate in (person, person.split(" ", maxsplit=1)[0]):
-        if len(candidate) < 2 or (candidate != person and len(candidate) < 3):
-            continue
-        match = re.search(name_pattern(candidate), text, re.IGNORECASE)
-        if match:
-            return match
-    return None
-
-
-def _addressed(unit: str, people: Sequence[str]) -> bool:
-    """A unit that opens by calling someone ("Michael, a lawyer would ..."): an answer to them."""
-    return any(re.match(rf"(?:hey |hi |ok(?:ay)?,? )?{re.escape(p.split(' ')[0])}\s*,", unit, re.IGNORECASE)
-               for p in people)
-
-
-def _from_text(text: str, request: SummaryRequest) -> ParsedUpdate:
-    people = known_people(request)
-    memory = [i for i in request.items if i.status.value == "active"]
-    adds: list[ItemDraft] = []
-    unattributed: list[str] = []
-    addressed: list[str] = []
-    altered: list[str] = []
-    batch_texts = [t.text for t in request.turns]
-    batch_words = {w for text in batch_texts for w in words(text)}
-    memory_words = {i.id: content_words(i.what, i.who) for i in memory}
-    mentioned = 0
-    for unit in _units(text):
-        tag_match = _TAG.match(unit)
-        tag = tag_match.group(1) if tag_match else ""
-        body = _WAS.sub("", unit[tag_match.end():] if tag_match else unit).strip()
-        if _addressed(body, people):
-            addressed.append(unit)
-            continue
-        who, what = _leading_people(body, people)
-        if not who:
-            who = _mentioned_people(body, people)  # "After the match, Bob said ..."
-        if not who:
-            unattributed.append(unit)
-            continue
-        key = content_words(what, who)
-        folded_who = {n.casefold() for n in who}
-        theirs = [i for i in memory if folded_who & {n.casefold() for n in i.who}]
-        best = max(theirs, key=lambda i: _coverage(key, memory_words[i.id]), default=None)
-        coverage = _coverage(key, memory_words[best.id]) if best is not None else 0.0
-        if best is not None and coverage >= RESTATED:
-            # An item already in memory, restated or paraphrased: harmless unless it changes one of
-            # the item's specifics (a name, a day, a number) into one the batch never said.
-            names = _specifics(what) - set(words(best.what)) - batch_words - {w for p in people for w in words(p)}
-            if names or unsaid_numbers(what, [best.what, *batch_texts]):
-                altered.append(unit)
-            else:
-                mentioned += 1
-            continue
-        same_person = best is not None and bool(best.who) and best.who[0].casefold() == who[0].casefold()
-        supersedes = best.id if best is not None and same_person and coverage >= CORRECTS else ""
-        adds.append(ItemDraft(who=tuple(who), what=what, kind=kind_of(tag, what),
-                              seqs=_cite(who[0], what, request.turns), supersedes=supersedes))
-    return ParsedUpdate(update=MemoryUpdate(add=tuple(adds), from_text=True), unattributed=tuple(unattributed),
-                        addressed=tuple(addressed), mentioned=mentioned, altered=tuple(altered))
-
-
-def parse_update(text: str, request: SummaryRequest) -> ParsedUpdate:
-    """The update `text` proposes: JSON (fenced or not, after any preamble) or plain text."""
+def parse_update(text: str) -> ParsedUpdate:
+    """The update `text` proposes: JSON (fenced or not, after any preamble); anything else is
+    marked `from_text` and not read (a plain-text summary goes to the fallback by design)."""
     body = strip_wrapping(text)
     data = _json_object(body)
     if data is not None:
         update = _from_json(data)
         if update is not None:
             return ParsedUpdate(update=update)
-    if body.lstrip().startswith(("{", "[")):
-        return ParsedUpdate(update=MemoryUpdate(from_text=True), malformed=True)
-    return _from_text(body, request)
+    return ParsedUpdate(update=MemoryUpdate(from_text=True), malformed=body.lstrip().startswith(("{", "[")))
 
 
 def people_turns(turns: Sequence[Turn]) -> list[Turn]:

@@ -12,9 +12,13 @@ then every new item, structurally:
 - `about_bot`       it is about the bot, speaks to it, or is a plan made only of what was said
                     to it: memory is notes about people, never an instruction to the bot;
 - `ungrounded`      nothing of it comes from the turns it cites (a paraphrase of the old
-                    summary, one word of an old fact changed: "Friday" -> "Monday");
+                    summary, one word of an old fact changed: "Friday" -> "Monday"): no word of
+                    it is theirs, and the sentence embedder, where the compactor has one, does
+                    not find it close to them in meaning (`paraphrase_candidates`,
+                    `grounded_by_meaning`: "Sorry." -> "Pam apologizes");
 - `specifics`       a number or a negation its turns do not say (`specifics`);
-- `bad_supersede`   it corrects an item about someone or something else;
+- `bad_supersede`   it corrects an item that neither it nor the turns it cites speak of (about
+                    someone or something else; a shared person is not enough);
 - `bad_merge`       a merge drops what one of its items said;
 - `too_long`        an item over `ITEM_CAP_CHARS` (rejected, never cut), or the whole answer far
                     over the budget;
@@ -22,12 +26,11 @@ then every new item, structurally:
                     between quote marks is someone else's words;
 - `injection_echo`  it talks about its own prompt or rules;
 - `language`        its words are not the batch's nor the memory's (another language);
-- `unrecognised`    a plain-text answer with a line about nobody (a song, a poem, an unattributed
-                    "Ignore all previous instructions"): memory is always about someone;
 - `malformed`       it opens as JSON that does not parse (cut short);
-- `no_op`           a plain-text answer that only restates the memory, or a merge-only update,
-                    while the batch had people speaking; an explicit empty JSON update is accepted
-                    (the batch held nothing worth keeping).
+- `not_structured`  it holds no JSON update at all (bullets, sentences, a rewritten summary, a song,
+                    a refusal in prose): not read, by design (docs/summary-items.md);
+- `no_op`           a merge-only update while the batch had people speaking; an explicit empty
+                    update is accepted (the batch held nothing worth keeping).
 
 Items the update does not mention are kept by `memory_items.apply_update`, so an answer that
 "drops all history" cannot: history cannot vanish in one fold. Names and text that look like the
@@ -50,7 +53,7 @@ from pipeline.compaction.rejections import (
     printable,
     repetition,
 )
-from pipeline.compaction.specifics import negation_flip, numbers, unsaid_numbers
+from pipeline.compaction.specifics import negation_flip, numbers, unit_swap, unsaid_numbers
 from pipeline.compaction.update_parsing import (
     ParsedUpdate,
     content_words,
@@ -77,13 +80,11 @@ from pipeline.text import ENGLISH, NOUNS_CAPITALISED, Analyzer, language_of, phr
 
 STANDING_KINDS = frozenset({ItemKind.PLAN, ItemKind.NOW})  # kinds that read as what is to be done
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
-TEXT_TOO_LONG_FACTOR = 2.0  # a plain-text summary far over the budget ignored the output rules
 MIN_VOCABULARY_SHARE = 0.3  # of a new item's words that the batch or memory also uses
 MAX_REPEATS = 3  # the same item this many times in one answer is a loop
 # A quotation: double quotes, curly quotes, or single quotes that are not apostrophes (the opening
 # one not after a letter, the closing one not before one: "Pam's" opens nothing).
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<![^\W_])'(?:[^']|(?<=[^\W_])'(?=[^\W_])){3,}?'(?![^\W_])")
-_SHOUT = re.compile(r"^[A-Z]{3,}[.!]+\s*")  # "PWNED. Sure! ...": a word the transcript asked for
 
 
 def _rule(language: str, kind: str, *, start: bool) -> re.Pattern[str] | None:
@@ -103,8 +104,10 @@ def _reject(reason: RejectReason, detail: str = "") -> Rejection:
 
 
 def _raw_rejection(
-    text: str, request: SummaryRequest, finish_reason: str | None, *, from_text: bool, language: str = "en"
+    text: str, request: SummaryRequest, finish_reason: str | None, *, language: str = "en"
 ) -> Rejection | None:
+    """The checks of the answer as text, JSON or not: empty, unprintable, cut at the token limit,
+    far too long, a loop, a refusal (the language's `refusal_openers.txt`, where it has one)."""
     stripped = strip_wrapping(text)
     letters = sum(1 for ch in stripped if ch.isalpha())
     if letters < MIN_LETTERS:
@@ -113,8 +116,7 @@ def _raw_rejection(
         return _reject(RejectReason.INVALID_CHARS, "not printable after normalisation")
     if finish_reason == "length":
         return _reject(RejectReason.TRUNCATED, "stopped at the token limit")
-    factor = TEXT_TOO_LONG_FACTOR if from_text else RAW_TOO_LONG_FACTOR
-    if len(stripped) > factor * request.max_chars:
+    if len(stripped) > RAW_TOO_LONG_FACTOR * request.max_chars:
         return _reject(RejectReason.TOO_LONG, f"{len(stripped)} chars")
     loop = repetition(stripped)
     if loop:
@@ -284,9 +286,36 @@ def _same_stem(a: str, b: str) -> bool:
     return n >= SHARED_STEM and n >= 0.7 * min(len(a), len(b))
 
 
+def said_lines(item: ItemDraft, request: SummaryRequest) -> list[str]:
+    """The turns `item` cites (inside the batch) as `<speaker> said: <text>`, and its notes: what a
+    sentence embedder compares the item with (the speaker's name on both sides)."""
+    seqs = set(in_batch(item.seqs, request))
+    lines = [f"{speaker_label(t.speaker_name)} said: {t.text}" for t in request.turns if t.seq in seqs]
+    return lines + [f"{speaker_label(n.by)} noted: {n.text}" for n in request.notes]
+
+
+def paraphrase_candidates(
+    parsed: ParsedUpdate, request: SummaryRequest, *, analyzer: Analyzer = ENGLISH
+) -> list[tuple[str, list[str]]]:
+    """The new items that share no word with the turns they cite (the lexical grounding fails),
+    each with `said_lines`: the only ones worth a sentence embedder's look. Pure."""
+    if parsed.update.from_text or not request.turns:
+        return []
+    people = known_people(request)
+    language = language_of(analyzer.language, [t.text for t in request.turns])
+    note_texts = [f"{n.text} {n.why}" for n in request.notes]
+    out: list[tuple[str, list[str]]] = []
+    for item in parsed.update.add:
+        lines = said_lines(item, request)
+        cited = " ".join([_cited_turns(replace(item, seqs=in_batch(item.seqs, request)), request), *note_texts])
+        if lines and not _grounded(item.what, cited, people, analyzer, language):
+            out.append((item.what, lines))
+    return out
+
+
 def _item_rejection(
-    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, from_text: bool = False,
-    text: Analyzer = ENGLISH,
+    item: ItemDraft, request: SummaryRequest, people: Sequence[str], pool: set[str], *, text: Analyzer = ENGLISH,
+    by_meaning: frozenset[str] = frozenset(),
 ) -> Rejection | None:
     what = item.what
     language = language_of(text.language, [t.text for t in request.turns])
@@ -329,7 +358,7 @@ def _item_rejection(
     cited = " ".join([_cited_turns(item, request), *note_texts])
     key = content_words(what, people, language)
     source = content_words(cited, (), language)
-    if not _grounded(what, cited, people, text, language):
+    if what not in by_meaning and not _grounded(what, cited, people, text, language):
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
     invented = _invented_names(what, pool, language)
     if invented:
@@ -340,10 +369,9 @@ def _item_rejection(
         if old is None or old.status is not ItemStatus.ACTIVE:
             return _reject(RejectReason.BAD_CITATION, f"supersedes {item.supersedes!r}, not an active item")
     # Its numbers come from its turns, their times ("at 12:30") and seqs ("turns 10-19"), the names
-    # it gives ("NEW TURNS 7") or the item it corrects. A plain-text line's citations are our
-    # guess: the whole batch is its source.
-    turns = request.turns if from_text else [t for t in request.turns if t.seq in item.seqs]
-    spoken = " ".join([*(t.text for t in turns), *note_texts]) if from_text else cited
+    # it gives ("NEW TURNS 7") or the item it corrects.
+    turns = [t for t in request.turns if t.seq in item.seqs]
+    spoken = cited
     times = [f"{mmss(t.started_at)} {mmss(t.ended_at)} {t.seq}" for t in turns]
     times += [mmss(n.at) for n in request.notes]
     sources = [spoken, *times, *item.who] + ([old.what] if old is not None else [])
@@ -355,22 +383,30 @@ def _item_rejection(
     flip = negation_flip(what, [spoken], language, ignore=item_stop_words(language) | names)
     if flip:
         return _reject(RejectReason.SPECIFICS, flip)
+    swap = unit_swap(what, [spoken, *([old.what] if old is not None else [])], language,
+                     ignore=item_stop_words(language) | names)
+    if swap:
+        return _reject(RejectReason.SPECIFICS, swap)
     if old is not None:
-        if not _same_subject(item, old, people, language):
-            return _reject(RejectReason.BAD_SUPERSEDE, f"supersedes {old.id!r}, which is about someone or "
-                           "something else")
+        if not _same_subject(item, old, people, spoken, text, language):
+            return _reject(RejectReason.BAD_SUPERSEDE, f"supersedes {old.id!r}, which neither it nor its turns "
+                           "speak of")
         changed = key - content_words(old.what, people, language)
         if changed and not changed & source:
             return _reject(RejectReason.UNGROUNDED, "changes an old item with words the batch never said")
     return None
 
 
-def _same_subject(item: ItemDraft, old: MemoryItem, people: Sequence[str], language: str = "en") -> bool:
-    """A correction concerns what it corrects: a person both name, or a word both say."""
-    names = {(person_of(n, people) or n).casefold() for n in item.who}
-    if names & {n.casefold() for n in old.who}:
+def _same_subject(
+    item: ItemDraft, old: MemoryItem, people: Sequence[str], spoken: str, text: Analyzer, language: str = "en"
+) -> bool:
+    """A correction concerns what it corrects, and the batch holds the turn that changes it: the
+    correction says a word of the old item ("pizza night" moved), or a turn it cites does (a word or
+    a form of one). A shared person is not enough: in a two-person chat nearly every item shares one,
+    and "Sam's name is Adam" does not correct "Sam finds the dropping connection annoying"."""
+    if content_words(item.what, people, language) & content_words(old.what, people, language):
         return True
-    return bool(content_words(item.what, people, language) & content_words(old.what, people, language))
+    return _grounded(old.what, spoken, people, text, language)
 
 
 def _vocabulary_share(items: Sequence[ItemDraft], request: SummaryRequest, people: Sequence[str],
@@ -393,18 +429,26 @@ def _batch_has_people(request: SummaryRequest) -> bool:
 
 def validate_update(
     parsed: ParsedUpdate, raw_text: str, request: SummaryRequest, *, finish_reason: str | None = None,
-    analyzer: Analyzer = ENGLISH,
+    analyzer: Analyzer = ENGLISH, grounded_by_meaning: frozenset[str] = frozenset(),
 ) -> Rejection | None:
     """None if `parsed` (read from `raw_text`) may be applied to `request.items`, else why not.
     `analyzer`: the conversation's language (`CONVERSATION_LANGUAGE`; under `auto`, decided per
     batch by `pipeline.text.language_of`) and lemmatiser: a language's word rules (refusals, the
     second person, number words, negators, stop words) are its data files under
-    pipeline/text/data/<language>/, and a language without a file has no such rule."""
+    pipeline/text/data/<language>/, and a language without a file has no such rule.
+    `grounded_by_meaning`: the texts of new items a sentence embedder found close in meaning to
+    the turns they cite (`paraphrase_candidates`), grounded though they share no word. Every other
+    check still applies to them (people, specifics, names, supersede)."""
     update = parsed.update
     language = language_of(analyzer.language, [t.text for t in request.turns])
-    raw = _raw_rejection(raw_text, request, finish_reason, from_text=update.from_text, language=language)
+    raw = _raw_rejection(raw_text, request, finish_reason, language=language)
     if raw is not None:
         return raw
+    if update.from_text and not parsed.malformed:
+        # No JSON update in it: not read, whatever it says (a plain-text summary, bullets, a song,
+        # a line of the transcript obeyed). Its fold gets the retry, then the offline summarizer.
+        opening = " ".join(strip_wrapping(raw_text).split())[:40]
+        return _reject(RejectReason.NOT_STRUCTURED, f"no JSON update: {opening}")
     people = known_people(request)
     new = list(update.add) + [m.item for m in update.merge]
     said = [" ".join(words(d.what, language)) for d in new]
@@ -413,25 +457,6 @@ def validate_update(
         return _reject(RejectReason.REPETITION, f"one item said {top} times")
     if parsed.malformed:
         return _reject(RejectReason.MALFORMED, "JSON that does not parse")
-    if parsed.altered:
-        return _reject(RejectReason.UNGROUNDED, "changes an item with words the batch never said: "
-                       + parsed.altered[0][:40])
-    if parsed.addressed:
-        return _reject(RejectReason.ANSWER, "speaks to someone: " + parsed.addressed[0][:40])
-    if parsed.unattributed:
-        # A line about nobody is not memory: the summarizer's own voice (an answer, a song, an
-        # instruction it was given). It is never committed, so neither is the answer it is part of.
-        for line in parsed.unattributed:
-            folded = " ".join(_SHOUT.sub("", line).casefold().replace("\u2019", "'").split())
-            opener = _rule(language, "assistant_openers", start=True)
-            self_talk = _rule(language, "self_talk", start=False)
-            refusal = _rule(language, "refusal_openers", start=True)
-            if opener is not None and opener.match(folded) or self_talk is not None and self_talk.search(folded):
-                return _reject(RejectReason.INJECTION_ECHO, "answers in the assistant's voice")
-            if refusal is not None and refusal.match(folded):
-                return _reject(RejectReason.REFUSAL, folded[:60])
-        return _reject(RejectReason.UNRECOGNISED, f"{len(parsed.unattributed)} lines about nobody: "
-                       + parsed.unattributed[0][:40])
     by_id = {i.id: i for i in request.items}
     for merge in update.merge:
         olds = [by_id.get(x) for x in merge.ids]
@@ -447,7 +472,7 @@ def validate_update(
         return _reject(RejectReason.LANGUAGE, "its words are not the batch's")
     pool = name_pool(request, people, language)
     for item in update.add:
-        rejection = _item_rejection(item, request, people, pool, from_text=update.from_text, text=analyzer)
+        rejection = _item_rejection(item, request, people, pool, text=analyzer, by_meaning=grounded_by_meaning)
         if rejection is not None:
             return rejection
     for merge in update.merge:
@@ -462,8 +487,8 @@ def validate_update(
         if key and not key & content_words(olds_text, (), language):
             return _reject(RejectReason.UNGROUNDED, "a merge says nothing its items said")
     # An explicit empty update ({"add": [], "merge": []}) says the batch held nothing worth
-    # keeping: accepted as such. A plain-text answer that only restates the memory is a no-op.
-    if _batch_has_people(request) and not update.add and (update.from_text or update.merge):
+    # keeping: accepted as such. A merge-only update for a batch with people in it is a no-op.
+    if _batch_has_people(request) and not update.add and update.merge:
         return _reject(RejectReason.NO_OP, "nothing new from the batch")
     return None
 

@@ -12,7 +12,7 @@ import structlog
 from pipeline.compaction.compactor_deps import CompactorDeps
 from pipeline.context.participants import ParticipantMemoryConfig
 from pipeline.models import CompactionState, Note, ParticipantCard, Turn
-from pipeline.ports import Embedder, SessionStore
+from pipeline.ports import SessionStore
 
 log = structlog.get_logger("longcall.session")
 
@@ -21,10 +21,10 @@ log = structlog.get_logger("longcall.session")
 class ConversationDeps(CompactorDeps):
     """One conversation session's dependencies (`await ConversationSession.open(deps)`): the
     compactor's (session id, store, summarizers, policy, clocks, events, bot name, and the owner
-    lease token that appends and fold commits carry) plus recall's and the participant cards'.
+    lease token that appends and fold commits carry, the embedder recall shares with the update
+    check) plus the participant cards'.
     The session hands itself to its compactor as the `CompactorDeps` it is."""
 
-    embedder: Embedder | None = None  # recall vectors (None: recall by words only)
     memory: ParticipantMemoryConfig | None = None  # participant cards (None: the defaults)
 
 

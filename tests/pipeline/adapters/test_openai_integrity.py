@@ -185,7 +185,8 @@ async def test_bad_outputs_are_never_committed_and_are_counted(stub: OpenAIStub,
     comp = report["compactions"]
     assert (121, 0, 70) == (report["turns"], report["lost_turns"], report["cursor"])
     assert {"model": 5, "fallback": 2, "degraded": 0} == comp["by_outcome"]
-    assert {"empty": 1, "injection_echo": 2, "invalid_chars": 1, "no_op": 1, "refusal": 1, "too_long": 1,
+    # The injection echo, the restated memory and the long answer are prose: not read (not_structured).
+    assert {"empty": 1, "not_structured": 4, "invalid_chars": 1, "refusal": 1,
             "truncated": 2} == comp["failed_by_reason"]
     assert (7, 9) == (comp["completed"], comp["failed"])
     assert 14 == len(stub.bodies("/chat/completions"))
@@ -195,7 +196,7 @@ async def test_bad_outputs_are_never_committed_and_are_counted(stub: OpenAIStub,
     events = [json.loads(x) for x in (tmp_path / "out" / "events.jsonl").read_text().splitlines()]
     completed = [e for e in events if e["event"] == "voice_context_compaction_completed"]
     assert ["model", "fallback", "model", "fallback", "model", "model", "model"] == [e["outcome"] for e in completed]
-    assert [None, "injection_echo", None, "truncated", None, None, None] == [e.get("reason") for e in completed]
+    assert [None, "not_structured", None, "truncated", None, None, None] == [e.get("reason") for e in completed]
 
 
 def poison_turns(n: int) -> list[tuple[str, str]]:

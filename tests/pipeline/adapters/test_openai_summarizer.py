@@ -22,7 +22,7 @@ from pipeline.models import (
 from pipeline.testing import FakeClock
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
-from tests.pipeline.compaction.test_compactor import feed, open_session, running
+from tests.pipeline.compaction.test_compactor import feed, item_answer, open_session, running
 from tests.support.openai_stub import OpenAIStub, Reply
 
 KEY = "sk-test-abcdefghijklmnopqrstuvwx"
@@ -133,8 +133,9 @@ async def test_client_timeout_maps_to_timeout(stub: OpenAIStub) -> None:
 async def test_compactor_with_real_client_folds_and_survives_failure(
     stub: OpenAIStub, session_id: str, emitter: EventEmitter, event_log: EventLog
 ) -> None:
-    """Through the compactor: a 500 leaves the summary alone, the next attempt commits the model's text."""
-    stub.chat.extend([Reply(status=500), Reply(text="Bob keeps giving facts about the Tokyo map.")])
+    """Through the compactor: a 500 leaves the summary alone, the next attempt commits the model's update."""
+    stub.chat.extend([Reply(status=500), Reply(text=item_answer("Bob keeps giving facts about the Tokyo map.", ["Bob"],
+                                                                [1, 5, 9]))])
     store = InMemorySessionStore()
     clock = FakeClock()
     session = await open_session(
@@ -153,7 +154,7 @@ async def test_compactor_with_real_client_folds_and_survives_failure(
 
 async def test_a_server_that_refuses_response_format_is_asked_in_plain_text(stub: OpenAIStub) -> None:
     """A 400 to the structured request: the same request once more without `response_format`, and
-    from then on plain text (its answer is parsed tolerantly by the compactor)."""
+    from then on without it (the prompt still asks for the JSON update)."""
     stub.chat.extend([Reply(status=400), Reply(text="- Bob: keeps dying as Hulk."), Reply(text="- Bob: again.")])
     request = SummaryRequest(previous_summary="", turns=(turn(0, "Bob", "I keep dying as Hulk", 1.0),), notes=(),
                              bot_name="Clanky", max_chars=1200)

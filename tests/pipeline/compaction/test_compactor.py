@@ -25,6 +25,16 @@ from tests.conftest import EventLog
 SPEAKERS = ["Alice", "Bob", "James", "Maya"]
 
 
+def item_answer(what: str, who: list[str], seqs: list[int], kind: str = "fact") -> str:
+    """A model's memory update with one new item (the JSON the prompt asks for)."""
+    return json.dumps({"add": [{"who": who, "what": what, "kind": kind, "seqs": seqs, "supersedes": ""}],
+                       "merge": []})
+
+
+FIRST_ITEM = "Alice and Bob picked the Tokyo map."
+FIRST = item_answer(FIRST_ITEM, ["Alice", "Bob"], list(range(10)))  # the first batch's good answer
+
+
 def speech(i: int, t: float | None = None) -> TurnDraft:
     name = SPEAKERS[i % len(SPEAKERS)]
     at = float(i) if t is None else t
@@ -150,7 +160,7 @@ async def test_failure_leaves_cursor_and_summary_intact(
     (Invalid outputs and non-retryable errors fold at once: tests/pipeline/compaction/test_fold_integrity.py.)"""
     store = InMemorySessionStore()
     clock = FakeClock()
-    summarizer = ScriptedSummarizer(["Alice and Bob picked the Tokyo map.", step])
+    summarizer = ScriptedSummarizer([FIRST, step])
     policy = CompactionPolicy(summarizer_timeout_s=0.05)
     session = await open_session(store, session_id, emitter, clock, summarizer, policy=policy)
     async with running(session):

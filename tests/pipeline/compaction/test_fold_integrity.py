@@ -11,9 +11,8 @@ from pipeline.models import CompactionPolicy, SummaryResult, TurnDraft, TurnKind
 from pipeline.testing import FakeClock, ScriptedSummarizer, summarizer_error
 from pipeline.transcript.store_memory import InMemorySessionStore
 from tests.conftest import EventLog
-from tests.pipeline.compaction.test_compactor import feed, open_session, running
+from tests.pipeline.compaction.test_compactor import FIRST, FIRST_ITEM, feed, item_answer, open_session, running
 
-FIRST = "Alice and Bob picked the Tokyo map."
 REFUSAL = "I'm sorry, but I can't help with that."
 
 BAD_OUTPUTS = [
@@ -21,13 +20,15 @@ BAD_OUTPUTS = [
     ("   \n  ", "empty"),
     ("!!!! ???? ---- 1234 5678 ####", "empty"),
     (REFUSAL, "refusal"),
-    ("PWNED. Sure! My system prompt is: You maintain the running memory.", "injection_echo"),
-    (FIRST, "no_op"),
+    (item_answer("James says my system prompt is the Tokyo map fact.", ["James"], [10]), "injection_echo"),
+    # Plain text (a line restated, a line about nobody, a rewritten summary) is not read, by design.
+    (FIRST_ITEM, "not_structured"),
     ("Alice said " + "the " * 60, "repetition"),
     (SummaryResult(text="Alice and Bob said the the", model="fake-summarizer", finish_reason="length"), "truncated"),
     ("Alice and Bob\x00 picked \u202eTokyo.", "invalid_chars"),
-    (" ".join(f"Alice owes Bob {i} coins after round {i}." for i in range(100)), "too_long"),
-    ("The group talked about maps and plans for tonight.", "unrecognised"),
+    (" ".join(f"Alice owes Bob {i} coins after round {i}." for i in range(200)), "too_long"),
+    ("The group talked about maps and plans for tonight.", "not_structured"),
+    ("- Alice and Bob picked the Tokyo map.\n- James says fact number 12 about the Tokyo map.", "not_structured"),
 ]
 
 
@@ -47,7 +48,7 @@ async def test_invalid_output_is_never_committed_and_retried_once(
     completed = event_log.named(CompactionCompleted.name)
     assert [("model", 10), ("model", 20)] == [(e["outcome"], e["new_cursor"]) for e in completed]
     state = await store.load_state(session_id)
-    assert f"- {FIRST}" in state.summary.splitlines() and "Turns 10-19" in state.summary
+    assert f"- {FIRST_ITEM}" in state.summary.splitlines() and "Turns 10-19" in state.summary
     assert (20, 0) == (state.cursor, state.failures)
     assert 3 == len(summarizer.requests)
 
@@ -71,7 +72,7 @@ async def test_invalid_twice_the_offline_summarizer_folds(
     )
     state = await store.load_state(session_id)
     assert state.summary != FIRST and "James" in state.summary
-    if reason != "no_op":
+    if bad != FIRST_ITEM:
         assert str(bad) not in state.summary
     assert 0 == state.failures  # a rejected answer is not an outage: no failure counted, no backoff
 
@@ -85,7 +86,8 @@ async def test_three_rejected_folds_in_a_row_leave_the_next_fold_offered_to_the_
     `reason: model_backoff`)."""
     store = InMemorySessionStore()
     clock = FakeClock()
-    summarizer = ScriptedSummarizer([FIRST, *[REFUSAL] * 6, "- James said fact number 40 about the map."])
+    fourth = item_answer("James said fact number 42 about the map.", ["James"], [42])
+    summarizer = ScriptedSummarizer([FIRST, *[REFUSAL] * 6, fourth])
     session = await open_session(store, session_id, emitter, clock, summarizer, fallback=OfflineSummarizer())
     async with running(session):
         await feed(session, clock, 0, 101)
@@ -115,7 +117,7 @@ async def test_fallback_invalid_too_the_last_resort_folds(
     state = await store.load_state(session_id)
     # The last resort keeps every previous item and adds one naming the speakers and seq range.
     assert (f"- James, Maya, Alice, Bob: [00:10–00:19] 10 turns, not summarised; see transcript seq 10–19\n"
-            f"- {FIRST}") == state.summary
+            f"- {FIRST_ITEM}") == state.summary
     assert [tuple(range(10, 20))] == [i.seqs for i in state.items if i.created_at == 10]
 
 

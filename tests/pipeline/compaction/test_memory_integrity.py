@@ -7,20 +7,26 @@ the real `openai` client for the case that reaches the reply model."""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.compaction.memory_items import apply_update
 from pipeline.compaction.rejections import RejectReason
-from pipeline.compaction.specifics import negation_flip
+from pipeline.compaction.specifics import negation_flip, unit_swap
 from pipeline.compaction.summarizer_offline import extract_update
+from pipeline.compaction.summarizing import Grounding, Rejected, bounded_summary
 from pipeline.compaction.update_parsing import STOPWORDS, ParsedUpdate, parse_update
 from pipeline.compaction.update_validation import validate_update
 from pipeline.context.reply_context import ReplySpec, build_reply_messages
 from pipeline.context.tokens import EstimatingCounter
 from pipeline.events import CompactionCompleted, CompactionFailed, EventEmitter
 from pipeline.models import (
+    CompactionPolicy,
     ContextSnapshot,
     ItemDraft,
     ItemKind,
@@ -31,6 +37,9 @@ from pipeline.models import (
     Turn,
     TurnKind,
 )
+from pipeline.ports import Embedder
+from pipeline.testing import ScriptedSummarizer
+from pipeline.text import Analyzer
 from tests.conftest import EventLog
 from tests.pipeline.compaction.test_summarizer_corpus import CORPUS, ROOT, session_drafts
 from tests.pipeline.compaction.test_summary_items import FIRST_BATCH, fold_two_batches, stub  # noqa: F401
@@ -73,7 +82,7 @@ def answer(*adds: dict[str, Any], merge: list[dict[str, Any]] | None = None) -> 
 
 
 def judged(text: str, request: SummaryRequest = REQUEST) -> str | None:
-    rejection = validate_update(parse_update(text, request), text, request)
+    rejection = validate_update(parse_update(text), text, request)
     return None if rejection is None else rejection.reason.value
 
 
@@ -228,6 +237,24 @@ def test_every_new_reason_is_a_reject_reason() -> None:
     assert {"about_bot", "specifics", "bad_supersede", "bad_merge"} <= {r.value for r in RejectReason}
 
 
+def test_a_number_counting_another_unit_is_rejected() -> None:
+    """"two hours later" -> "two days later": the number is the turn's, the unit it counts is not
+    (committed before); the same unit in another form ("5 minutes") passes."""
+    rows = [("Tom", "We got there two hours later, then five minute breaks."), *BATCH[1:]]
+    request = replace(REQUEST, turns=batch_turns(rows))
+    days = {"who": ["Tom"], "seqs": [10], "what": "Tom got there two days later."}
+    hours = {"who": ["Tom"], "seqs": [10], "what": "Tom got there two hours later, with 5 minutes breaks."}
+    assert ("specifics", None) == (judged(answer(days), request), judged(answer(hours), request))
+
+
+def test_a_number_before_a_comma_counts_no_unit() -> None:
+    """ "We are five, Paul and Sara come too" counts no "Paul": an item saying "five people" keeps
+    the turn's number (rejected as a unit swap when the check read across the comma)."""
+    assert "" == unit_swap("Five people come, Paul and Sara too.", ["We are five, Paul and Sara come too."],
+                           ignore=STOPWORDS)
+    assert unit_swap("Five days later.", ["Five hours later."], ignore=STOPWORDS)
+
+
 def test_a_negation_governs_its_own_clause_only() -> None:
     """ "No! Okay, what is a lawyer going to tell us?" negates nothing of its second clause: an
     item quoting that clause drops no negation; one that drops "can't" from its clause does."""
@@ -253,3 +280,96 @@ def test_the_offline_summarizer_passes_every_check_on_a_real_session(part: str) 
         if rejection is not None:
             rejected.append((start, rejection))
     assert [] == rejected
+
+
+# -- paraphrase grounded by meaning (the packaged sentence embedder) -------------------------------
+
+PARAPHRASES = [
+    # No word of "Sorry." is in it: grounded only by meaning (ungrounded before).
+    {"who": ["Pam"], "seqs": [11], "what": "Pam apologizes."},
+    # A misspelling the model corrected and a word form: grounded by the words already.
+    {"who": ["Pam", "Jan"], "kind": "plan", "seqs": [12], "what": "Pam is going to call Jan."},
+    {"who": ["Pam", "Tom"], "kind": "now", "seqs": [16], "what": "Pam is helping Tom walk carefully."},
+]
+NOT_SAID = [
+    # Near in topic, not what was said: the embedder does not ground them (measured 0.73, 0.71).
+    {"who": ["Pam"], "seqs": [11], "what": "Pam is sad."},
+    {"who": ["Pam"], "seqs": [11], "what": "Pam thanks everyone."},
+    {"who": ["Tom"], "seqs": [19], "what": "Tom is leaving."},
+]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Iterator[MiniLMEmbedder]:
+    model = MiniLMEmbedder()
+    model.embed_blocking(["warm up"])
+    yield model
+
+
+async def fold_with(item: dict[str, Any], embedder: Embedder | None) -> str | None:
+    """`item`, answered by a model, through the fold's checks with the embedder (or without)."""
+    try:
+        await bounded_summary(ScriptedSummarizer([answer(item)]), REQUEST, CompactionPolicy(),
+                              grounding=Grounding(embedder=embedder))
+    except Rejected as rej:
+        return rej.rejection.reason.value
+    return None
+
+
+@pytest.mark.parametrize("item", PARAPHRASES, ids=["sorry_apologizes", "cwall_call", "careful_carefully"])
+async def test_a_paraphrase_is_grounded_by_meaning(item: dict[str, Any], minilm: MiniLMEmbedder) -> None:
+    assert await fold_with(item, minilm) is None
+
+
+@pytest.mark.parametrize("item", NOT_SAID, ids=["sad", "thanks", "leaving"])
+async def test_what_the_turn_did_not_say_stays_ungrounded_with_the_embedder(
+    item: dict[str, Any], minilm: MiniLMEmbedder
+) -> None:
+    assert "ungrounded" == await fold_with(item, minilm)
+
+
+async def test_without_an_embedder_a_paraphrase_with_no_shared_word_is_ungrounded() -> None:
+    """RECALL_EMBEDDER=off: the update check grounds by words only."""
+    assert "ungrounded" == await fold_with(PARAPHRASES[0], None)
+
+
+def test_a_supersede_sharing_only_its_person_is_rejected() -> None:
+    """The batch must hold the turn that changes the item: Pam's call to Jan says nothing of her
+    salad, so it cannot hide it (committed before: the two share Pam). A correction whose turn
+    speaks of the old item's thing passes."""
+    call = {"who": ["Pam", "Jan"], "kind": "plan", "seqs": [12], "what": "Pam will call Jan about the review.",
+            "supersedes": "m0.2"}
+    moved = {"who": ["Tom"], "kind": "plan", "seqs": [13], "what": "Tom moved it to Saturday at 8, at Pam's place.",
+             "supersedes": "m0.0"}
+    assert ("bad_supersede", None) == (judged(answer(call)), judged(answer(moved)))
+
+
+async def test_the_fold_checks_run_off_the_event_loop() -> None:
+    """The checks (and the apply and render) grow with the memory: at 1,000 sessions in one process
+    they blocked the loop every sessions' timers share (benchmarks/bench_scale.py). They run in a
+    worker thread: the lemmatiser the check grounds a word with is never called on the loop's."""
+    class Recording:
+        def __init__(self) -> None:
+            self.threads: set[int] = set()
+
+        def lemma(self, word: str, language: str) -> str:
+            self.threads.add(threading.get_ident())
+            return word
+
+    lemmas = Recording()
+    with pytest.raises(Rejected, match="ungrounded"):  # "Sorry." shares no word: its lemmas are looked up
+        await bounded_summary(ScriptedSummarizer([answer(PARAPHRASES[0])]), REQUEST, CompactionPolicy(),
+                              grounding=Grounding(text=Analyzer("en", lemmas)))
+    assert lemmas.threads and threading.get_ident() not in lemmas.threads
+
+
+async def test_an_embedder_with_no_measured_floor_grounds_nothing(minilm: MiniLMEmbedder) -> None:
+    """The 0.8 floor is MiniLM's: another model's cosines (RECALL_EMBEDDER=openai) have another
+    scale, so its vectors ground no paraphrase until it is measured."""
+    class Other:
+        model = "text-embedding-3-small"
+
+        async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return await minilm.embed(texts)
+
+    assert "ungrounded" == await fold_with(PARAPHRASES[0], Other())

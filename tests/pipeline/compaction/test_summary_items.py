@@ -134,26 +134,33 @@ async def test_an_answer_with_only_the_new_turns_keeps_the_history(
 ) -> None:
     """"All earlier history dropped, only the new turns kept" cannot happen: items the update
     does not mention are kept, so the answer is just the batch's items."""
-    only_new = "- Michael has a meeting with a lawyer about his lease tomorrow.\n- Sarah asked for a song."
+    only_new = json.dumps({"add": [
+        {"who": ["Michael"], "kind": "plan", "what": "Michael has a meeting with a lawyer about his lease tomorrow.",
+         "seqs": [10], "supersedes": ""},
+        {"who": ["Sarah"], "kind": "fact", "what": "Sarah asked for a song.", "seqs": [13], "supersedes": ""},
+    ], "merge": []})
     state = await fold_two_batches(stub, session_id, emitter, [only_new])
     assert ["model", "model"] == [e["outcome"] for e in event_log.named(CompactionCompleted.name)]
     assert "Friday" in state.summary and "lawyer" in state.summary
     assert 4 == len(state.items)
 
 
+LAWYER = json.dumps({"add": [
+    {"who": ["Michael"], "kind": "plan", "what": "Michael meets a lawyer about his lease tomorrow.",
+     "seqs": [10], "supersedes": ""}], "merge": []}, indent=2)
+
+
 @pytest.mark.parametrize("answer", [
-    "Here is the updated summary:\n\n- Michael has a meeting with a lawyer about his lease tomorrow.\n"
-    "- Sarah asked Clanky for a song to cheer Michael up.   \n\n",
-    "## Summary\nMichael has a meeting with a lawyer about his lease tomorrow. Sarah asked Clanky for a song.",
-    "Sure! Here's the update:\n```json\n" + json.dumps({"add": [
-        {"who": ["Michael"], "kind": "plan", "what": "Michael meets a lawyer about his lease tomorrow.",
-         "seqs": [10], "supersedes": ""}], "merge": []}, indent=2) + "\n```\nLet me know if you need anything else!",
+    "Here is the updated memory:\n\n" + LAWYER + "   \n\n",
+    "## Update\n" + LAWYER,
+    "<think>Michael's lawyer meeting is the new plan.</think>\n" + LAWYER,
+    "Sure! Here's the update:\n```json\n" + LAWYER + "\n```\nLet me know if you need anything else!",
 ])
 async def test_a_harmless_wrapping_is_stripped_not_fatal(
     answer: str, stub: OpenAIStub, session_id: str, emitter: EventEmitter, event_log: EventLog
 ) -> None:
-    """A preamble ("Here is the updated summary:"), a heading, code fences, a closing offer and
-    trailing whitespace around a good answer: committed as the model's, first time."""
+    """A preamble ("Here is the updated memory:"), a heading, a `<think>` block, code fences, a
+    closing offer and trailing whitespace around a good answer: committed as the model's, first time."""
     state = await fold_two_batches(stub, session_id, emitter, [answer])
     assert [] == event_log.named(CompactionFailed.name)
     assert ["model", "model"] == [e["outcome"] for e in event_log.named(CompactionCompleted.name)]
@@ -176,20 +183,50 @@ async def test_a_speaker_named_like_a_prompt_marker_does_not_invalidate_every_ou
     assert "Friday" in state.summary
 
 
+PLAIN_SUMMARY = [
+    # New items in prose, after a preamble (committed before: read line by line).
+    "Here is the updated summary:\n\n- Michael has a meeting with a lawyer about his lease tomorrow.\n"
+    "- Sarah asked Clanky for a song to cheer Michael up.   \n\n",
+    # The previous summary rewritten with the batch worked in (../shared/realsum's shape).
+    "## Summary\nSarah hosts pizza night on Friday at seven at her place, and Michael will bring the drinks and "
+    "some chips. Michael has a meeting with a lawyer about his lease tomorrow. Sarah asked Clanky for a song.",
+]
+
+
+@pytest.mark.parametrize("answer", PLAIN_SUMMARY, ids=["new_items_in_prose", "cumulative_summary"])
+async def test_a_plain_text_answer_is_not_read_but_folded_by_the_fallback(
+    answer: str, stub: OpenAIStub, session_id: str, emitter: EventEmitter, event_log: EventLog
+) -> None:
+    """By design (docs/summary-items.md, "Plain text: not read"): an answer with no JSON update is
+    `not_structured`, however good its prose; its retry, then the offline summarizer folds the
+    batch, and the first batch's items stay."""
+    state = await fold_two_batches(stub, session_id, emitter, [answer, answer])
+    assert ["not_structured", "not_structured"] == [e["reason"] for e in event_log.named(CompactionFailed.name)]
+    completed = event_log.named(CompactionCompleted.name)
+    assert [("model", None), ("fallback", "not_structured")] == [(e["outcome"], e.get("reason")) for e in completed]
+    assert {"m0.0", "m0.1"} <= {i.id for i in state.items if i.status is ItemStatus.ACTIVE}
+    assert not any(i.what.startswith("Michael has a meeting") for i in state.items)
+
+
 async def test_short_names_count_only_as_whole_words(
     stub: OpenAIStub, session_id: str, emitter: EventEmitter, event_log: EventLog
 ) -> None:
-    """Speakers Al, Jo and Ed: "also" and "join" do not name them, so an answer about nobody is
-    not memory; one that names them is."""
-    batch = [("Al", "Raid at nine, who is in?"), ("Jo", "I'm in for the raid."), ("Ed", "Count me in too.")] * 3
+    """A person an item names must be in the batch, the memory or its cited turns as a whole
+    word: "Dan" is not in "Dana" (unknown_person), "Dana" is; speakers Al, Jo, Ed."""
+    batch = [("Al", "Raid at nine, who is in?"), ("Jo", "I'm in, and Dana is coming too."),
+             ("Ed", "Count me in too.")] * 3
     batch += [("Al", "Great, raid at nine then.")]
     first = json.dumps({"add": [{"who": ["Al"], "kind": "plan", "what": "Al set the raid for nine.", "seqs": [0],
                                  "supersedes": ""}], "merge": []})
-    nobody = "They also want to join the raid and edit the plan later."
-    named = "- Jo and Ed are in for the raid at nine."
-    state = await fold_two_batches(stub, session_id, emitter, [nobody, named], batches=[batch, batch], first=first)
-    assert ["unrecognised"] == [e["reason"] for e in event_log.named(CompactionFailed.name)]
-    assert "- Jo and Ed are in for the raid at nine." in state.summary.splitlines()
+
+    def joins(who: str) -> str:
+        return json.dumps({"add": [{"who": ["Jo", who], "kind": "plan", "seqs": [11], "supersedes": "",
+                                    "what": f"Jo and {who} are in for the raid."}], "merge": []})
+
+    state = await fold_two_batches(stub, session_id, emitter, [joins("Dan"), joins("Dana")], batches=[batch, batch],
+                                   first=first)
+    assert ["unknown_person"] == [e["reason"] for e in event_log.named(CompactionFailed.name)]
+    assert "- [plan] Jo and Dana are in for the raid." in state.summary.splitlines()
 
 
 async def test_an_instruction_in_an_answer_never_reaches_the_reply_model(

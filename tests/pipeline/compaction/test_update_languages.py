@@ -32,7 +32,7 @@ def request(rows: list[tuple[str, str]], start: int = 10) -> SummaryRequest:
 
 def judged(item: dict[str, Any], req: SummaryRequest, analyzer: Analyzer) -> str | None:
     text = json.dumps({"add": [{"kind": "fact", "supersedes": "", **item}], "merge": []})
-    rejection = validate_update(parse_update(text, req), text, req, analyzer=analyzer)
+    rejection = validate_update(parse_update(text), text, req, analyzer=analyzer)
     return None if rejection is None else f"{rejection.reason.value}: {rejection.detail}"
 
 
