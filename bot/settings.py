@@ -170,6 +170,10 @@ class Settings:
     asr_remote_timeout_s: float = 30.0
     hearing_vad: VadKind = VadKind.SILERO
     end_of_utterance_ms: int = 700
+    # Turn ends from the audio (docs/latency.md): Smart Turn v3.2 judges each short pause.
+    turn_prediction: bool = False
+    turn_threshold: float = 0.5  # P(turn complete) at or above which the pause ends the turn
+    turn_check_ms: int = 96  # silence after speech at which the pause is judged
     max_utterance_s: float = 15.0
     coalesce_failsafe_s: float = 10.0
     # Sessions
@@ -331,6 +335,9 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "ASR_REMOTE_TIMEOUT_S": ("asr_remote_timeout_s", parse_float(0.5, 600.0)),
     "HEARING_VAD": ("hearing_vad", parse_enum(VadKind)),
     "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", parse_int(100, 10000)),
+    "TURN_PREDICTION": ("turn_prediction", parse_bool),
+    "TURN_THRESHOLD": ("turn_threshold", parse_float(0.01, 1.0)),
+    "TURN_CHECK_MS": ("turn_check_ms", parse_int(32, 5000)),
     "MAX_UTTERANCE_S": ("max_utterance_s", parse_float(1.0, 600.0)),
     "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", parse_float(0.5, 600.0)),
     "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", parse_float(10.0, 7 * 86400.0)),
