@@ -101,6 +101,7 @@ def session_config(settings: Settings) -> GuildSessionConfig:
         brain_deadline_s=settings.brain_timeout_s,
         chat_reply_text=settings.chat_reply is ChatReply.TEXT,
         chat_edit_grace_s=settings.chat_edit_grace_s,
+        take_back_s=settings.turn_take_back_s if settings.turn_prediction else 0.0,
     )
 
 

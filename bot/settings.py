@@ -174,6 +174,7 @@ class Settings:
     turn_prediction: bool = False
     turn_threshold: float = 0.5  # P(turn complete) at or above which the pause ends the turn
     turn_check_ms: int = 96  # silence after speech at which the pause is judged
+    turn_take_back_s: float = 1.5  # a reply not yet heard is cancelled if its speaker goes on within this
     max_utterance_s: float = 15.0
     coalesce_failsafe_s: float = 10.0
     # Sessions
@@ -338,6 +339,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "TURN_PREDICTION": ("turn_prediction", parse_bool),
     "TURN_THRESHOLD": ("turn_threshold", parse_float(0.01, 1.0)),
     "TURN_CHECK_MS": ("turn_check_ms", parse_int(32, 5000)),
+    "TURN_TAKE_BACK_S": ("turn_take_back_s", parse_float(0.0, 30.0)),
     "MAX_UTTERANCE_S": ("max_utterance_s", parse_float(1.0, 600.0)),
     "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", parse_float(0.5, 600.0)),
     "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", parse_float(10.0, 7 * 86400.0)),

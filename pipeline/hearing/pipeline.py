@@ -228,9 +228,9 @@ class HearingPipeline:
         self._enqueue_all(self._streams.feed(frame, now=self._clock.now()))
         self._take_pauses()
 
-    def speaking(self, speaker_id: str) -> bool:
-        """The speaker has an open utterance (speech heard, not yet ended by silence)."""
-        return speaker_id in self._streams.speaking()
+    def open_utterances(self) -> dict[str, float]:
+        """Speaker id → session time their open utterance started (speech heard, not yet ended)."""
+        return self._streams.open_utterances()
 
     def speaking_state(self, speaker_id: str, speaking: bool) -> None:
         """Discord's speaking flag. False means no more packets: the silence after the last

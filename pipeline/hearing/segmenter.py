@@ -199,6 +199,11 @@ class Segmenter:
         return self._in_utterance
 
     @property
+    def open_since(self) -> float | None:
+        """Session time the open utterance started (its first piece's start), None when none is."""
+        return self._time(self._chunks[0].start) if self._in_utterance and self._chunks else None
+
+    @property
     def discarded(self) -> int:
         """Bursts shorter than `min_speech_ms`, dropped as not speech."""
         return self._discarded

@@ -76,6 +76,10 @@ class SpeakerStreams:
         """Speaker ids with an open utterance."""
         return tuple(sorted(s for s, sp in self._speakers.items() if sp.segmenter.speaking))
 
+    def open_utterances(self) -> dict[str, float]:
+        """Speaker id → start of their open utterance (session time)."""
+        return {s: since for s, sp in self._speakers.items() if (since := sp.segmenter.open_since) is not None}
+
     def discarded(self) -> int:
         """Bursts too short to be speech, over every stream."""
         return sum(sp.segmenter.discarded for sp in self._speakers.values())
