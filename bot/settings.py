@@ -172,8 +172,8 @@ class Settings:
     end_of_utterance_ms: int = 700
     # Turn ends from the audio (docs/latency.md): Smart Turn v3.2 judges each short pause.
     turn_prediction: bool = False
-    turn_threshold: float = 0.5  # P(turn complete) at or above which the pause ends the turn
-    turn_check_ms: int = 96  # silence after speech at which the pause is judged
+    turn_threshold: float = 0.97  # P(turn complete) that ends the turn at the pause (tuned on dev, docs/latency.md)
+    turn_check_ms: int = 128  # silence after speech at which the pause is judged (commas are shorter)
     turn_take_back_s: float = 1.5  # a reply not yet heard is cancelled if its speaker goes on within this
     max_utterance_s: float = 15.0
     coalesce_failsafe_s: float = 10.0

@@ -78,7 +78,7 @@ class SmartTurnModel:
     """The `TurnPredictor` (pipeline/ports.py) over Smart Turn v3.2. `load()` at start-up
     (raises `TurnModelMissing` when the file is absent); calls run in a worker thread."""
 
-    __slots__ = ("_calls", "_lock", "_path", "_seconds", "_session", "_threads")
+    __slots__ = ("_calls", "_cpu", "_lock", "_path", "_seconds", "_session", "_threads")
 
     def __init__(self, path: Path | str | None = None, *, threads: int = 1) -> None:
         self._path = Path(path) if path else None
@@ -87,11 +87,13 @@ class SmartTurnModel:
         self._lock = threading.Lock()
         self._calls = 0
         self._seconds = 0.0
+        self._cpu = 0.0
 
     @property
-    def cost(self) -> tuple[int, float]:
-        """(calls, wall seconds spent in them), features included."""
-        return self._calls, self._seconds
+    def cost(self) -> tuple[int, float, float]:
+        """(calls, wall seconds spent in them, CPU seconds of the calling threads), features
+        included (one intra-op thread: onnxruntime runs in the caller's thread)."""
+        return self._calls, self._seconds, self._cpu
 
     def load(self) -> None:
         with self._lock:
@@ -112,10 +114,11 @@ class SmartTurnModel:
         """P(the turn is complete) for one speaker's audio so far (blocking; a worker thread)."""
         if self._session is None:
             self.load()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         out = self._session.run(None, {"input_features": features(pcm)})[0]
         self._calls += 1
         self._seconds += time.perf_counter() - started
+        self._cpu += time.thread_time() - cpu
         return float(np.asarray(out).reshape(-1)[0])
 
     async def complete_probability(self, pcm: PcmInt16) -> float:

@@ -96,7 +96,7 @@ class HearingConfig:
     # the first try; past it the utterance fails (asr_failed).
     asr_retry_deadline_s: float = 30.0
     # The turn model's probability at or above which a short pause ends the turn (TURN_THRESHOLD).
-    turn_threshold: float = 0.5
+    turn_threshold: float = 0.97
 
     def __post_init__(self) -> None:
         if self.max_queued_per_speaker < 1:
@@ -190,6 +190,7 @@ class HearingPipeline:
         self._turn_model = parts.turn_model
         self._pauses: dict[str, Pause] = {}  # per speaker, the latest pause not yet judged
         self._pause_ready = asyncio.Event()
+        self._judging = False  # the turn model is judging a pause now
         self._speculative: dict[str, _Speculation] = {}
         self._tasks: asyncio.TaskGroup | None = None  # run()'s, while it runs: owns the speculations
         self._work = asyncio.Event()
@@ -279,10 +280,11 @@ class HearingPipeline:
         await self._wait_until(lambda: not self._outbox and not self._appending)
 
     async def wait_idle(self) -> None:
-        """Until nothing is queued, transcribing or being appended (held turns may remain).
-        A replay calls this to make ASR take no simulated time."""
+        """Until nothing is queued, judged by the turn model, transcribing or being appended (held
+        turns may remain). A replay calls this to make ASR and the turn model take no simulated time."""
         await self._require_running("wait_idle")
-        await self._wait_until(lambda: not self._asr.has_work() and not self._outbox and not self._appending)
+        await self._wait_until(lambda: not self._asr.has_work() and not self._outbox and not self._appending
+                               and not (self._turn_model is not None and (self._pauses or self._judging)))
 
     async def _require_running(self, what: str) -> None:
         # Waiting without the worker would hang forever. One yield lets a run() task that
@@ -405,14 +407,18 @@ class HearingPipeline:
             speaker_id = next(iter(self._pauses))
             pause = self._pauses.pop(speaker_id)
             if not self._streams.paused_at(speaker_id, pause):
+                self._notify()
                 continue  # the speaker went on (or the silence ended it) before its turn came
             started = time.perf_counter()
             probability: float | None = None
             error_class: str | None = None
+            self._judging = True
             try:
                 probability = await model.complete_probability(pause.recent)
             except Exception as err:  # the silence timeout still ends the turn
                 error_class = type(err).__name__
+            finally:
+                self._judging = False
             latency_ms = round((time.perf_counter() - started) * 1000, 1)
             ended: list[Utterance] = []
             if probability is not None and probability >= threshold:
@@ -427,6 +433,7 @@ class HearingPipeline:
                 threshold=threshold, silence_ms=pause.silence_ms, latency_ms=latency_ms, ended=bool(ended),
                 error_class=error_class,
             ))
+            self._notify()
 
     def _deliver(self, drafts: list[TurnDraft]) -> None:
         if drafts:
