@@ -56,7 +56,7 @@ from pipeline.clock import MonotonicClock
 from pipeline.evaluation.audio_replay import load_clips
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.evaluation.wer import word_errors
-from pipeline.events import AsrTranscribed, BotReplyCompleted, EventEmitter, TurnScored
+from pipeline.events import AsrTranscribed, BotReplyCompleted, BotReplyDropped, EventEmitter, TurnScored
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig
@@ -688,7 +688,9 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
                 store, clock=clock, events=stamped,  # type: ignore[arg-type]
                 brain=brain if mode == "brain" else None, speech=speech if mode == "brain" else None,
                 realtime_factory=realtime_factory, hearing_factory=hearing,
-                config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0), policy=CompactionPolicy(),
+                config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0,
+                                          take_back_s=settings.turn_take_back_s if turn_model is not None else 0.0),
+                policy=CompactionPolicy(),
             )
             connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
             async with RunningRegistry(resources, connector) as registry:
@@ -736,7 +738,11 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
                         pacer.cancel()
                     done = (await stamped.events.wait_for(BotReplyCompleted.name, count=n + 1, timeout_s=60))[-1]
                     new = stamped.stamps[mark:]
-                    asr_at, asr = next((t, e) for t, e in new if e["event"] == AsrTranscribed.name)
+                    # The question's final piece: the last transcription (an early end at "Hey Clanky," taken
+                    # back is an earlier one).
+                    asr_at, asr = [(t, e) for t, e in new if e["event"] == AsrTranscribed.name][-1]
+                    rows.setdefault("taken_back", []).append(
+                        float(sum(e["event"] == BotReplyDropped.name and e["reason"] == "taken_back" for _, e in new)))
                     turn = session.session.snapshot().turns[-2]  # the question (the bot's answer follows it)
                     speech_end_wall = first_wall + (turn.ended_at - first_session)
                     asr_ms = float(asr["latency_ms"])
@@ -776,7 +782,7 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
                         for key, value in stages.items():
                             rows.setdefault(key, []).append(value)
                     else:
-                        for key in ("turn_model_ms", "turn_ended", "speculative"):
+                        for key in ("turn_model_ms", "turn_ended", "speculative", "taken_back"):
                             rows.pop(key, None)  # the warm-up reply is not counted
                     clock.advance(5.0)
                     await asyncio.sleep(0)
@@ -809,7 +815,9 @@ def _reply(rows: list[dict[str, Any]], transcriber: WhisperTranscriber, turn_mod
             note=f"{iterations} replies each, frames paced in real time; TURN_PREDICTION=true (check at "
                  f"{Settings().turn_check_ms} ms of silence) vs the client's end of transmission; the turn model "
                  f"ended {sum(t.get('turn_ended', [])):.0f} of {iterations} turns, the speculative transcript was "
-                 f"used {sum(t.get('speculative', [])):.0f} times; end of speech → utterance closed p50 "
+                 f"used {sum(t.get('speculative', [])):.0f} times, "
+                 f"{sum(t.get('taken_back', [])):.0f} replies taken back (an early end at the comma); "
+                 f"end of speech → utterance closed p50 "
                  f"{_pct(t['endpoint_wait_ms'], 0.5):.0f} ms vs "
                  f"{_pct(paths['today']['endpoint_wait_ms'], 0.5):.0f} ms; {_load()}",
         ))
