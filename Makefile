@@ -27,7 +27,9 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
 
+# bench_latency's turn-ends set is spoken by hibari-tts (the samples extra)
 bench: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[samples]'
 	$(BIN)/python -m benchmarks --out out/bench
 
 # every evaluation set, from eval/sets/ into out/eval/sets/, checked against its manifest
