@@ -11,6 +11,10 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	# Smart Turn v3.2's ONNX file (docs/latency.md) ships inside the pipecat-ai wheel (BSD-2); its own
+	# dependencies (numba, loguru, ...) are not wanted, so it is installed alone and never imported:
+	# pipeline/adapters/smart_turn.py finds the file with importlib.util.find_spec("pipecat").
+	$(BIN)/python -m pip install -q --no-deps pipecat-ai==1.14.0
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -23,7 +27,9 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
 
+# bench_latency's turn-ends set is spoken by hibari-tts (the samples extra)
 bench: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[samples]'
 	$(BIN)/python -m benchmarks --out out/bench
 
 # every evaluation set, from eval/sets/ into out/eval/sets/, checked against its manifest

@@ -40,6 +40,7 @@ import asyncio
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -49,12 +50,13 @@ from typing import Any
 import numpy as np
 
 from pipeline.adapters.av_audio import PcmResampler, read_audio_file
+from pipeline.adapters.smart_turn import SmartTurnModel
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
 from pipeline.clock import MonotonicClock
 from pipeline.evaluation.audio_replay import load_clips
 from pipeline.evaluation.session_file import load_session_file
 from pipeline.evaluation.wer import word_errors
-from pipeline.events import AsrTranscribed, BotReplyCompleted, EventEmitter
+from pipeline.events import AsrTranscribed, BotReplyCompleted, BotReplyDropped, EventEmitter, TurnScored
 from pipeline.hearing.coalescer import CoalescerConfig
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import Segmenter, SegmenterConfig
@@ -70,6 +72,8 @@ FRAME_S = 0.02
 GOAL_CROSSTALK_P95_S = 1.5
 GOAL_RTF_P50 = 0.08
 GOAL_OVERHEAD_P95_MS = 300
+GOAL_REPLY_P50_MS = 400  # issue 38: end of speech → first reply audio
+GOAL_REPLY_P95_MS = 500
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -291,7 +295,8 @@ def _mix_lines(seconds: float | None = None) -> list[dict[str, Any]]:
 
 
 async def _live_mix(
-    transcriber: WhisperTranscriber, seconds: float, *, end_of_transmission: bool, workers: int
+    transcriber: WhisperTranscriber, seconds: float, *, end_of_transmission: bool, workers: int,
+    turn_model: SmartTurnModel | None = None,
 ) -> dict[str, Any]:
     """`end_of_transmission`: after each clip the speaker's client sends 200 ms of quiet, then an
     Opus silence frame (speaking off), as Discord clients do; otherwise packets just stop."""
@@ -316,8 +321,12 @@ async def _live_mix(
     clock = MonotonicClock()
     events = EventEmitter(guild_id="bench", session_id="crosstalk", source="bench")
     sink = ListSink()
-    pipeline = hearing_pipeline(transcriber, sink, events=events, clock=clock,
-                               config=HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky"), asr_workers=workers))
+    from bot.settings import Settings
+
+    check_ms = Settings().turn_check_ms if turn_model is not None else 0
+    config = HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky"), asr_workers=workers,
+                           segmenter=SegmenterConfig(turn_check_ms=check_ms))
+    pipeline = hearing_pipeline(transcriber, sink, events=events, clock=clock, config=config, turn_model=turn_model)
     async with asyncio.TaskGroup() as tg:
         runner = tg.create_task(pipeline.run(), name="bench:crosstalk")
         start = time.perf_counter()
@@ -332,6 +341,7 @@ async def _live_mix(
         runner.cancel()
     stats = pipeline.stats()
     return {"p50": stats.turn_latency_p50_s, "p95": stats.turn_latency_p95_s, "turns": stats.turns,
+            "turn_ends": stats.turn_ends, "speculation_used": stats.speculation_used,
             "clips": len(lines), "held": stats.held, "merged": stats.merged,
             "rtf": round(stats.asr_s / stats.asr_audio_s, 3) if stats.asr_audio_s else None}
 
@@ -365,7 +375,7 @@ async def _replay(transcriber: WhisperTranscriber, session_dir: Path) -> tuple[f
 _WER_BEFORE = {"bundled session": "0.8% (3 words)", "4-way overlapping mix": "0.6% (2 words)"}
 
 
-def _crosstalk(rows: list[dict[str, Any]], transcriber: WhisperTranscriber) -> None:
+def _crosstalk(rows: list[dict[str, Any]], transcriber: WhisperTranscriber, turn_model: SmartTurnModel) -> None:
     workers = _workers()
     live = asyncio.run(_live_mix(transcriber, 30.0, end_of_transmission=False, workers=workers))
     p95 = live["p95"]
@@ -388,6 +398,17 @@ def _crosstalk(rows: list[dict[str, Any]], transcriber: WhisperTranscriber) -> N
              f"(the utterance ends there, not after 700 ms): {eot['turns']} turns, ASR_WORKERS={workers}; with one "
              f"worker in the same run {one['p50']} / {one['p95']} s; {_load()}",
     ))
+    turned = asyncio.run(_live_mix(transcriber, 30.0, end_of_transmission=True, workers=workers,
+                                   turn_model=turn_model))
+    rows.append(_row(
+        "crosstalk, 4 at once, clients ending transmissions, TURN_PREDICTION=true: end of speech → turn p50 / p95",
+        f"{turned['p50']} / {turned['p95']} s", goal=f"p95 <= {GOAL_CROSSTALK_P95_S} s",
+        met=turned["p95"] is not None and turned["p95"] <= GOAL_CROSSTALK_P95_S, p50_s=turned["p50"],
+        p95_s=turned["p95"],
+        note=f"the mix above with the turn model judging every pause and the speculative transcriptions: "
+             f"{turned['turns']} turns, {turned['turn_ends']} ended by the model, {turned['speculation_used']} "
+             f"texts from a speculation; ASR_WORKERS={workers}; {_load()}",
+    ))
     with tempfile.TemporaryDirectory() as tmp:
         mix_dir = Path(tmp)
         lines = _mix_lines()
@@ -401,6 +422,180 @@ def _crosstalk(rows: list[dict[str, Any]], transcriber: WhisperTranscriber) -> N
             note="a clip whose words land in more than one turn of its speaker; simulated time. Before this "
                  f"change (commit e05549c, this bench): 0.0%, WER {_WER_BEFORE[label]}",
         ))
+
+
+# -- 6. turn ends on the turn-ends set --------------------------------------------------------------------
+
+TURN_SET = "turn_ends"
+
+
+def _speaker_voices() -> Any:
+    """samples/make_audio_session.py (the bundled session's four voices over hibari-tts), loaded by path."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "samples" / "make_audio_session.py"
+    spec = importlib.util.spec_from_file_location("make_audio_session", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _say(line: dict[str, Any], tts: Any, voices: Any, seed: int) -> list[PcmInt16]:
+    """One utterance's parts, 16 kHz: the whole sentence said at once (the voice carries on
+    through the pause as a person's does), cut at the quietest 20 ms near where each part ends
+    (where that part, said alone, ends); the pauses go between them (`_turn_ends`)."""
+    from pipeline.adapters.av_audio import resample
+    from pipeline.pcm import to_int16
+
+    voice = voices.VOICES[line["voice"]]
+
+    def said(text: str) -> PcmInt16:
+        audio = voices.synthesize(tts, text, voice, seed=seed)
+        return resample(to_int16(audio), sample_rate=tts.sample_rate, target_rate=TARGET_RATE)
+
+    parts = line["parts"]
+    whole = said(" ".join(parts))
+    window = 320
+    level = np.array([np.abs(whole[k : k + window].astype(np.float32)).mean()
+                      for k in range(0, whole.size - window, window)])
+    cuts = []
+    for k in range(len(parts) - 1):
+        alone = said(" ".join(parts[: k + 1])).size // window
+        lo, hi = max(1, alone - 12), min(len(level) - 1, alone + 5)
+        cuts.append((lo + int(np.argmin(level[lo:hi]))) * window + window // 2 if hi > lo else alone * window)
+    bounds = [0, *cuts, whole.size]
+    return [whole[bounds[k] : bounds[k + 1]] for k in range(len(parts))]
+
+
+def _turn_set(split: str) -> list[dict[str, Any]]:
+    from eval.generate import built_split, ensure_built
+
+    ensure_built()
+    path = built_split(TURN_SET, split) / f"turn_ends-{split}.jsonl"
+    return [line for line in map(json.loads, path.read_text().splitlines()) if line.get("type") == "utterance"]
+
+
+async def _turn_ends(transcriber: WhisperTranscriber, turn_model: SmartTurnModel | None,
+                     utterances: list[tuple[dict[str, Any], list[PcmInt16]]], *, threshold: float | None = None,
+                     check_ms: int | None = None) -> dict[str, Any]:
+    """Each utterance alone through the hearing pipeline on simulated time (the turn model and
+    Whisper take none of it: `wait_idle` after every step), as a Discord client sends it: 20 ms
+    frames, at a pause 200 ms of quiet and then its end of transmission, then nothing until the
+    next part. Counts the turn boundaries inside utterances (false ends) and the ends the model
+    did not call (missed), with the turns' WER."""
+    frame = 320
+    quiet = np.zeros(frame, dtype=np.int16)
+    from bot.settings import Settings
+
+    settings = Settings()
+    segmenter = SegmenterConfig(turn_check_ms=(check_ms or settings.turn_check_ms) if turn_model is not None else 0)
+    config = HearingConfig(segmenter=segmenter, coalescer=CoalescerConfig(bot_name="Clanky"),
+                           turn_threshold=threshold or settings.turn_threshold)
+    out: dict[str, Any] = {"pauses": 0, "false": 0, "missed": 0, "ends": 0, "errors": 0, "words": 0,
+                           "end_silence_ms": [], "checks": 0, "speech_s": 0.0}
+    for line, parts in utterances:
+        clock, sink = FakeClock(), ListSink()
+        events = EventEmitter(guild_id="bench", session_id="turn-ends", source="bench")
+        pipeline = hearing_pipeline(transcriber, sink, events=events, clock=clock, config=config,
+                                    turn_model=turn_model)
+
+        async def step(pcm: PcmInt16 | None, pipeline: HearingPipeline = pipeline, clock: FakeClock = clock) -> None:
+            clock.advance(frame / TARGET_RATE)
+            if pcm is None:
+                pipeline.tick()
+            else:
+                pipeline.feed("u1", "Alice", pcm, sample_rate=TARGET_RATE, channels=1)
+            await pipeline.wait_idle()
+
+        async def gap(ms: int, pipeline: HearingPipeline = pipeline) -> None:
+            """The client: 200 ms of quiet, 5 silence frames (each one its end of transmission), then nothing."""
+            for k in range(ms // 20):
+                await step(quiet if k < 15 else None)
+                if 10 <= k < 15:
+                    pipeline.speaking_state("u1", False)
+                    await pipeline.wait_idle()
+
+        async with asyncio.TaskGroup() as tg:
+            runner = tg.create_task(pipeline.run(), name="bench:turn-ends")
+            await asyncio.sleep(0)
+            for index, pcm in enumerate(parts):
+                pipeline.speaking_state("u1", True)
+                for offset in range(0, pcm.size, frame):
+                    await step(pcm[offset : offset + frame])
+                out["speech_s"] += pcm.size / TARGET_RATE
+                if index < len(parts) - 1:
+                    await gap(line["pauses_ms"][index])
+            model_ends = pipeline.stats().turn_ends
+            before = len(sink.turns)
+            silence_ms = 0
+            while len(sink.turns) == before and silence_ms < 1500:
+                await step(quiet if silence_ms < 300 else None)
+                silence_ms += 20
+                if 200 < silence_ms <= 300:
+                    pipeline.speaking_state("u1", False)
+                    await pipeline.wait_idle()
+            await pipeline.flush()
+            runner.cancel()
+        stats = pipeline.stats()
+        out["pauses"] += len(parts) - 1
+        out["false"] += max(0, len(sink.turns) - 1)
+        out["ends"] += 1
+        out["missed"] += int(turn_model is not None and stats.turn_ends == model_ends)
+        out["end_silence_ms"].append(silence_ms)
+        out["checks"] += stats.turn_checks
+        errors = word_errors(line["text"], " ".join(t.text for t in sink.turns))
+        out["errors"] += errors.errors
+        out["words"] += errors.reference_words
+    return out
+
+
+def _turn_end_rows(rows: list[dict[str, Any]], transcriber: WhisperTranscriber, turn_model: SmartTurnModel) -> None:
+    from hibari import Hibari
+
+    tts, voices = Hibari(), _speaker_voices()
+    for split in ("dev", "heldout"):
+        utterances = [(line, _say(line, tts, voices, seed=n)) for n, line in enumerate(_turn_set(split))]
+        today = asyncio.run(_turn_ends(transcriber, None, utterances))
+        turn = asyncio.run(_turn_ends(transcriber, turn_model, utterances))
+        false_rate = turn["false"] / max(1, turn["pauses"])
+        wer_turn, wer_today = turn["errors"] / turn["words"], today["errors"] / today["words"]
+        rows.append(_row(
+            f"turn ends, {split} split of eval/sets/{TURN_SET}: false ends (turn model vs today)",
+            f"{false_rate:.0%} vs {today['false'] / max(1, today['pauses']):.0%} of {turn['pauses']} mid-sentence "
+            f"pauses; missed {turn['missed']} of {turn['ends']} ends",
+            goal="<= 5% false (held-out)" if split == "heldout" else "",
+            met=false_rate <= 0.05 if split == "heldout" else None, false_rate=round(false_rate, 4),
+            false_today=today["false"], missed=turn["missed"],
+            ends=turn["ends"], pauses=turn["pauses"],
+            note=f"{len(utterances)} utterances (hibari-tts, 2 voices a split), pauses 350-600 ms; today: the client's "
+                 "voice gate (200 ms) ends the turn at every such pause; with the turn model a pause judged "
+                 "unfinished waits for the 700 ms silence. Missed: the model did not call the end, the silence "
+                 f"did; end of speech → turn by silence p50 {_pct(turn['end_silence_ms'], 0.5)} ms of silence "
+                 f"(today {_pct(today['end_silence_ms'], 0.5)} ms); simulated time",
+        ))
+        rows.append(_row(
+            f"turn ends, {split}: WER of the turns, turn model vs today",
+            f"{wer_turn:.1%} vs {wer_today:.1%}",
+            goal="no more than 0.5 points above today" if split == "heldout" else "",
+            met=wer_turn <= wer_today + 0.005 if split == "heldout" else None,
+            wer=round(wer_turn, 4), wer_today=round(wer_today, 4),
+            note="the words of each utterance against all its turns' text (today's cuts at the pauses included)",
+        ))
+        if split == "heldout":
+            calls, _, cpu_s = turn_model.cost
+            per_call = cpu_s / calls if calls else 0.0
+            rate = turn["checks"] / turn["speech_s"]
+            share = 16 * rate * per_call
+            rows.append(_row(
+                "turn model cost: per call, and its share of one core with 16 speakers talking",
+                f"{per_call * 1000:.0f} ms of CPU a call; {share:.1%} of a core", goal="<= 10% of one core",
+                met=share <= 0.10, per_call_ms=round(per_call * 1000, 1), share=round(share, 4),
+                note=f"{calls} calls so far in this run (features + model, one thread); {rate:.2f} pauses judged "
+                     f"per second of speech on this set, times 16 people all talking at once (the worst case); "
+                     f"{_load()}",
+            ))
 
 
 # -- 4./5. reply overhead ----------------------------------------------------------------------------------
@@ -420,7 +615,12 @@ class _StampedEvents:
         self.events.append(event)
 
 
-async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations: int) -> dict[str, list[float]]:
+async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations: int,
+                          turn_model: SmartTurnModel | None = None) -> dict[str, list[float]]:
+    """One reply mode's replies, today's path (`turn_model` None: the client's end of
+    transmission ends the turn) or with the turn model (TURN_PREDICTION=true). Every frame is
+    paced in real time (the session clock moves with the wall clock), so the silence after the
+    speech costs what it would live, whichever way the turn ends."""
     from benchmarks.bench_bot import (
         ALICE,
         CLIP,
@@ -446,16 +646,18 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     from tests.support.openai_stub import OpenAIStub, Reply
     from tests.support.realtime_stub import RealtimeStub, ScriptedResponse
 
-    settings = Settings()
+    settings = Settings(turn_prediction=turn_model is not None)
     speech_frames = _frames(read_audio_file(CLIP, sample_rate=48_000, channels=2))
-    quiet = [bytes(FRAME_BYTES)] * 10  # the client's voice gate holds 200 ms, then silence frames
+    # The client's voice gate holds 200 ms of quiet, then 5 silence frames, then nothing.
+    after = [(bytes(FRAME_BYTES), False)] * 10 + [(bytes(FRAME_BYTES), True)] * 5
     clock = FakeClock()
     stamped = _StampedEvents()
     config = hearing_config(settings)
     rows: dict[str, list[float]] = {}
 
     def hearing(sink: Any, emitter: Any, session_clock: Any) -> HearingPipeline:
-        return hearing_pipeline(transcriber, sink, events=emitter, clock=session_clock, config=config)
+        return hearing_pipeline(transcriber, sink, events=emitter, clock=session_clock, config=config,
+                                turn_model=turn_model)
 
     with PrivateRedisServer() as server:
         store = RedisSessionStore.from_url(server.url)  # the transcript append on the path is a real Redis write
@@ -486,7 +688,9 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
                 store, clock=clock, events=stamped,  # type: ignore[arg-type]
                 brain=brain if mode == "brain" else None, speech=speech if mode == "brain" else None,
                 realtime_factory=realtime_factory, hearing_factory=hearing,
-                config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0), policy=CompactionPolicy(),
+                config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=10.0,
+                                          take_back_s=settings.turn_take_back_s if turn_model is not None else 0.0),
+                policy=CompactionPolicy(),
             )
             connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
             async with RunningRegistry(resources, connector) as registry:
@@ -509,29 +713,50 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
                         lambda: f.done() or f.set_result(time.perf_counter())
                     )
                     link.played.clear()
-                    for frame in [*speech_frames, *quiet]:
-                        clock.advance(0.02)
-                        link.frames.put_nowait(_voice(frame, n))
-                        await asyncio.sleep(0)
-                    clock.advance(0.02)
-                    endpoint_session = clock.now()
                     mark = len(stamped.stamps)
-                    endpoint_wall = time.perf_counter()  # the first silence frame: the client closed its gate
-                    link.frames.put_nowait(_voice(bytes(FRAME_BYTES), n, silence=True))
-                    for _ in range(4):
-                        link.frames.put_nowait(_voice(bytes(FRAME_BYTES), n, silence=True))
-                    playback_at = await asyncio.wait_for(started, 60)
+                    first_session = clock.now()
+                    first_wall = time.perf_counter()
+
+                    async def pace(n: int = n, first_wall: float = first_wall) -> None:
+                        """Every 20 ms: the next frame (speech, the gate's quiet, silence frames,
+                        then none), the session clock moving with the wall clock."""
+                        k = 0
+                        while True:
+                            await asyncio.sleep(max(0.0, first_wall + k * 0.02 - time.perf_counter()))
+                            clock.advance(0.02)
+                            if k < len(speech_frames):
+                                link.frames.put_nowait(_voice(speech_frames[k], n))
+                            elif k - len(speech_frames) < len(after):
+                                frame, silence = after[k - len(speech_frames)]
+                                link.frames.put_nowait(_voice(frame, n, silence=silence))
+                            k += 1
+
+                    pacer = asyncio.create_task(pace(), name="bench:pace")
+                    try:
+                        playback_at = await asyncio.wait_for(started, 60)
+                    finally:
+                        pacer.cancel()
                     done = (await stamped.events.wait_for(BotReplyCompleted.name, count=n + 1, timeout_s=60))[-1]
                     new = stamped.stamps[mark:]
-                    asr_at, asr = next((t, e) for t, e in new if e["event"] == AsrTranscribed.name)
+                    # The question's final piece: the last transcription (an early end at "Hey Clanky," taken
+                    # back is an earlier one).
+                    asr_at, asr = [(t, e) for t, e in new if e["event"] == AsrTranscribed.name][-1]
+                    rows.setdefault("taken_back", []).append(
+                        float(sum(e["event"] == BotReplyDropped.name and e["reason"] == "taken_back" for _, e in new)))
                     turn = session.session.snapshot().turns[-2]  # the question (the bot's answer follows it)
-                    endpoint_wait_ms = (endpoint_session - turn.ended_at) * 1000
-                    processing_ms = (playback_at - endpoint_wall) * 1000
-                    total = endpoint_wait_ms + processing_ms
+                    speech_end_wall = first_wall + (turn.ended_at - first_session)
                     asr_ms = float(asr["latency_ms"])
+                    closed_wall = asr_at - asr_ms / 1000  # the final piece handed to Whisper (or to the guess)
+                    total = (playback_at - speech_end_wall) * 1000
+                    endpoint_wait_ms = (closed_wall - speech_end_wall) * 1000
+                    processing_ms = total - endpoint_wait_ms
+                    scored = [e for _, e in new if e["event"] == TurnScored.name]
+                    if scored:
+                        rows.setdefault("turn_model_ms", []).extend(float(e["latency_ms"]) for e in scored)
+                        rows.setdefault("turn_ended", []).append(float(any(e["ended"] for e in scored)))
+                    rows.setdefault("speculative", []).append(float(bool(asr.get("speculative"))))
                     stages = {
                         "endpoint_wait_ms": endpoint_wait_ms,
-                        "endpoint_to_asr_ms": (asr_at - endpoint_wall) * 1000 - asr_ms,
                         "asr_ms": asr_ms,
                         "queue_ms": float(done["queue_ms"] or 0),
                         "decide_ms": float(done["decide_ms"] or 0),
@@ -556,6 +781,9 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
                     if n:
                         for key, value in stages.items():
                             rows.setdefault(key, []).append(value)
+                    else:
+                        for key in ("turn_model_ms", "turn_ended", "speculative", "taken_back"):
+                            rows.pop(key, None)  # the warm-up reply is not counted
                     clock.advance(5.0)
                     await asyncio.sleep(0)
                 await registry.leave(1)
@@ -566,35 +794,61 @@ async def _reply_overhead(transcriber: WhisperTranscriber, mode: str, iterations
     return rows
 
 
-def _reply(rows: list[dict[str, Any]], transcriber: WhisperTranscriber, iterations: int = 8) -> None:
+def _reply(rows: list[dict[str, Any]], transcriber: WhisperTranscriber, turn_model: SmartTurnModel,
+           iterations: int = 8) -> None:
+    """Each reply mode, today's path and with the turn model, in the same run (interleaved by mode)."""
+    from bot.settings import Settings
+
     for mode in ("brain", "realtime"):
-        r = asyncio.run(_reply_overhead(transcriber, mode, iterations))
-        p50, p95 = _pct(r["overhead_ms"], 0.5), _pct(r["overhead_ms"], 0.95)
-        excluded = ("Whisper, the model's first sentence and TTS first audio" if mode == "brain"
-                    else "Whisper and the model's first audio delta")
+        paths = {"today": asyncio.run(_reply_overhead(transcriber, mode, iterations)),
+                 "turn model": asyncio.run(_reply_overhead(transcriber, mode, iterations, turn_model))}
+        today, turn = paths["today"]["total_ms"], paths["turn model"]["total_ms"]
+        p50, p95 = _pct(turn, 0.5), _pct(turn, 0.95)
+        t = paths["turn model"]
         rows.append(_row(
-            f"reply overhead ({mode}): end of speech → first reply audio minus model time, p50 / p95",
-            f"{p50:.0f} / {p95:.0f} ms", goal=f"p95 <= {GOAL_OVERHEAD_P95_MS} ms", met=p95 <= GOAL_OVERHEAD_P95_MS,
-            p50_ms=round(p50), p95_ms=round(p95),
-            note=f"total minus {excluded}; {iterations} replies; of which waiting for the client's end of "
-                 f"transmission p50 {_pct(r['endpoint_wait_ms'], 0.5):.0f} ms; {_load()}",
+            f"end of speech → first reply audio ({mode}), turn model vs today, p50 / p95",
+            f"{p50:.0f} / {p95:.0f} ms vs {_pct(today, 0.5):.0f} / {_pct(today, 0.95):.0f} ms",
+            goal=f"<= {GOAL_REPLY_P50_MS} / {GOAL_REPLY_P95_MS} ms",
+            met=p50 <= GOAL_REPLY_P50_MS and p95 <= GOAL_REPLY_P95_MS,
+            p50_ms=round(p50), p95_ms=round(p95), today_p50_ms=round(_pct(today, 0.5)),
+            today_p95_ms=round(_pct(today, 0.95)),
+            note=f"{iterations} replies each, frames paced in real time; TURN_PREDICTION=true (check at "
+                 f"{Settings().turn_check_ms} ms of silence) vs the client's end of transmission; the turn model "
+                 f"ended {sum(t.get('turn_ended', [])):.0f} of {iterations} turns, the speculative transcript was "
+                 f"used {sum(t.get('speculative', [])):.0f} times, "
+                 f"{sum(t.get('taken_back', [])):.0f} replies taken back (an early end at the comma); "
+                 f"end of speech → utterance closed p50 "
+                 f"{_pct(t['endpoint_wait_ms'], 0.5):.0f} ms vs "
+                 f"{_pct(paths['today']['endpoint_wait_ms'], 0.5):.0f} ms; {_load()}",
         ))
-        order = ["total_ms", "endpoint_wait_ms", "endpoint_to_asr_ms", "asr_ms", "other_ms", "queue_ms",
-                 "decide_ms", "llm_first_sentence_ms", "tts_first_audio_ms", "respond_ms", "first_audio_delta_ms",
-                 "first_frame_ms", "playback_start_ms", "overhead_after_endpoint_ms"]
-        parts = [f"{k.removesuffix('_ms')} {_pct(r[k], 0.5):.0f}/{_pct(r[k], 0.95):.0f}" for k in order if k in r]
-        rows.append(_row(
-            f"reply breakdown ({mode}), ms p50/p95", "; ".join(parts),
-            breakdown={k.removesuffix("_ms"): {"p50": round(_pct(r[k], 0.5), 1), "p95": round(_pct(r[k], 0.95), 1)}
-                       for k in order if k in r},
-            note=_BREAKDOWN_NOTE[mode],
-        ))
+        for label, r in paths.items():
+            p50, p95 = _pct(r["overhead_ms"], 0.5), _pct(r["overhead_ms"], 0.95)
+            excluded = ("Whisper, the model's first sentence and TTS first audio" if mode == "brain"
+                        else "Whisper and the model's first audio delta")
+            rows.append(_row(
+                f"reply overhead ({mode}, {label}): end of speech → first reply audio minus model time, p50 / p95",
+                f"{p50:.0f} / {p95:.0f} ms", goal=f"p95 <= {GOAL_OVERHEAD_P95_MS} ms",
+                met=p95 <= GOAL_OVERHEAD_P95_MS, p50_ms=round(p50), p95_ms=round(p95),
+                note=f"total minus {excluded}; {iterations} replies; of which end of speech → utterance closed "
+                     f"p50 {_pct(r['endpoint_wait_ms'], 0.5):.0f} ms; {_load()}",
+            ))
+            order = ["total_ms", "endpoint_wait_ms", "asr_ms", "other_ms", "queue_ms",
+                     "decide_ms", "llm_first_sentence_ms", "tts_first_audio_ms", "respond_ms", "first_audio_delta_ms",
+                     "first_frame_ms", "playback_start_ms", "overhead_after_endpoint_ms", "turn_model_ms"]
+            parts = [f"{k.removesuffix('_ms')} {_pct(r[k], 0.5):.0f}/{_pct(r[k], 0.95):.0f}" for k in order if r.get(k)]
+            rows.append(_row(
+                f"reply breakdown ({mode}, {label}), ms p50/p95", "; ".join(parts),
+                breakdown={k.removesuffix("_ms"): {"p50": round(_pct(r[k], 0.5), 1),
+                                                   "p95": round(_pct(r[k], 0.95), 1)} for k in order if r.get(k)},
+                note=_BREAKDOWN_NOTE[mode],
+            ))
 
 
 _BREAKDOWN_NOTE = {
-    "brain": "endpoint_wait: last voiced audio → the client's first silence frame (its 200 ms voice-gate hold); "
-             "transcript in a real Redis; "
-             "endpoint_to_asr: utterance closed, queued, handed to the worker thread; other: guards, "
+    "brain": "endpoint_wait: last voiced audio → the utterance closed and its final piece handed to Whisper (today: "
+             "the client's 200 ms voice-gate hold, then its silence frame; turn model: the 128 ms pause and "
+             "the model's answer); asr: Whisper, or the wait for the speculative transcript; "
+             "transcript in a real Redis; other: guards, "
              "coalescer, transcript append (realtime: also session.update with the instructions); "
              "queue: reply worker picks it up; decide: policy + context + token guard; "
              "llm_first_sentence / tts_first_audio: the stand-in model (250 ms streamed answer) and TTS (100 ms); "
@@ -617,8 +871,11 @@ def run() -> list[dict[str, Any]]:
     transcriber.load()
     _asr(rows, transcriber)
     _partial(rows, transcriber)
-    _crosstalk(rows, transcriber)
-    _reply(rows, transcriber)
+    turn_model = SmartTurnModel()
+    turn_model.load()
+    _crosstalk(rows, transcriber, turn_model)
+    _turn_end_rows(rows, transcriber, turn_model)
+    _reply(rows, transcriber, turn_model)
     rows.append(_row("machine load at end", _load()))
     return rows
 

@@ -46,6 +46,7 @@ from bot.runtime import (
     language_defaults,
     make_summarizers,
     make_transcriber,
+    make_turn_model,
     open_store,
     recall_config,
     warn_model_shutdowns,
@@ -70,7 +71,7 @@ from pipeline.events import EventEmitter, EventSink
 from pipeline.hearing.pipeline import HearingConfig
 from pipeline.metrics import CompactionMetrics
 from pipeline.model_profiles import realtime_reasoning_effort
-from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnSink
+from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnPredictor, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
 from pipeline.transcript.screen_notes import NoteWriter
 from pipeline.transcription import AsrError
@@ -103,6 +104,7 @@ def session_config(settings: Settings) -> GuildSessionConfig:
         brain_deadline_s=settings.brain_timeout_s,
         chat_reply_text=settings.chat_reply is ChatReply.TEXT,
         chat_edit_grace_s=settings.chat_edit_grace_s,
+        take_back_s=settings.turn_take_back_s if settings.turn_prediction else 0.0,
     )
 
 
@@ -204,21 +206,30 @@ async def make_hearing(settings: Settings) -> SharedHearing:
         ) from err
     log.info("asr_ready", model=settings.asr_model, mode=str(settings.asr_mode),
              load_ms=round((loop.time() - started) * 1000))
-    return SharedHearing(transcriber, hearing_config(settings))
+    try:
+        turn_model = await asyncio.to_thread(make_turn_model, settings)
+    except SettingsError:
+        await aclose_quietly(transcriber)
+        raise
+    return SharedHearing(transcriber, hearing_config(settings), turn_model)
 
 
 class SharedHearing:
     """The `HearingFactory`: one hearing pipeline per guild session over the one shared
     transcriber; `aclose` closes the transcriber (worker processes, HTTP client) at shutdown."""
 
-    __slots__ = ("_config", "_transcriber")
+    __slots__ = ("_config", "_transcriber", "_turn_model")
 
-    def __init__(self, transcriber: Transcriber, config: HearingConfig) -> None:
+    def __init__(
+        self, transcriber: Transcriber, config: HearingConfig, turn_model: TurnPredictor | None = None
+    ) -> None:
         self._transcriber = transcriber
         self._config = config
+        self._turn_model = turn_model  # TURN_PREDICTION: one model shared by every session
 
     def __call__(self, sink: TurnSink, events: EventEmitter, clock: Clock) -> Hearing:
-        return hearing_pipeline(self._transcriber, sink, events=events, clock=clock, config=self._config)
+        return hearing_pipeline(self._transcriber, sink, events=events, clock=clock, config=self._config,
+                                turn_model=self._turn_model)
 
     def in_language(self, language: str | None) -> HearingFactory:
         """The factory for a guild with its own /language (bot/guild_language.py): the same

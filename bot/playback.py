@@ -24,7 +24,7 @@ import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
@@ -199,14 +199,21 @@ class Playback:
         """Opus frames produced so far (all of them go to the player unless stopped)."""
         return self._frames_queued
 
+    @property
+    def audible(self) -> bool:
+        """The player took this playback's first frame."""
+        return self._source is not None and self._source.first_read_at is not None
+
     async def play(
         self,
         chunks: AsyncIterator[bytes],
         *,
         before_start: Callable[[], bool] | None = None,
+        wait_start: Callable[[], Awaitable[None]] | None = None,
     ) -> PlaybackResult:
         """Encode and play `chunks` (PCM at `input_rate`, mono). `before_start` is asked once,
-        when the first frame is ready; returning False abandons the reply unplayed."""
+        when the first frame is ready; returning False abandons the reply unplayed. `wait_start`
+        is awaited just before that (the floor: nobody else speaking, bot/session/floor.py)."""
         loop = asyncio.get_running_loop()
         encoder = OpusFrameEncoder(input_rate=self._input_rate)
         source = StreamingOpusSource(loop=loop, max_frames=self._max_frames, clock=self._clock)
@@ -242,8 +249,11 @@ class Playback:
                 self._frames_queued = state.frames
                 if state.first_frame_at is None:
                     state.first_frame_at = self._clock()
-                if not state.started and not start_player():
-                    return False
+                if not state.started:
+                    if wait_start is not None:
+                        await wait_start()
+                    if not start_player():
+                        return False
                 if not await source.put(packet):
                     return False
             return True

@@ -29,6 +29,7 @@ from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.redis_server import PrivateRedisServer, RedisServerError
 from pipeline.adapters.redis_store import RedisSessionStore, RedisTopology
+from pipeline.adapters.smart_turn import SmartTurnModel, TurnModelMissing
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber, bundled_multilingual_path
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.context.recall import RecallConfig
@@ -101,6 +102,19 @@ def make_transcriber(settings: Settings) -> WhisperTranscriber | ProcessPoolTran
     return WhisperTranscriber(whisper_config(settings))
 
 
+def make_turn_model(settings: Settings) -> SmartTurnModel | None:
+    """TURN_PREDICTION: the turn model, loaded and warmed up (blocking, ~0.2 s), or None when off.
+    A missing model file is a `SettingsError` that names the setting."""
+    if not settings.turn_prediction:
+        return None
+    model = SmartTurnModel()
+    try:
+        model.load()
+    except TurnModelMissing as err:
+        raise SettingsError(f"TURN_PREDICTION=true, but {err}") from err
+    return model
+
+
 def hearing_config(settings: Settings) -> HearingConfig:
     return HearingConfig(
         vad=settings.hearing_vad,
@@ -109,7 +123,9 @@ def hearing_config(settings: Settings) -> HearingConfig:
         segmenter=SegmenterConfig(
             end_of_utterance_ms=settings.end_of_utterance_ms, max_utterance_s=settings.max_utterance_s,
             partial_after_s=settings.asr_partial_after_s,
+            turn_check_ms=settings.turn_check_ms if settings.turn_prediction else 0,
         ),
+        turn_threshold=settings.turn_threshold,
         coalescer=CoalescerConfig(
             bot_name=settings.bot_name, wake_words=settings.wake_words, failsafe_s=settings.coalesce_failsafe_s
         ),

@@ -172,6 +172,11 @@ class Settings:
     asr_remote_timeout_s: float = 30.0
     hearing_vad: VadKind = VadKind.SILERO
     end_of_utterance_ms: int = 700
+    # Turn ends from the audio (docs/latency.md): Smart Turn v3.2 judges each short pause.
+    turn_prediction: bool = False
+    turn_threshold: float = 0.97  # P(turn complete) that ends the turn at the pause (tuned on dev, docs/latency.md)
+    turn_check_ms: int = 128  # silence after speech at which the pause is judged (commas are shorter)
+    turn_take_back_s: float = 1.5  # a reply not yet heard is cancelled if its speaker goes on within this
     max_utterance_s: float = 15.0
     coalesce_failsafe_s: float = 10.0
     # Sessions
@@ -333,6 +338,10 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "ASR_REMOTE_TIMEOUT_S": ("asr_remote_timeout_s", parse_float(0.5, 600.0)),
     "HEARING_VAD": ("hearing_vad", parse_enum(VadKind)),
     "END_OF_UTTERANCE_MS": ("end_of_utterance_ms", parse_int(100, 10000)),
+    "TURN_PREDICTION": ("turn_prediction", parse_bool),
+    "TURN_THRESHOLD": ("turn_threshold", parse_float(0.01, 1.0)),
+    "TURN_CHECK_MS": ("turn_check_ms", parse_int(32, 5000)),
+    "TURN_TAKE_BACK_S": ("turn_take_back_s", parse_float(0.0, 30.0)),
     "MAX_UTTERANCE_S": ("max_utterance_s", parse_float(1.0, 600.0)),
     "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", parse_float(0.5, 600.0)),
     "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", parse_float(10.0, 7 * 86400.0)),

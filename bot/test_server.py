@@ -137,6 +137,9 @@ class FeedHearing:
     def end_speaker(self, speaker_id: str) -> None:
         return None
 
+    def open_utterances(self) -> dict[str, float]:
+        return {}
+
     async def flush(self) -> None:
         return None
 

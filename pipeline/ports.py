@@ -44,6 +44,15 @@ class Transcriber(Protocol):
     async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription: ...
 
 
+class TurnPredictor(Protocol):
+    """Whether a speaker has finished their turn, from the sound of their last few seconds
+    (`pipeline.adapters.smart_turn.SmartTurnModel`). Never blocks the loop."""
+
+    async def complete_probability(self, pcm: PcmInt16) -> float:
+        """P(the turn is complete) for this speaker's 16 kHz mono audio so far."""
+        ...
+
+
 class Resampler(Protocol):
     """One speaker stream's converter: interleaved s16 PCM at `sample_rate`/`channels` in,
     16 kHz mono int16 out (`pipeline.adapters.av_audio.PcmResampler`). Stateful: one per stream."""

@@ -26,7 +26,7 @@ from pipeline.events import EventEmitter
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.streams import StreamParts
 from pipeline.hearing.vad import EnergyVad, SileroVad, SpeechDetector, VadKind
-from pipeline.ports import Clock, Transcriber, TurnSink
+from pipeline.ports import Clock, Transcriber, TurnPredictor, TurnSink
 from pipeline.text import AUTO, Analyzer
 
 
@@ -47,10 +47,10 @@ def make_detector(kind: VadKind | str) -> SpeechDetector:
     return EnergyVad()
 
 
-def stream_parts(kind: VadKind | str) -> StreamParts:
-    """Each stream's detector (of `kind`) and resampler (PyAV's)."""
+def stream_parts(kind: VadKind | str, turn_model: TurnPredictor | None = None) -> StreamParts:
+    """Each stream's detector (of `kind`) and resampler (PyAV's), and the turn model if any."""
     kind = VadKind(kind)
-    return StreamParts(detector=lambda: make_detector(kind), resampler=PcmResampler)
+    return StreamParts(detector=lambda: make_detector(kind), resampler=PcmResampler, turn_model=turn_model)
 
 
 def hearing_pipeline(
@@ -60,11 +60,13 @@ def hearing_pipeline(
     events: EventEmitter,
     clock: Clock,
     config: HearingConfig | None = None,
+    turn_model: TurnPredictor | None = None,
 ) -> HearingPipeline:
-    """The hearing pipeline with the production detector (`config.vad`) and resampler."""
+    """The hearing pipeline with the production detector (`config.vad`) and resampler, and the
+    turn model when there is one (`pipeline.adapters.smart_turn.SmartTurnModel`)."""
     config = config or HearingConfig()
     return HearingPipeline(transcriber, sink, events=events, clock=clock, config=config,
-                           parts=stream_parts(config.vad))
+                           parts=stream_parts(config.vad, turn_model))
 
 
 def audio_replay(

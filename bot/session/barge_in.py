@@ -53,6 +53,11 @@ class OnAir:
         self._voiced_ms = 0
 
     @property
+    def audible(self) -> bool:
+        """The reply on air has reached the player (someone may have heard it)."""
+        return self._playback is not None and self._playback.audible
+
+    @property
     def realtime_stream(self) -> RealtimeResponseStream | None:
         """The realtime response on air, while it is."""
         return self._stream

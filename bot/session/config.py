@@ -81,6 +81,9 @@ class GuildSessionConfig:
     reply_queue_max: int = 4
     barge_in_ms: int = 240  # voiced audio from the addressed speaker that stops playback
     barge_in_rms: float = 600.0  # int16 RMS that counts as voiced
+    # A reply not yet heard is taken back when its speaker goes on within this long of their
+    # turn's end (bot/session/floor.py; TURN_PREDICTION on: TURN_TAKE_BACK_S, else 0 = off).
+    take_back_s: float = 0.0
     flush_timeout_s: float = 10.0  # hearing flush at shutdown
     close_timeout_s: float = 30.0  # settling the compactor at shutdown
     stream_sentences: bool = True  # speak each sentence as it arrives (False: wait for the whole answer)

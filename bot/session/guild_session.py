@@ -49,6 +49,7 @@ from bot.session.brain_replier import BrainReplier
 from bot.session.chat_intake import ChatIntake
 from bot.session.config import META_ACTIVE, META_RUNS, SessionDeps, StopReason
 from bot.session.core import SessionCore, SessionStart
+from bot.session.floor import Floor
 from bot.session.hearing_feed import HearingFeed
 from bot.session.ports import ChannelInfo, Hearing, TextReply
 from bot.session.presence import Presence, VoiceReconnector
@@ -96,12 +97,17 @@ class GuildSession:
         self.model_context = ModelContext(start.conversation, start.model_context or deps.model_context)
         self.on_air = OnAir(config)
         self.replies = ReplyLedger(core, ReplyMode.REALTIME if start.realtime is not None else ReplyMode.BRAIN)
+        # Who is speaking now (TURN_PREDICTION: take-back, and no first word over someone else).
+        # Who is speaking now (TURN_PREDICTION: take-back, and no first word over someone else).
+        self.floor = Floor() if config.take_back_s > 0 else None
         tools = ReplyTools(core=core, ledger=self.replies, on_air=self.on_air, link=start.link,
-                           model_context=self.model_context)
+                           model_context=self.model_context, floor=self.floor)
         self.replier = _replier(deps, start, tools)
         policy = ReplyPolicy(ReplyPolicyConfig(bot_name=config.bot_name, bot_speaker_id=str(start.bot_user_id),
                                                wake_words=deps.wake_words, cooldown_s=deps.reply_cooldown_s))
-        self._desk = ReplyDesk(core, self.replies, self.replier, policy=policy)
+        self._desk = ReplyDesk(core, self.replies, self.replier, policy=policy, on_air=self.on_air)
+        if self.floor is not None:
+            self._desk.use_floor(self.floor)
         heard = start.conversation.heard  # the hearing pipeline's sink: straight into the conversation
         heard.add_listener(self._desk.on_heard)
         # Opt-outs, the recording notice, forgetting (issue 23): before hearing, which it gates.
@@ -117,6 +123,9 @@ class GuildSession:
                                  save_meta=functools.partial(self._save_meta, active=True))
         self._feed = HearingFeed(start.link, hearing, on_air=self.on_air, presence=self.presence,
                                  bot_user_id=start.bot_user_id, privacy=self.privacy)
+        if self.floor is not None and hearing is not None:
+            self.floor.attach(hearing.open_utterances)
+            self._feed.floor = self.floor
         self.chat = ChatIntake(core, self._desk)
         self._closed = asyncio.Event()
         # Screen-watch notes and typed chat (bot/cogs/notes.py drives these).

@@ -9,6 +9,7 @@ hears of it through that sink's listener (bot/session/guild_session.py subscribe
 from __future__ import annotations
 
 from bot.session.barge_in import OnAir
+from bot.session.floor import Floor
 from bot.session.ports import Hearing, VoiceLink
 from bot.session.presence import Presence
 from bot.session.privacy import SessionPrivacy
@@ -31,6 +32,8 @@ class HearingFeed:
         self._on_air = on_air
         self._presence = presence  # the people's names, and who ended a transmission
         self._bot_user_id = bot_user_id
+        # Who is speaking now, updated after each frame (TURN_PREDICTION: take-back; the session sets it).
+        self.floor: Floor | None = None
 
     async def run(self) -> None:
         while True:
@@ -56,3 +59,5 @@ class HearingFeed:
             elif user_id in silent:
                 silent.discard(user_id)
                 hearing.speaking_state(speaker_id, True)
+            if self.floor is not None:
+                self.floor.update()

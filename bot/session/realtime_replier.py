@@ -84,7 +84,8 @@ class RealtimeReplier:
             on_air.begin(playback, job.turn.speaker_id, stream=stream)
             try:
                 async with stream:  # left early (stale, barge-in, cancelled): the response is cancelled
-                    result = await playback.play(stream, before_start=lambda: not ledger.stale(job))
+                    result = await playback.play(stream, before_start=lambda: not ledger.stale(job),
+                                                 wait_start=self._t.wait_for_floor(job.turn.speaker_id))
             finally:
                 on_air.end()
         except RealtimeError as err:  # the turn could not be sent, or the response failed before any audio

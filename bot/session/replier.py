@@ -7,10 +7,12 @@ hop) -- and never asks which one it has afterwards."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.session.barge_in import OnAir
 from bot.session.core import SessionCore
+from bot.session.floor import Floor
 from bot.session.ports import VoiceLink
 from bot.session.reply_jobs import ReplyLedger
 from pipeline.conversation.model_context import ModelContext
@@ -26,3 +28,9 @@ class ReplyTools:
     on_air: OnAir
     link: VoiceLink
     model_context: ModelContext
+    floor: Floor | None = None  # TURN_PREDICTION: the first frame waits until nobody else is speaking
+
+    def wait_for_floor(self, speaker_id: str) -> Callable[[], Awaitable[None]] | None:
+        """What `Playback.play` awaits before the first frame: nobody but `speaker_id` speaking."""
+        floor = self.floor
+        return None if floor is None else lambda: floor.wait_for_others(speaker_id)

@@ -19,7 +19,9 @@ from typing import Protocol
 
 import structlog
 
+from bot.session.barge_in import OnAir
 from bot.session.core import SessionCore
+from bot.session.floor import Floor
 from bot.session.ports import TextReply
 from bot.settings import ReplyMode
 from pipeline.adapters.openai_api import BrainError
@@ -159,7 +161,14 @@ class ReplyLedger:
 
 
 class ReplyDesk:
-    """Decides on every turn appended, queues the accepted ones, and runs the reply worker."""
+    """Decides on every turn appended, queues the accepted ones, and runs the reply worker.
+
+    Take-back (`take_back_s`, with a `Floor`; bot/session/floor.py): the reply being made runs
+    as its own task (`reply:{guild}:{seq}`). When the person it answers starts speaking again
+    within `take_back_s` of their turn's end and none of the reply has been heard yet, that
+    task is cancelled -- the model call, TTS and playback stop, nothing is stored as said
+    (`bot_reply_dropped`, reason `taken_back`) -- and the person's next heard turn is answered
+    with the taken-back decision, the turn going on. Once audio played, barge-in decides."""
 
     def __init__(
         self,
@@ -168,12 +177,41 @@ class ReplyDesk:
         replier: Replier | None,  # None: no reply path configured, the session only listens
         *,
         policy: ReplyPolicy,
+        on_air: OnAir | None = None,
     ) -> None:
         self._core = core
         self._ledger = ledger
         self._replier = replier
         self._policy = policy
         self._jobs: asyncio.Queue[ReplyJob] = asyncio.Queue(maxsize=core.config.reply_queue_max)
+        self._on_air = on_air
+        self._current: tuple[ReplyJob, asyncio.Task[None]] | None = None
+        self._taken_back: ReplyJob | None = None
+        self._carried: dict[str, ReplyDecision] = {}  # speaker id → a taken-back reply's decision
+        self._floor: Floor | None = None
+
+    def use_floor(self, floor: Floor) -> None:
+        """Take-back on (`take_back_s` > 0): watch who starts speaking."""
+        self._floor = floor
+        floor.on_start(self.speech_started)
+
+    def speech_started(self, speaker_id: str) -> None:
+        """Someone's utterance opened: take back the reply to their last turn if it is not heard yet."""
+        current = self._current
+        if current is None:
+            return
+        job, task = current
+        turn = job.turn
+        if turn.speaker_id != speaker_id or task.done() or self._taken_back is job:
+            return
+        if self._core.clock.now() - turn.ended_at > self._core.config.take_back_s:
+            return
+        if self._on_air is not None and self._on_air.audible:
+            return  # some of it was heard: barge-in's business
+        self._taken_back = job
+        self._carried[speaker_id] = job.decision
+        log.info("bot_reply_taken_back", guild_id=self._core.guild_id, seq=turn.seq)
+        task.cancel()
 
     def on_heard(self, turn: Turn) -> None:
         """A speech turn the hearing pipeline appended (`ConversationSession.heard`'s listener):
@@ -196,6 +234,9 @@ class ReplyDesk:
             last_reply_at=ledger.last_reply_at,
             previous=core.conversation.recent(8),
         )
+        carried = self._carried.pop(turn.speaker_id, None) if turn.kind is TurnKind.SPEECH and not own else None
+        if carried is not None and not decision.reply:
+            decision = carried  # the turn a taken-back reply answered goes on: answer it now
         log.debug(
             "reply_decision", guild_id=core.guild_id, seq=turn.seq, reply=decision.reply, reason=str(decision.reason)
         )
@@ -230,5 +271,23 @@ class ReplyDesk:
         if self._ledger.stale(job):
             self._ledger.emit_dropped(job, "stale", stages)
             return
-        if self._replier is not None:
-            await self._replier.reply(job, stages)
+        if self._replier is None:
+            return
+        task = asyncio.create_task(self._replier.reply(job, stages),
+                                   name=f"reply:{self._core.guild_id}:{job.turn.seq}")
+        self._current = (job, task)
+        since = self._floor.open_since(job.turn.speaker_id) if self._floor is not None else None
+        if since is not None and since > job.turn.ended_at:
+            self.speech_started(job.turn.speaker_id)  # they went on before the reply even started
+        try:
+            await asyncio.wait([task])  # a take-back cancels the task, not this worker
+        except asyncio.CancelledError:
+            task.cancel()  # the session stops: the reply goes with it
+            raise
+        finally:
+            self._current = None
+        if task.cancelled() and self._taken_back is job:
+            self._taken_back = None
+            self._ledger.emit_dropped(job, "taken_back", stages)
+            return
+        task.result()  # its own failure is the worker's to log

@@ -1,8 +1,9 @@
 """onnxruntime sessions on the CPU: the only importer of `onnxruntime`.
 
-Two models run through it: Silero VAD (bundled with faster-whisper; `silero_session`, shared
-by every speaker's detector in `pipeline.hearing.vad`) and the recall embedder's MiniLM
-(`pipeline.adapters.embeddings`). onnxruntime is imported on first use, not at import time.
+Three models run through it: Silero VAD (bundled with faster-whisper; `silero_session`, shared
+by every speaker's detector in `pipeline.hearing.vad`), the recall embedder's MiniLM
+(`pipeline.adapters.embeddings`) and the turn model, Smart Turn v3.2 (`pipeline.adapters.smart_turn`).
+onnxruntime is imported on first use, not at import time.
 """
 
 from __future__ import annotations

@@ -124,6 +124,27 @@ def silero_model_path() -> Path:
     return Path(get_assets_path()) / "silero_vad_v6.onnx"
 
 
+def log_mel_features(audio: Any, *, chunk_s: int) -> Any:
+    """Whisper's 80-bin log-mel features of `audio` (16 kHz float32, exactly `chunk_s` seconds:
+    the caller pads or trims), computed by faster-whisper's own numpy `FeatureExtractor`, with
+    no padding added (`chunk_s` x 100 frames). The turn model (`pipeline.adapters.smart_turn`)
+    reads these; this module stays the one importer of faster_whisper."""
+    return _feature_extractor(chunk_s)(audio, padding=0)
+
+
+_extractors: dict[int, Any] = {}
+
+
+def _feature_extractor(chunk_s: int) -> Any:
+    extractor = _extractors.get(chunk_s)
+    if extractor is None:
+        from faster_whisper.feature_extractor import FeatureExtractor
+
+        # Its mel filters are built once here; a call only reads them (safe across threads).
+        extractor = _extractors[chunk_s] = FeatureExtractor(chunk_length=chunk_s)
+    return extractor
+
+
 class WhisperTranscriber:
     """faster-whisper with one long-lived model. `load()` (or `await start()`) at startup;
     `transcribe` loads on first use otherwise."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
+from itertools import pairwise
 
 from pipeline.text import word_table
 
@@ -73,7 +74,7 @@ def _counted(text: str, lang: str, ignore: Collection[str]) -> dict[int, set[str
     words = word_table(lang, "numbers")
     matches = list(_TOKEN.finditer(text))
     out: dict[int, set[str]] = {}
-    for here, after in zip(matches, matches[1:]):
+    for here, after in pairwise(matches):
         token = here.group(0).casefold()
         value = int(token) if token.isdigit() else words.get(token)
         if value is None or text[here.end():after.start()].strip():

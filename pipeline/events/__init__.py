@@ -58,6 +58,7 @@ from pipeline.events.pipeline_events import (
     SessionStoreWritesRestored,
     SummarizerStructuredOutputRefused,
     SummaryItemsVerified,
+    TurnScored,
 )
 from pipeline.events.registry import DECLARED, EVENT_TYPES, UndeclaredEvent, declared
 
@@ -107,6 +108,7 @@ __all__ = [
     "SessionTakenOver",
     "SummarizerStructuredOutputRefused",
     "SummaryItemsVerified",
+    "TurnScored",
     "UndeclaredEvent",
     "VoiceLinkLost",
     "VoiceLinkRecovered",

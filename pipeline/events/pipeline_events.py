@@ -164,6 +164,25 @@ class AsrTranscribed(Event):
     confidence: float
     no_speech_prob: float
     avg_logprob: float
+    # The text came from the transcription started at the speaker's short pause
+    # (pipeline/hearing/pipeline.py, "speculative"); latency_ms is then the wait for it.
+    speculative: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnScored(Event):
+    """The turn model judged one speaker's short pause (pipeline/hearing/pipeline.py): the
+    probability that the turn is complete; `ended` when that closed the utterance now instead
+    of after the silence timeout. `error_class` when the model failed (the silence decides)."""
+
+    name: ClassVar[str] = "turn_scored"
+    speaker_id: str
+    probability: float | None
+    threshold: float
+    silence_ms: int  # silence after the speech when the pause was taken
+    latency_ms: float  # the model call, features included (in a worker thread)
+    ended: bool
+    error_class: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -27,6 +27,18 @@ Rate limits: a transcription refused for now (a remote endpoint's 429, or a 503 
 to come back) is asked again with the same audio after the server's `retry_after_s`, each wait
 an `asr_retried` event, until `asr_retry_deadline_s` after the first try; only then does the
 utterance fail (`asr_failed`).
+
+Turn ends from the audio (docs/latency.md): with `SegmenterConfig.turn_check_ms` set, each
+speaker's short pause after speech (a `Pause`, ~100 ms of silence) does two things at once.
+It starts a *speculative* transcription of the utterance so far (only while the transcriber
+is idle, so real work never waits behind one), and, with a turn model, asks it off the loop
+(task `hearing:turn`) whether the turn is complete. At `turn_threshold` or above the utterance
+closes there and then, with exactly the audio the speculation is transcribing; below it, the
+sender's end of transmission no longer cuts the utterance short (`Segmenter.hold`): the
+end-of-utterance silence ends it, and with no speech since, the speculation is used all the same. The final piece
+takes the speculative result instead of a second Whisper call when it is the same speech
+(start, end, and prompt), and the guards judge it like any other (`asr_transcribed`'s
+`speculative`).
 """
 
 from __future__ import annotations
@@ -50,16 +62,17 @@ from pipeline.events import (
     AsrTranscribed,
     EventEmitter,
     HearingAppendFailed,
+    TurnScored,
 )
 from pipeline.hearing.asr_guards import GuardConfig, Verdict, clean_text, judge
 from pipeline.hearing.asr_queue import AsrJob, AsrQueue
 from pipeline.hearing.coalescer import Coalescer, CoalescerConfig, HeardPiece
-from pipeline.hearing.segmenter import SegmenterConfig, Utterance
+from pipeline.hearing.segmenter import Pause, SegmenterConfig, Utterance
 from pipeline.hearing.streams import PcmFrame, SpeakerStreams, StreamParts, StreamsConfig
 from pipeline.hearing.vad import VadKind
 from pipeline.models import TurnDraft
 from pipeline.pcm import TARGET_RATE, PcmInt16
-from pipeline.ports import Clock, Transcriber, TurnSink
+from pipeline.ports import Clock, Transcriber, TurnPredictor, TurnSink
 from pipeline.transcription import AsrError, AsrErrorCode, Transcription
 
 
@@ -82,6 +95,8 @@ class HearingConfig:
     # asked again after the server's retry_after_s, the audio kept, for at most this long after
     # the first try; past it the utterance fails (asr_failed).
     asr_retry_deadline_s: float = 30.0
+    # The turn model's probability at or above which a short pause ends the turn (TURN_THRESHOLD).
+    turn_threshold: float = 0.97
 
     def __post_init__(self) -> None:
         if self.max_queued_per_speaker < 1:
@@ -92,6 +107,8 @@ class HearingConfig:
             raise ValueError("asr_workers must be at least 1")
         if self.asr_retry_deadline_s < 0:
             raise ValueError("asr_retry_deadline_s must not be negative")
+        if not 0.0 < self.turn_threshold <= 1.0:
+            raise ValueError("turn_threshold must be in (0, 1]")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +133,19 @@ class HearingStats:
     asr_audio_s: float  # seconds of audio it transcribed
     turn_latency_p50_s: float | None  # end of speech → turn appended (session clock)
     turn_latency_p95_s: float | None
+    turn_checks: int = 0  # pauses the turn model judged
+    turn_ends: int = 0  # ... of which it ended the turn
+    speculated: int = 0  # speculative transcriptions started at a pause
+    speculation_used: int = 0  # ... whose text became the final piece's (no second Whisper call)
+
+
+@dataclass(slots=True)
+class _Speculation:
+    """A transcription started at a speaker's pause; `key` is its speech (start, end)."""
+
+    key: tuple[float, float]
+    prompt: str | None
+    task: asyncio.Task[Transcription | None]
 
 
 class HearingPipeline:
@@ -132,7 +162,8 @@ class HearingPipeline:
         parts: StreamParts,
     ) -> None:
         """`parts`: each stream's detector and resampler (`pipeline.wiring.stream_parts`
-        makes them for `config.vad`; `pipeline.wiring.hearing_pipeline` builds the whole)."""
+        makes them for `config.vad`; `pipeline.wiring.hearing_pipeline` builds the whole).
+        `parts.turn_model` judges each pause (`SegmenterConfig.turn_check_ms`); None: silence alone."""
         self._transcriber = transcriber
         self._sink = sink
         self._events = events
@@ -156,6 +187,12 @@ class HearingPipeline:
         self._context: dict[str, str] = {}
         self._appending = False
         self._running = False
+        self._turn_model = parts.turn_model
+        self._pauses: dict[str, Pause] = {}  # per speaker, the latest pause not yet judged
+        self._pause_ready = asyncio.Event()
+        self._judging = False  # the turn model is judging a pause now
+        self._speculative: dict[str, _Speculation] = {}
+        self._tasks: asyncio.TaskGroup | None = None  # run()'s, while it runs: owns the speculations
         self._work = asyncio.Event()
         self._outbox_ready = asyncio.Event()
         self._progress = asyncio.Event()
@@ -170,6 +207,10 @@ class HearingPipeline:
         self._asr_audio_s = 0.0
         self._max_lag = 0.0
         self._latencies: deque[float] = deque(maxlen=2000)
+        self._turn_checks = 0
+        self._turn_ends = 0
+        self._speculated = 0
+        self._speculation_used = 0
 
     # -- input (event loop, synchronous) --------------------------------------------------
 
@@ -186,11 +227,17 @@ class HearingPipeline:
         frame = PcmFrame(speaker_id=speaker_id, speaker_name=speaker_name, pcm=pcm, sample_rate=sample_rate,
                          channels=channels)
         self._enqueue_all(self._streams.feed(frame, now=self._clock.now()))
+        self._take_pauses()
+
+    def open_utterances(self) -> dict[str, float]:
+        """Speaker id → session time their open utterance started (speech heard, not yet ended)."""
+        return self._streams.open_utterances()
 
     def speaking_state(self, speaker_id: str, speaking: bool) -> None:
         """Discord's speaking flag. False means no more packets: the silence after the last
         frame counts from now on, without waiting for the jitter tolerance."""
         self._enqueue_all(self._streams.speaking_state(speaker_id, speaking, now=self._clock.now()))
+        self._take_pauses()
 
     def end_speaker(self, speaker_id: str) -> None:
         """The speaker left: finish their open utterance and forget their stream."""
@@ -201,6 +248,7 @@ class HearingPipeline:
         Called by `run()` every `tick_s`; a replay may call it after each step."""
         now = self._clock.now()
         self._enqueue_all(self._streams.sweep(now))
+        self._take_pauses()
         self._deliver(self._coalescer.poll(now=now, waiting=self._asr.waiting()))
         self._max_lag = max(self._max_lag, self._asr.lag(now))
 
@@ -211,11 +259,15 @@ class HearingPipeline:
         self._running = True
         try:
             async with asyncio.TaskGroup() as tg:
+                self._tasks = tg
                 for worker in range(self._config.asr_workers):
                     tg.create_task(self._asr_loop(), name=f"hearing:asr:{worker}")
                 tg.create_task(self._append_loop(), name="hearing:append")
                 tg.create_task(self._tick_loop(), name="hearing:tick")
+                if self._turn_model is not None:
+                    tg.create_task(self._turn_loop(self._turn_model), name="hearing:turn")
         finally:
+            self._tasks = None
             self._running = False
 
     async def flush(self) -> None:
@@ -228,10 +280,11 @@ class HearingPipeline:
         await self._wait_until(lambda: not self._outbox and not self._appending)
 
     async def wait_idle(self) -> None:
-        """Until nothing is queued, transcribing or being appended (held turns may remain).
-        A replay calls this to make ASR take no simulated time."""
+        """Until nothing is queued, judged by the turn model, transcribing or being appended (held
+        turns may remain). A replay calls this to make ASR and the turn model take no simulated time."""
         await self._require_running("wait_idle")
-        await self._wait_until(lambda: not self._asr.has_work() and not self._outbox and not self._appending)
+        await self._wait_until(lambda: not self._asr.has_work() and not self._outbox and not self._appending
+                               and not (self._turn_model is not None and (self._pauses or self._judging)))
 
     async def _require_running(self, what: str) -> None:
         # Waiting without the worker would hang forever. One yield lets a run() task that
@@ -266,6 +319,10 @@ class HearingPipeline:
             asr_audio_s=round(self._asr_audio_s, 3),
             turn_latency_p50_s=_percentile(latencies, 0.50),
             turn_latency_p95_s=_percentile(latencies, 0.95),
+            turn_checks=self._turn_checks,
+            turn_ends=self._turn_ends,
+            speculated=self._speculated,
+            speculation_used=self._speculation_used,
         )
 
     # -- internals ------------------------------------------------------------------------
@@ -291,6 +348,92 @@ class HearingPipeline:
             )
         self._work.set()
         self._notify()
+
+    def _take_pauses(self) -> None:
+        for speaker_id, pause in self._streams.take_pauses():
+            self._speculate(speaker_id, pause)
+            if self._turn_model is not None:
+                self._pauses.pop(speaker_id, None)  # the newest pause goes to the back of the line
+                self._pauses[speaker_id] = pause
+                self._pause_ready.set()
+
+    def _speculate(self, speaker_id: str, pause: Pause) -> None:
+        """Transcribe the utterance so far now, while the transcriber is idle (never ahead of
+        real work: other speakers' turns must not wait behind a guess)."""
+        tasks = self._tasks
+        utterance = pause.utterance
+        if tasks is None or self._asr.has_work() or utterance.speech_s < self._config.min_asr_speech_s:
+            return
+        # The speaker's own earlier guess is superseded by this one; others' count against the workers.
+        running = sum(1 for sid, s in self._speculative.items() if sid != speaker_id and not s.task.done())
+        if running >= self._config.asr_workers:
+            return
+        old = self._speculative.pop(speaker_id, None)
+        if old is not None:
+            old.task.cancel()
+        prompt = self._context.get(speaker_id)
+        task = tasks.create_task(self._speculation(utterance.pcm16k, prompt), name=f"hearing:speculate:{speaker_id}")
+        self._speculative[speaker_id] = _Speculation(key=(utterance.started_at, utterance.ended_at), prompt=prompt,
+                                                     task=task)
+        self._speculated += 1
+
+    async def _speculation(self, pcm: PcmInt16, prompt: str | None) -> Transcription | None:
+        try:
+            return await self._transcriber.transcribe(pcm, prompt=prompt)
+        except Exception:  # a failed guess costs nothing: the final piece is transcribed as usual
+            return None
+
+    async def _speculated_result(self, job: AsrJob) -> Transcription | None:
+        """The speculation's result when it transcribed this final piece's speech, else None."""
+        if not job.final:
+            return None
+        spec = self._speculative.pop(job.speaker_id, None)
+        if spec is None:
+            return None
+        if (job.utterances != 1 or spec.key != (job.started_at, job.ended_at)
+                or spec.prompt != self._context.get(job.speaker_id)):
+            spec.task.cancel()  # speech came after it: a guess about other audio
+            return None
+        return await spec.task
+
+    async def _turn_loop(self, model: TurnPredictor) -> None:
+        """Judge each pause, the oldest first; a confident one ends that speaker's turn now."""
+        threshold = self._config.turn_threshold
+        while True:
+            if not self._pauses:
+                self._pause_ready.clear()
+                await self._pause_ready.wait()
+                continue
+            speaker_id = next(iter(self._pauses))
+            pause = self._pauses.pop(speaker_id)
+            if not self._streams.paused_at(speaker_id, pause):
+                self._notify()
+                continue  # the speaker went on (or the silence ended it) before its turn came
+            started = time.perf_counter()
+            probability: float | None = None
+            error_class: str | None = None
+            self._judging = True
+            try:
+                probability = await model.complete_probability(pause.recent)
+            except Exception as err:  # the silence timeout still ends the turn
+                error_class = type(err).__name__
+            finally:
+                self._judging = False
+            latency_ms = round((time.perf_counter() - started) * 1000, 1)
+            ended: list[Utterance] = []
+            if probability is not None and probability >= threshold:
+                ended = self._streams.end_turn(speaker_id, pause)
+            elif probability is not None:
+                self._streams.hold(speaker_id, pause)
+            self._enqueue_all(ended)
+            self._turn_checks += 1
+            self._turn_ends += bool(ended)
+            self._events.emit(TurnScored(
+                speaker_id=speaker_id, probability=None if probability is None else round(probability, 3),
+                threshold=threshold, silence_ms=pause.silence_ms, latency_ms=latency_ms, ended=bool(ended),
+                error_class=error_class,
+            ))
+            self._notify()
 
     def _deliver(self, drafts: list[TurnDraft]) -> None:
         if drafts:
@@ -350,7 +493,8 @@ class HearingPipeline:
         if job.speech_s >= self._config.min_asr_speech_s:
             started = time.perf_counter()
             try:
-                result = await self._transcribe_kept(pcm, job, duration)
+                speculated = await self._speculated_result(job)
+                result = speculated or await self._transcribe_kept(pcm, job, duration)
             except Exception as err:
                 verdict = Verdict.ASR_ERROR
                 self._events.emit(AsrFailed(speaker_id=job.speaker_id, duration_s=round(duration, 3),
@@ -379,8 +523,10 @@ class HearingPipeline:
                         confidence=round(confidence, 3),
                         no_speech_prob=scored_no_speech,
                         avg_logprob=scored_logprob,
+                        speculative=speculated is not None,
                     )
                 )
+                self._speculation_used += speculated is not None
         if job.final:
             self._context.pop(job.speaker_id, None)
         elif text:

@@ -15,6 +15,15 @@ its next pause of `partial_pause_ms`, so Whisper works on its first part while t
 goes on, and at the end of speech only the rest is left to transcribe. When that pause is
 the end of the utterance, the last piece is cut `partial_pause_ms` into the silence instead
 of after `end_of_utterance_ms`, and its transcription overlaps the wait.
+
+Turn checks (`turn_check_ms`, 0: off): when an open utterance's silence first reaches
+`turn_check_ms`, the segmenter takes a `Pause`: the utterance as closing it right then would
+emit it (its silent tail made up to `tail_ms` with digital silence) and the last 8 s of the
+speaker's audio. The hearing pipeline asks the turn model about it off the loop; when the
+model is confident, `end_turn(pause)` closes the utterance with exactly that audio -- unless
+speech came back meanwhile (`pause.mark` is the speech end it was taken at). When it judged
+the turn unfinished (`hold`), the sender's end of transmission no longer ends the utterance
+early: its `end_of_utterance_ms` of silence does, as without a voice gate.
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ class SegmenterConfig:
     reset_after_gap_s: float = 1.0  # a gap in the stream this long resets the detector's state
     partial_after_s: float = 6.0  # a longer utterance is cut at its next pause for early decoding (0: off)
     partial_pause_ms: int = 300  # ... a pause at least this long (no effect at or above end_of_utterance_ms)
+    turn_check_ms: int = 0  # silence after speech at which a Pause is taken for the turn model (0: off)
+    turn_audio_s: float = 8.0  # the speaker's last seconds a Pause carries (the turn model's window)
 
     def __post_init__(self) -> None:
         if self.end_of_utterance_ms <= 0:
@@ -58,6 +69,8 @@ class SegmenterConfig:
             raise ValueError("partial_after_s must be >= 0 (0 = off)")
         if self.partial_pause_ms <= 0:
             raise ValueError("partial_pause_ms must be positive")
+        if not 0 <= self.turn_check_ms < self.end_of_utterance_ms:
+            raise ValueError("turn_check_ms must be >= 0 (0 = off) and below end_of_utterance_ms")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -81,6 +94,18 @@ class Utterance:
         return float(self.pcm16k.size) / TARGET_RATE
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Pause:
+    """A short silence after speech in an open utterance (`turn_check_ms`): a moment to ask
+    whether the turn is over. `utterance` is what `end_turn` will emit; `recent` the speaker's
+    last `turn_audio_s` of audio, earlier pieces of a long utterance included."""
+
+    utterance: Utterance
+    recent: PcmInt16
+    mark: int  # the speech end (a sample index) it was taken at
+    silence_ms: int  # silence after the last speech when it was taken
+
+
 @dataclass(slots=True)
 class _Window:
     start: int  # absolute sample index in the stream
@@ -96,9 +121,12 @@ class Segmenter:
         "_config",
         "_consumed",
         "_discarded",
+        "_earlier",
+        "_held",
         "_in_utterance",
         "_last_speech_end",
         "_origin",
+        "_pause",
         "_pause_cut",
         "_pending",
         "_piece",
@@ -137,6 +165,9 @@ class Segmenter:
         self._pause_cut: int | None = None
         self._piece = 0
         self._discarded = 0
+        self._pause: Pause | None = None  # taken, not yet handed out by take_pause()
+        self._earlier = np.zeros(0, dtype=np.int16)  # this utterance's earlier pieces (last turn_audio_s)
+        self._held: int | None = None  # the speech end of a pause the turn model judged unfinished
 
     # -- properties -----------------------------------------------------------------------
 
@@ -166,6 +197,11 @@ class Segmenter:
     def speaking(self) -> bool:
         """An utterance is open (speech heard and not yet ended by silence)."""
         return self._in_utterance
+
+    @property
+    def open_since(self) -> float | None:
+        """Session time the open utterance started (its first piece's start), None when none is."""
+        return self._time(self._chunks[0].start) if self._in_utterance and self._chunks else None
 
     @property
     def discarded(self) -> int:
@@ -222,7 +258,32 @@ class Segmenter:
         the pause is the speaker's, not the network's, so waiting longer only adds latency."""
         if not self._in_utterance or self._silence_run < min_silence_ms * self._rate // 1000:
             return []
+        if self._held == self._last_speech_end:
+            return []  # the turn model heard an unfinished sentence: the silence decides
         return self._close(self._consumed)
+
+    def take_pause(self) -> Pause | None:
+        """The pause taken since the last call, if any (each is handed out once)."""
+        pause, self._pause = self._pause, None
+        return pause
+
+    def paused_at(self, mark: int) -> bool:
+        """The utterance is still open and no speech came after the pause taken at `mark`."""
+        return self._in_utterance and self._last_speech_end == mark and self._silence_run > 0
+
+    def hold(self, pause: Pause) -> None:
+        """The turn model judged the turn unfinished at `pause`: until speech comes back, only the
+        full `end_of_utterance_ms` of silence ends it (not the sender's end of transmission)."""
+        if self.paused_at(pause.mark):
+            self._held = pause.mark
+
+    def end_turn(self, pause: Pause) -> list[Utterance]:
+        """The turn model judged the turn over at `pause`: close the utterance with the pause's
+        audio, unless speech came back since (then nothing happens)."""
+        if not self.paused_at(pause.mark):
+            return []
+        self._reset_after(self._chunks[0].start + pause.utterance.pcm16k.size)
+        return [pause.utterance]
 
     def finish(self) -> list[Utterance]:
         """End of stream: close the open utterance with whatever audio there is."""
@@ -264,6 +325,9 @@ class Segmenter:
             self._silence_run = 0
         else:
             self._silence_run += window.pcm.size
+            check = cfg.turn_check_ms * self._rate // 1000
+            if check and self._silence_run - window.pcm.size < check <= self._silence_run:
+                self._pause = self._take_pause(end)
             if self._silence_run >= cfg.min_cut_pause_ms * self._rate // 1000:
                 # Cut candidate: the middle of the pause so far, on a window boundary.
                 middle = end - self._silence_run // 2
@@ -282,6 +346,37 @@ class Segmenter:
             return [self._cut(end)]  # at the middle of this pause: the first part goes to Whisper now
         return []
 
+    def _take_pause(self, end: int) -> Pause | None:
+        """What closing the utterance now would emit, its tail made up to `tail_ms` with digital
+        silence (as a closed utterance's is), and the speaker's recent audio."""
+        cfg = self._config
+        chunks = self._chunks
+        start = chunks[0].start
+        speech = sum(c.pcm.size for c in chunks if c.speech)
+        if self._piece == 0 and speech < cfg.min_speech_ms * self._rate // 1000:
+            return None  # too short to be a turn (it would be discarded as a burst)
+        tail = cfg.tail_ms * self._rate // 1000
+        heard = np.concatenate([c.pcm for c in chunks])[: end - start]
+        pad = max(0, self._last_speech_end + tail - end)
+        pcm = np.concatenate([heard, np.zeros(pad, dtype=np.int16)]) if pad else heard
+        keep = round(cfg.turn_audio_s * self._rate)
+        recent = np.concatenate([self._earlier, pcm])[-keep:] if self._earlier.size else pcm[-keep:]
+        utterance = self._utterance(pcm, start, max(start, self._last_speech_end), final=True, piece=self._piece,
+                                    speech=speech)
+        return Pause(utterance=utterance, recent=recent, mark=self._last_speech_end,
+                     silence_ms=self._silence_run * 1000 // self._rate)
+
+    def _reset_after(self, audio_end: int) -> None:
+        """The utterance is over at `audio_end`: the silence after it is the next one's pre-roll."""
+        self._pre_roll.clear()
+        self._pre_roll.extend(c for c in self._chunks if c.start >= audio_end)  # the deque keeps the last few
+        self._chunks = []
+        self._in_utterance = False
+        self._piece = 0
+        self._pause = None
+        self._held = None
+        self._earlier = np.zeros(0, dtype=np.int16)
+
     def _close(self, end: int) -> list[Utterance]:
         """Silence (or the end of the stream) ended the utterance."""
         cfg = self._config
@@ -290,13 +385,8 @@ class Segmenter:
         audio_end = max(start, min(end, self._last_speech_end + cfg.tail_ms * self._rate // 1000))
         pcm = np.concatenate([c.pcm for c in chunks])[: audio_end - start]
         speech = sum(c.pcm.size for c in chunks if c.speech)
-        # The trailing silence is the next utterance's pre-roll.
-        self._pre_roll.clear()
-        self._pre_roll.extend(c for c in chunks if c.start >= audio_end)  # the deque keeps the last few
-        self._chunks = []
-        self._in_utterance = False
         piece = self._piece
-        self._piece = 0
+        self._reset_after(audio_end)
         if piece == 0 and speech < cfg.min_speech_ms * self._rate // 1000:
             self._discarded += 1
             return []
@@ -327,6 +417,9 @@ class Segmenter:
         )
         self._piece += 1
         self._pause_cut = None
+        if self._config.turn_check_ms:
+            keep = round(self._config.turn_audio_s * self._rate)
+            self._earlier = np.concatenate([self._earlier, piece.pcm16k])[-keep:]
         # A hard cut leaves nothing behind: a zero-length window marks where the next piece starts.
         self._chunks = rest or [_Window(end, np.zeros(0, dtype=np.int16), False)]
         return piece

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.hearing.segmenter import Segmenter, SegmenterConfig, Utterance
+from pipeline.hearing.segmenter import Pause, Segmenter, SegmenterConfig, Utterance
 from pipeline.hearing.vad import SpeechDetector
 from pipeline.pcm import TARGET_RATE, PcmInt16
-from pipeline.ports import Resampler, ResamplerFactory
+from pipeline.ports import Resampler, ResamplerFactory, TurnPredictor
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,10 +26,12 @@ class StreamsConfig:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamParts:
     """What each speaker stream is built from, chosen outside the stage (`pipeline/wiring.py`):
-    a fresh speech detector and a resampler per stream."""
+    a fresh speech detector and a resampler per stream, and the turn model that judges every
+    stream's pauses (shared; None: the silence alone ends a turn)."""
 
     detector: Callable[[], SpeechDetector]
     resampler: ResamplerFactory
+    turn_model: TurnPredictor | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +75,10 @@ class SpeakerStreams:
     def speaking(self) -> tuple[str, ...]:
         """Speaker ids with an open utterance."""
         return tuple(sorted(s for s, sp in self._speakers.items() if sp.segmenter.speaking))
+
+    def open_utterances(self) -> dict[str, float]:
+        """Speaker id → start of their open utterance (session time)."""
+        return {s: since for s, sp in self._speakers.items() if (since := sp.segmenter.open_since) is not None}
 
     def discarded(self) -> int:
         """Bursts too short to be speech, over every stream."""
@@ -121,6 +127,32 @@ class SpeakerStreams:
             if behind > tolerance:
                 out.extend(segmenter.feed_silence(round(behind * TARGET_RATE)))
         return out
+
+    def take_pauses(self) -> list[tuple[str, Pause]]:
+        """(speaker id, pause) for each stream that took a pause since the last call
+        (`SegmenterConfig.turn_check_ms`)."""
+        out: list[tuple[str, Pause]] = []
+        for speaker_id, speaker in self._speakers.items():
+            pause = speaker.segmenter.take_pause()
+            if pause is not None:
+                out.append((speaker_id, pause))
+        return out
+
+    def paused_at(self, speaker_id: str, pause: Pause) -> bool:
+        """The speaker is still silent since `pause` (no speech came back, the utterance is open)."""
+        speaker = self._speakers.get(speaker_id)
+        return speaker is not None and speaker.segmenter.paused_at(pause.mark)
+
+    def hold(self, speaker_id: str, pause: Pause) -> None:
+        """The turn model judged the turn unfinished at `pause` (`Segmenter.hold`)."""
+        speaker = self._speakers.get(speaker_id)
+        if speaker is not None:
+            speaker.segmenter.hold(pause)
+
+    def end_turn(self, speaker_id: str, pause: Pause) -> list[Utterance]:
+        """The turn model judged the turn over at `pause`: the utterance, unless speech came back."""
+        speaker = self._speakers.get(speaker_id)
+        return speaker.segmenter.end_turn(pause) if speaker is not None else []
 
     def flush(self) -> list[Utterance]:
         """End of stream: finish every open utterance (the streams stay open)."""

@@ -233,6 +233,9 @@ class ScriptedHearing:
     def end_speaker(self, speaker_id: str) -> None:
         self.ended.append(speaker_id)
 
+    def open_utterances(self) -> dict[str, float]:
+        return {}
+
     async def run(self) -> None:
         await asyncio.Event().wait()
 

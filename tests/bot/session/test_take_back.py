@@ -1,0 +1,153 @@
+"""Start early, take it back cleanly (docs/latency.md, bot/session/floor.py): a guild session
+with real hearing (Silero, faster-whisper, the Smart Turn model), the real `openai` client
+against the local stub, Opus playback into the fake voice link.
+
+Alice asks the bot a question; the turn model ends her turn at the short pause after it and
+the reply starts. She goes on talking before any of the reply was heard: the reply is cancelled
+(the model's stream and TTS), no BOT turn is stored, and the turn she goes on with is answered.
+Frames are fed on the session's fake clock; waits wake on events (a timeout only guards hangs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.session.config import GuildSessionConfig
+from bot.session.floor import Floor
+from bot.voice.rtp import FrameSource, VoiceFrame
+from pipeline.adapters.av_audio import read_audio_file
+from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
+from pipeline.adapters.openai_client import OpenAIEndpoint
+from pipeline.adapters.smart_turn import SmartTurnModel
+from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber
+from pipeline.events import BotReplyCompleted, BotReplyDropped, TurnScored
+from pipeline.hearing.coalescer import CoalescerConfig
+from pipeline.hearing.pipeline import HearingConfig
+from pipeline.hearing.segmenter import SegmenterConfig
+from pipeline.models import TurnKind
+from pipeline.testing import FakeClock
+from pipeline.transcript.store_memory import InMemorySessionStore
+from pipeline.wiring import hearing_pipeline
+from tests.support.bot_fakes import Events, FakeConnector, RunningRegistry, make_resources, tone_pcm
+from tests.support.openai_stub import OpenAIStub, Reply
+from tests.support.waits import yield_until
+
+SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "audio_night"
+ALICE = 1
+FRAME_BYTES = 3840  # 20 ms of 48 kHz stereo s16
+HANG_GUARD_S = 120.0
+SLOW = "Six times, all of them as Hulk."  # still being written when Alice goes on
+FAST = "Six times, and twice on the Tokyo map."
+
+
+@pytest.fixture(scope="module")
+def models() -> tuple[WhisperTranscriber, SmartTurnModel]:
+    whisper = WhisperTranscriber(WhisperConfig(hotwords="Clanky", cpu_threads=1))
+    whisper.load()
+    turn = SmartTurnModel()
+    turn.load()
+    return whisper, turn
+
+
+def _frames(name: str) -> list[bytes]:
+    raw = read_audio_file(SAMPLES / name, sample_rate=48_000, channels=2).astype("<i2").tobytes()
+    raw += bytes(-len(raw) % FRAME_BYTES)
+    return [raw[i : i + FRAME_BYTES] for i in range(0, len(raw), FRAME_BYTES)]
+
+
+class _Room:
+    def __init__(self, link: Any, clock: FakeClock) -> None:
+        self.link, self.clock, self.sequence = link, clock, 0
+
+    async def say(self, frames: list[bytes]) -> None:
+        """Alice's frames, 20 ms of session time each, every one taken by the session."""
+        for pcm in frames:
+            self.clock.advance(0.02)
+            self.sequence += 1
+            self.link.frames.put_nowait(VoiceFrame(user_id=ALICE, ssrc=ALICE, sequence=self.sequence,
+                                                   rtp_timestamp=self.sequence * 960, pcm=pcm,
+                                                   source=FrameSource.DECODED))
+            await asyncio.wait_for(self.link.frames.join(), timeout=HANG_GUARD_S)
+
+
+@asynccontextmanager
+async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_s: float
+                   ) -> AsyncIterator[tuple[Any, Events, _Room, OpenAIStub]]:
+    whisper, turn = models
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"))
+
+    def hearing(sink: Any, emitter: Any, clock: Any) -> Any:
+        return hearing_pipeline(whisper, sink, events=emitter, clock=clock, config=config, turn_model=turn)
+
+    async with OpenAIStub() as stub:
+        stub.default_speech_audio = tone_pcm(0.4)
+        # The first answer is slow (still being written when Alice goes on); the second is not.
+        stub.chat.append(Reply(text=SLOW, stream_over_s=3.0))
+        stub.default_chat_text = FAST
+        brain = OpenAIBrain(endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+                            model="gpt-4o-mini", deadline_s=30.0)
+        speech = OpenAISpeech(endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
+                              model="tts-1", voice="alloy")
+        events, clock = Events(), FakeClock()
+        resources = make_resources(
+            InMemorySessionStore(), clock=clock, events=events, brain=brain, speech=speech, hearing_factory=hearing,
+            config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=30.0, take_back_s=take_back_s),
+        )
+        connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
+        try:
+            async with RunningRegistry(resources, connector) as registry:
+                session = await registry.join(1, 10)
+                yield session, events, _Room(connector.links[0], clock), stub
+        finally:
+            await brain.aclose()
+            await speech.aclose()
+
+
+def _chat_requests(stub: OpenAIStub) -> int:
+    return sum(1 for r in stub.requests if r.path.endswith("/chat/completions"))
+
+
+@pytest.mark.slow
+async def test_going_on_before_the_reply_is_heard_takes_it_back(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    quiet = [bytes(FRAME_BYTES)] * 15  # 300 ms: the turn model ends the question at its pause
+    async with _session(models, take_back_s=1.5) as (session, events, room, stub):
+        await room.say([*_frames("22_alice.ogg"), *quiet])  # "Hey Clanky, how many times has Bob died ...?"
+        await yield_until("the reply to the question started", lambda: _chat_requests(stub) >= 1, HANG_GUARD_S)
+        assert any(e["ended"] for e in events.named(TurnScored.name))  # the model ended it, not the silence
+        await room.say([*_frames("08_alice.ogg"), *[bytes(FRAME_BYTES)] * 50])  # she goes on; 1 s of quiet
+        completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    dropped = events.named(BotReplyDropped.name)
+    assert dropped and {"taken_back"} == {d["reason"] for d in dropped}, dropped
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    bot = [t for t in turns if t.kind is TurnKind.BOT]
+    assert [FAST] == [t.text for t in bot], [t.text for t in turns]  # nothing of the cut reply is stored
+    assert speech[-1].seq == completed[0]["seq"]  # the turn she went on with is the one answered
+    assert "tokyo" in speech[-1].text.lower(), speech[-1].text
+
+
+async def test_the_first_word_waits_while_someone_else_is_speaking() -> None:
+    """The floor: the reply to Alice waits while Bob has an open utterance, not while Alice has."""
+    open_now: dict[str, float] = {"1": 3.0, "2": 2.5}
+    floor = Floor()
+    floor.attach(lambda: open_now)
+    starts: list[str] = []
+    floor.on_start(starts.append)
+    floor.update()
+    waiting = asyncio.create_task(floor.wait_for_others("1"), name="test:floor")
+    await asyncio.sleep(0)
+    assert not waiting.done()  # Bob ("2") is speaking
+    del open_now["2"]
+    floor.update()
+    await asyncio.wait_for(waiting, timeout=HANG_GUARD_S)
+    open_now["1"] = 9.0  # Alice starts a new utterance
+    floor.update()
+    assert ["1", "2", "1"] == starts

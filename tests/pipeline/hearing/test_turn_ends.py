@@ -1,0 +1,174 @@
+"""Turn ends from the audio (docs/latency.md): the real turn model (Smart Turn v3.2) judges a
+speaker's short pause, real faster-whisper transcribes the utterance speculatively at that
+pause, and the segmenter (real Silero) closes the utterance early, or leaves it to the silence.
+
+Simulated time: frames are fed with a FakeClock; each wait below wakes on an event (the turn
+model's `turn_scored`, the pipeline's idleness), with a timeout only as a hang guard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pipeline.adapters.av_audio import read_audio_file
+from pipeline.adapters.smart_turn import SmartTurnModel
+from pipeline.adapters.whisper import WhisperTranscriber
+from pipeline.evaluation.wer import wer
+from pipeline.events import AsrTranscribed, EventEmitter, TurnScored
+from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
+from pipeline.hearing.segmenter import SegmenterConfig
+from pipeline.pcm import TARGET_RATE, PcmInt16
+from pipeline.testing import FakeClock
+from pipeline.testing.audio import ListSink, frames, to_discord
+from pipeline.wiring import hearing_pipeline
+
+SESSION = Path(__file__).resolve().parents[3] / "samples" / "audio_night"
+R = TARGET_RATE
+TURNS = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96))
+HANG_GUARD_S = 120.0
+
+
+@pytest.fixture(scope="module")
+def turn_model() -> SmartTurnModel:
+    model = SmartTurnModel()
+    model.load()
+    return model
+
+
+def _clip(name: str) -> tuple[PcmInt16, str]:
+    lines = [json.loads(line) for line in (SESSION / "session.jsonl").read_text().splitlines() if line.strip()]
+    text = next(line["text"] for line in lines if line.get("audio") == name)
+    return read_audio_file(SESSION / name), text
+
+
+class _Scored:
+    """The events, and a wait for the n-th `turn_scored`."""
+
+    def __init__(self) -> None:
+        self.log: list[dict[str, Any]] = []
+        self._changed = asyncio.Event()
+        self.emitter = EventEmitter(guild_id="g1", session_id="turn-ends", source="test")
+        self.emitter.add_sink(self._add)
+
+    def _add(self, event: dict[str, Any]) -> None:
+        self.log.append(event)
+        self._changed.set()
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in self.log if e["event"] == name]
+
+    async def wait_scored(self, count: int = 1) -> list[dict[str, Any]]:
+        async with asyncio.timeout(HANG_GUARD_S):
+            while len(self.named(TurnScored.name)) < count:
+                self._changed.clear()
+                await self._changed.wait()
+        return self.named(TurnScored.name)
+
+
+def _feed(pipeline: HearingPipeline, clock: FakeClock, pcm: PcmInt16) -> None:
+    for frame in frames(pcm):
+        clock.advance(frame.size / R)
+        pipeline.feed("u1", "Alice", to_discord(frame))
+
+
+def _silence(ms: int) -> PcmInt16:
+    return np.zeros(ms * R // 1000, dtype=np.int16)
+
+
+@pytest.mark.slow
+async def test_a_finished_sentence_ends_its_turn_at_the_short_pause(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """A complete question and 300 ms of quiet (well under the 700 ms end-of-utterance silence):
+    the turn model ends the turn at the pause, and its text is the speculative transcription's
+    (one Whisper call, judged by the guards like any other)."""
+    pcm, text = _clip("22_alice.ogg")
+    clock, sink, events = FakeClock(), ListSink(), _Scored()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=TURNS, turn_model=turn_model)
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        await asyncio.sleep(0)  # run() starts: its task group owns the speculations
+        _feed(pipeline, clock, np.concatenate([pcm, _silence(300)]))
+        scored = await events.wait_scored()
+        await pipeline.wait_idle()
+        runner.cancel()
+    assert [True] == [e["ended"] for e in scored], scored
+    assert 1 == len(sink.turns)
+    assert wer(text, sink.turns[0].text) < 0.15, sink.turns[0].text
+    stats = pipeline.stats()
+    assert (1, 1) == (stats.transcribed, stats.speculation_used)  # one pause per comma, too: each guessed
+    assert [True] == [e["speculative"] for e in events.named(AsrTranscribed.name)]
+
+
+@pytest.mark.slow
+async def test_an_unfinished_sentence_waits_for_the_silence_and_is_not_cut_by_the_voice_gate(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """"Okay everyone, I just" and quiet: the model hears an unfinished sentence, so neither the
+    pause nor the client's end of transmission ends the turn; the full end-of-utterance silence
+    does, and the speculative transcription made at the pause is the turn's text."""
+    pcm, _ = _clip("01_alice.ogg")
+    head = pcm[: pcm.size // 2]  # "Okay everyone, I just"
+    clock, sink, events = FakeClock(), ListSink(), _Scored()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=TURNS, turn_model=turn_model)
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        await asyncio.sleep(0)  # run() starts: its task group owns the speculations
+        _feed(pipeline, clock, np.concatenate([head, _silence(300)]))
+        scored = await events.wait_scored()
+        pipeline.speaking_state("u1", False)  # the client's voice gate closed
+        await pipeline.wait_idle()
+        before = len(sink.turns)
+        _feed(pipeline, clock, _silence(500))  # 800 ms of silence in all
+        await pipeline.wait_idle()
+        runner.cancel()
+    assert ([False], 0) == ([e["ended"] for e in scored], before), scored
+    assert 1 == len(sink.turns)
+    assert wer("Okay everyone, I just", sink.turns[0].text) == 0.0, sink.turns[0].text
+    assert (1, 1) == (pipeline.stats().transcribed, pipeline.stats().speculation_used)
+
+
+@pytest.mark.slow
+async def test_speech_after_the_pause_keeps_the_turn_open_and_whole(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """A sentence, a 150 ms pause the model is still judging, and more speech before its answer
+    comes back: even a confident answer does not cut the utterance; the two sentences make
+    one turn, and the speculation about the first half is not used for it."""
+    first, first_text = _clip("22_alice.ogg")
+    second, second_text = _clip("08_alice.ogg")
+    called, gate = asyncio.Event(), asyncio.Event()
+
+    class HeldModel:
+        """The real model, its answer held until the test has fed more speech."""
+
+        async def complete_probability(self, audio: PcmInt16) -> float:
+            called.set()
+            probability = await turn_model.complete_probability(audio)
+            await gate.wait()
+            return probability
+
+    clock, sink, events = FakeClock(), ListSink(), _Scored()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=TURNS,
+                                turn_model=HeldModel())
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        await asyncio.sleep(0)  # run() starts: its task group owns the speculations
+        _feed(pipeline, clock, np.concatenate([first, _silence(150)]))
+        await called.wait()  # the pause is being judged
+        _feed(pipeline, clock, second)
+        gate.set()
+        scored = await events.wait_scored()
+        _feed(pipeline, clock, _silence(800))
+        await pipeline.flush()
+        runner.cancel()
+    assert [False] == [e["ended"] for e in scored], scored
+    assert 1 == len(sink.turns), [t.text for t in sink.turns]
+    assert wer(f"{first_text} {second_text}", sink.turns[0].text) < 0.2, sink.turns[0].text
+    assert [False] == [e["speculative"] for e in events.named(AsrTranscribed.name)]
