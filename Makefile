@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck bench eval-sets run samples docs screenshot clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile  # a new install step in here reinstalls too
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
