@@ -57,9 +57,6 @@ class RecallConfig:
       reaches `floor_dense_alone` without one. MiniLM puts every chat line near every chat
       question (the best line for a question nothing answers sat at 0.43 at the median), so a
       low cosine alone is not evidence; calibrated on the public dev splits (docs/recall.md).
-    - `floor_margin`: a dense-only line must also stand `floor_margin` above the question's
-      50th best line in this session (per-session calibration: a session where everything
-      sits near the question says nothing by its top cosine alone).
     - The wider tier: once something passed the floor, up to `max_hits` more lines down to a
       plain cosine of `wider_floor_dense`, within `wider_budget_chars` of their own. A reworded
       question's answer often sits just under the floor (statements asked in other words: the
@@ -85,7 +82,6 @@ class RecallConfig:
     floor_dense: float = 0.3
     floor_dense_alone: float = 0.33
     floor_lexical: float = 0.4
-    floor_margin: float = 0.0
     wider_floor_dense: float = 0.2
     wider_budget_chars: int = 600
     speaker_boost: float = 0.5
@@ -327,19 +323,3 @@ def fit_lines(lines: Sequence[RecallLine], budget_chars: int) -> list[RecallLine
             kept.append(line)
             used += cost
     return sorted(kept, key=lambda item: item.order)
-
-
-__all__ = [
-    "EMPTY_RESULT",
-    "REPLY_HEADER",
-    "RecallConfig",
-    "RecallHit",
-    "RecallLine",
-    "RecallQuery",
-    "RecallResult",
-    "build_query",
-    "embed_text",
-    "fit_lines",
-    "name_key",
-    "note_embed_text",
-]

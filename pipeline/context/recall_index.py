@@ -49,7 +49,7 @@ def passes(entry: Scored, config: RecallConfig) -> bool:
         return False
     if entry.content:
         return entry.cosine >= config.floor_dense
-    return entry.cosine >= config.floor_dense_alone and entry.margin >= config.floor_margin
+    return entry.cosine >= config.floor_dense_alone
 
 
 def unit(vector: Vector) -> Vector | None:
@@ -106,9 +106,6 @@ class RecallIndex:
         """How many lines were ever forgotten. A search paused across a removal must not go on
         (its hits may be gone), nor its result be used; one paused across an addition may."""
         return self._removals
-
-    def has_key(self, key: str) -> bool:
-        return self.lines.doc_of(key) is not None
 
     def turn(self, seq: int) -> Turn | None:
         doc = self.lines.doc_of_seq(seq)
@@ -255,8 +252,6 @@ class RecallIndex:
         centre = self._vectors.centre(CENTRE_MIN_ROWS)
         ranked = self._vectors.nearest(q, span=range(len(lines)), before_seq=before_seq, excluded=excluded,
                                        candidates=CANDIDATES, centre=centre)
-        # Per-session calibration: how far a line stands above the question's 50th best line here.
-        base = ranked[-1][1] if len(ranked) >= CANDIDATES else -1.0
         rank = 0
         for doc, sim in ranked:
             if sim < MIN_DENSE:
@@ -265,7 +260,7 @@ class RecallIndex:
                 continue
             rank += 1
             entry = fused.setdefault(doc, Scored(doc))
-            entry.dense_rank, entry.margin = rank, sim - base
+            entry.dense_rank = rank
             entry.score += config.dense_weight / (RRF_K + rank)
         # The centred cosine ranks; the floor reads the plain one.
         docs = np.array(sorted(fused), dtype=np.intp)

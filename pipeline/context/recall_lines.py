@@ -70,7 +70,6 @@ class Scored:
     cosine: float | None = None  # the plain cosine with the (name-free) query
     coverage: float = 0.0  # share of the question's IDF mass matched (names not counted)
     content: bool = False  # shares a content word with the question (a name is not one)
-    margin: float = 0.0  # its centred cosine above the question's 50th best line in the session
 
 
 class Lines:

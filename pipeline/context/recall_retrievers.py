@@ -85,10 +85,6 @@ class LexicalIndex:
         columns = (self._lengths, self._forward, self._starts)
         return arrays + keys + sum(a.buffer_info()[1] * a.itemsize for a in columns)
 
-    def df(self, term: str) -> int:
-        posting = self._postings.get(term)
-        return len(set(posting)) if posting is not None and len(posting) < 64 else len(posting or ())
-
     def add(self, index: int, words: Iterable[str], length: int) -> None:
         """Index doc `index` (the next one: docs are added in order)."""
         for word in words:

@@ -99,15 +99,6 @@ def test_a_name_in_the_question_ranks_that_persons_lines_but_never_makes_one_rel
     assert [] == search(index, RecallConfig(), "Which tax bracket did Bob say he falls into?")
 
 
-def test_the_floor_margin_asks_a_dense_only_line_to_stand_out_in_its_session() -> None:
-    """With `floor_margin`, a dense-only line must also stand that far above the question's 50th
-    best line in the session (every line close to the question: none stands out)."""
-    crowded = vector_index([0.62] + [0.6] * 59)
-    config = dataclasses.replace(RecallConfig(), floor_margin=0.1)
-    assert [] == search(crowded, config)
-    assert 0 in search(crowded, RecallConfig())
-
-
 def test_irregular_forms_share_their_lemma() -> None:
     """"bought" is "buy", "grew" is "grow": a question in the present finds the statement in
     the past (the light suffix stripper alone left them apart)."""
