@@ -3,7 +3,7 @@ reopening, and many long-lived sessions in one process.
 
 - `recall_memory_per_10k_turns`: Python heap growth (tracemalloc) of a `RecallIndex` of 10,000
   turns with 384-d vectors (int8 + sign bits, grown in fixed chunks). Goal <= 10 MB.
-- `recall_search_20k`: a recall search (BM25 + dense + floor + freshness) at 20,000 turns,
+- `recall_search_20k`: a recall search (BM25 + dense + floor + units and answers) at 20,000 turns,
   p50/p95/max over the bench questions. Goal p95 <= 5 ms. Each search runs as the reply path
   runs it (`RecallIndex.search_steps`, which `ModelContext.prepare` drives with the event loop
   free between the steps), so the loop stall one search causes is its longest step,
@@ -14,8 +14,8 @@ reopening, and many long-lived sessions in one process.
   each run, with no collection under way).
 - `recall_search_20k_real`: the same at 20,000 turns of real lines (the committed evaluation
   sessions' dev splits, one after another, with their packaged-MiniLM vectors; their own
-  questions): longer lines and more speakers than the synthetic ones, and corrections,
-  questions and answers for freshness and echoes to follow. Goals as above; `p95_own_ms`,
+  questions): longer lines and more speakers than the synthetic ones, and units and
+  questions' answers to follow. Goals as above; `p95_own_ms`,
   `max_own_ms` and `max_step_own_ms` are the best-of-three figures.
 - `recall_reopen_20k`: `SessionRecall.restore` of 20,000 turns and their stored vectors while
   a ticker task measures the longest gap between its wake-ups (the loop stall). Goal <= 20 ms.
@@ -111,7 +111,7 @@ def _timed_searches() -> dict[str, Any]:
         current = questions[i % len(questions)]
         query = build_query(current, (), known_speakers=index.speakers.keys(), config=config,
                             analyzer=index.analyzer, bot_name="Clanky")
-        # A query near some old line (so the dense side and freshness have work to do).
+        # A query near some old line (so the dense side and the floor have work to do).
         target = vectors[int(rng.integers(0, SEARCH_TURNS - 100))]
         qvec = target + 0.6 * rng.standard_normal(DIM).astype(np.float32) / np.sqrt(DIM)
         searches.append(_stepped(index, query, config, before_seq=SEARCH_TURNS - 50, budget_chars=2300,
@@ -121,7 +121,7 @@ def _timed_searches() -> dict[str, Any]:
     return {"name": "recall_search_20k", "p50_ms": round(statistics.median(timings), 3), "p95_ms": round(p95, 3),
             "max_ms": round(max(timings), 3), "max_own_ms": round(max(own), 3), "max_step_own_ms": round(max(step), 3),
             "goal": "p95 <= 5 ms, longest step <= 5 ms", "met": p95 <= 5.0 and max(step) <= 5.0,
-            "note": "BM25 + int8 dense (sign-bit prefilter) + floor + freshness, in steps on the loop"}
+            "note": "BM25 + int8 dense (sign-bit prefilter) + floor + units, in steps on the loop"}
 
 
 def _stepped(index: RecallIndex, *args: Any, **kwargs: Any) -> Callable[[], float]:

@@ -270,7 +270,7 @@ class SessionRecall:
 
     # -- queries --------------------------------------------------------------------------------
 
-    async def prepare_query(self, text: str, names: Sequence[str] = (), *, name_keep: float = 0.5) -> None:
+    async def prepare_query(self, text: str, names: Sequence[str] = (), *, name_keep: float = 0.0) -> None:
         """Embed the dense query `text` (`RecallQuery.dense_text`) off the loop ahead of a
         synchronous build (the live reply path), so `query_vector` finds it cached, with the
         named speakers' `names` mostly taken out of it (`name_free`); a failure only means a

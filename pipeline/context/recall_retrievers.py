@@ -19,18 +19,20 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.context.recall import RecallConfig, RecallQuery, Vector
+from pipeline.context.recall import RecallQuery, Vector
 
 CHUNK_ROWS = 1024  # storage grows by this many rows at a time
 EXACT_ROWS = 2048  # up to this many candidate rows every row is scored exactly
 RESCORE_FACTOR = 4  # otherwise the best `candidates * RESCORE_FACTOR` (at least 128) by Hamming are rescored
+BM25_K1, BM25_B = 1.2, 0.75  # the usual BM25 constants
+MAX_DF_RATIO = 0.1  # query terms in more lines than this share are skipped (but the rarest)
+NAME_ONLY_FACTOR = 0.3  # BM25 score x this for lines that share only a name with the query
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +85,6 @@ class LexicalIndex:
         columns = (self._lengths, self._forward, self._starts)
         return arrays + keys + sum(a.buffer_info()[1] * a.itemsize for a in columns)
 
-    def df(self, term: str) -> int:
-        posting = self._postings.get(term)
-        return len(set(posting)) if posting is not None and len(posting) < 64 else len(posting or ())
-
     def add(self, index: int, words: Iterable[str], length: int) -> None:
         """Index doc `index` (the next one: docs are added in order)."""
         for word in words:
@@ -122,22 +120,20 @@ class LexicalIndex:
             if not posting:
                 del self._postings[word]
 
-    def rank(
-        self, query: RecallQuery, config: RecallConfig, eligible: Callable[[int], bool]
-    ) -> list[LexicalHit]:
-        """The best `config.candidates` eligible docs by BM25, best first."""
+    def rank(self, query: RecallQuery, candidates: int, eligible: Callable[[int], bool]) -> list[LexicalHit]:
+        """The best `candidates` eligible docs by BM25, best first."""
         n = len(self._lengths)
         if not n or not query.weights:
             return []
         avgdl = max(1.0, self._total_len / n)
-        k1, b = config.bm25_k1, config.bm25_b
+        k1, b = BM25_K1, BM25_B
 
         def idf(df: int, weight: float) -> float:
             return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * weight
 
         # Terms found in more than `max_df_ratio` of all lines say little and cost the most
         # (their postings are the longest); the rarest term of the turn is always kept.
-        max_df = max(50, int(n * config.max_df_ratio))
+        max_df = max(50, int(n * MAX_DF_RATIO))
         empty: array[int] = array("i")
         postings = [(t, w, self._postings.get(t, empty)) for t, w in query.weights.items()]
         main_all = [p for p in postings if p[0] in query.main]
@@ -181,7 +177,7 @@ class LexicalIndex:
             docs = docs[matched[docs]]
             np.add.at(scores, docs, term_idf * (k1 + 1.0) / (1 + k1 * (1.0 - b + b * lengths[docs] / avgdl)))
         if query.names:  # a line that only shares a frequent name says nothing about the question
-            scores[matched & ~content] *= config.name_only_factor
+            scores[matched & ~content] *= NAME_ONLY_FACTOR
         found = np.flatnonzero(matched)
         order = found[np.lexsort((found, -scores[found]))]
         out: list[LexicalHit] = []
@@ -192,55 +188,14 @@ class LexicalIndex:
                 continue
             coverage = matched_mass / total_mass if total_mass > 0 else 0.0
             out.append(LexicalHit(index, score, coverage, bool(query.names) and named_only))
-            if len(out) >= config.candidates:
+            if len(out) >= candidates:
                 break
         return out
-
-    def both_after(self, first: str, second: str, *, after: int, limit: int) -> list[int]:
-        """The docs after `after` holding both terms, looked for among those holding the rarer
-        one (postings are in doc order, so a bisection finds where "after" starts and whether
-        the other holds a doc), and only when at most `limit` docs hold it: two common words
-        say nothing. A doc holding the rarer twice comes twice."""
-        a, b = self._postings.get(first), self._postings.get(second)
-        if a is None or b is None:
-            return []
-        start_a, start_b = bisect_right(a, after), bisect_right(b, after)
-        if len(a) - start_a > len(b) - start_b:
-            a, start_a, b, start_b = b, start_b, a, start_a
-        if len(a) - start_a > limit:
-            return []
-        out: list[int] = []
-        for doc in a[start_a:]:
-            at = bisect_left(b, doc, start_b)
-            if at < len(b) and b[at] == doc:
-                out.append(doc)
-        return out
-
-    def matches(
-        self, words: Iterable[str], *, after: int, max_df: int, only: Collection[int] | None = None
-    ) -> dict[int, int]:
-        """Docs after `after` (and in `only`, when given) sharing any of `words` (each in at most
-        `max_df` docs): doc -> how many of the words."""
-        out: Counter[int] = Counter()
-        for word in set(words):
-            posting = self._postings.get(word)
-            if posting is None or len(posting) > max_df:
-                continue
-            hits: Iterable[int]
-            if only is not None:
-                found = set(posting).intersection(only) if len(only) < len(posting) else set(posting)
-                hits = (i for i in found if i in only and i > after)
-            else:  # postings are in doc order: the docs after `after` are its tail
-                hits = set(posting[bisect_right(posting, after) :])
-            out.update(hits)  # a count per doc (Counter counts in C)
-        return out
-
 
 class VectorTable:
     """One row per doc: its seq (-1 for notes) and, once it arrived, its quantised unit vector."""
 
-    __slots__ = ("_bits", "_count", "_group", "_group_sum", "_has_vec", "_means", "_q", "_rows", "_scale", "_seq_of",
-                 "_sum")
+    __slots__ = ("_bits", "_count", "_has_vec", "_q", "_rows", "_scale", "_seq_of", "_sum")
 
     def __init__(self) -> None:
         self._rows = 0  # rows in use
@@ -251,13 +206,10 @@ class VectorTable:
         self._seq_of: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1 for notes
         self._sum: npt.NDArray[np.float64] | None = None  # of the stored rows: their mean is the centre
         self._count = 0
-        self._group: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)  # who said it (-1: none)
-        self._group_sum: dict[int, tuple[npt.NDArray[np.float64], int]] = {}  # group -> (sum of rows, rows)
-        self._means: tuple[int, npt.NDArray[np.float32]] | None = None  # (min rows, group -> mean), until a change
 
     @property
     def nbytes(self) -> int:
-        arrays = [self._scale, self._has_vec, self._seq_of, self._group, self._q, self._bits]
+        arrays = [self._scale, self._has_vec, self._seq_of, self._q, self._bits]
         return sum(a.nbytes for a in arrays if a is not None)
 
     @property
@@ -267,10 +219,9 @@ class VectorTable:
     def count(self, docs: int) -> int:
         return int(self._has_vec[:docs].sum())
 
-    def add(self, index: int, seq: int | None, group: int = -1) -> None:
+    def add(self, index: int, seq: int | None) -> None:
         self._grow(index + 1)
         self._seq_of[index] = seq if seq is not None else -1
-        self._group[index] = group
         self._rows = max(self._rows, index + 1)
 
     def _grow(self, size: int) -> None:
@@ -285,7 +236,6 @@ class VectorTable:
             return grown
 
         self._seq_of = widen(self._seq_of, -1)  # type: ignore[assignment]
-        self._group = widen(self._group, -1)  # type: ignore[assignment]
         self._has_vec = widen(self._has_vec, False)  # type: ignore[assignment]
         self._scale = widen(self._scale, 0.0)  # type: ignore[assignment]
         if self._q is not None and self._bits is not None:
@@ -312,23 +262,13 @@ class VectorTable:
         self._has_vec[index] = True
         self._sum = (self._sum if self._sum is not None else np.zeros(len(unit))) + self._q[index] * scale
         self._count += 1
-        self._regroup(index, +1)
         return True
-
-    def _regroup(self, index: int, sign: int) -> None:
-        group = int(self._group[index])
-        if group < 0 or self._q is None:
-            return
-        total, rows = self._group_sum.get(group, (np.zeros(self._q.shape[1]), 0))
-        self._group_sum[group] = (total + sign * self._q[index] * float(self._scale[index]), rows + sign)
-        self._means = None
 
     def _uncount(self, index: int) -> None:
         """Take a stored row out of the running sum (before it is replaced or cleared)."""
         if self._q is not None and self._sum is not None and index < len(self._has_vec) and self._has_vec[index]:
             self._sum -= self._q[index] * float(self._scale[index])
             self._count -= 1
-            self._regroup(index, -1)
 
     def centre(self, min_rows: int) -> Vector | None:
         """The mean of the stored rows, once there are `min_rows` of them (None before)."""
@@ -336,23 +276,6 @@ class VectorTable:
             return None
         out: Vector = (self._sum / self._count).astype(np.float32)
         return out
-
-    def group_centred(self, rows: npt.NDArray[np.intp], min_rows: int, dequantised: Vector | None = None) -> Vector:
-        """The rows as unit vectors after subtracting the mean row of their group (the speaker)
-        where it has `min_rows` rows. Lines are embedded as "Speaker: text", so two lines of one
-        speaker share a direction and raw cosines rank a speaker's filler close to their fact;
-        freshness compares a line with a later one by what they say, not by who said both."""
-        assert self._q is not None
-        if self._means is None or self._means[0] != min_rows:
-            means = np.zeros((max(self._group_sum, default=-1) + 2, self._q.shape[1]), dtype=np.float32)
-            for group, (total, count) in self._group_sum.items():
-                if count >= max(1, min_rows):
-                    means[group] = total / count
-            self._means = (min_rows, means)  # the last row stays zero: rows of no group (-1)
-        scaled = self.rows(rows) if dequantised is None else dequantised * self._scale[rows, None]
-        out = scaled - self._means[1][self._group[rows]]
-        centred: Vector = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-        return centred
 
     def clear(self, index: int) -> None:
         """Drop doc `index`'s vector (forgotten)."""
@@ -364,12 +287,6 @@ class VectorTable:
                 self._q[index] = 0
                 self._bits[index] = 0
 
-    def have(self, indices: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-        """`has` for many rows at once."""
-        inside = indices < len(self._has_vec)
-        out: npt.NDArray[np.bool_] = inside & self._has_vec[np.where(inside, indices, 0)]
-        return out
-
     def has(self, index: int) -> bool:
         return index < len(self._has_vec) and bool(self._has_vec[index])
 
@@ -379,22 +296,7 @@ class VectorTable:
         row: Vector = self._q[index].astype(np.float32) * self._scale[index]
         return row
 
-    def rows(self, indices: npt.NDArray[np.intp]) -> Vector:
-        """The dequantised vectors of `indices` (zeros where none)."""
-        assert self._q is not None
-        out: Vector = self._q[indices].astype(np.float32) * self._scale[indices, None]
-        return out
-
-    def dequantised(self, rows: npt.NDArray[np.intp]) -> Vector:
-        """The int8 rows as float32, before their scales: what `rows`, `group_centred` and
-        `similarities` start from (pass it to both of the latter for the same rows, to convert once)."""
-        assert self._q is not None
-        out: Vector = self._q[rows].astype(np.float32)
-        return out
-
-    def similarities(
-        self, rows: npt.NDArray[np.intp], q: Vector, centre: Vector | None = None, dequantised: Vector | None = None
-    ) -> Vector:
+    def similarities(self, rows: npt.NDArray[np.intp], q: Vector, centre: Vector | None = None) -> Vector:
         """Cosine of each of `rows` with the unit query `q`; with a `centre` (the session's mean
         row), the cosine of the two after subtracting it from both. Every line of one chat
         shares a common direction (the chatter's, the speakers' names), and MiniLM's raw
@@ -404,8 +306,7 @@ class VectorTable:
         ICLR 2018). Rows are unit vectors, so |row - centre|^2 = 1 - 2 row.centre + |centre|^2."""
         assert self._q is not None
         scale = self._scale[rows]
-        if dequantised is None:
-            dequantised = self._q[rows].astype(np.float32)
+        dequantised = self._q[rows].astype(np.float32)
         if centre is None:
             plain: Vector = (dequantised @ q) * scale
             return plain

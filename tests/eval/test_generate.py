@@ -19,8 +19,8 @@ MANIFEST_KEYS = {"set", "recipe", "folder", "source", "licence", "written_by", "
 
 def test_every_set_has_a_manifest_with_its_provenance_and_splits() -> None:
     names = generate.set_names()
-    assert names == ["chitchat", "corrections", "corrections_fourth", "corrections_fresh", "corrections_third",
-                     "languages", "synthetic", "turn_ends"]
+    assert names == ["chitchat", "chitchat_fresh", "corrections", "corrections_fourth", "corrections_fresh",
+                     "corrections_third", "languages", "synthetic", "turn_ends"]
     for name in names:
         manifest = generate.load_manifest(name)
         assert MANIFEST_KEYS <= set(manifest), name

@@ -81,9 +81,9 @@ def test_a_recalled_line_brings_the_lines_its_correction_cites() -> None:
                           scope=RecallScope(corrected={20: (72, 71)}))
     assert [72, 71, 20] == [h.seq for h in scoped.hits][:3]
     [old] = [line.text for line in scoped.lines if "Friday" in line.text]
-    assert old.endswith("(earlier; may be superseded by the later lines [05:55], [06:00])")
+    assert old.endswith("(corrected later: [05:55], [06:00])")
     [new] = [line.text for line in scoped.lines if "Dana's" in line.text]
-    assert new.endswith("(later than [01:40] on the same thing)")
+    assert new.endswith("(corrects [01:40])")
     # A correction in the window is pointed at, not repeated; a forgotten one is not shown.
     in_window = index.search(query, config, before_seq=72, budget_chars=2000, scope=RecallScope(corrected={20: (72,)}))
     assert 72 not in in_window.seqs and "[06:00] in the conversation" in in_window.render()
@@ -165,7 +165,7 @@ async def test_a_models_correction_reaches_recall_through_the_session(
     assert result is not None
     assert 22 in result.seqs and 22 not in plain.seqs and 0 in plain.seqs
     [old] = [line.text for line in result.lines if "Friday at my place" in line.text]
-    assert "(earlier; may be superseded by the later line" in old
+    assert "(corrected later: [01:40], [01:50])" in old
 
 
 def test_a_merge_keeps_what_its_items_corrected() -> None:

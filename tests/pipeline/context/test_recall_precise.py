@@ -102,49 +102,7 @@ def test_a_frequent_name_does_not_drown_the_fact() -> None:
     lines[77] = ("Alice", "Bob told me his allergy is peanuts, keep them away")
     index = index_of(lines)
     hits = ask(index, None, question(200, "what is Bob's allergy?"), before=160)
-    assert [77] == hits
-
-
-# -- 3. the latest wins, visibly ------------------------------------------------------------------
-
-
-def test_a_later_statement_comes_with_the_older_one_and_is_marked(embedder: MiniLMEmbedder) -> None:
-    """'Team dinner is at 7pm on Friday' ... later 'make it six, not seven' (no keyword
-    repeated): asked in other words, both lines come, the older marked earlier, with times."""
-    lines = [GAME[i % len(GAME)] for i in range(160)]
-    lines[10] = ("Alice", "team dinner is at seven on Friday, I booked the place")
-    lines[90] = ("Bob", "change of plan for Friday's meal, make it six instead")
-    index = dense_index(embedder, lines)
-    config = RecallConfig()
-    current = question(160, "what time do we eat together at the end of the week?")
-    query = build_query(current, (), known_speakers=index.speakers.keys(), analyzer=index.analyzer, config=config,
-                        bot_name="Clanky")
-    result = index.search(query, config, before_seq=120, budget_chars=2300,
-                          query_vector=embedder.embed_blocking([query.dense_text])[0])
-    text = result.render()
-    assert {10, 90} <= set(result.seqs)
-    [older] = [line for line in text.splitlines() if "seven on Friday" in line]
-    [newer] = [line for line in text.splitlines() if "make it six" in line]
-    assert older.startswith("[00:50] ") and "(earlier; may be superseded by the later line" in older
-    assert "[07:30]" in older and newer.startswith("[07:30] ") and "(later than [00:50]" in newer
-    assert text.index(older) < text.index(newer)
-
-
-def test_a_later_line_in_the_window_marks_the_recalled_one(embedder: MiniLMEmbedder) -> None:
-    """When the newer statement is already in the verbatim window, the old line says so."""
-    lines = [GAME[i % len(GAME)] for i in range(160)]
-    lines[10] = ("Alice", "team dinner is at seven on Friday, I booked the place")
-    lines[150] = ("Bob", "change of plan for Friday's meal, make it six instead")
-    index = dense_index(embedder, lines)
-    config = RecallConfig()
-    current = question(160, "what time is the team dinner on Friday?")
-    query = build_query(current, (), known_speakers=index.speakers.keys(), analyzer=index.analyzer, config=config,
-                        bot_name="Clanky")
-    result = index.search(query, config, before_seq=120, budget_chars=2300,
-                          query_vector=embedder.embed_blocking([query.dense_text])[0])
-    [older] = [line for line in result.render().splitlines() if "seven on Friday" in line]
-    assert "[12:30] in the conversation" in older
-    assert 150 not in result.seqs
+    assert [76, 77] == sorted(hits)  # (76: Alice goes on within 5 s, one unit with 77)
 
 
 # -- 5. trust and deletion --------------------------------------------------------------------------
@@ -180,7 +138,7 @@ def test_a_forgotten_line_leaves_no_trace_in_the_index() -> None:
         a = forgotten.search(query, config, before_seq=80, budget_chars=1000)
         b = never.search(query, config, before_seq=80, budget_chars=1000)
         assert [(h.seq, h.score, h.coverage) for h in a.hits] == [(h.seq, h.score, h.coverage) for h in b.hits]
-        assert forgotten._lexical.rank(query, config, bool) == never._lexical.rank(query, config, bool)  # BM25 too
+        assert forgotten._lexical.rank(query, 50, bool) == never._lexical.rank(query, 50, bool)  # BM25 too
     assert (never._lexical.term_count, never._lexical.posting_count) == (
         forgotten._lexical.term_count, forgotten._lexical.posting_count)
     assert forgotten._lexical.term_set(30) <= {0}  # its hashed terms too
