@@ -294,7 +294,18 @@ class RecallEmbedders:
         model = {RecallEmbedder.MINILM: MINILM_MODEL, RecallEmbedder.USE: USE_MODEL}.get(kind, "")
         return relevance_floor(model, language, default)
 
+    def tuned(self, recall: RecallConfig, language: str) -> RecallConfig:
+        """`recall` with `language`'s embedder's floor. MiniLM in English keeps its two floors
+        (with and without a shared word, tuned on public English chat: docs/recall.md); any other
+        embedder or language has one measured floor (pipeline/adapters/multilingual.py), which a
+        line must reach with or without a shared word: USE's cosines sit far below MiniLM's, so
+        English's 0.33 for a line alone kept 10 of 16 Arabic answers out (14 of 16 at 0.3, dev)."""
+        floor = self.floor(language)
+        if self._kind(language) is RecallEmbedder.MINILM and language == "en":
+            return dataclasses.replace(recall, floor_dense=floor)
+        return dataclasses.replace(recall, floor_dense=floor, floor_dense_alone=floor)
+
 
 def recall_config(settings: Settings) -> RecallConfig:
     """Settings.recall() with CONVERSATION_LANGUAGE's embedder's relevance floor."""
-    return dataclasses.replace(settings.recall(), floor_dense=RecallEmbedders(settings).floor(settings.language))
+    return RecallEmbedders(settings).tuned(settings.recall(), settings.language)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import hashlib
 import json
 import statistics
@@ -59,7 +60,7 @@ def make_embedder(name: str, language: str) -> tuple[Embedder, RecallConfig | No
         choice = RecallEmbedders(load_settings({}, dotenv=None))  # RECALL_EMBEDDER's default, `auto`
         chosen = choice.embedder(language)
         assert chosen is not None
-        return chosen, RecallConfig(floor_dense=choice.floor(language))
+        return chosen, choice.tuned(RecallConfig(), language)
     if name == "use":
         from pipeline.adapters.multilingual import UseEmbedder
 
@@ -114,7 +115,7 @@ async def open_session(path: Path, language: str, vectors: CachedVectors) -> Ses
     for turn, row in zip(turns, await vectors.embed([embed_text(t) for t in turns]), strict=True):
         index.set_vector(turn_key(turn.seq), row)
     people = [t for t in turns if t.kind is TurnKind.SPEECH]
-    return Session(path.stem, turns, probes, index, people[0])
+    return Session(path.stem, turns, probes, index, people[0], [])  # its unanswerable questions: `measure`
 
 
 async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +125,7 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
     out: dict[str, Any] = {}
     for language, group in sorted(by_language.items()):
         embedder, config = make_embedder(embedder_name, language)
-        config = RecallConfig(**{**({"floor_dense": config.floor_dense} if config else {}), **overrides})
+        config = dataclasses.replace(config or RecallConfig(), **overrides)
         vectors = CachedVectors(embedder)
         hits = ceiling = probes = 0
         ranks: list[int] = []

@@ -433,7 +433,7 @@ async def open_session(
             text = await asyncio.to_thread(text_analyzer, language)
         if deps.embedders is not None:
             embedder = deps.embedders.embedder(language)
-            recall = dataclasses.replace(deps.model_context.recall, floor_dense=deps.embedders.floor(language))
+            recall = deps.embedders.tuned(deps.model_context.recall, language)
             model_context = dataclasses.replace(deps.model_context, recall=recall)
     conversation = await ConversationSession.open(ConversationDeps(
         session_id=sid,

@@ -32,6 +32,7 @@ from pipeline.adapters.openai_summarizer import OpenAISummarizer
 from pipeline.adapters.openai_transcriber import OpenAITranscriber
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
+from pipeline.context.recall import RecallConfig
 from pipeline.hearing.pipeline import HearingConfig
 from pipeline.hearing.vad import VadKind
 from pipeline.models import CompactionPolicy, Turn, TurnKind
@@ -210,7 +211,8 @@ async def test_a_guild_in_japanese_recalls_with_the_multilingual_embedder_and_it
             await session.session.recall.wait_idle()
         stored = await r.store.load_recall_vectors(f"guild-{GUILD}", USE_MODEL)
         assert len(stored) >= len(lines) and "ja" == session.session.recall.index.analyzer.language
-        assert embedders.floor("ja") == session.model_context.config.recall.floor_dense
+        recall = session.model_context.config.recall
+        assert (embedders.floor("ja"), embedders.floor("ja")) == (recall.floor_dense, recall.floor_dense_alone)
         question = Turn(seq=99, kind=TurnKind.SPEECH, speaker_id="1", speaker_name="Alice",
                         text="由美の歯医者っていつになったの？", started_at=200.0, ended_at=201.0)
         await session.model_context.prepare(question)
@@ -235,3 +237,15 @@ async def test_the_multilingual_embedder_puts_a_translation_near_its_original() 
     a, b, c = (np.asarray(x) for x in rows)
     assert abs(float(np.linalg.norm(a)) - 1.0) < 1e-3
     assert float(a @ b) > float(a @ c) + 0.2
+
+
+def test_one_measured_floor_outside_english_minilm() -> None:
+    """English MiniLM keeps its two floors (with a shared word, alone); USE and MiniLM outside
+    English have one measured floor for both (English's 0.33 alone kept most Arabic answers out
+    under USE, whose cosines sit far lower)."""
+    auto = RecallEmbedders(load_settings({}, dotenv=None))
+    base = RecallConfig()
+    english, arabic = auto.tuned(base, "en"), auto.tuned(base, "ar")
+    assert (base.floor_dense, base.floor_dense_alone) == (english.floor_dense, english.floor_dense_alone)
+    assert (auto.floor("ar"), auto.floor("ar")) == (arabic.floor_dense, arabic.floor_dense_alone)
+    assert arabic.floor_dense_alone < base.floor_dense_alone
