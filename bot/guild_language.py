@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 import structlog
 
 from bot.session.ports import HearingFactory
+from pipeline.context.recall import RecallConfig
 from pipeline.models import StoreUnavailable
 from pipeline.pcm import PcmInt16
 from pipeline.ports import Embedder, SessionStore, Summarizer
@@ -103,6 +104,8 @@ class LanguageEmbedders(Protocol):
     def embedder(self, language: str) -> Embedder | None: ...
 
     def floor(self, language: str) -> float: ...
+
+    def tuned(self, recall: RecallConfig, language: str) -> RecallConfig: ...
 
 
 @runtime_checkable

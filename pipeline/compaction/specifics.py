@@ -10,6 +10,8 @@ One implementation for every item, the model's and the offline summarizer's (`up
   said "Saturday at 8");
 - `unit_swap(what, sources)`: a number `what` counts in another unit than its sources do ("two
   hours later" -> "two days later"): the word after the number, where both say one;
+- `day_swap(what, sources)`: a relative day `what` names where its sources name another
+  ("yesterday" for "earlier today"; `pipeline/text/data/<language>/relative_days.txt`);
 - `negation_flip(what, sources)`: a negation `what` adds that its sources do not have ("is not
   going to" from "is going to"), or one it removes (the turn says "can't make it" and the item
   "can make it"), as a short description; "" when there is none. Negators are read from
@@ -24,7 +26,7 @@ import re
 from collections.abc import Collection, Iterable
 from itertools import pairwise
 
-from pipeline.text import word_table
+from pipeline.text import tokens, word_table
 
 LANG = "en"  # the language whose words these checks read (the summarizer's turns)
 _TOKEN = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
@@ -99,6 +101,24 @@ def unit_swap(what: str, sources: Iterable[str], lang: str = LANG, *, ignore: Co
         if theirs and not any(u[:SAME_UNIT_STEM] in stems for u in units):  # a unit they never say
             return f"counts {value} {sorted(units)[0]!r}, its turns {sorted(theirs)[0]!r}"
     return ""
+
+
+def _days(text: str, lang: str) -> set[int]:
+    """The relative days `text` names, as offsets from today ("yesterday" -1, "tonight" 0)."""
+    table = word_table(lang, "relative_days")
+    return {int(table[t]) for t in tokens(text, lang) if t in table}
+
+
+def day_swap(what: str, sources: Iterable[str], lang: str = LANG) -> str:
+    """A relative day `what` names where its sources name another ("yesterday" for the turn's
+    "earlier today"), described; "" when there is none. A day the sources do not speak of at all
+    is no swap: a model placing a plan ("tonight") is context, not a change."""
+    theirs = set().union(*(_days(s, lang) for s in sources))
+    mine = _days(what, lang)
+    if not theirs or mine <= theirs:
+        return ""
+    names = {int(v): w for w, v in reversed(word_table(lang, "relative_days").items())}
+    return f"says {names[min(mine - theirs)]!r}, its turns {names[min(theirs)]!r}"
 
 
 def _negator(token: str, negators: dict[str, str]) -> bool:

@@ -53,7 +53,7 @@ from pipeline.compaction.rejections import (
     printable,
     repetition,
 )
-from pipeline.compaction.specifics import negation_flip, numbers, unit_swap, unsaid_numbers
+from pipeline.compaction.specifics import day_swap, negation_flip, numbers, unit_swap, unsaid_numbers
 from pipeline.compaction.update_parsing import (
     ParsedUpdate,
     content_words,
@@ -387,6 +387,9 @@ def _item_rejection(
                      ignore=item_stop_words(language) | names)
     if swap:
         return _reject(RejectReason.SPECIFICS, swap)
+    moved = day_swap(what, [spoken, *([old.what] if old is not None else [])], language)
+    if moved:
+        return _reject(RejectReason.SPECIFICS, moved)
     if old is not None:
         if not _same_subject(item, old, people, spoken, text, language):
             return _reject(RejectReason.BAD_SUPERSEDE, f"supersedes {old.id!r}, which neither it nor its turns "

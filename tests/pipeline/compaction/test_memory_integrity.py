@@ -17,7 +17,7 @@ import pytest
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.compaction.memory_items import apply_update
 from pipeline.compaction.rejections import RejectReason
-from pipeline.compaction.specifics import negation_flip, unit_swap
+from pipeline.compaction.specifics import day_swap, negation_flip, unit_swap
 from pipeline.compaction.summarizer_offline import extract_update
 from pipeline.compaction.summarizing import Grounding, Rejected, bounded_summary
 from pipeline.compaction.update_parsing import STOPWORDS, ParsedUpdate, parse_update
@@ -253,6 +253,18 @@ def test_a_number_before_a_comma_counts_no_unit() -> None:
     assert "" == unit_swap("Five people come, Paul and Sara too.", ["We are five, Paul and Sara come too."],
                            ignore=STOPWORDS)
     assert unit_swap("Five days later.", ["Five hours later."], ignore=STOPWORDS)
+
+
+@pytest.mark.parametrize(("lang", "turn", "good", "bad"), [
+    ("en", "I chatted with him earlier today.", "Avery chatted with him today.", "Avery chatted with him yesterday."),
+    ("de", "Wir treffen uns morgen um acht.", "Treffen morgen um acht.", "Treffen heute um acht."),
+    ("ja", "明日の八時に会おう", "明日八時に会う", "今日八時に会う"),
+])
+def test_a_relative_day_is_the_one_its_turns_name(lang: str, turn: str, good: str, bad: str) -> None:
+    """"earlier today" -> "yesterday" was committed (a day word with no number or capital); the
+    same day, and a day where the turns name none (a model placing a plan), pass."""
+    assert ("", "") == (day_swap(good, [turn], lang), day_swap("Bob goes tonight.", ["I'm going."], lang))
+    assert day_swap(bad, [turn], lang)
 
 
 def test_a_negation_governs_its_own_clause_only() -> None:
