@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import hashlib
 import json
 import statistics
 import sys
@@ -40,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from eval.generate import built_split
-from eval.recall_honest import Session, ask, found, load
+from eval.recall_honest import Session, Vectors, ask, found, load
 from pipeline.context.recall import RecallConfig, embed_text, turn_key
 from pipeline.context.recall_index import RecallIndex
 from pipeline.models import TurnKind
@@ -70,44 +69,12 @@ def make_embedder(name: str, language: str) -> tuple[Embedder, RecallConfig | No
     return MiniLMEmbedder(), None
 
 
-class CachedVectors:
-    """An embedder's vectors with an on-disk cache keyed by text hash (one file per model)."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self._model = embedder
-        CACHE.mkdir(parents=True, exist_ok=True)
-        self._path = CACHE / f"{embedder.model}.npz"
-        self._cache: dict[str, np.ndarray] = {}
-        if self._path.exists():
-            with np.load(self._path) as data:
-                self._cache = {k: data[k] for k in data.files}
-        self._dirty = False
-
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha1(text.encode()).hexdigest()[:20]
-
-    async def embed(self, texts: list[str]) -> list[np.ndarray]:
-        missing = sorted({t for t in texts if self._key(t) not in self._cache})
-        for start in range(0, len(missing), 64):
-            chunk = missing[start : start + 64]
-            for text, row in zip(chunk, await self._model.embed(chunk), strict=True):
-                self._cache[self._key(text)] = np.asarray(row, dtype=np.float32)
-            self._dirty = True
-        return [self._cache[self._key(t)] for t in texts]
-
-    def save(self) -> None:
-        if self._dirty:
-            np.savez(self._path, **self._cache)
-            self._dirty = False
-
-
 def header(path: Path) -> dict[str, Any]:
     first: dict[str, Any] = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
     return first
 
 
-async def open_session(path: Path, language: str, vectors: CachedVectors) -> Session:
+async def open_session(path: Path, language: str, vectors: Vectors) -> Session:
     turns, probes = load(path)
     index = RecallIndex(text_analyzer(language))
     for turn in turns:
@@ -126,7 +93,7 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
     for language, group in sorted(by_language.items()):
         embedder, config = make_embedder(embedder_name, language)
         config = dataclasses.replace(config or RecallConfig(), **overrides)
-        vectors = CachedVectors(embedder)
+        vectors = Vectors(embedder, CACHE)
         hits = ceiling = probes = 0
         ranks: list[int] = []
         cosines: list[float] = []

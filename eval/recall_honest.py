@@ -65,6 +65,7 @@ from pipeline.context.recall import (
 from pipeline.context.recall_index import RecallIndex
 from pipeline.formatting import cap_text, mmss
 from pipeline.models import Turn, TurnKind
+from pipeline.ports import Embedder
 from pipeline.wiring import text_analyzer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,12 +106,14 @@ _TIME = re.compile(r"\[\d{1,2}:\d{2}(?::\d{2})?\]")
 
 
 class Vectors:
-    """MiniLM vectors with an on-disk cache keyed by text hash."""
+    """An embedder's vectors (MiniLM unless given) with an on-disk cache keyed by text hash, one
+    file per model in `cache` (`CACHE` unless given)."""
 
-    def __init__(self) -> None:
-        self._model = MiniLMEmbedder()
-        CACHE.mkdir(parents=True, exist_ok=True)
-        self._path = CACHE / "minilm.npz"
+    def __init__(self, embedder: Embedder | None = None, cache: Path | None = None) -> None:
+        self._model = embedder or MiniLMEmbedder()
+        folder = cache or CACHE
+        folder.mkdir(parents=True, exist_ok=True)
+        self._path = folder / ("minilm.npz" if embedder is None else f"{embedder.model}.npz")
         self._cache: dict[str, np.ndarray] = {}
         if self._path.exists():
             with np.load(self._path) as data:
