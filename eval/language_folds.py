@@ -64,7 +64,7 @@ QUOTE_CHARS = 180  # ... and its longest quote (an item is at most 240 chars)
 COMMITTED_GOAL = 0.9  # issue 39: >= 90% of folds committed as the model's
 
 
-def _section(prompt: str, opener: str, closer: str) -> list[dict[str, Any]]:
+def section(prompt: str, opener: str, closer: str) -> list[dict[str, Any]]:
     """The JSON lines of one data block of the fold prompt (`format_batch`)."""
     out: list[dict[str, Any]] = []
     inside = False
@@ -91,8 +91,8 @@ class StandIn:
     def __call__(self, body: dict[str, Any]) -> str:
         self.calls += 1
         prompt = str(body["messages"][-1]["content"])
-        batch = _section(prompt, "NEW TURNS", "(END transcript data)")
-        memory = _section(prompt, "MEMORY", "(END data)")
+        batch = section(prompt, "NEW TURNS", "(END transcript data)")
+        memory = section(prompt, "MEMORY", "(END data)")
         seqs = {int(t["seq"]) for t in batch}
         if self._answers is None:
             return json.dumps({"add": self._extractive(batch, self._bot), "merge": []}, ensure_ascii=False)
@@ -109,12 +109,12 @@ class StandIn:
         return json.dumps({"add": add, "merge": []}, ensure_ascii=False)
 
     @staticmethod
-    def _extractive(batch: list[dict[str, Any]], bot: str) -> list[dict[str, Any]]:
+    def _extractive(batch: list[dict[str, Any]], bot: str, min_words: int = MIN_WORDS) -> list[dict[str, Any]]:
         """What a careful model could write in any language: each longer turn of a person, quoted
         (shortened to `QUOTE_CHARS`), leaving out the bot's turns and what was said to it."""
         return [{"who": [t["speaker"]], "kind": "fact", "seqs": [t["seq"]], "supersedes": "",
                  "what": f"{t['speaker']}: \u201c{cap_text(t['text'], QUOTE_CHARS)}\u201d"}
-                for t in batch if word_count(tokens(t["text"])) >= MIN_WORDS
+                for t in batch if word_count(tokens(t["text"])) >= min_words
                 and t["speaker"].casefold() != bot.casefold() and not addresses(t["text"], bot)]
 
 
