@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from eval.generate import built_split
-from eval.recall_honest import Session, Vectors, ask, found, load
+from eval.recall_honest import Session, Vectors, ask, found, load, parse_overrides
 from pipeline.context.recall import RecallConfig, embed_text, turn_key
 from pipeline.context.recall_index import RecallIndex
 from pipeline.models import TurnKind
@@ -125,14 +125,6 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
     english = out.get("en", {}).get("hits")
     for row in out.values():
         row["vs_english"] = None if english is None else row["hits"] - english
-    return out
-
-
-def parse_overrides(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        out[key] = float(value) if "." in value or "e" in value.lower() else int(value)
     return out
 
 

@@ -273,8 +273,8 @@ class ReplyDesk:
             return
         if self._replier is None:
             return
-        task = asyncio.create_task(self._replier.reply(job, stages),
-                                   name=f"reply:{self._core.guild_id}:{job.turn.seq}")
+        name = f"reply:{self._core.guild_id}:{job.turn.seq}"
+        task = asyncio.create_task(self._replier.reply(job, stages), name=name)
         self._current = (job, task)
         since = self._floor.open_since(job.turn.speaker_id) if self._floor is not None else None
         if since is not None and since > job.turn.ended_at:
