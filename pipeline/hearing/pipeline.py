@@ -68,6 +68,7 @@ from pipeline.hearing.asr_guards import GuardConfig, Verdict, clean_text, judge
 from pipeline.hearing.asr_queue import AsrJob, AsrQueue
 from pipeline.hearing.coalescer import Coalescer, CoalescerConfig, HeardPiece
 from pipeline.hearing.segmenter import Pause, SegmenterConfig, Utterance
+from pipeline.hearing.speculation import Speculations
 from pipeline.hearing.streams import PcmFrame, SpeakerStreams, StreamParts, StreamsConfig
 from pipeline.hearing.vad import VadKind
 from pipeline.models import TurnDraft
@@ -139,15 +140,6 @@ class HearingStats:
     speculation_used: int = 0  # ... whose text became the final piece's (no second Whisper call)
 
 
-@dataclass(slots=True)
-class _Speculation:
-    """A transcription started at a speaker's pause; `key` is its speech (start, end)."""
-
-    key: tuple[float, float]
-    prompt: str | None
-    task: asyncio.Task[Transcription | None]
-
-
 class HearingPipeline:
     """Per-speaker PCM → utterances → Whisper → guards → coalescer → `sink.append`."""
 
@@ -191,7 +183,7 @@ class HearingPipeline:
         self._pauses: dict[str, Pause] = {}  # per speaker, the latest pause not yet judged
         self._pause_ready = asyncio.Event()
         self._judging = False  # the turn model is judging a pause now
-        self._speculative: dict[str, _Speculation] = {}
+        self._speculations = Speculations(transcriber)
         self._tasks: asyncio.TaskGroup | None = None  # run()'s, while it runs: owns the speculations
         self._work = asyncio.Event()
         self._outbox_ready = asyncio.Event()
@@ -209,8 +201,6 @@ class HearingPipeline:
         self._latencies: deque[float] = deque(maxlen=2000)
         self._turn_checks = 0
         self._turn_ends = 0
-        self._speculated = 0
-        self._speculation_used = 0
 
     # -- input (event loop, synchronous) --------------------------------------------------
 
@@ -321,8 +311,8 @@ class HearingPipeline:
             turn_latency_p95_s=_percentile(latencies, 0.95),
             turn_checks=self._turn_checks,
             turn_ends=self._turn_ends,
-            speculated=self._speculated,
-            speculation_used=self._speculation_used,
+            speculated=self._speculations.started,
+            speculation_used=self._speculations.used,
         )
 
     # -- internals ------------------------------------------------------------------------
@@ -364,37 +354,8 @@ class HearingPipeline:
         utterance = pause.utterance
         if tasks is None or self._asr.has_work() or utterance.speech_s < self._config.min_asr_speech_s:
             return
-        # The speaker's own earlier guess is superseded by this one; others' count against the workers.
-        running = sum(1 for sid, s in self._speculative.items() if sid != speaker_id and not s.task.done())
-        if running >= self._config.asr_workers:
-            return
-        old = self._speculative.pop(speaker_id, None)
-        if old is not None:
-            old.task.cancel()
-        prompt = self._context.get(speaker_id)
-        task = tasks.create_task(self._speculation(utterance.pcm16k, prompt), name=f"hearing:speculate:{speaker_id}")
-        self._speculative[speaker_id] = _Speculation(key=(utterance.started_at, utterance.ended_at), prompt=prompt,
-                                                     task=task)
-        self._speculated += 1
-
-    async def _speculation(self, pcm: PcmInt16, prompt: str | None) -> Transcription | None:
-        try:
-            return await self._transcriber.transcribe(pcm, prompt=prompt)
-        except Exception:  # a failed guess costs nothing: the final piece is transcribed as usual
-            return None
-
-    async def _speculated_result(self, job: AsrJob) -> Transcription | None:
-        """The speculation's result when it transcribed this final piece's speech, else None."""
-        if not job.final:
-            return None
-        spec = self._speculative.pop(job.speaker_id, None)
-        if spec is None:
-            return None
-        if (job.utterances != 1 or spec.key != (job.started_at, job.ended_at)
-                or spec.prompt != self._context.get(job.speaker_id)):
-            spec.task.cancel()  # speech came after it: a guess about other audio
-            return None
-        return await spec.task
+        self._speculations.start(tasks, speaker_id, utterance, self._context.get(speaker_id),
+                                 workers=self._config.asr_workers)
 
     async def _turn_loop(self, model: TurnPredictor) -> None:
         """Judge each pause, the oldest first; a confident one ends that speaker's turn now."""
@@ -493,7 +454,7 @@ class HearingPipeline:
         if job.speech_s >= self._config.min_asr_speech_s:
             started = time.perf_counter()
             try:
-                speculated = await self._speculated_result(job)
+                speculated = await self._speculations.result(job, self._context.get(job.speaker_id))
                 result = speculated or await self._transcribe_kept(pcm, job, duration)
             except Exception as err:
                 verdict = Verdict.ASR_ERROR
@@ -526,7 +487,7 @@ class HearingPipeline:
                         speculative=speculated is not None,
                     )
                 )
-                self._speculation_used += speculated is not None
+                self._speculations.used += speculated is not None
         if job.final:
             self._context.pop(job.speaker_id, None)
         elif text:
