@@ -9,7 +9,9 @@ every fold as a careful model would (the extractive answer of eval/language_fold
 person's turn of four words or more quoted as an item), plus one thing a model does: a turn
 that corrects a value said in an earlier fold (a correction probe's `evidence`: the first seq
 is the statement, later seqs in another batch correct it) is an item that supersedes the
-statement's item. The update check judges those answers like any other (a supersede that shares
+statement's item, written as the summarizer prompt asks of a correction: it says what it changes
+(the head of the old item, an arrow, the correction's quote; `--quote` quotes the correction alone,
+the lower bound). The update check judges those answers like any other (a supersede that shares
 no word with the item it hides is rejected). At the end, each probe's question is asked and the
 reply model's messages are read whole: the rendered summary (the items, a superseded value only
 as the newer item's history), recall's section and the window.
@@ -17,7 +19,7 @@ as the newer item's history), recall's section and the window.
 Reported per set: `latest` (the corrected value in the messages), `stale_alone` (only the old
 one), the folds by outcome and the supersedes the update check committed.
 
-    .venv/bin/python -m eval.recall_memory [--split dev|heldout] [--set corrections_fourth ...]
+    .venv/bin/python -m eval.recall_memory [--split dev|heldout] [--set corrections_fourth ...] [--quote]
 """
 
 from __future__ import annotations
@@ -37,11 +39,13 @@ from eval.recall_honest import CORRECTIONS, found, load, set_paths
 from pipeline.adapters.embeddings import MiniLMEmbedder
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import OpenAISummarizer
+from pipeline.compaction.memory_items import ITEM_CAP_CHARS
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
 from pipeline.conversation.deps import ConversationDeps
 from pipeline.conversation.model_context import ModelContext
 from pipeline.conversation.session import ConversationSession
 from pipeline.events import CompactionCompleted, EventEmitter
+from pipeline.formatting import cap_text
 from pipeline.models import CompactionPolicy, Turn, TurnDraft, TurnKind
 from pipeline.ports import Embedder
 from pipeline.testing import FakeClock
@@ -51,16 +55,25 @@ from tests.support.openai_stub import OpenAIStub
 
 POLICY = CompactionPolicy()  # the product's: 50 turns verbatim, folds of 10
 BOT = "Clanky"
+SUBJECT_CHARS = 48  # how much of the corrected item a restated correction repeats
 
 
 class Correcting(StandIn):
     """The extractive stand-in, which also records each correction as a supersede of the item
-    that quoted the corrected statement (found in the prompt's memory by its text)."""
+    that quoted the corrected statement (found in the prompt's memory by its text).
 
-    def __init__(self, corrects: dict[int, tuple[int, ...]], bot_name: str, chatter: int = 0) -> None:
+    `restate` (the default) writes the correcting item as the summarizer prompt asks of one that
+    supersedes (prompts/summarizer.txt: it says what it changes, so it reads on its own): the
+    head of the item it corrects, an arrow, the correction's quote. Without it the correction is quoted alone (a
+    terse "nah, half four"), the lower bound: such an item shares no word with what it hides, and
+    the update check turns the answer away (`bad_supersede`)."""
+
+    def __init__(self, corrects: dict[int, tuple[int, ...]], bot_name: str, chatter: int = 0,
+                 restate: bool = True) -> None:
         super().__init__({}, None, bot_name)
         self._chatter = chatter  # also quote other turns whose item is longer than this (0: none)
         self._corrects = corrects  # a correcting turn's seq -> the earlier evidence seqs it corrects
+        self._restate = restate
         self._quoted: dict[int, str] = {}  # seq -> the item text the stand-in wrote for it
         self.supersedes = 0
 
@@ -74,13 +87,29 @@ class Correcting(StandIn):
                  if item["seqs"][0] in evidence or self._chatter and len(item["what"]) > self._chatter]
         for item in items:
             seq = item["seqs"][0]
-            self._quoted[seq] = item["what"]
-            earlier = [memory[self._quoted[s]] for s in self._corrects.get(seq, ())
+            earlier = [self._quoted[s] for s in self._corrects.get(seq, ())
                        if s in self._quoted and self._quoted[s] in memory]
             if earlier:
-                item["supersedes"] = earlier[-1]
+                item["supersedes"] = memory[earlier[-1]]
+                if self._restate:
+                    item["what"] = restated(item["what"], earlier[-1])
                 self.supersedes += 1
+            self._quoted[seq] = item["what"]
         return json.dumps({"add": items, "merge": []}, ensure_ascii=False)
+
+
+def restated(correction: str, old: str) -> str:
+    """A correcting item that names what it changes, `<the old item's head> → <the correction>`, as
+    short as a model writes its subject (the old quote's first `SUBJECT_CHARS`), adding no word of
+    its own."""
+    return f"{_cut_quote(old, SUBJECT_CHARS)} \u2192 {_cut_quote(correction, ITEM_CAP_CHARS - SUBJECT_CHARS - 3)}"
+
+
+def _cut_quote(item: str, limit: int) -> str:
+    """`Name: “text”` within `limit` chars, the text cut, its closing mark kept."""
+    if len(item) <= limit or not item.endswith("\u201d"):
+        return item if len(item) <= limit else cap_text(item, limit)
+    return cap_text(item[:-1], limit - 1) + "\u201d"
 
 
 def corrections_of(probes: Sequence[dict[str, Any]]) -> dict[int, tuple[int, ...]]:
@@ -95,9 +124,9 @@ def corrections_of(probes: Sequence[dict[str, Any]]) -> dict[int, tuple[int, ...
     return out
 
 
-async def measure_session(path: Path, embedder: Embedder) -> dict[str, Any]:
+async def measure_session(path: Path, embedder: Embedder, *, restate: bool = True) -> dict[str, Any]:
     turns, probes = load(path)
-    stand_in = Correcting(corrections_of(probes), BOT)
+    stand_in = Correcting(corrections_of(probes), BOT, restate=restate)
     events: list[dict[str, Any]] = []
     emitter = EventEmitter(guild_id="eval", session_id=path.stem, source="recall_memory")
     emitter.add_sink(events.append)
@@ -143,16 +172,16 @@ async def measure_session(path: Path, embedder: Embedder) -> dict[str, Any]:
             "superseded": sum(1 for i in items if i.status.value == "superseded")}
 
 
-async def run(split: str, sets: Sequence[str]) -> dict[str, Any]:
+async def run(split: str, sets: Sequence[str], *, restate: bool = True) -> dict[str, Any]:
     embedder = MiniLMEmbedder()
-    report: dict[str, Any] = {"split": split}
+    report: dict[str, Any] = {"split": split, "corrections": "restated" if restate else "quoted alone"}
     for name in sets:
         latest: list[bool] = []
         stale: list[bool] = []
         outcomes: Counter[str] = Counter()
         sent = 0
         for path in set_paths(name, split):
-            one = await measure_session(path, embedder)
+            one = await measure_session(path, embedder, restate=restate)
             latest += one["rows"]["latest"]
             stale += one["rows"]["stale_alone"]
             outcomes.update(one["outcomes"])
@@ -169,9 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=("dev", "heldout"), default="dev")
     parser.add_argument("--set", action="append", choices=CORRECTIONS, dest="sets")
+    parser.add_argument("--quote", action="store_true",
+                        help="quote a correction alone, as the stand-in did before the prompt asked for its subject")
     args = parser.parse_args(argv)
     quiet_logging()
-    report = asyncio.run(run(args.split, args.sets or list(CORRECTIONS)))
+    report = asyncio.run(run(args.split, args.sets or list(CORRECTIONS), restate=not args.quote))
     print(json.dumps(report, indent=1))
     return 0
 

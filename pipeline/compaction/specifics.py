@@ -152,14 +152,18 @@ def _plain_words(text: str, negators: dict[str, str]) -> set[str]:
     return out
 
 
-def negation_flip(what: str, sources: Iterable[str], lang: str = LANG, *, ignore: Collection[str] = ()) -> str:
+def negation_flip(what: str, sources: Iterable[str], lang: str = LANG, *, ignore: Collection[str] = (),
+                  corrects: str = "") -> str:
     """A negation `what` adds or removes against `sources` (described), else "". `ignore`: the
-    function words a negator does not govern ("not been", "don't know how")."""
+    function words a negator does not govern ("not been", "don't know how"). `corrects`: the item
+    it supersedes, whose words a correction may repeat ("from 'not Friday' to Saturday"), so its
+    negation counts as said; only the turns can take one away."""
     negators = word_table(lang, "negators")
     item = _tokens(what)
     texts = list(sources)
     item_negated = any(_negator(t, negators) for t in item)
-    if item_negated and not any(_negator(t, negators) for text in texts for t in _tokens(text)):
+    said = [*texts, corrects]
+    if item_negated and not any(_negator(t, negators) for text in said for t in _tokens(text)):
         word = next(t for t in item if _negator(t, negators))
         return f"says {word!r}, its turns say no such thing"
     if not item_negated:

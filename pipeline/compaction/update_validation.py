@@ -380,7 +380,8 @@ def _item_rejection(
         return _reject(RejectReason.SPECIFICS, f"says {sorted(unsaid)[0]}, which its turns do not")
     names = {w for name in people for w in words(name, language)}
     # A negator governs no name.
-    flip = negation_flip(what, [spoken], language, ignore=item_stop_words(language) | names)
+    flip = negation_flip(what, [spoken], language, ignore=item_stop_words(language) | names,
+                         corrects=old.what if old is not None else "")
     if flip:
         return _reject(RejectReason.SPECIFICS, flip)
     swap = unit_swap(what, [spoken, *([old.what] if old is not None else [])], language,

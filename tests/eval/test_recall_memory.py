@@ -21,3 +21,15 @@ async def test_the_corrected_value_reaches_the_reply_model_through_the_memory() 
     assert one["rows"]["latest"] and all(one["rows"]["latest"]), one
     assert not any(one["rows"]["stale_alone"]), one
     assert one["outcomes"]["model"] > one["outcomes"]["fallback"], one
+
+
+async def test_a_correction_that_says_what_it_changes_is_committed_where_a_terse_one_is_not() -> None:
+    """As the summarizer prompt asks, a correcting item names what it changes (the old item's head,
+    then the correction): every fold of a speech-style session is the model's. Quoted alone, the
+    corrections share no word with what they hide and some folds go to the offline summarizer."""
+    path = set_paths("corrections_fourth", "dev")[0]
+    embedder = MiniLMEmbedder()
+    restated = await measure_session(path, embedder)
+    quoted = await measure_session(path, embedder, restate=False)
+    assert restated["outcomes"]["fallback"] == 0 < quoted["outcomes"]["fallback"], (restated, quoted)
+    assert restated["superseded"] > 0 and sum(restated["rows"]["stale_alone"]) <= sum(quoted["rows"]["stale_alone"])

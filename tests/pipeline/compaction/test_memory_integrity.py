@@ -356,6 +356,16 @@ def test_a_supersede_sharing_only_its_person_is_rejected() -> None:
     assert ("bad_supersede", None) == (judged(answer(call)), judged(answer(moved)))
 
 
+def test_a_correction_may_repeat_the_negation_of_what_it_corrects() -> None:
+    """A correction that says what it changes repeats the old item's words, its "not" too: that is
+    said (rejected as specifics before). A "not" that neither its turns nor the old item say still
+    is not."""
+    request = replace(REQUEST, items=(replace(MEMORY[0], what="Tom will not host dinner on Friday."), *MEMORY[1:]))
+    restated = {"who": ["Tom"], "kind": "plan", "seqs": [13], "supersedes": "m0.0",
+                "what": "Tom will not host dinner on Friday: it moves to Saturday at 8, at Pam's place."}
+    assert (None, "specifics") == (judged(answer(restated), request), judged(answer(restated)))
+
+
 async def test_the_fold_checks_run_off_the_event_loop() -> None:
     """The checks (and the apply and render) grow with the memory: at 1,000 sessions in one process
     they blocked the loop every sessions' timers share (benchmarks/bench_scale.py). They run in a
