@@ -404,7 +404,7 @@ def test_demo_prints_the_dashboard_command(
     samples = tmp_path / "samples"
     samples.mkdir()
     shutil.copy(GAMING_NIGHT, samples / GAMING_NIGHT.name)
-    monkeypatch.setattr("bot.__main__.SAMPLES", samples)
+    monkeypatch.setattr("bot.replay_cli.SAMPLES", samples)
     monkeypatch.setenv("REDIS_URL", redis_server.url)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
