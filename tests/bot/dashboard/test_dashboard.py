@@ -20,8 +20,8 @@ import pytest
 from aiohttp import test_utils, web
 
 from bot.__main__ import main
+from bot.dashboard.access import COOKIE_NAME
 from bot.dashboard.web import (
-    COOKIE_NAME,
     DashboardBindError,
     DashboardConfig,
     check_bind,
