@@ -3,7 +3,7 @@
 CONVERSATION_LANGUAGE is the process's default. An admin's `/language` (bot/cogs/language.py)
 stores the guild's own choice in the store's guild settings (`lc:guild:<guild id>`, field
 `language`: an ISO 639-1 code or `auto`); each session reads it when it starts
-(bot/session/registry.py, `open_session`) and it reaches, for that guild only:
+(bot/session/opening.py, `open_session`) and it reaches, for that guild only:
 
 - the ASR: the shared transcriber in that language (`transcribe_in`: faster-whisper in
   threads or worker processes, or the remote endpoint's `language` field; `auto`: detected

@@ -167,7 +167,7 @@ def test_inspect_an_audio_session_at_a_turn_it_has(cli_env: Path, capsys: pytest
 
 def test_compare_with_a_zero_ratio_prints_no_none(capsys: pytest.CaptureFixture[str]) -> None:
     """A comparison whose rolling mode held no answer prints why there is no ratio, not 'Nonex'."""
-    from bot.__main__ import print_compare
+    from bot.replay_cli import print_compare
 
     report = {"probes": 2, "sessions": [{}], "modes": ["rolling", "rolling+recall"],
               "retention": {"rolling": 0.0, "rolling+recall": 0.5}, "recall_available": True,
@@ -181,7 +181,7 @@ def demo_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     samples = tmp_path / "samples"
     samples.mkdir()
     turns_file(samples / "gaming_night.jsonl", turns=120)
-    monkeypatch.setattr("bot.__main__.SAMPLES", samples)
+    monkeypatch.setattr("bot.replay_cli.SAMPLES", samples)
     return samples
 
 
@@ -204,7 +204,7 @@ def test_a_failed_demo_keeps_the_previous_demo_session(
     whole and no half-replayed one; a demo that completes replaces it (one session per sample)."""
     import asyncio
 
-    import bot.__main__
+    import bot.replay_cli
 
     demo_samples(cli_env, monkeypatch)
     for sid in asyncio.run(demo_sessions(redis_server.url)):  # another test's demo
@@ -224,13 +224,13 @@ def test_a_failed_demo_keeps_the_previous_demo_session(
             if done == 60:
                 raise RuntimeError("the summarizer's machine went away")
 
-    progress = bot.__main__.Progress
-    monkeypatch.setattr(bot.__main__, "Progress", Crash)
+    progress = bot.replay_cli.Progress
+    monkeypatch.setattr(bot.replay_cli, "Progress", Crash)
     assert 1 == main(["demo", "--out", str(cli_env / "d")])
     assert "the summarizer's machine went away" in capsys.readouterr().err.strip().splitlines()[-1]
     assert first == asyncio.run(demo_sessions(redis_server.url))
 
-    monkeypatch.setattr(bot.__main__, "Progress", progress)
+    monkeypatch.setattr(bot.replay_cli, "Progress", progress)
     assert 0 == main(["demo", "--out", str(cli_env / "d")])
     second = asyncio.run(demo_sessions(redis_server.url))
     assert [120] == list(second.values()) and set(second) != set(first)

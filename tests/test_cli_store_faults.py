@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
-import bot.__main__
+import bot.replay_cli
 from bot.__main__ import main
 from pipeline.adapters.redis_server import PrivateRedisServer
 from tests.pipeline.adapters.test_redis_refusals import fill_up
@@ -71,7 +71,7 @@ def test_a_redis_restarted_empty_mid_replay_is_lost_turns_in_the_report_exit_and
     """The session re-seeds the store with the window it holds; the turns before it are gone.
     The headline, report.json and the exit status say how many, and `sessions show` too."""
     FlushOnce.url, FlushOnce.flushed = own_redis.url, False
-    monkeypatch.setattr(bot.__main__, "Progress", FlushOnce)
+    monkeypatch.setattr(bot.replay_cli, "Progress", FlushOnce)
     path = session_file(cli_env / "faults.jsonl")
     code = main(["replay", str(path), "--out", str(cli_env / "o"), "--session-id", "faults-1"])
     captured = capsys.readouterr()

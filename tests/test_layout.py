@@ -83,7 +83,8 @@ PURE = (
     "pipeline/compaction/summarizer_offline.py",
     "pipeline/context/tokens.py", "pipeline/context/token_guard.py", "pipeline/context/reply_context.py",
     "pipeline/context/realtime_instructions.py", "pipeline/context/reply_policy.py",
-    "pipeline/evaluation/wer.py", "pipeline/update_schema.py", "pipeline/image_frames.py", "pipeline/store_codec.py",
+    "pipeline/evaluation/wer.py", "pipeline/evaluation/compare_aggregate.py",
+    "pipeline/update_schema.py", "pipeline/image_frames.py", "pipeline/store_codec.py",
     "pipeline/transcription.py", "pipeline/text/__init__.py", "pipeline/context/recall.py",
 )
 

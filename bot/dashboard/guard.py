@@ -1,5 +1,6 @@
 """What keeps the dashboard standing: the login throttle, the redirect check, session links, and
-the bound on heavy renders. Pure logic, no aiohttp: `bot.dashboard.web` applies them.
+the bound on heavy renders. Pure logic, no aiohttp: `bot.dashboard.web` and
+`bot.dashboard.access` apply them.
 
 - `LoginThrottle`: wrong tokens (the login form or a wrong `Authorization: Bearer`) counted per
   client address in a sliding window; past the limit every attempt from that client is refused

@@ -1,6 +1,7 @@
 """A guild's voice session, one concern per module. In flow order:
 
     registry.py         the process's guild sessions: /join, resume on startup, orphans, leases
+    opening.py          one session opened: conversation from the store, language, privacy state
     config.py           GuildSessionConfig, the frozen SessionDeps built in bot/app.py, StopReason
     ports.py            what a session talks to: brain, speech, hearing, the voice link
     guild_session.py    the coordinator: builds the parts below, runs their tasks, shuts down

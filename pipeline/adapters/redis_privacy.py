@@ -8,35 +8,19 @@ lost them), and the retention expiry. Mixed into `RedisSessionStore`
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
+from pipeline.adapters.redis_core import RedisStoreCore
 from pipeline.adapters.redis_keys import LEASE_KEYS, OPTOUT_CHANNEL, OPTOUT_KEPT, ms, optout_key, session_keys
-from pipeline.models import MemoryItem, Note, Turn
+from pipeline.models import MemoryItem, Turn
 from pipeline.store_codec import encode_draft, encode_items, encode_notes
-
-T = TypeVar("T")
-
-
-class _StoreCore(Protocol):
-    """What the privacy commands use of the store they are mixed into."""
-
-    _redis: Any
-    _tombstone: Any
-    _replace_summary: Any
-    _replace_list: Any
-    _set_optout: Any
-    _restore_optout: Any
-
-    async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T: ...
-
-    async def load_live_notes(self, session_id: str) -> list[Note]: ...
 
 
 class RedisPrivacyCommands:
     """The privacy half of the Redis store's `SessionStore` methods."""
 
-    async def tombstone_turns(self: _StoreCore, session_id: str, tombstones: Sequence[Turn]) -> int:
+    async def tombstone_turns(self: RedisStoreCore, session_id: str, tombstones: Sequence[Turn]) -> int:
         if not tombstones:
             return 0
         k = session_keys(session_id)
@@ -49,7 +33,7 @@ class RedisPrivacyCommands:
         return written
 
     async def replace_summary(
-        self: _StoreCore, session_id: str, *, expected_cursor: int, summary: str, items: Sequence[MemoryItem] = ()
+        self: RedisStoreCore, session_id: str, *, expected_cursor: int, summary: str, items: Sequence[MemoryItem] = ()
     ) -> bool:
         k = session_keys(session_id)
         result = await self._call(self._replace_summary, keys=[k["state"], k["fence"]],
@@ -57,7 +41,7 @@ class RedisPrivacyCommands:
         return int(result) == 1
 
     async def delete_recall_entries(
-        self: _StoreCore, session_id: str, *, vector_keys: Sequence[str], note_ids: Sequence[str]
+        self: RedisStoreCore, session_id: str, *, vector_keys: Sequence[str], note_ids: Sequence[str]
     ) -> None:
         k = session_keys(session_id)
         async with self._redis.pipeline(transaction=False) as pipe:  # one slot; each HDEL stands alone
@@ -67,7 +51,7 @@ class RedisPrivacyCommands:
                 pipe.hdel(k["rnote"], *note_ids)
             await self._call(pipe.execute)
 
-    async def delete_notes(self: _StoreCore, session_id: str, note_ids: Sequence[str]) -> None:
+    async def delete_notes(self: RedisStoreCore, session_id: str, note_ids: Sequence[str]) -> None:
         if not note_ids:
             return
         k = session_keys(session_id)
@@ -80,10 +64,10 @@ class RedisPrivacyCommands:
             pipe.set(k["lnotes"], encode_notes(live))
             await self._call(pipe.execute)
 
-    async def delete_participant_card(self: _StoreCore, session_id: str, speaker_id: str) -> None:
+    async def delete_participant_card(self: RedisStoreCore, session_id: str, speaker_id: str) -> None:
         await self._call(self._redis.hdel, session_keys(session_id)["cards"], speaker_id)
 
-    async def scrub_events(self: _StoreCore, session_id: str, keep: Callable[[Mapping[str, Any]], bool]) -> int:
+    async def scrub_events(self: RedisStoreCore, session_id: str, keep: Callable[[Mapping[str, Any]], bool]) -> int:
         key = session_keys(session_id)["events"]
         raw = await self._call(self._redis.lrange, key, 0, -1)
         kept = [item for item in raw if keep(json.loads(item))]
@@ -94,18 +78,18 @@ class RedisPrivacyCommands:
         await self._call(self._replace_list, keys=[key], args=kept)
         return len(raw) - len(kept)
 
-    async def set_opted_out(self: _StoreCore, scope: str, user_id: str, opted_out: bool) -> None:
+    async def set_opted_out(self: RedisStoreCore, scope: str, user_id: str, opted_out: bool) -> None:
         await self._call(self._set_optout, keys=[optout_key(scope)],
                          args=[user_id, "1" if opted_out else "0", OPTOUT_CHANNEL, OPTOUT_KEPT, scope])
 
-    async def opted_out(self: _StoreCore, scope: str) -> frozenset[str]:
+    async def opted_out(self: RedisStoreCore, scope: str) -> frozenset[str]:
         return frozenset(str(u) for u in await self._call(self._redis.smembers, optout_key(scope))) - {OPTOUT_KEPT}
 
-    async def restore_opted_out(self: _StoreCore, scope: str, held: Collection[str]) -> frozenset[str]:
+    async def restore_opted_out(self: RedisStoreCore, scope: str, held: Collection[str]) -> frozenset[str]:
         members = await self._call(self._restore_optout, keys=[optout_key(scope)], args=[OPTOUT_KEPT, *sorted(held)])
         return frozenset(str(u) for u in members) - {OPTOUT_KEPT}
 
-    async def expire_session(self: _StoreCore, session_id: str, ttl_s: float | None) -> None:
+    async def expire_session(self: RedisStoreCore, session_id: str, ttl_s: float | None) -> None:
         # The fold lock and the owner lease keep their own seconds-long TTLs: a PERSIST on them
         # (a session going live again lifts its retention expiry) left a dead process's lock
         # held for good, and the session never folded again.

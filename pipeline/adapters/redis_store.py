@@ -2,20 +2,20 @@
 
 The key layout (one hash tag per session, so a session's keys stay on one cluster slot and
 its Lua scripts touch them together) is described in `pipeline.adapters.redis_keys`; the
-privacy commands (tombstones, removals, opt-outs, retention) are `redis_privacy`'s. Under
-Redis Cluster (`REDIS_MODE=cluster`) every command, script and transaction stays in one slot
+privacy commands (tombstones, removals, opt-outs, retention) are `redis_privacy`'s, the fold
+lock and the owner lease `redis_leases`'s, the records beside the transcript (meta, guild
+settings, the event log, recall's notes and vectors, participant cards) `redis_records`'s.
+Under Redis Cluster (`REDIS_MODE=cluster`) every command, script and transaction stays in one slot
 (docs/redis.md has the layout and the failover story).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,21 +27,19 @@ from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff
 
 from pipeline.adapters import redis_scripts as lua
-from pipeline.adapters.redis_keys import OPTOUT_CHANNEL, SESSIONS_KEY, VECTOR_PAGE, guild_settings_key
-from pipeline.adapters.redis_keys import as_str as _as_str
+from pipeline.adapters.redis_keys import OPTOUT_CHANNEL
 from pipeline.adapters.redis_keys import as_str_dict as _as_str_dict
-from pipeline.adapters.redis_keys import ms as _ms
 from pipeline.adapters.redis_keys import owner_id as _owner_id
 from pipeline.adapters.redis_keys import session_keys as _keys
+from pipeline.adapters.redis_leases import RedisLeaseCommands
 from pipeline.adapters.redis_privacy import RedisPrivacyCommands
+from pipeline.adapters.redis_records import RedisRecordCommands
 from pipeline.cancellation import CancelWatch
 from pipeline.models import (
     CompactionState,
     FoldCommit,
     LeaseLost,
     Note,
-    OwnerGrant,
-    ParticipantCard,
     RedisMode,
     StoreBehind,
     StoreDiverged,
@@ -51,12 +49,10 @@ from pipeline.models import (
 )
 from pipeline.store_codec import (
     DEDUPE_WINDOW,
-    decode_card,
     decode_note,
     decode_notes,
     decode_state,
     decode_turn,
-    encode_card,
     encode_draft,
     encode_items,
     encode_note,
@@ -116,7 +112,7 @@ class RedisTopology:
     service: str = ""
 
 
-class RedisSessionStore(RedisPrivacyCommands):
+class RedisSessionStore(RedisPrivacyCommands, RedisLeaseCommands, RedisRecordCommands):
     """SessionStore over a real Redis server. Connection errors become `StoreUnavailable`."""
 
     def __init__(
@@ -424,154 +420,6 @@ class RedisSessionStore(RedisPrivacyCommands):
         if not raw:
             return []
         return decode_notes(raw)
-
-    async def acquire_lock(self, session_id: str, owner: str, ttl_s: float) -> int:
-        k = _keys(session_id)
-        token = await self._call(self._acquire, keys=[k["lock"], k["fence"]], args=[owner, _ms(ttl_s)])
-        return int(token)
-
-    async def renew_lock(self, session_id: str, owner: str, ttl_s: float) -> bool:
-        result = await self._call(self._renew, keys=[_keys(session_id)["lock"]], args=[owner, _ms(ttl_s)])
-        return int(result) == 1
-
-    async def release_lock(self, session_id: str, owner: str) -> None:
-        await self._call(self._release, keys=[_keys(session_id)["lock"]], args=[owner])
-
-    # -- session ownership (`pipeline.ports.SessionOwnership`) -----------------------------------
-
-    async def acquire_owner(self, session_id: str, owner_id: str, ttl_s: float) -> OwnerGrant | None:
-        k = _keys(session_id)
-        fence, previous = await self._call(
-            self._acquire_owner, keys=[k["owner"], k["ofence"], k["meta"]], args=[owner_id, _ms(ttl_s)]
-        )
-        if int(fence) == 0:
-            return None
-        return OwnerGrant(token=f"{owner_id}#{int(fence)}", fence=int(fence), previous_owner=str(previous))
-
-    async def renew_owner(self, session_id: str, token: str, ttl_s: float) -> bool:
-        k = _keys(session_id)
-        result = await self._call(self._renew_owner, keys=[k["owner"], k["ofence"]], args=[token, _ms(ttl_s)])
-        return int(result) == 1
-
-    async def release_owner(self, session_id: str, token: str) -> None:
-        await self._call(self._release, keys=[_keys(session_id)["owner"]], args=[token])
-
-    async def session_owner(self, session_id: str) -> str:
-        return _owner_id(str(await self._call(self._redis.get, _keys(session_id)["owner"]) or ""))
-
-    async def orphaned_sessions(self, session_ids: Sequence[str]) -> list[str]:
-        if not session_ids:
-            return []
-
-        async def scan() -> list[str]:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for sid in session_ids:
-                    k = _keys(sid)
-                    pipe.hget(k["meta"], "active")
-                    pipe.exists(k["owner"])
-                replies = await pipe.execute()
-            return [sid for i, sid in enumerate(session_ids) if replies[2 * i] == "1" and not replies[2 * i + 1]]
-
-        return await self._call(scan)
-
-    async def save_meta(self, session_id: str, meta: Mapping[str, str]) -> None:
-        if meta:
-            await self._call(self._redis.hset, _keys(session_id)["meta"], mapping=dict(meta))
-            # Register once (NX keeps the first time): another slot, so a separate call.
-            await self._call(self._redis.zadd, SESSIONS_KEY, {session_id: time.time()}, nx=True)
-
-    async def load_meta(self, session_id: str) -> dict[str, str]:
-        return _as_str_dict(await self._call(self._redis.hgetall, _keys(session_id)["meta"]))
-
-    async def guild_settings(self, scope: str) -> dict[str, str]:
-        return _as_str_dict(await self._call(self._redis.hgetall, guild_settings_key(scope)))
-
-    async def save_guild_setting(self, scope: str, name: str, value: str | None) -> None:
-        if value is None:
-            await self._call(self._redis.hdel, guild_settings_key(scope), name)
-        else:
-            await self._call(self._redis.hset, guild_settings_key(scope), name, value)
-
-    async def delete_session(self, session_id: str) -> None:
-        await self._call(self._redis.delete, *_keys(session_id).values())
-        await self._call(self._redis.zrem, SESSIONS_KEY, session_id)
-
-    async def list_sessions(self) -> list[str]:
-        return [str(s) for s in await self._call(self._redis.zrevrange, SESSIONS_KEY, 0, -1)]
-
-    async def append_events(self, session_id: str, events: Sequence[Mapping[str, Any]], max_len: int) -> None:
-        if not events:
-            return
-        await self.append_events_many({session_id: events}, max_len)
-
-    async def append_events_many(self, batches: Mapping[str, Sequence[Mapping[str, Any]]], max_len: int) -> None:
-        """Every session's new events in one round trip: RPUSH + LTRIM per session in one
-        pipeline, without MULTI/EXEC (a log a moment longer than `max_len` harms nobody)."""
-        if not any(batches.values()):
-            return
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for session_id, events in batches.items():
-                if not events:
-                    continue
-                key = _keys(session_id)["events"]
-                pipe.rpush(key, *(json.dumps(e, default=str, separators=(",", ":"), ensure_ascii=False)
-                                  for e in events))
-                pipe.ltrim(key, -max(1, max_len), -1)
-            await self._call(pipe.execute)
-
-    async def load_events(self, session_id: str, limit: int) -> list[dict[str, Any]]:
-        if limit <= 0:
-            return []
-        raw = await self._call(self._redis.lrange, _keys(session_id)["events"], -limit, -1)
-        return [json.loads(item) for item in raw]
-
-    async def add_recall_notes(self, session_id: str, notes: Sequence[Note]) -> None:
-        if notes:
-            mapping = {n.note_id: encode_note(n) for n in notes}
-            await self._call(self._redis.hset, _keys(session_id)["rnote"], mapping=mapping)
-
-    async def load_recall_notes(self, session_id: str) -> list[Note]:
-        raw = await self._call(self._redis.hvals, _keys(session_id)["rnote"])
-        return sorted((decode_note(item) for item in raw), key=lambda n: (n.at, n.note_id))
-
-    async def save_recall_vectors(self, session_id: str, model: str, vectors: Mapping[str, bytes]) -> None:
-        if not vectors:
-            return
-        args: list[str] = [model]
-        for key, blob in vectors.items():
-            args += [key, base64.b64encode(blob).decode("ascii")]
-        await self._call(self._save_vectors, keys=[_keys(session_id)["rvec"]], args=args)
-
-    async def load_recall_vectors(self, session_id: str, model: str) -> dict[str, bytes]:
-        # HSCAN in pages, not one HGETALL: a session of 20k vectors is ~20 MB of reply, and
-        # parsing and decoding it in one piece held the event loop for hundreds of ms.
-        key = _keys(session_id)["rvec"]
-        stored_model = await self._call(self._redis.hget, key, "model")
-        if _as_str(stored_model) != model:
-            return {}
-        out: dict[str, bytes] = {}
-        cursor: int = 0
-        while True:
-            cursor, page = await self._call(self._redis.hscan, key, cursor, count=VECTOR_PAGE)
-            for field, value in _as_str_dict(page if isinstance(page, dict) else {}).items():
-                if field != "model":
-                    out[field] = base64.b64decode(value)
-            if not cursor:
-                return out
-
-    async def delete_recall_vectors(self, session_id: str, keys: Sequence[str]) -> None:
-        if keys:
-            await self._call(self._redis.hdel, _keys(session_id)["rvec"], *keys)
-
-    async def save_participant_cards(self, session_id: str, cards: Sequence[ParticipantCard]) -> None:
-        args: list[str] = []
-        for card in cards:
-            args += [card.speaker_id, encode_card(card)]
-        await self._call(self._save_cards, keys=[_keys(session_id)["cards"]], args=args)
-
-    async def load_participant_cards(self, session_id: str) -> list[ParticipantCard]:
-        raw = await self._call(self._redis.hvals, _keys(session_id)["cards"])
-        return sorted((decode_card(item) for item in raw), key=lambda c: (-c.turns, c.name))
 
     async def compact_log(self) -> bool:
         """Ask the server to rewrite its append-only file (what deleted and expired sessions

@@ -20,8 +20,8 @@ import pytest
 from aiohttp import test_utils, web
 
 from bot.__main__ import main
+from bot.dashboard.access import COOKIE_NAME
 from bot.dashboard.web import (
-    COOKIE_NAME,
     DashboardBindError,
     DashboardConfig,
     check_bind,
@@ -404,7 +404,7 @@ def test_demo_prints_the_dashboard_command(
     samples = tmp_path / "samples"
     samples.mkdir()
     shutil.copy(GAMING_NIGHT, samples / GAMING_NIGHT.name)
-    monkeypatch.setattr("bot.__main__.SAMPLES", samples)
+    monkeypatch.setattr("bot.replay_cli.SAMPLES", samples)
     monkeypatch.setenv("REDIS_URL", redis_server.url)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)

@@ -12,7 +12,8 @@ from bot.__main__ import main
 from pipeline.adapters.redis_server import PrivateRedisServer
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.compaction.summarizer_offline import OfflineSummarizer
-from pipeline.evaluation.compare import COMPARE_REPORT_KEYS, MODES, SCHEMA, run_compare
+from pipeline.evaluation.compare import run_compare
+from pipeline.evaluation.compare_aggregate import COMPARE_REPORT_KEYS, MODES, SCHEMA
 from pipeline.evaluation.replay import ReplayOptions, ReplaySetup
 
 SPEAKERS = ["Alice", "Bob", "James", "Maya"]
