@@ -80,7 +80,7 @@ PURE = (
     "pipeline/hearing/asr_guards.py", "pipeline/hearing/coalescer.py", "pipeline/context/sentences.py",
     "pipeline/formatting.py", "pipeline/text_clean.py", "pipeline/transcript/window.py",
     "pipeline/compaction/planning.py", "pipeline/compaction/rejections.py",
-    "pipeline/compaction/summarizer_offline.py",
+    "pipeline/compaction/summarizer_offline.py", "pipeline/compaction/update_grounding.py",
     "pipeline/context/tokens.py", "pipeline/context/token_guard.py", "pipeline/context/reply_context.py",
     "pipeline/context/realtime_instructions.py", "pipeline/context/reply_policy.py",
     "pipeline/evaluation/wer.py", "pipeline/evaluation/compare_aggregate.py",

@@ -17,7 +17,7 @@ One implementation for every item, the model's and the offline summarizer's (`up
   "can make it"), as a short description; "" when there is none. Negators are read from
   `pipeline/text/data/en/negators.txt`.
 
-Names, days and places are capitalised words, checked by `update_validation` against the batch.
+Names, days and places are capitalised words, checked by `update_grounding` against the batch.
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ from pipeline.compaction.memory_items import apply_update, render_summary
 from pipeline.compaction.planning import backoff_delay
 from pipeline.compaction.rejections import Rejection, RejectReason
 from pipeline.compaction.summarizer_offline import last_resort_update
+from pipeline.compaction.update_grounding import paraphrase_candidates
 from pipeline.compaction.update_parsing import ParsedUpdate, parse_update, parse_verdicts
-from pipeline.compaction.update_validation import clipped, paraphrase_candidates, validate_update
+from pipeline.compaction.update_validation import clipped, validate_update
 from pipeline.events import (
     ABSENT,
     CompactionFailed,

@@ -13,9 +13,10 @@ then every new item, structurally:
                     to it: memory is notes about people, never an instruction to the bot;
 - `ungrounded`      nothing of it comes from the turns it cites (a paraphrase of the old
                     summary, one word of an old fact changed: "Friday" -> "Monday"): no word of
-                    it is theirs, and the sentence embedder, where the compactor has one, does
-                    not find it close to them in meaning (`paraphrase_candidates`,
-                    `grounded_by_meaning`: "Sorry." -> "Pam apologizes");
+                    it is theirs (`update_grounding`), and the sentence embedder, where the
+                    compactor has one, does not find it close to them in meaning
+                    (`update_grounding.paraphrase_candidates`, `grounded_by_meaning`: "Sorry." ->
+                    "Pam apologizes");
 - `specifics`       a number or a negation its turns do not say (`specifics`);
 - `bad_supersede`   it corrects an item that neither it nor the turns it cites speak of (about
                     someone or something else; a shared person is not enough);
@@ -54,6 +55,7 @@ from pipeline.compaction.rejections import (
     repetition,
 )
 from pipeline.compaction.specifics import day_swap, negation_flip, numbers, unit_swap, unsaid_numbers
+from pipeline.compaction.update_grounding import cited_turns, grounded, in_batch, invented_names, name_pool, near
 from pipeline.compaction.update_parsing import (
     ParsedUpdate,
     content_words,
@@ -76,7 +78,7 @@ from pipeline.models import (
     SummaryRequest,
     TurnKind,
 )
-from pipeline.text import ENGLISH, NOUNS_CAPITALISED, Analyzer, language_of, phrase_rule, unspaced, word_set
+from pipeline.text import ENGLISH, Analyzer, language_of, phrase_rule, word_set
 
 STANDING_KINDS = frozenset({ItemKind.PLAN, ItemKind.NOW})  # kinds that read as what is to be done
 RAW_TOO_LONG_FACTOR = 6.0  # the JSON update is more verbose than the summary it renders
@@ -139,68 +141,9 @@ def _holds_replacement(request: SummaryRequest, seqs: Sequence[int] | None = Non
     return any(REPLACEMENT_CHAR in text for text in texts)
 
 
-def in_batch(seqs: Sequence[int], request: SummaryRequest) -> tuple[int, ...]:
-    """The cited seqs inside the batch: a citation of a turn just before it (context the model
-    saw earlier) is dropped, not fatal; an item citing nothing of the batch is rejected."""
-    if not request.turns:
-        return tuple(seqs)
-    first, last = request.turns[0].seq, request.turns[-1].seq
-    return tuple(s for s in seqs if first <= s <= last)
-
-
 def clipped(update: MemoryUpdate, request: SummaryRequest) -> MemoryUpdate:
     """`update` with each new item's citations kept to the batch (`in_batch`)."""
     return replace(update, add=tuple(replace(d, seqs=in_batch(d.seqs, request)) for d in update.add))
-
-
-_NAME_WORD = re.compile(r"(?<![^\W_])[^\W\d_][^\W_]+(?:'s)?")  # a capital checked in `_invented_names`
-
-
-def _near(word: str, pool: set[str], *, shortest: int = 5) -> bool:
-    """`word` in `pool`, or one edit away from a word of it (a typo the model corrected)."""
-    if word in pool:
-        return True
-    if len(word) < shortest:
-        return False
-    return any(abs(len(other) - len(word)) <= 1 and _one_edit(word, other) for other in pool)
-
-
-def _one_edit(a: str, b: str) -> bool:
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    return a[i:] == b[i + 1:] if len(a) < len(b) else a[i + 1:] == b[i + 1:]
-
-
-def name_pool(request: SummaryRequest, people: Sequence[str], language: str = "en") -> set[str]:
-    """Every word the batch, its notes, the memory and the people's names say (folded)."""
-    pool = {w for t in request.turns for w in words(t.text, language)}
-    pool |= {w for n in request.notes for w in words(f"{n.by} {n.text} {n.why}", language)}
-    pool |= {w for i in request.items for w in words(i.what, language)}
-    pool |= {w for name in people for w in words(name, language)}
-    return pool
-
-
-def _invented_names(what: str, pool: set[str], language: str = "en") -> str:
-    """A capitalised word in an item (a place, a day, a title: "Monday", "Denver") that neither
-    the batch nor the memory says (`pool`): an item may not invent the specifics it records.
-    Not in a language that capitalises every noun (German: `pipeline.text.NOUNS_CAPITALISED`),
-    where "Verabredung" for "Treffen" is a paraphrase, not a name; a script without case has no
-    capitals to read."""
-    if language in NOUNS_CAPITALISED:
-        return ""
-    for match in _NAME_WORD.finditer(what):
-        if not match.group(0)[0].isupper():
-            continue
-        before = what[: match.start()].rstrip(" \u201c\"'(")  # a quotation opens a sentence too
-        if not before or before.endswith((".", "!", "?", ":", ";")):
-            continue  # a sentence's first word
-        word = match.group(0).casefold().removesuffix("'s")
-        if not _near(word, pool):
-            return match.group(0)
-    return ""
 
 
 def _speaker_of(seq: int, request: SummaryRequest) -> str:
@@ -234,16 +177,12 @@ def about_bot(item: ItemDraft, bot_name: str, people: Sequence[str]) -> str:
     return ""
 
 
-def _cited_turns(item: ItemDraft, request: SummaryRequest) -> str:
-    return " ".join(t.text for t in request.turns if t.seq in item.seqs)
-
-
 def _who_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[str]) -> Rejection | None:
     """Everyone `who` names is known (the batch, the memory) or named in the turns it cites; the
     person it is about first said one of those turns or wrote a note."""
     if not item.who:
         return _reject(RejectReason.UNKNOWN_PERSON, "names nobody")
-    cited = _cited_turns(item, request)
+    cited = cited_turns(item, request)
     for name in item.who:
         if person_of(name, people) is None and not name_in(cited, name):
             return _reject(RejectReason.UNKNOWN_PERSON, f"{speaker_label(name)!r} is not in the batch or memory")
@@ -253,64 +192,6 @@ def _who_rejection(item: ItemDraft, request: SummaryRequest, people: Sequence[st
     if subject.casefold() not in speakers | authors:
         return _reject(RejectReason.MISATTRIBUTED, f"{subject!r} said none of {list(item.seqs)[:6]}")
     return None
-
-
-SHARED_STEM = 5  # letters two words share at their start to be one word's forms ("careful", "carefully")
-
-
-def _grounded(what: str, cited: str, people: Sequence[str], text: Analyzer, language: str = "en") -> bool:
-    """Some word of the item is one of its turns' words: the same word, one edit from it (a
-    spelling the model corrected: "cwall" -> "call"), the same lemma ("bought" -> "buy"), or a form
-    of it sharing its first `SHARED_STEM` letters ("Careful, careful" -> "walks carefully")."""
-    key, source = content_words(what, people, language), content_words(cited, (), language)
-    if not key or any(_near(w, source, shortest=4) for w in key):
-        return True
-    said = _lemmas(cited, (), text, language)
-    return any(word in said or any(_same_stem(word, other) for other in said)
-               for word in _lemmas(what, people, text, language))
-
-
-def _lemmas(line: str, people: Sequence[str], text: Analyzer, language: str = "en") -> set[str]:
-    dropped = {w for name in people for w in words(name, language)}
-    lemma, stop = text.lemmatizer.lemma, item_stop_words(language)
-    return {lemma(w, language) for w in words(line, language)
-            if len(w) >= 3 and not unspaced(w) and w not in stop and w not in dropped}
-
-
-def _same_stem(a: str, b: str) -> bool:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n >= SHARED_STEM and n >= 0.7 * min(len(a), len(b))
-
-
-def said_lines(item: ItemDraft, request: SummaryRequest) -> list[str]:
-    """The turns `item` cites (inside the batch) as `<speaker> said: <text>`, and its notes: what a
-    sentence embedder compares the item with (the speaker's name on both sides)."""
-    seqs = set(in_batch(item.seqs, request))
-    lines = [f"{speaker_label(t.speaker_name)} said: {t.text}" for t in request.turns if t.seq in seqs]
-    return lines + [f"{speaker_label(n.by)} noted: {n.text}" for n in request.notes]
-
-
-def paraphrase_candidates(
-    parsed: ParsedUpdate, request: SummaryRequest, *, analyzer: Analyzer = ENGLISH
-) -> list[tuple[str, list[str]]]:
-    """The new items that share no word with the turns they cite (the lexical grounding fails),
-    each with `said_lines`: the only ones worth a sentence embedder's look. Pure."""
-    if parsed.update.from_text or not request.turns:
-        return []
-    people = known_people(request)
-    language = language_of(analyzer.language, [t.text for t in request.turns])
-    note_texts = [f"{n.text} {n.why}" for n in request.notes]
-    out: list[tuple[str, list[str]]] = []
-    for item in parsed.update.add:
-        lines = said_lines(item, request)
-        cited = " ".join([_cited_turns(replace(item, seqs=in_batch(item.seqs, request)), request), *note_texts])
-        if lines and not _grounded(item.what, cited, people, analyzer, language):
-            out.append((item.what, lines))
-    return out
 
 
 def _item_rejection(
@@ -355,12 +236,12 @@ def _item_rejection(
         # memory. A record of the request names the bot ("Tom asked Clanky to ...") or is a fact.
         return _reject(RejectReason.ABOUT_BOT, f"a plan made of what was said to {request.bot_name}")
     note_texts = [f"{n.text} {n.why}" for n in request.notes]
-    cited = " ".join([_cited_turns(item, request), *note_texts])
+    cited = " ".join([cited_turns(item, request), *note_texts])
     key = content_words(what, people, language)
     source = content_words(cited, (), language)
-    if what not in by_meaning and not _grounded(what, cited, people, text, language):
+    if what not in by_meaning and not grounded(what, cited, people, text, language):
         return _reject(RejectReason.UNGROUNDED, "nothing of it is in the turns it cites")
-    invented = _invented_names(what, pool, language)
+    invented = invented_names(what, pool, language)
     if invented:
         return _reject(RejectReason.UNGROUNDED, f"names {invented!r}, which neither the batch nor the memory does")
     old = None
@@ -410,7 +291,7 @@ def _same_subject(
     and "Sam's name is Adam" does not correct "Sam finds the dropping connection annoying"."""
     if content_words(item.what, people, language) & content_words(old.what, people, language):
         return True
-    return _grounded(old.what, spoken, people, text, language)
+    return grounded(old.what, spoken, people, text, language)
 
 
 def _vocabulary_share(items: Sequence[ItemDraft], request: SummaryRequest, people: Sequence[str],
@@ -509,7 +390,7 @@ def _merge_loss(merged: ItemDraft, olds: Sequence[MemoryItem], people: Sequence[
         if numbers(old.what, language) - values:
             return f"drops {sorted(numbers(old.what, language) - values)[0]} of {old.id!r}"
         words_ = content_words(old.what, people, language)
-        kept = sum(1 for w in words_ if _near(w, said, shortest=4))
+        kept = sum(1 for w in words_ if near(w, said, shortest=4))
         if words_ and kept < MERGE_KEEPS * len(words_):
             return f"drops what {old.id!r} said"
     return ""
