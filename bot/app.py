@@ -36,26 +36,22 @@ from bot.dashboard.web import DashboardBindError, check_bind, create_dashboard_a
 from bot.guild_language import MultilingualTranscriber, TranscriberIn
 from bot.logging_setup import configure_logging
 from bot.notes.api import register_notes_api
-from bot.notes.writer import make_note_writer, notes_config
-from bot.ownership import make_owner_id
+from bot.notes.writer import make_note_writer
 from bot.privacy_ops import run_retention
 from bot.runtime import (
-    RecallEmbedders,
     dashboard_config,
     hearing_config,
-    language_defaults,
     make_summarizers,
     make_transcriber,
     make_turn_model,
     open_store,
-    recall_config,
     warn_model_shutdowns,
 )
-from bot.session.config import DEFAULT_NOTICE, DEFAULT_SPOKEN_NOTICE, GuildSessionConfig, PrivacyConfig, SessionDeps
 from bot.session.guild_session import GuildSession
 from bot.session.ports import Hearing, HearingFactory, RealtimeFactory
 from bot.session.registry import GuildSessionRegistry
-from bot.settings import ChatReply, ReplyMode, Settings, SettingsError, require_discord_token
+from bot.session_deps import Models, session_deps
+from bot.settings import ReplyMode, Settings, SettingsError, require_discord_token
 from bot.shutdown import EXIT_CLEAN, EXIT_SHUTDOWN_INCOMPLETE, Shutdown, run_to_end, until_stop, wait_event
 from pipeline.adapters.av_audio import opus_available
 from pipeline.adapters.openai_api import OpenAIBrain, OpenAISpeech
@@ -64,18 +60,16 @@ from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.adapters.realtime_protocol import RealtimeConfig
 from pipeline.adapters.redis_store import RedisSessionStore
 from pipeline.cancellation import stop_tasks
-from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.conversation.retention import SweepDeps
 from pipeline.conversation.session import ConversationSession
-from pipeline.events import EventEmitter, EventSink
+from pipeline.events import EventEmitter
 from pipeline.hearing.pipeline import HearingConfig
 from pipeline.metrics import CompactionMetrics
 from pipeline.model_profiles import realtime_reasoning_effort
-from pipeline.ports import Clock, SessionStore, Summarizer, Transcriber, TurnPredictor, TurnSink
+from pipeline.ports import Clock, SessionStore, Transcriber, TurnPredictor, TurnSink
 from pipeline.transcript.event_log import StoreEventLog
-from pipeline.transcript.screen_notes import NoteWriter
 from pipeline.transcription import AsrError
-from pipeline.wiring import hearing_pipeline, text_analyzer
+from pipeline.wiring import hearing_pipeline
 
 log = structlog.get_logger("longcall.app")
 
@@ -94,38 +88,6 @@ def check_opus() -> None:
             "bundle it; reinstall with `pip install --force-reinstall --no-binary=:none: av` "
             "(a PyAV built against a system FFmpeg needs that FFmpeg built with --enable-libopus)."
         )
-
-
-def session_config(settings: Settings) -> GuildSessionConfig:
-    return GuildSessionConfig(
-        bot_name=settings.bot_name,
-        idle_timeout_s=settings.session_idle_timeout_s,
-        max_duration_s=settings.session_max_duration_s,
-        brain_deadline_s=settings.brain_timeout_s,
-        chat_reply_text=settings.chat_reply is ChatReply.TEXT,
-        chat_edit_grace_s=settings.chat_edit_grace_s,
-        take_back_s=settings.turn_take_back_s if settings.turn_prediction else 0.0,
-    )
-
-
-def privacy_config(settings: Settings) -> PrivacyConfig:
-    """The recording notice (PRIVACY_NOTICE: empty = the built-in wording, "off" = none) and retention."""
-    notice = settings.privacy_notice or DEFAULT_NOTICE
-    return PrivacyConfig(
-        notice="" if notice.strip().lower() == "off" else notice,
-        notice_spoken=settings.privacy_notice_spoken,
-        spoken_notice=settings.privacy_spoken_notice or DEFAULT_SPOKEN_NOTICE,
-        retention=settings.retention(),
-    )
-
-
-def model_context_config(settings: Settings) -> ModelContextConfig:
-    return ModelContextConfig(
-        model=settings.brain_model,
-        context_limit=settings.brain_context_limit,
-        realtime_budget_chars=settings.realtime_instructions_max_chars,
-        recall=recall_config(settings),  # CONVERSATION_LANGUAGE's embedder's floor
-    )
 
 
 def check_reply_mode(settings: Settings) -> None:
@@ -324,57 +286,6 @@ async def run_bot(settings: Settings) -> int:
             return await _run_with_store(settings, token, store, shutdown)
     finally:
         shutdown.uninstall(loop)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Models:
-    """The models this process talks to, made once from the settings (each closed at the end)."""
-
-    summarizer: Summarizer | None = None
-    fallback: Summarizer | None = None
-    brain: OpenAIBrain | None = None  # REPLY_MODE=brain, with a key
-    speech: OpenAISpeech | None = None
-    realtime: RealtimeFactory | None = None  # REPLY_MODE=realtime: one connection per guild session
-
-
-def session_deps(
-    settings: Settings,
-    store: RedisSessionStore,
-    models: Models,
-    *,
-    hearing: HearingFactory | None,
-    event_sinks: tuple[EventSink, ...],
-    note_writer: NoteWriter | None = None,
-) -> SessionDeps:
-    """What every guild session of this process shares; session ownership is always on (one
-    process or many, the owner lease on Redis decides who serves a guild)."""
-    embedders = RecallEmbedders(settings)
-    return SessionDeps(
-        store=store,
-        summarizer=models.summarizer,
-        fallback=models.fallback,
-        policy=settings.policy(),
-        config=session_config(settings),
-        model_context=model_context_config(settings),
-        wake_words=settings.wake_words,
-        reply_cooldown_s=settings.reply_cooldown_s,
-        brain=models.brain,
-        speech=models.speech,
-        realtime_factory=models.realtime,
-        hearing_factory=hearing,
-        event_sinks=event_sinks,
-        note_writer=note_writer,
-        notes_config=notes_config(settings),
-        ownership=store,
-        owner_id=make_owner_id(),
-        lease_ttl_s=settings.owner_lease_ttl_s,
-        embedder=embedders.embedder(settings.language),
-        embedders=embedders,
-        memory=settings.participant_memory(),
-        text=text_analyzer(settings.language),  # CONVERSATION_LANGUAGE: the update check's and recall's words
-        privacy=privacy_config(settings),
-        languages=language_defaults(settings),
-    )
 
 
 async def _run_with_store(settings: Settings, token: str, store: RedisSessionStore, shutdown: Shutdown) -> int:

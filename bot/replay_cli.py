@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli_output import CommandFailed, terminal_safe, writable_dir
-from bot.runtime import make_embedder, make_summarizers, open_store, recall_config
+from bot.runtime import make_embedder, make_summarizers, open_store
+from bot.session_deps import model_context_config
 from bot.settings import Settings, SettingsError
 from pipeline.context.recall import RecallConfig
-from pipeline.conversation.model_context import ModelContextConfig
 from pipeline.evaluation.replay import AudioDriver, Replayer, ReplayOptions, ReplaySetup
 from pipeline.evaluation.report import describe_ranges
 from pipeline.evaluation.session_file import load_session_file
@@ -50,15 +50,6 @@ class Progress:
             sys.stderr.write(f"{self._label}: {pct}% ({done}/{total})\n")
         self._last = pct
         sys.stderr.flush()
-
-
-def _model_context(settings: Settings) -> ModelContextConfig:
-    return ModelContextConfig(
-        model=settings.brain_model,
-        context_limit=settings.brain_context_limit,
-        realtime_budget_chars=settings.realtime_instructions_max_chars,
-        recall=recall_config(settings),  # CONVERSATION_LANGUAGE's embedder's floor
-    )
 
 
 def _audio_driver(settings: Settings) -> AudioDriver | None:
@@ -102,7 +93,7 @@ async def replay(
         options = ReplayOptions(
             policy=settings.policy(),
             bot_name=settings.bot_name,
-            model_context=_model_context(settings),
+            model_context=model_context_config(settings),
             stop_at_turn=run.stop_at_turn,
             session_id=session_id,
             embedder=make_embedder(settings),
@@ -226,7 +217,7 @@ async def compare(
     primary, fallback = make_summarizers(settings)
     async with open_store(settings) as store:
         options = ReplayOptions(policy=settings.policy(), bot_name=settings.bot_name,
-                                model_context=_model_context(settings), embedder=make_embedder(settings),
+                                model_context=model_context_config(settings), embedder=make_embedder(settings),
                                 memory=settings.participant_memory(), text=text_analyzer(settings.language))
         return await run_compare(
             paths, ReplaySetup(store=store, summarizer=primary, fallback=fallback, options=options),

@@ -24,11 +24,12 @@ from typing import Any
 
 import structlog
 
-from bot.app import Models, aclose_quietly, session_deps
+from bot.app import aclose_quietly
 from bot.logging_setup import configure_logging
 from bot.runtime import make_summarizers, open_store
 from bot.session.ports import Hearing, HearingFactory
 from bot.session.registry import GuildSessionRegistry, SessionOwnedElsewhere
+from bot.session_deps import Models, session_deps
 from bot.settings import Settings
 from bot.shutdown import EXIT_CLEAN, EXIT_SHUTDOWN_INCOMPLETE, Shutdown, until_stop, wait_event
 from bot.voice.rtp import VoiceFrame

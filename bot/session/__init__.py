@@ -2,7 +2,7 @@
 
     registry.py         the process's guild sessions: /join, resume on startup, orphans, leases
     opening.py          one session opened: conversation from the store, language, privacy state
-    config.py           GuildSessionConfig, the frozen SessionDeps built in bot/app.py, StopReason
+    config.py           GuildSessionConfig, the frozen SessionDeps built in bot/session_deps.py, StopReason
     ports.py            what a session talks to: brain, speech, hearing, the voice link
     guild_session.py    the coordinator: builds the parts below, runs their tasks, shuts down
     core.py             what the parts share: ids, conversation, stop signal, owner lease, append

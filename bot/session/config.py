@@ -1,5 +1,5 @@
 """What every guild session is given: its settings (`GuildSessionConfig`), the shared
-dependencies built once in `bot.app` (`SessionDeps`, frozen), how a session is named in the
+dependencies built once in `bot.session_deps` (`SessionDeps`, frozen), how a session is named in the
 store (`session_id_for`) and why it stops (`StopReason`)."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def _monotonic_clock() -> Clock:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionDeps:
-    """What every guild session of the process shares, built once in `bot.app` and passed down
+    """What every guild session of the process shares, built once in `bot.session_deps` and passed down
     as it is (frozen: nothing is wired in later)."""
 
     store: SessionStore

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.app import session_deps
+from bot.session_deps import session_deps
 from bot.settings import load_settings
 
 
