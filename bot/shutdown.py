@@ -113,7 +113,11 @@ def run_to_end(main: Coroutine[object, object, int]) -> int:
         try:
             left = [t for t in asyncio.all_tasks(loop) if not t.done()]
             if left:
-                loop.run_until_complete(stop_tasks(left, timeout_s=LOOP_CLOSE_S))
+                for task in loop.run_until_complete(stop_tasks(left, timeout_s=LOOP_CLOSE_S)):
+                    # Logged once by name (task_did_not_stop): asyncio would log it again, unstructured,
+                    # whenever the collector reaches it, from inside whatever runs then. asyncio clears
+                    # this flag itself on futures it abandons (base_events.run_until_complete).
+                    task._log_destroy_pending = False  # type: ignore[attr-defined]
             loop.run_until_complete(asyncio.wait_for(loop.shutdown_asyncgens(), LOOP_CLOSE_S))
         except Exception as err:  # closing the loop must not hide the run's own outcome
             log.warning("event_loop_close_failed", error_class=type(err).__name__)
