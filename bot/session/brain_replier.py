@@ -198,7 +198,7 @@ class BrainReplier:
         on_air.begin(playback, job.turn.speaker_id, answer=answer)
         try:
             result = await playback.play(audio(), before_start=lambda: not self._ledger.stale(job),
-                                         wait_start=self._t.wait_for_floor(job.turn.speaker_id))
+                                         wait_start=self._t.wait_start(job))
         except BrainError as err:  # SpeechError: TTS failed before any audio
             self._ledger.emit_dropped(job, f"tts_{err.code}", stages)
             return None
