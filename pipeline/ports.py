@@ -63,6 +63,7 @@ class TurnGuess:
     text: str  # the whole turn so far (earlier pieces of a long utterance included), guards applied
     started_at: float  # session time the utterance started
     ended_at: float  # ... and its speech ended (the pause's); a turn that ends here ends at this time
+    complete: bool = True  # False: TURN_SENTENCE_END and the text ends no sentence (the turn is held)
 
 
 class GuessListener(Protocol):

@@ -221,7 +221,8 @@ class ReplyDesk:
 
     def guessed(self, guess: TurnGuess) -> bool:
         """A speculative transcript at `guess.speaker_id`'s pause: True when the bot would answer
-        that turn (the turn model may judge it); a preemptive reply starts when none is in hand."""
+        that turn (the turn model may judge it); a preemptive reply starts when none is in hand
+        and the guess is a whole sentence (`TurnGuess.complete`)."""
         core = self._core
         if core.stopping:
             return False
@@ -237,7 +238,7 @@ class ReplyDesk:
             decision = self._carried.get(guess.speaker_id, decision)
         if not decision.reply:
             return False
-        if (core.config.preempt and self._floor is not None and self._replier is not None
+        if (core.config.preempt and guess.complete and self._floor is not None and self._replier is not None
                 and self._current is None and self._held is None and self._jobs.empty()):
             job = ReplyJob(turn=turn, decision=decision, human_mark=self._ledger.human_turns + 1,
                            heard_at=core.perf(), asr_ms=None, confirmed=asyncio.Event())

@@ -7,10 +7,14 @@ answer does to the speaker's utterance. `HearingPipeline` hands every `Pause` he
   listener then says whether a reply may follow if the turn ends there (the bot's own reply
   decision on that text). Only then is the pause judged: nobody else's pause costs a model call,
   and their turns end by the silence or the end of transmission, as they do with the model off.
-  A pause with no speculative transcript (the transcriber was busy) is not judged either.
-- **A sentence end** (`sentence_end`): the pause also needs its transcript to end a sentence by
-  Unicode (`pipeline/text/sentence_end.py`). One that does not is held (unfinished) with no
-  model call, before the listener is asked (no early reply starts on half a sentence).
+  A pause with no speculative transcript (the transcriber was busy) is not judged either. While
+  the transcript comes the pause is held (the end of transmission does not cut it yet); a turn
+  that is not judged after all is released, and a transmission that ended meanwhile ends it
+  then (`Segmenter.release`), a transcription's time later than with the model off.
+- **A sentence end** (`sentence_end`): a pause the listener took also needs its transcript to
+  end a sentence by Unicode (`pipeline/text/sentence_end.py`). One that does not is held
+  (unfinished) with no model call, and its guess says so (`TurnGuess.complete`: the reply desk
+  starts no early reply on half a sentence).
 
 A judged pause at `threshold` or above ends the turn with exactly the pause's audio; below it
 the turn is held (`Segmenter.hold`: the end of transmission no longer cuts it, the full silence
@@ -74,6 +78,9 @@ class TurnJudge:
         if not self.needs_text:
             self._queue(speaker_id, pause)
         elif guessing:
+            # Held while its transcript comes: the end of transmission must not cut a sentence the
+            # model is about to judge unfinished. A turn nobody judges is released (`_let_go`).
+            self._streams.hold(speaker_id, pause)
             self._awaiting[speaker_id] = pause
         self._notify()
 
@@ -84,19 +91,23 @@ class TurnJudge:
             return  # a newer pause took its place
         del self._awaiting[speaker_id]
         self._notify()
-        if text is None or not self._streams.paused_at(speaker_id, pause):
+        if not self._streams.paused_at(speaker_id, pause):
             return
-        if self._config.sentence_end and not ends_sentence(text):
-            self._streams.hold(speaker_id, pause)  # a sentence going on: no model call, no early reply
-            self.unfinished += 1
+        if text is None:
+            self._let_go(speaker_id, pause)
             return
+        complete = not self._config.sentence_end or ends_sentence(text)
         utterance = pause.utterance
         if self.listener is not None:
             guess = TurnGuess(speaker_id=speaker_id, speaker_name=speaker_name, text=f"{before} {text}".strip(),
-                              started_at=utterance.started_at, ended_at=utterance.ended_at)
+                              started_at=utterance.started_at, ended_at=utterance.ended_at, complete=complete)
             if not self.listener.guessed(guess):
+                self._let_go(speaker_id, pause)
                 return
             self._taken[speaker_id] = pause
+        if not complete:
+            self.unfinished += 1  # a sentence going on: held, no model call
+            return
         self._queue(speaker_id, pause)
 
     def check_went_on(self) -> None:
@@ -111,6 +122,11 @@ class TurnJudge:
             del self._taken[speaker_id]
             if open_now.get(speaker_id) == pause.utterance.started_at and self.listener is not None:
                 self.listener.went_on(speaker_id)
+
+    def _let_go(self, speaker_id: str, pause: Pause) -> None:
+        """Not judged after all: the turn ends as with the model off (a transmission that ended
+        while it was held ends it now)."""
+        self._end(self._streams.release(speaker_id, pause))
 
     def _queue(self, speaker_id: str, pause: Pause) -> None:
         self._pauses.pop(speaker_id, None)  # the newest pause goes to the back of the line
@@ -142,16 +158,20 @@ class TurnJudge:
                 self._judging = False
             latency_ms = round((time.perf_counter() - started) * 1000, 1)
             ended: list[Utterance] = []
-            if probability is not None and probability >= threshold:
+            confident = probability is not None and probability >= threshold
+            if confident:
                 ended = self._streams.end_turn(speaker_id, pause)
             elif probability is not None:
                 self._streams.hold(speaker_id, pause)
+            else:
+                ended = self._streams.release(speaker_id, pause)  # the model failed: as with it off
             self._end(ended)
             self.checks += 1
-            self.ends += bool(ended)
+            self.ends += confident and bool(ended)
             self._events.emit(TurnScored(
                 speaker_id=speaker_id, probability=None if probability is None else round(probability, 3),
-                threshold=threshold, silence_ms=pause.silence_ms, latency_ms=latency_ms, ended=bool(ended),
+                threshold=threshold, silence_ms=pause.silence_ms, latency_ms=latency_ms,
+                ended=confident and bool(ended),
                 error_class=error_class,
             ))
             self._notify()

@@ -277,3 +277,42 @@ async def test_a_transcript_that_ends_no_sentence_is_held_without_the_model(
     stats = pipeline.stats()
     assert (0, 1, 0, 1) == (stats.turn_checks, stats.turn_unfinished, before, len(sink.turns)), stats
     assert [] == events.named(TurnScored.name)
+
+
+@pytest.mark.slow
+async def test_the_end_of_transmission_waits_for_the_pause_transcript_then_ends_an_unjudged_turn(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """The client's voice gate closes while the pause's transcript is still being made: the
+    utterance stays open (the model may yet judge it unfinished); once the desk says it would
+    not answer it, the turn ends there and then, with no more silence."""
+    pcm, _ = _clip("01_alice.ogg")
+    head = pcm[: pcm.size // 2]
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    class HeldWhisper:
+        """Real Whisper, each transcription held until the test lets it go."""
+
+        async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Any:
+            started.set()
+            await gate.wait()
+            return await whisper.transcribe(audio, prompt=prompt)
+
+    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
+    pipeline = hearing_pipeline(HeldWhisper(), sink, events=events.emitter, clock=clock, config=TURNS,
+                                turn_model=turn_model)
+    pipeline.listen(desk)
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        await asyncio.sleep(0)
+        _feed(pipeline, clock, np.concatenate([head, _silence(300)]))
+        await asyncio.wait_for(started.wait(), HANG_GUARD_S)  # the guess is being made
+        pipeline.speaking_state("u1", False)
+        open_then = pipeline.stats().speaking
+        gate.set()
+        await pipeline.wait_idle()
+        open_after = pipeline.stats().speaking
+        await pipeline.flush()
+        runner.cancel()
+    assert (("u1",), ()) == (open_then, open_after)
+    assert 1 == len(sink.turns) and [] == events.named(TurnScored.name)
