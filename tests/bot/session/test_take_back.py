@@ -90,11 +90,12 @@ class _HeldTurnModel:
 
 @asynccontextmanager
 async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_s: float,
-                   turn_model: Any = None, first: str | None = SLOW
+                   turn_model: Any = None, first: str | None = SLOW, sentence_end: bool = False
                    ) -> AsyncIterator[tuple[Any, Events, _Room, OpenAIStub]]:
     whisper, turn = models
     turn = turn_model or turn
-    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"))
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"),
+                           turn_sentence_end=sentence_end)
 
     def hearing(sink: Any, emitter: Any, clock: Any) -> Any:
         return hearing_pipeline(whisper, sink, events=emitter, clock=clock, config=config, turn_model=turn)
@@ -202,6 +203,27 @@ async def test_going_on_after_the_pause_takes_back_the_preemptive_reply(
     speech = [t for t in turns if t.kind is TurnKind.SPEECH]
     assert "tokyo" in speech[-1].text.lower() and "bob" in speech[-1].text.lower(), speech[-1].text
     assert speech[-1].seq == completed[0]["seq"]
+
+
+@pytest.mark.slow
+async def test_half_a_sentence_to_the_bot_starts_no_early_reply(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """TURN_SENTENCE_END: "Hey Clanky, how many..." and a pause: the bot would answer it, but
+    its transcript ends no sentence, so it is held with no model call and no reply starts on
+    it; she finishes the question, and that whole turn is answered, nothing taken back."""
+    pcm = _frames("22_alice.ogg")
+    quiet = [bytes(FRAME_BYTES)] * 15
+    async with _session(models, take_back_s=1.5, first=None, sentence_end=True) as (session, events, room, stub):
+        await room.say([*pcm[: len(pcm) // 2], *quiet])
+        await session.hearing.wait_idle()  # the pause's guess went to the desk
+        await room.say([*pcm[len(pcm) // 2 :], *[bytes(FRAME_BYTES)] * 50])
+        completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    assert [] == events.named(BotReplyDropped.name)
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    assert 1 == len(speech) and "bob" in speech[0].text.lower(), [t.text for t in speech]
+    assert (speech[0].seq, 1) == (completed[0]["seq"], _chat_requests(stub))
 
 
 async def test_the_first_word_waits_while_someone_else_is_speaking() -> None:
