@@ -42,28 +42,25 @@ class Speculations:
               *, workers: int, on_done: Callable[[Transcription | None], None] | None = None) -> bool:
         """Transcribe `utterance` (the speech so far) in `tasks`, unless other speakers' guesses
         already take `workers` transcribers (then False); the speaker's own earlier guess is
-        superseded. `on_done(result)` when it finishes (None: it failed), not when cancelled."""
+        superseded. `on_done(result)` when it finishes (None: it failed or was cancelled)."""
         running = sum(1 for sid, g in self._guesses.items() if sid != speaker_id and not g.task.done())
         if running >= workers:
             return False
         old = self._guesses.pop(speaker_id, None)
         if old is not None:
             old.task.cancel()
-        task = tasks.create_task(self._transcribe(utterance.pcm16k, prompt, on_done),
-                                 name=f"hearing:speculate:{speaker_id}")
+        task = tasks.create_task(self._transcribe(utterance.pcm16k, prompt), name=f"hearing:speculate:{speaker_id}")
+        if on_done is not None:  # before anyone awaits it: the judge hears first (cancelled: None)
+            task.add_done_callback(lambda done: on_done(None if done.cancelled() else done.result()))
         self._guesses[speaker_id] = _Guess(key=(utterance.started_at, utterance.ended_at), prompt=prompt, task=task)
         self.started += 1
         return True
 
-    async def _transcribe(self, pcm: PcmInt16, prompt: str | None,
-                          on_done: Callable[[Transcription | None], None] | None) -> Transcription | None:
+    async def _transcribe(self, pcm: PcmInt16, prompt: str | None) -> Transcription | None:
         try:
-            result: Transcription | None = await self._transcriber.transcribe(pcm, prompt=prompt)
+            return await self._transcriber.transcribe(pcm, prompt=prompt)
         except Exception:  # a failed guess costs nothing: the final piece is transcribed as usual
-            result = None
-        if on_done is not None:
-            on_done(result)
-        return result
+            return None
 
     async def result(self, job: AsrJob, prompt: str | None) -> Transcription | None:
         """The guess's transcription when it transcribed this final piece's speech with the same

@@ -316,3 +316,23 @@ async def test_the_end_of_transmission_waits_for_the_pause_transcript_then_ends_
         runner.cancel()
     assert (("u1",), ()) == (open_then, open_after)
     assert 1 == len(sink.turns) and [] == events.named(TurnScored.name)
+
+
+async def test_a_cancelled_guess_still_answers_whoever_waits_on_it(whisper: WhisperTranscriber) -> None:
+    """A speculative transcription made stale (the final piece is other speech) is cancelled, and
+    its `on_done` hears None, so the turn judge never waits on it for ever (`wait_idle`)."""
+    from pipeline.hearing.asr_queue import AsrJob
+    from pipeline.hearing.segmenter import Utterance
+    from pipeline.hearing.speculation import Speculations
+
+    pcm, _ = _clip("22_alice.ogg")
+    heard: list[object] = []
+    speculations = Speculations(whisper)
+    utterance = Utterance(speaker_id="u1", speaker_name="Alice", pcm16k=pcm, started_at=0.0, ended_at=2.0,
+                          final=True, speech_s=2.0)
+    async with asyncio.TaskGroup() as tg:
+        assert speculations.start(tg, "u1", utterance, None, workers=1, on_done=heard.append)
+        later = AsrJob(speaker_id="u1", speaker_name="Alice", pcm=[pcm], started_at=0.0, ended_at=3.0,
+                       final=True, speech_s=3.0)  # speech came after the pause
+        assert await speculations.result(later, None) is None
+    assert [None] == heard
