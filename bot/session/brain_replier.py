@@ -143,6 +143,8 @@ class BrainReplier:
             ledger.emit_dropped(job, "stale", stages, tokens=tokens)
             return
         if self._speech is None:
+            if job.confirmed is not None:
+                await job.confirmed.wait()  # a preemptive reply: nothing is said before its turn is heard
             sentences = [first, *await answer.rest()]
             text = " ".join(sentences)
             await ledger.append_reply(text, source="brain", started_at=self._core.clock.now())

@@ -90,8 +90,8 @@ class _HeldTurnModel:
 
 @asynccontextmanager
 async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_s: float,
-                   turn_model: Any = None, first: str | None = SLOW, sentence_end: bool = False
-                   ) -> AsyncIterator[tuple[Any, Events, _Room, OpenAIStub]]:
+                   turn_model: Any = None, first: str | None = SLOW, sentence_end: bool = False,
+                   spoken: bool = True) -> AsyncIterator[tuple[Any, Events, _Room, OpenAIStub]]:
     whisper, turn = models
     turn = turn_model or turn
     config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"),
@@ -112,7 +112,8 @@ async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_
                               model="tts-1", voice="alloy")
         events, clock = Events(), FakeClock()
         resources = make_resources(
-            InMemorySessionStore(), clock=clock, events=events, brain=brain, speech=speech, hearing_factory=hearing,
+            InMemorySessionStore(), clock=clock, events=events, brain=brain, speech=speech if spoken else None,
+            hearing_factory=hearing,
             config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=30.0, take_back_s=take_back_s),
         )
         connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
@@ -224,6 +225,32 @@ async def test_half_a_sentence_to_the_bot_starts_no_early_reply(
     speech = [t for t in turns if t.kind is TurnKind.SPEECH]
     assert 1 == len(speech) and "bob" in speech[0].text.lower(), [t.text for t in speech]
     assert (speech[0].seq, 1) == (completed[0]["seq"], _chat_requests(stub))
+
+
+@pytest.mark.slow
+async def test_without_tts_a_preemptive_answer_is_not_stored_before_its_turn_is_heard(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """No TTS (the answer becomes a BOT turn unspoken): the preemptive answer is complete
+    before the turn is, and still nothing is stored; Alice goes on, so it is taken back, and
+    only the answer to her whole turn is stored."""
+    held = _HeldTurnModel(models[1])
+    quiet = [bytes(FRAME_BYTES)] * 15
+    async with _session(models, take_back_s=1.5, turn_model=held, first=None, spoken=False) as (
+        session, events, room, stub
+    ):
+        await room.say([*_frames("22_alice.ogg"), *quiet])
+        await yield_until("the preemptive answer was written",
+                          lambda: _chat_requests(stub) >= 1 and stub.in_flight == 0, HANG_GUARD_S)
+        await room.say(_frames("08_alice.ogg"))  # she goes on
+        held.gate.set()
+        await room.say([bytes(FRAME_BYTES)] * 50)
+        await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    assert {"taken_back"} == {d["reason"] for d in events.named(BotReplyDropped.name)}
+    bot = [t for t in turns if t.kind is TurnKind.BOT]
+    assert [FAST] == [t.text for t in bot], [t.text for t in turns]
+    assert bot[0].seq > max(t.seq for t in turns if t.kind is TurnKind.SPEECH)
 
 
 async def test_the_first_word_waits_while_someone_else_is_speaking() -> None:
