@@ -253,6 +253,65 @@ async def test_without_tts_a_preemptive_answer_is_not_stored_before_its_turn_is_
     assert bot[0].seq > max(t.seq for t in turns if t.kind is TurnKind.SPEECH)
 
 
+@pytest.mark.slow
+async def test_realtime_a_preemptive_response_is_held_until_the_turn_is_heard_or_taken_back(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """REPLY_MODE=realtime: the question's turn is sent at its pause and the response's audio
+    waits; Alice goes on, so the response is cancelled unheard and nothing is stored; her whole
+    turn is then answered and heard."""
+    from pipeline.adapters.openai_realtime import RealtimeVoice
+    from pipeline.adapters.realtime_protocol import RealtimeConfig
+    from tests.support.realtime_stub import RealtimeStub, ScriptedResponse
+
+    whisper, _ = models
+    held = _HeldTurnModel(models[1])
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"))
+
+    def hearing(sink: Any, emitter: Any, clock: Any) -> Any:
+        return hearing_pipeline(whisper, sink, events=emitter, clock=clock, config=config, turn_model=held)
+
+    quiet = [bytes(FRAME_BYTES)] * 15
+    async with RealtimeStub() as rt:
+        rt.answer_turns = True
+        rt.default_response = ScriptedResponse(audio=[tone_pcm(0.1)] * 5)
+
+        def realtime_factory(emitter: Any) -> RealtimeVoice:
+            return RealtimeVoice(endpoint=OpenAIEndpoint(api_key="test-key", base_url=rt.base_url), events=emitter,
+                                 config=RealtimeConfig(model="gpt-realtime-test", voice="marin",
+                                                       first_audio_timeout_s=30.0, event_timeout_s=30.0,
+                                                       cancel_timeout_s=30.0))
+
+        events, clock = Events(), FakeClock()
+        resources = make_resources(
+            InMemorySessionStore(), clock=clock, events=events, realtime_factory=realtime_factory,
+            hearing_factory=hearing, config=GuildSessionConfig(bot_name="Clanky", take_back_s=1.5),
+        )
+        connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
+        async with RunningRegistry(resources, connector) as registry:
+            session = await registry.join(1, 10)
+            room = _Room(connector.links[0], clock)
+
+            def created() -> int:
+                return sum(1 for r in rt.received if r.type == "response.create")
+
+            await room.say([*_frames("22_alice.ogg"), *quiet])
+            await yield_until("the response was asked for at the pause", lambda: created() >= 1, HANG_GUARD_S)
+            played_then = len(room.link.played)
+            await room.say(_frames("08_alice.ogg"))  # she goes on
+            await events.wait_for(BotReplyDropped.name, timeout_s=HANG_GUARD_S)
+            held.gate.set()
+            await room.say([bytes(FRAME_BYTES)] * 50)
+            completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+            turns = session.session.snapshot().turns
+    assert 0 == played_then
+    assert {"taken_back"} == {d["reason"] for d in events.named(BotReplyDropped.name)}
+    bot = [t for t in turns if t.kind is TurnKind.BOT]
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    assert 1 == len(bot) and "tokyo" in bot[0].text.lower(), [t.text for t in turns]  # the answer to the whole turn
+    assert speech[-1].seq == completed[0]["seq"]
+
+
 async def test_the_first_word_waits_while_someone_else_is_speaking() -> None:
     """The floor: the reply to Alice waits while Bob has an open utterance, not while Alice has."""
     open_now: dict[str, float] = {"1": 3.0, "2": 2.5}
