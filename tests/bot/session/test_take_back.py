@@ -306,6 +306,9 @@ async def test_realtime_a_preemptive_response_is_held_until_the_turn_is_heard_or
             turns = session.session.snapshot().turns
     assert 0 == played_then
     assert {"taken_back"} == {d["reason"] for d in events.named(BotReplyDropped.name)}
+    kinds = [r.type for r in rt.received]
+    first_delete = kinds.index("conversation.item.delete")  # the taken-back turn left the server too
+    assert first_delete < [i for i, k in enumerate(kinds) if k == "response.create"][1]
     bot = [t for t in turns if t.kind is TurnKind.BOT]
     speech = [t for t in turns if t.kind is TurnKind.SPEECH]
     assert 1 == len(bot) and "tokyo" in bot[0].text.lower(), [t.text for t in turns]  # the answer to the whole turn
