@@ -126,6 +126,7 @@ def hearing_config(settings: Settings) -> HearingConfig:
             turn_check_ms=settings.turn_check_ms if settings.turn_prediction else 0,
         ),
         turn_threshold=settings.turn_threshold,
+        turn_sentence_end=settings.turn_sentence_end,
         coalescer=CoalescerConfig(
             bot_name=settings.bot_name, wake_words=settings.wake_words, failsafe_s=settings.coalesce_failsafe_s
         ),

@@ -177,6 +177,7 @@ class Settings:
     turn_threshold: float = 0.97  # P(turn complete) that ends the turn at the pause (tuned on dev, docs/latency.md)
     turn_check_ms: int = 128  # silence after speech at which the pause is judged (commas are shorter)
     turn_take_back_s: float = 1.5  # a reply not yet heard is cancelled if its speaker goes on within this
+    turn_sentence_end: bool = True  # the pause's transcript must also end a sentence (Unicode) to end the turn
     max_utterance_s: float = 15.0
     coalesce_failsafe_s: float = 10.0
     # Sessions
@@ -342,6 +343,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "TURN_THRESHOLD": ("turn_threshold", parse_float(0.01, 1.0)),
     "TURN_CHECK_MS": ("turn_check_ms", parse_int(32, 5000)),
     "TURN_TAKE_BACK_S": ("turn_take_back_s", parse_float(0.0, 30.0)),
+    "TURN_SENTENCE_END": ("turn_sentence_end", parse_bool),
     "MAX_UTTERANCE_S": ("max_utterance_s", parse_float(1.0, 600.0)),
     "COALESCE_FAILSAFE_S": ("coalesce_failsafe_s", parse_float(0.5, 600.0)),
     "SESSION_IDLE_TIMEOUT_S": ("session_idle_timeout_s", parse_float(10.0, 7 * 86400.0)),

@@ -141,6 +141,9 @@ class FeedHearing:
     def open_utterances(self) -> dict[str, float]:
         return {}
 
+    def listen(self, listener: object) -> None:
+        return None  # no turn model here
+
     async def flush(self) -> None:
         return None
 

@@ -53,6 +53,33 @@ class TurnPredictor(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnGuess:
+    """What a speaker said up to a short pause, by its speculative transcript (docs/latency.md):
+    the turn as it would be if it ended at this pause."""
+
+    speaker_id: str
+    speaker_name: str
+    text: str  # the whole turn so far (earlier pieces of a long utterance included), guards applied
+    started_at: float  # session time the utterance started
+    ended_at: float  # ... and its speech ended (the pause's); a turn that ends here ends at this time
+    complete: bool = True  # False: TURN_SENTENCE_END and the text ends no sentence (the turn is held)
+
+
+class GuessListener(Protocol):
+    """Who hears of each speaker's speculative transcript at a pause (the bot's reply desk,
+    bot/session/reply_jobs.py). Its answer gates the turn model: only a turn that may be answered
+    is judged early; every other turn ends by the silence or the end of transmission, as before."""
+
+    def guessed(self, guess: TurnGuess) -> bool:
+        """A reply may follow if the turn ends as `guess` says (then the turn model judges it)."""
+        ...
+
+    def went_on(self, speaker_id: str) -> None:
+        """The speaker of a guess this listener took spoke again: the guess is not their turn."""
+        ...
+
+
 class Resampler(Protocol):
     """One speaker stream's converter: interleaved s16 PCM at `sample_rate`/`channels` in,
     16 kHz mono int16 out (`pipeline.adapters.av_audio.PcmResampler`). Stateful: one per stream."""

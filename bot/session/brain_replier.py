@@ -143,6 +143,8 @@ class BrainReplier:
             ledger.emit_dropped(job, "stale", stages, tokens=tokens)
             return
         if self._speech is None:
+            if job.confirmed is not None:
+                await job.confirmed.wait()  # a preemptive reply: nothing is said before its turn is heard
             sentences = [first, *await answer.rest()]
             text = " ".join(sentences)
             await ledger.append_reply(text, source="brain", started_at=self._core.clock.now())
@@ -198,7 +200,7 @@ class BrainReplier:
         on_air.begin(playback, job.turn.speaker_id, answer=answer)
         try:
             result = await playback.play(audio(), before_start=lambda: not self._ledger.stale(job),
-                                         wait_start=self._t.wait_for_floor(job.turn.speaker_id))
+                                         wait_start=self._t.wait_start(job))
         except BrainError as err:  # SpeechError: TTS failed before any audio
             self._ledger.emit_dropped(job, f"tts_{err.code}", stages)
             return None

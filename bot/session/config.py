@@ -84,6 +84,9 @@ class GuildSessionConfig:
     # A reply not yet heard is taken back when its speaker goes on within this long of their
     # turn's end (bot/session/floor.py; TURN_PREDICTION on: TURN_TAKE_BACK_S, else 0 = off).
     take_back_s: float = 0.0
+    # With take-back on: at a pause whose speculative transcript the bot would answer, the reply
+    # starts at once, its first frame held until the turn is heard (bot/session/reply_jobs.py).
+    preempt: bool = True
     flush_timeout_s: float = 10.0  # hearing flush at shutdown
     close_timeout_s: float = 30.0  # settling the compactor at shutdown
     stream_sentences: bool = True  # speak each sentence as it arrives (False: wait for the whole answer)

@@ -98,7 +98,6 @@ class GuildSession:
         self.on_air = OnAir(config)
         self.replies = ReplyLedger(core, ReplyMode.REALTIME if start.realtime is not None else ReplyMode.BRAIN)
         # Who is speaking now (TURN_PREDICTION: take-back, and no first word over someone else).
-        # Who is speaking now (TURN_PREDICTION: take-back, and no first word over someone else).
         self.floor = Floor() if config.take_back_s > 0 else None
         tools = ReplyTools(core=core, ledger=self.replies, on_air=self.on_air, link=start.link,
                            model_context=self.model_context, floor=self.floor)
@@ -123,6 +122,8 @@ class GuildSession:
                                  save_meta=functools.partial(self._save_meta, active=True))
         self._feed = HearingFeed(start.link, hearing, on_air=self.on_air, presence=self.presence,
                                  bot_user_id=start.bot_user_id, privacy=self.privacy)
+        if hearing is not None:  # TURN_PREDICTION: the turn model judges only turns the desk would answer
+            hearing.listen(self._desk)
         if self.floor is not None and hearing is not None:
             self.floor.attach(hearing.open_utterances)
             self._feed.floor = self.floor

@@ -14,7 +14,7 @@ from bot.playback import AudioPlayerLike
 from bot.voice.rtp import VoiceFrame
 from pipeline.adapters.openai_realtime import RealtimeVoice
 from pipeline.events import EventEmitter
-from pipeline.ports import Clock, TurnSink
+from pipeline.ports import Clock, GuessListener, TurnSink
 
 
 class Brain(Protocol):
@@ -41,6 +41,10 @@ class Hearing(Protocol):
 
     def open_utterances(self) -> dict[str, float]:
         """Speaker id → session time their open utterance started (the `Floor`, bot/session/floor.py)."""
+        ...
+
+    def listen(self, listener: GuessListener) -> None:
+        """Who hears of each speculative transcript at a pause (the reply desk); it gates the turn model."""
         ...
 
     async def run(self) -> None: ...

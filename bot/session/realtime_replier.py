@@ -85,7 +85,7 @@ class RealtimeReplier:
             try:
                 async with stream:  # left early (stale, barge-in, cancelled): the response is cancelled
                     result = await playback.play(stream, before_start=lambda: not ledger.stale(job),
-                                                 wait_start=self._t.wait_for_floor(job.turn.speaker_id))
+                                                 wait_start=self._t.wait_start(job))
             finally:
                 on_air.end()
         except RealtimeError as err:  # the turn could not be sent, or the response failed before any audio

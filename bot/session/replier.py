@@ -14,7 +14,7 @@ from bot.session.barge_in import OnAir
 from bot.session.core import SessionCore
 from bot.session.floor import Floor
 from bot.session.ports import VoiceLink
-from bot.session.reply_jobs import ReplyLedger
+from bot.session.reply_jobs import ReplyJob, ReplyLedger
 from pipeline.conversation.model_context import ModelContext
 
 
@@ -30,7 +30,17 @@ class ReplyTools:
     model_context: ModelContext
     floor: Floor | None = None  # TURN_PREDICTION: the first frame waits until nobody else is speaking
 
-    def wait_for_floor(self, speaker_id: str) -> Callable[[], Awaitable[None]] | None:
-        """What `Playback.play` awaits before the first frame: nobody but `speaker_id` speaking."""
-        floor = self.floor
-        return None if floor is None else lambda: floor.wait_for_others(speaker_id)
+    def wait_start(self, job: ReplyJob) -> Callable[[], Awaitable[None]] | None:
+        """What `Playback.play` awaits before the first frame: a preemptive reply's turn heard
+        (`ReplyJob.confirmed`), then nobody but its speaker speaking."""
+        floor, confirmed = self.floor, job.confirmed
+        if floor is None and confirmed is None:
+            return None
+
+        async def wait() -> None:
+            if confirmed is not None:
+                await confirmed.wait()
+            if floor is not None:
+                await floor.wait_for_others(job.turn.speaker_id)
+
+        return wait

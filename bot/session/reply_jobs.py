@@ -28,6 +28,7 @@ from pipeline.adapters.openai_api import BrainError
 from pipeline.context.reply_policy import ReplyDecision, ReplyPolicy
 from pipeline.events import BotReplyDropped
 from pipeline.models import Turn, TurnKind
+from pipeline.ports import TurnGuess
 
 log = structlog.get_logger("longcall.guild_session")
 
@@ -36,16 +37,29 @@ log = structlog.get_logger("longcall.guild_session")
 # encoder carries a partial frame across sentence edges, so the first one or two may be the
 # previous sentence's tail.
 SENTENCE_ONSET_FRAMES = 2
+# A preemptive reply whose turn was neither heard nor went on within this long is given up (the
+# final piece was rejected, say): a safety net, far beyond the end-of-utterance silence.
+PREEMPT_HOLD_S = 5.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ReplyJob:
+    """One reply to make. A preemptive one (`confirmed` set: bot/session/reply_jobs.py's
+    `ReplyDesk.guessed`) starts on a speculative turn; when the real turn is heard, `turn`,
+    `heard_at`, `asr_ms` and `human_mark` become the heard turn's and `confirmed` is set."""
+
     turn: Turn
     decision: ReplyDecision
     human_mark: int  # human turns heard when the job was made (the current one included)
     heard_at: float  # perf_counter when the turn was appended
     asr_ms: int | None  # end of speech → turn appended
     text_reply: TextReply | None = None  # a typed question answered in text (CHAT_REPLY=text)
+    confirmed: asyncio.Event | None = None  # preemptive: set once its turn is heard (the first frame waits)
+
+    @property
+    def held(self) -> bool:
+        """A preemptive reply whose turn is not heard yet."""
+        return self.confirmed is not None and not self.confirmed.is_set()
 
 
 @dataclass(slots=True)
@@ -168,7 +182,16 @@ class ReplyDesk:
     within `take_back_s` of their turn's end and none of the reply has been heard yet, that
     task is cancelled -- the model call, TTS and playback stop, nothing is stored as said
     (`bot_reply_dropped`, reason `taken_back`) -- and the person's next heard turn is answered
-    with the taken-back decision, the turn going on. Once audio played, barge-in decides."""
+    with the taken-back decision, the turn going on. Once audio played, barge-in decides.
+
+    Preemptive replies (`preempt`, with the floor): the hearing pipeline tells the desk of each
+    speaker's speculative transcript at a pause (`guessed`, the `GuessListener` port). When the
+    bot would answer that text (the same `ReplyPolicy` decision as for a heard turn) and no
+    other reply is in hand, the reply starts now, on the guess; its first frame waits until the
+    turn is heard with the same speech and text (then it is that turn's reply). When the speaker
+    goes on instead (`went_on`), or the heard turn differs, it is taken back as above. The
+    answer to `guessed` also gates the turn model: a turn the bot would not answer is not judged
+    early (pipeline/hearing/turn_judge.py)."""
 
     def __init__(
         self,
@@ -189,11 +212,75 @@ class ReplyDesk:
         self._taken_back: ReplyJob | None = None
         self._carried: dict[str, ReplyDecision] = {}  # speaker id → a taken-back reply's decision
         self._floor: Floor | None = None
+        self._held: ReplyJob | None = None  # the preemptive reply waiting for its turn
 
     def use_floor(self, floor: Floor) -> None:
         """Take-back on (`take_back_s` > 0): watch who starts speaking."""
         self._floor = floor
         floor.on_start(self.speech_started)
+
+    def guessed(self, guess: TurnGuess) -> bool:
+        """A speculative transcript at `guess.speaker_id`'s pause: True when the bot would answer
+        that turn (the turn model may judge it); a preemptive reply starts when none is in hand
+        and the guess is a whole sentence (`TurnGuess.complete`)."""
+        core = self._core
+        if core.stopping:
+            return False
+        previous = core.conversation.recent(8)
+        turn = Turn(seq=previous[-1].seq + 1 if previous else 0, kind=TurnKind.SPEECH, speaker_id=guess.speaker_id,
+                    speaker_name=guess.speaker_name, text=guess.text, started_at=guess.started_at,
+                    ended_at=guess.ended_at, source="speculative")
+        if self._policy.is_own(turn):
+            return False
+        decision = self._policy.decide(turn, now=core.clock.now(), last_reply_at=self._ledger.last_reply_at,
+                                       previous=previous)
+        if not decision.reply:
+            decision = self._carried.get(guess.speaker_id, decision)
+        if not decision.reply:
+            return False
+        if (core.config.preempt and guess.complete and self._floor is not None and self._replier is not None
+                and self._current is None and self._held is None and self._jobs.empty()):
+            job = ReplyJob(turn=turn, decision=decision, human_mark=self._ledger.human_turns + 1,
+                           heard_at=core.perf(), asr_ms=None, confirmed=asyncio.Event())
+            self._held = job
+            log.debug("bot_reply_preempted", guild_id=core.guild_id, speaker_id=guess.speaker_id)
+            self._jobs.put_nowait(job)
+        return True
+
+    def went_on(self, speaker_id: str) -> None:
+        """The speaker of a guess spoke again: take back the preemptive reply made on it."""
+        held = self._held
+        if held is not None and held.turn.speaker_id == speaker_id and held.held:
+            self._take_back_held(held)
+
+    def _take_back_held(self, job: ReplyJob) -> None:
+        self._held = None
+        self._carried[job.turn.speaker_id] = job.decision
+        current = self._current
+        if current is not None and current[0] is job:
+            self._taken_back = job
+            log.info("bot_reply_taken_back", guild_id=self._core.guild_id, preemptive=True)
+            current[1].cancel()
+        else:  # still in the queue: the worker drops it unstarted
+            self._taken_back = job
+
+    def _confirm_held(self, turn: Turn, decision: ReplyDecision, *, heard_at: float, asr_ms: int | None) -> bool:
+        """A heard turn of the held reply's speaker: the same speech and text make it that turn's
+        reply (True); any other turn of theirs takes it back."""
+        held = self._held
+        if held is None or held.turn.speaker_id != turn.speaker_id:
+            return False
+        self._held = None
+        same = (abs(held.turn.ended_at - turn.ended_at) < 1e-6 and abs(held.turn.started_at - turn.started_at) < 1e-6
+                and _same_text(held.turn.text, turn.text))
+        if not (same and decision.reply) or not held.held:
+            self._take_back_held(held)
+            return False
+        held.turn, held.decision, held.heard_at, held.asr_ms = turn, decision, heard_at, asr_ms
+        held.human_mark = self._ledger.human_turns
+        assert held.confirmed is not None
+        held.confirmed.set()
+        return True
 
     def speech_started(self, speaker_id: str) -> None:
         """Someone's utterance opened: take back the reply to their last turn if it is not heard yet."""
@@ -240,6 +327,8 @@ class ReplyDesk:
         log.debug(
             "reply_decision", guild_id=core.guild_id, seq=turn.seq, reply=decision.reply, reason=str(decision.reason)
         )
+        if turn.kind is TurnKind.SPEECH and self._confirm_held(turn, decision, heard_at=heard_at, asr_ms=asr_ms):
+            return  # the reply made on its speculative transcript is this turn's
         if not decision.reply or core.stopping:
             return
         if self._replier is None:
@@ -268,6 +357,10 @@ class ReplyDesk:
 
     async def _reply(self, job: ReplyJob) -> None:
         stages = Stages(started=self._core.perf())
+        if self._taken_back is job:  # a preemptive reply taken back before it started
+            self._taken_back = None
+            self._ledger.emit_dropped(job, "taken_back", stages)
+            return
         if self._ledger.stale(job):
             self._ledger.emit_dropped(job, "stale", stages)
             return
@@ -280,6 +373,8 @@ class ReplyDesk:
         if since is not None and since > job.turn.ended_at:
             self.speech_started(job.turn.speaker_id)  # they went on before the reply even started
         try:
+            if job.held:
+                await self._hold(job, task)
             await asyncio.wait([task])  # a take-back cancels the task, not this worker
         except asyncio.CancelledError:
             task.cancel()  # the session stops: the reply goes with it
@@ -291,3 +386,19 @@ class ReplyDesk:
             self._ledger.emit_dropped(job, "taken_back", stages)
             return
         task.result()  # its own failure is the worker's to log
+
+    async def _hold(self, job: ReplyJob, task: asyncio.Task[None]) -> None:
+        """A preemptive reply: until its turn is heard (or it is taken back, or it ends), at most
+        `PREEMPT_HOLD_S`; past that it is taken back."""
+        assert job.confirmed is not None
+        heard = asyncio.create_task(job.confirmed.wait(), name=f"reply-hold:{self._core.guild_id}")
+        try:
+            await asyncio.wait([task, heard], timeout=PREEMPT_HOLD_S, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            heard.cancel()
+        if job.held and not task.done() and self._held is job:
+            self._take_back_held(job)
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()

@@ -171,7 +171,7 @@ class AsrTranscribed(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnScored(Event):
-    """The turn model judged one speaker's short pause (pipeline/hearing/pipeline.py): the
+    """The turn model judged one speaker's short pause (pipeline/hearing/turn_judge.py): the
     probability that the turn is complete; `ended` when that closed the utterance now instead
     of after the silence timeout. `error_class` when the model failed (the silence decides)."""
 

@@ -29,13 +29,10 @@ an `asr_retried` event, until `asr_retry_deadline_s` after the first try; only t
 utterance fail (`asr_failed`).
 
 Turn ends from the audio (docs/latency.md): with `SegmenterConfig.turn_check_ms` set, each
-speaker's short pause after speech (a `Pause`, ~100 ms of silence) does two things at once.
-It starts a *speculative* transcription of the utterance so far (only while the transcriber
-is idle, so real work never waits behind one), and, with a turn model, asks it off the loop
-(task `hearing:turn`) whether the turn is complete. At `turn_threshold` or above the utterance
-closes there and then, with exactly the audio the speculation is transcribing; below it, the
-sender's end of transmission no longer cuts the utterance short (`Segmenter.hold`): the
-end-of-utterance silence ends it, and with no speech since, the speculation is used all the same. The final piece
+speaker's short pause after speech (a `Pause`, ~100 ms of silence) starts a *speculative*
+transcription of the utterance so far (only while the transcriber is idle, so real work never
+waits behind one), and, with a turn model, goes to the `TurnJudge` (pipeline/hearing/turn_judge.py:
+which pauses the model judges, task `hearing:turn`, and what its answer does). The final piece
 takes the speculative result instead of a second Whisper call when it is the same speech
 (start, end, and prompt), and the guards judge it like any other (`asr_transcribed`'s
 `speculative`).
@@ -46,8 +43,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import numpy as np
 
@@ -62,82 +58,21 @@ from pipeline.events import (
     AsrTranscribed,
     EventEmitter,
     HearingAppendFailed,
-    TurnScored,
 )
-from pipeline.hearing.asr_guards import GuardConfig, Verdict, clean_text, judge
+from pipeline.hearing.asr_guards import Verdict, clean_text, judge
 from pipeline.hearing.asr_queue import AsrJob, AsrQueue
-from pipeline.hearing.coalescer import Coalescer, CoalescerConfig, HeardPiece
-from pipeline.hearing.segmenter import Pause, SegmenterConfig, Utterance
+from pipeline.hearing.coalescer import Coalescer, HeardPiece
+from pipeline.hearing.config import HearingConfig, HearingStats, percentile, retry_wait
+from pipeline.hearing.segmenter import Pause, Utterance
 from pipeline.hearing.speculation import Speculations
 from pipeline.hearing.streams import PcmFrame, SpeakerStreams, StreamParts, StreamsConfig
-from pipeline.hearing.vad import VadKind
+from pipeline.hearing.turn_judge import JudgeConfig, TurnJudge
 from pipeline.models import TurnDraft
 from pipeline.pcm import TARGET_RATE, PcmInt16
-from pipeline.ports import Clock, Transcriber, TurnPredictor, TurnSink
-from pipeline.transcription import AsrError, AsrErrorCode, Transcription
+from pipeline.ports import Clock, GuessListener, Transcriber, TurnSink
+from pipeline.transcription import AsrError, Transcription
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HearingConfig:
-    segmenter: SegmenterConfig = field(default_factory=SegmenterConfig)
-    guards: GuardConfig = field(default_factory=GuardConfig)
-    coalescer: CoalescerConfig = field(default_factory=CoalescerConfig)
-    vad: VadKind = VadKind.SILERO
-    # With the sender's end of transmission, this much silence after speech ends the utterance
-    # (instead of SegmenterConfig.end_of_utterance_ms): ~450 ms less from speech to turn.
-    end_of_transmission_ms: int = 200
-    max_queued_per_speaker: int = 3  # beyond this a speaker's new utterance merges into the last
-    gap_tolerance_s: float = 0.2  # jitter allowed before missing packets count as silence
-    tick_s: float = 0.1  # how often silent speakers are checked and held turns polled
-    min_asr_speech_s: float = 0.2  # pieces with less speech than this skip Whisper
-    asr_workers: int = 1  # transcriptions at once (different speakers; one speaker's pieces stay in order)
-    append_retry_cap_s: float = 30.0
-    # A transcription refused for now (a remote endpoint's 429, or a 503 with Retry-After) is
-    # asked again after the server's retry_after_s, the audio kept, for at most this long after
-    # the first try; past it the utterance fails (asr_failed).
-    asr_retry_deadline_s: float = 30.0
-    # The turn model's probability at or above which a short pause ends the turn (TURN_THRESHOLD).
-    turn_threshold: float = 0.97
-
-    def __post_init__(self) -> None:
-        if self.max_queued_per_speaker < 1:
-            raise ValueError("max_queued_per_speaker must be at least 1")
-        if self.tick_s <= 0:
-            raise ValueError("tick_s must be positive")
-        if self.asr_workers < 1:
-            raise ValueError("asr_workers must be at least 1")
-        if self.asr_retry_deadline_s < 0:
-            raise ValueError("asr_retry_deadline_s must not be negative")
-        if not 0.0 < self.turn_threshold <= 1.0:
-            raise ValueError("turn_threshold must be in (0, 1]")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HearingStats:
-    speakers: int
-    speaking: tuple[str, ...]  # speaker ids with an open utterance
-    queued: int  # utterances (or merged groups) waiting for ASR
-    queued_audio_s: float
-    in_flight: bool
-    lag_s: float  # session seconds since the oldest untranscribed speech ended (0 if none)
-    max_lag_s: float
-    utterances: int  # utterances (pieces) the segmenters produced
-    transcribed: int  # Whisper calls
-    accepted: int
-    rejected: Mapping[str, int]  # by Verdict
-    merged: int  # backlog merges (utterances folded into an earlier queued one)
-    pieces_merged: int  # pieces of long utterances folded into one turn
-    held: int  # finished turns waiting for earlier-started turns' transcripts
-    turns: int  # turns appended to the sink
-    discarded_bursts: int  # too short to be speech (segmenter)
-    asr_s: float  # wall seconds spent in the transcriber
-    asr_audio_s: float  # seconds of audio it transcribed
-    turn_latency_p50_s: float | None  # end of speech → turn appended (session clock)
-    turn_latency_p95_s: float | None
-    turn_checks: int = 0  # pauses the turn model judged
-    turn_ends: int = 0  # ... of which it ended the turn
-    speculated: int = 0  # speculative transcriptions started at a pause
-    speculation_used: int = 0  # ... whose text became the final piece's (no second Whisper call)
+__all__ = ["HearingConfig", "HearingPipeline", "HearingStats", "retry_wait"]
 
 
 class HearingPipeline:
@@ -179,10 +114,11 @@ class HearingPipeline:
         self._context: dict[str, str] = {}
         self._appending = False
         self._running = False
-        self._turn_model = parts.turn_model
-        self._pauses: dict[str, Pause] = {}  # per speaker, the latest pause not yet judged
-        self._pause_ready = asyncio.Event()
-        self._judging = False  # the turn model is judging a pause now
+        self._judge = None if parts.turn_model is None else TurnJudge(
+            self._streams, parts.turn_model,
+            JudgeConfig(threshold=self._config.turn_threshold, sentence_end=self._config.turn_sentence_end),
+            events=events, end=self._enqueue_all, notify=self._notify,
+        )
         self._speculations = Speculations(transcriber)
         self._tasks: asyncio.TaskGroup | None = None  # run()'s, while it runs: owns the speculations
         self._work = asyncio.Event()
@@ -199,8 +135,6 @@ class HearingPipeline:
         self._asr_audio_s = 0.0
         self._max_lag = 0.0
         self._latencies: deque[float] = deque(maxlen=2000)
-        self._turn_checks = 0
-        self._turn_ends = 0
 
     # -- input (event loop, synchronous) --------------------------------------------------
 
@@ -218,6 +152,14 @@ class HearingPipeline:
                          channels=channels)
         self._enqueue_all(self._streams.feed(frame, now=self._clock.now()))
         self._take_pauses()
+        if self._judge is not None:
+            self._judge.check_went_on()
+
+    def listen(self, listener: GuessListener) -> None:
+        """With a turn model: only pauses whose speculative transcript `listener` takes (a reply
+        may follow) are judged, and it hears of each (pipeline/hearing/turn_judge.py)."""
+        if self._judge is not None:
+            self._judge.listener = listener
 
     def open_utterances(self) -> dict[str, float]:
         """Speaker id → session time their open utterance started (speech heard, not yet ended)."""
@@ -254,8 +196,8 @@ class HearingPipeline:
                     tg.create_task(self._asr_loop(), name=f"hearing:asr:{worker}")
                 tg.create_task(self._append_loop(), name="hearing:append")
                 tg.create_task(self._tick_loop(), name="hearing:tick")
-                if self._turn_model is not None:
-                    tg.create_task(self._turn_loop(self._turn_model), name="hearing:turn")
+                if self._judge is not None:
+                    tg.create_task(self._judge.run(), name="hearing:turn")
         finally:
             self._tasks = None
             self._running = False
@@ -274,7 +216,7 @@ class HearingPipeline:
         turns may remain). A replay calls this to make ASR and the turn model take no simulated time."""
         await self._require_running("wait_idle")
         await self._wait_until(lambda: not self._asr.has_work() and not self._outbox and not self._appending
-                               and not (self._turn_model is not None and (self._pauses or self._judging)))
+                               and not (self._judge is not None and self._judge.busy))
 
     async def _require_running(self, what: str) -> None:
         # Waiting without the worker would hang forever. One yield lets a run() task that
@@ -307,10 +249,11 @@ class HearingPipeline:
             discarded_bursts=self._streams.discarded(),
             asr_s=round(self._asr_s, 3),
             asr_audio_s=round(self._asr_audio_s, 3),
-            turn_latency_p50_s=_percentile(latencies, 0.50),
-            turn_latency_p95_s=_percentile(latencies, 0.95),
-            turn_checks=self._turn_checks,
-            turn_ends=self._turn_ends,
+            turn_latency_p50_s=percentile(latencies, 0.50),
+            turn_latency_p95_s=percentile(latencies, 0.95),
+            turn_checks=self._judge.checks if self._judge is not None else 0,
+            turn_ends=self._judge.ends if self._judge is not None else 0,
+            turn_unfinished=self._judge.unfinished if self._judge is not None else 0,
             speculated=self._speculations.started,
             speculation_used=self._speculations.used,
         )
@@ -341,60 +284,29 @@ class HearingPipeline:
 
     def _take_pauses(self) -> None:
         for speaker_id, pause in self._streams.take_pauses():
-            self._speculate(speaker_id, pause)
-            if self._turn_model is not None:
-                self._pauses.pop(speaker_id, None)  # the newest pause goes to the back of the line
-                self._pauses[speaker_id] = pause
-                self._pause_ready.set()
+            guessing = self._speculate(speaker_id, pause)
+            if self._judge is not None:
+                self._judge.pause(speaker_id, pause, guessing=guessing)
 
-    def _speculate(self, speaker_id: str, pause: Pause) -> None:
+    def _speculate(self, speaker_id: str, pause: Pause) -> bool:
         """Transcribe the utterance so far now, while the transcriber is idle (never ahead of
-        real work: other speakers' turns must not wait behind a guess)."""
+        real work: other speakers' turns must not wait behind a guess). True: started."""
         tasks = self._tasks
         utterance = pause.utterance
         if tasks is None or self._asr.has_work() or utterance.speech_s < self._config.min_asr_speech_s:
-            return
-        self._speculations.start(tasks, speaker_id, utterance, self._context.get(speaker_id),
-                                 workers=self._config.asr_workers)
+            return False
+        before = self._context.get(speaker_id)
+        judge_ = self._judge
 
-    async def _turn_loop(self, model: TurnPredictor) -> None:
-        """Judge each pause, the oldest first; a confident one ends that speaker's turn now."""
-        threshold = self._config.turn_threshold
-        while True:
-            if not self._pauses:
-                self._pause_ready.clear()
-                await self._pause_ready.wait()
-                continue
-            speaker_id = next(iter(self._pauses))
-            pause = self._pauses.pop(speaker_id)
-            if not self._streams.paused_at(speaker_id, pause):
-                self._notify()
-                continue  # the speaker went on (or the silence ended it) before its turn came
-            started = time.perf_counter()
-            probability: float | None = None
-            error_class: str | None = None
-            self._judging = True
-            try:
-                probability = await model.complete_probability(pause.recent)
-            except Exception as err:  # the silence timeout still ends the turn
-                error_class = type(err).__name__
-            finally:
-                self._judging = False
-            latency_ms = round((time.perf_counter() - started) * 1000, 1)
-            ended: list[Utterance] = []
-            if probability is not None and probability >= threshold:
-                ended = self._streams.end_turn(speaker_id, pause)
-            elif probability is not None:
-                self._streams.hold(speaker_id, pause)
-            self._enqueue_all(ended)
-            self._turn_checks += 1
-            self._turn_ends += bool(ended)
-            self._events.emit(TurnScored(
-                speaker_id=speaker_id, probability=None if probability is None else round(probability, 3),
-                threshold=threshold, silence_ms=pause.silence_ms, latency_ms=latency_ms, ended=bool(ended),
-                error_class=error_class,
-            ))
-            self._notify()
+        def done(result: Transcription | None) -> None:
+            if judge_ is None or not judge_.needs_text:
+                return
+            accepted = result is not None and judge(result, self._config.guards) is Verdict.ACCEPT
+            text = clean_text(result.text) if result is not None and accepted else None
+            judge_.guessed(speaker_id, utterance.speaker_name, pause, text or None, before=before or "")
+
+        return self._speculations.start(tasks, speaker_id, utterance, before, workers=self._config.asr_workers,
+                                        on_done=done)
 
     def _deliver(self, drafts: list[TurnDraft]) -> None:
         if drafts:
@@ -545,27 +457,3 @@ class HearingPipeline:
         while True:
             await self._clock.sleep(self._config.tick_s)
             self.tick()
-
-
-def _percentile(sorted_values: list[float], q: float) -> float | None:
-    if not sorted_values:
-        return None
-    index = min(len(sorted_values) - 1, round(q * (len(sorted_values) - 1)))
-    return round(sorted_values[index], 3)
-
-
-RETRY_BACKOFF_S = 0.5  # the first wait after a rate limit that named none, doubled per try
-RETRY_BACKOFF_CAP_S = 8.0
-
-
-def retry_wait(err: AsrError, attempt: int) -> float | None:
-    """How long to wait before asking again after `err` on try `attempt`, or None when asking
-    again cannot help: a rate limit waits what the server said (or a doubling back-off); an
-    unavailable endpoint only when it said when to come back."""
-    if err.code is AsrErrorCode.RATE_LIMITED:
-        if err.retry_after_s is not None:
-            return float(err.retry_after_s)
-        return min(RETRY_BACKOFF_S * 2.0 ** (attempt - 1), RETRY_BACKOFF_CAP_S)
-    if err.code is AsrErrorCode.UNAVAILABLE and err.retry_after_s is not None:
-        return float(err.retry_after_s)
-    return None

@@ -122,6 +122,7 @@ class Segmenter:
         "_consumed",
         "_discarded",
         "_earlier",
+        "_ended_held",
         "_held",
         "_in_utterance",
         "_last_speech_end",
@@ -168,6 +169,8 @@ class Segmenter:
         self._pause: Pause | None = None  # taken, not yet handed out by take_pause()
         self._earlier = np.zeros(0, dtype=np.int16)  # this utterance's earlier pieces (last turn_audio_s)
         self._held: int | None = None  # the speech end of a pause the turn model judged unfinished
+        # (mark, min silence) of a transmission end a hold kept from ending the utterance (`release`)
+        self._ended_held: tuple[int, int] | None = None
 
     # -- properties -----------------------------------------------------------------------
 
@@ -259,6 +262,7 @@ class Segmenter:
         if not self._in_utterance or self._silence_run < min_silence_ms * self._rate // 1000:
             return []
         if self._held == self._last_speech_end:
+            self._ended_held = (self._held, min_silence_ms)  # a released hold ends it then
             return []  # the turn model heard an unfinished sentence: the silence decides
         return self._close(self._consumed)
 
@@ -276,6 +280,18 @@ class Segmenter:
         full `end_of_utterance_ms` of silence ends it (not the sender's end of transmission)."""
         if self.paused_at(pause.mark):
             self._held = pause.mark
+
+    def release(self, pause: Pause) -> list[Utterance]:
+        """Undo `hold(pause)` (it waited for a judgement that did not come: the turn is not one
+        the model judges): as if never held, so a transmission that ended meanwhile ends the
+        utterance now, as it would have then."""
+        if not self.paused_at(pause.mark) or self._held != pause.mark:
+            return []
+        self._held = None
+        ended, self._ended_held = self._ended_held, None
+        if ended is not None and ended[0] == pause.mark and self._silence_run >= ended[1] * self._rate // 1000:
+            return self._close(self._consumed)
+        return []
 
     def end_turn(self, pause: Pause) -> list[Utterance]:
         """The turn model judged the turn over at `pause`: close the utterance with the pause's
@@ -375,6 +391,7 @@ class Segmenter:
         self._piece = 0
         self._pause = None
         self._held = None
+        self._ended_held = None
         self._earlier = np.zeros(0, dtype=np.int16)
 
     def _close(self, end: int) -> list[Utterance]:

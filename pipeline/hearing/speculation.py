@@ -8,6 +8,7 @@ pause, another Whisper prompt) is cancelled and the piece is transcribed as usua
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline.hearing.asr_queue import AsrJob
@@ -38,18 +39,22 @@ class Speculations:
         self.used = 0
 
     def start(self, tasks: asyncio.TaskGroup, speaker_id: str, utterance: Utterance, prompt: str | None,
-              *, workers: int) -> None:
+              *, workers: int, on_done: Callable[[Transcription | None], None] | None = None) -> bool:
         """Transcribe `utterance` (the speech so far) in `tasks`, unless other speakers' guesses
-        already take `workers` transcribers; the speaker's own earlier guess is superseded."""
+        already take `workers` transcribers (then False); the speaker's own earlier guess is
+        superseded. `on_done(result)` when it finishes (None: it failed or was cancelled)."""
         running = sum(1 for sid, g in self._guesses.items() if sid != speaker_id and not g.task.done())
         if running >= workers:
-            return
+            return False
         old = self._guesses.pop(speaker_id, None)
         if old is not None:
             old.task.cancel()
         task = tasks.create_task(self._transcribe(utterance.pcm16k, prompt), name=f"hearing:speculate:{speaker_id}")
+        if on_done is not None:  # before anyone awaits it: the judge hears first (cancelled: None)
+            task.add_done_callback(lambda done: on_done(None if done.cancelled() else done.result()))
         self._guesses[speaker_id] = _Guess(key=(utterance.started_at, utterance.ended_at), prompt=prompt, task=task)
         self.started += 1
+        return True
 
     async def _transcribe(self, pcm: PcmInt16, prompt: str | None) -> Transcription | None:
         try:

@@ -149,6 +149,11 @@ class SpeakerStreams:
         if speaker is not None:
             speaker.segmenter.hold(pause)
 
+    def release(self, speaker_id: str, pause: Pause) -> list[Utterance]:
+        """Undo `hold` (`Segmenter.release`): the utterance, if the sender's transmission ended meanwhile."""
+        speaker = self._speakers.get(speaker_id)
+        return speaker.segmenter.release(pause) if speaker is not None else []
+
     def end_turn(self, speaker_id: str, pause: Pause) -> list[Utterance]:
         """The turn model judged the turn over at `pause`: the utterance, unless speech came back."""
         speaker = self._speakers.get(speaker_id)

@@ -236,6 +236,9 @@ class ScriptedHearing:
     def open_utterances(self) -> dict[str, float]:
         return {}
 
+    def listen(self, listener: object) -> None:
+        return None  # no turn model here
+
     async def run(self) -> None:
         await asyncio.Event().wait()
 

@@ -76,11 +76,26 @@ class _Room:
             await asyncio.wait_for(self.link.frames.join(), timeout=HANG_GUARD_S)
 
 
+class _HeldTurnModel:
+    """The real turn model, its answers held until the test lets them go."""
+
+    def __init__(self, model: SmartTurnModel) -> None:
+        self.model, self.gate = model, asyncio.Event()
+
+    async def complete_probability(self, audio: Any) -> float:
+        probability = await self.model.complete_probability(audio)
+        await self.gate.wait()
+        return probability
+
+
 @asynccontextmanager
-async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_s: float
-                   ) -> AsyncIterator[tuple[Any, Events, _Room, OpenAIStub]]:
+async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_s: float,
+                   turn_model: Any = None, first: str | None = SLOW, sentence_end: bool = False,
+                   spoken: bool = True) -> AsyncIterator[tuple[Any, Events, _Room, OpenAIStub]]:
     whisper, turn = models
-    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"))
+    turn = turn_model or turn
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"),
+                           turn_sentence_end=sentence_end)
 
     def hearing(sink: Any, emitter: Any, clock: Any) -> Any:
         return hearing_pipeline(whisper, sink, events=emitter, clock=clock, config=config, turn_model=turn)
@@ -88,7 +103,8 @@ async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_
     async with OpenAIStub() as stub:
         stub.default_speech_audio = tone_pcm(0.4)
         # The first answer is slow (still being written when Alice goes on); the second is not.
-        stub.chat.append(Reply(text=SLOW, stream_over_s=3.0))
+        if first is not None:
+            stub.chat.append(Reply(text=first, stream_over_s=3.0))
         stub.default_chat_text = FAST
         brain = OpenAIBrain(endpoint=OpenAIEndpoint(api_key="test-key", base_url=stub.base_url),
                             model="gpt-4o-mini", deadline_s=30.0)
@@ -96,7 +112,8 @@ async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_
                               model="tts-1", voice="alloy")
         events, clock = Events(), FakeClock()
         resources = make_resources(
-            InMemorySessionStore(), clock=clock, events=events, brain=brain, speech=speech, hearing_factory=hearing,
+            InMemorySessionStore(), clock=clock, events=events, brain=brain, speech=speech if spoken else None,
+            hearing_factory=hearing,
             config=GuildSessionConfig(bot_name="Clanky", brain_deadline_s=30.0, take_back_s=take_back_s),
         )
         connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
@@ -121,7 +138,9 @@ async def test_going_on_before_the_reply_is_heard_takes_it_back(
     async with _session(models, take_back_s=1.5) as (session, events, room, stub):
         await room.say([*_frames("22_alice.ogg"), *quiet])  # "Hey Clanky, how many times has Bob died ...?"
         await yield_until("the reply to the question started", lambda: _chat_requests(stub) >= 1, HANG_GUARD_S)
-        assert any(e["ended"] for e in events.named(TurnScored.name))  # the model ended it, not the silence
+        # The model ends it, not the silence (the reply may start before, on the pause's transcript).
+        await yield_until("the model ended the question",
+                          lambda: any(e["ended"] for e in events.named(TurnScored.name)), HANG_GUARD_S)
         await room.say([*_frames("08_alice.ogg"), *[bytes(FRAME_BYTES)] * 50])  # she goes on; 1 s of quiet
         completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
         turns = session.session.snapshot().turns
@@ -132,6 +151,168 @@ async def test_going_on_before_the_reply_is_heard_takes_it_back(
     assert [FAST] == [t.text for t in bot], [t.text for t in turns]  # nothing of the cut reply is stored
     assert speech[-1].seq == completed[0]["seq"]  # the turn she went on with is the one answered
     assert "tokyo" in speech[-1].text.lower(), speech[-1].text
+
+
+@pytest.mark.slow
+async def test_the_reply_starts_on_the_pause_transcript_and_plays_once_the_turn_is_heard(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """Preemptive: the turn model has not answered yet, but the question's speculative
+    transcript addresses the bot, so the model call starts now; its audio waits for the turn,
+    and once the turn is heard it is that turn's reply (one model call, no second one)."""
+    held = _HeldTurnModel(models[1])
+    quiet = [bytes(FRAME_BYTES)] * 15
+    async with _session(models, take_back_s=1.5, turn_model=held, first=None) as (session, events, room, stub):
+        await room.say([*_frames("22_alice.ogg"), *quiet])
+        await yield_until("the reply started on the guess", lambda: _chat_requests(stub) >= 1, HANG_GUARD_S)
+        heard_then = [t for t in session.session.snapshot().turns if t.kind is TurnKind.SPEECH]
+        played_then = len(room.link.played)
+        held.gate.set()
+        await room.say([bytes(FRAME_BYTES)] * 40)  # the model's answer, else the silence, ends the turn
+        completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    assert ([], 0) == (heard_then, played_then)  # asked before the turn was heard; nothing played
+    question = [r for r in stub.requests if r.path.endswith("/chat/completions")][0]
+    assert "bob" in str(question.body["messages"][-1]).lower()  # the guess's text is the question
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    assert 1 == _chat_requests(stub)
+    assert speech[-1].seq == completed[0]["seq"]
+    assert [FAST] == [t.text for t in turns if t.kind is TurnKind.BOT]
+    assert [] == events.named(BotReplyDropped.name)
+
+
+@pytest.mark.slow
+async def test_going_on_after_the_pause_takes_back_the_preemptive_reply(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """The reply started on the pause's transcript; Alice goes on in the same utterance (the
+    model never ended it): the reply is cancelled unheard (`taken_back`), nothing of it is
+    stored, and her whole turn is answered."""
+    held = _HeldTurnModel(models[1])
+    quiet = [bytes(FRAME_BYTES)] * 15
+    async with _session(models, take_back_s=1.5, turn_model=held) as (session, events, room, stub):
+        await room.say([*_frames("22_alice.ogg"), *quiet])
+        await yield_until("the reply started on the guess", lambda: _chat_requests(stub) >= 1, HANG_GUARD_S)
+        await room.say(_frames("08_alice.ogg"))  # she goes on before the model answered
+        await events.wait_for(BotReplyDropped.name, timeout_s=HANG_GUARD_S)
+        held.gate.set()
+        await room.say([bytes(FRAME_BYTES)] * 50)
+        completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    assert {"taken_back"} == {d["reason"] for d in events.named(BotReplyDropped.name)}
+    assert [FAST] == [t.text for t in turns if t.kind is TurnKind.BOT], [t.text for t in turns]
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    assert "tokyo" in speech[-1].text.lower() and "bob" in speech[-1].text.lower(), speech[-1].text
+    assert speech[-1].seq == completed[0]["seq"]
+
+
+@pytest.mark.slow
+async def test_half_a_sentence_to_the_bot_starts_no_early_reply(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """TURN_SENTENCE_END: "Hey Clanky, how many..." and a pause: the bot would answer it, but
+    its transcript ends no sentence, so it is held with no model call and no reply starts on
+    it; she finishes the question, and that whole turn is answered, nothing taken back."""
+    pcm = _frames("22_alice.ogg")
+    quiet = [bytes(FRAME_BYTES)] * 15
+    async with _session(models, take_back_s=1.5, first=None, sentence_end=True) as (session, events, room, stub):
+        await room.say([*pcm[: len(pcm) // 2], *quiet])
+        await session.hearing.wait_idle()  # the pause's guess went to the desk
+        await room.say([*pcm[len(pcm) // 2 :], *[bytes(FRAME_BYTES)] * 50])
+        completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    assert [] == events.named(BotReplyDropped.name)
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    assert 1 == len(speech) and "bob" in speech[0].text.lower(), [t.text for t in speech]
+    assert (speech[0].seq, 1) == (completed[0]["seq"], _chat_requests(stub))
+
+
+@pytest.mark.slow
+async def test_without_tts_a_preemptive_answer_is_not_stored_before_its_turn_is_heard(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """No TTS (the answer becomes a BOT turn unspoken): the preemptive answer is complete
+    before the turn is, and still nothing is stored; Alice goes on, so it is taken back, and
+    only the answer to her whole turn is stored."""
+    held = _HeldTurnModel(models[1])
+    quiet = [bytes(FRAME_BYTES)] * 15
+    async with _session(models, take_back_s=1.5, turn_model=held, first=None, spoken=False) as (
+        session, events, room, stub
+    ):
+        await room.say([*_frames("22_alice.ogg"), *quiet])
+        await yield_until("the preemptive answer was written",
+                          lambda: _chat_requests(stub) >= 1 and stub.in_flight == 0, HANG_GUARD_S)
+        await room.say(_frames("08_alice.ogg"))  # she goes on
+        held.gate.set()
+        await room.say([bytes(FRAME_BYTES)] * 50)
+        await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    assert {"taken_back"} == {d["reason"] for d in events.named(BotReplyDropped.name)}
+    bot = [t for t in turns if t.kind is TurnKind.BOT]
+    assert [FAST] == [t.text for t in bot], [t.text for t in turns]
+    assert bot[0].seq > max(t.seq for t in turns if t.kind is TurnKind.SPEECH)
+
+
+@pytest.mark.slow
+async def test_realtime_a_preemptive_response_is_held_until_the_turn_is_heard_or_taken_back(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """REPLY_MODE=realtime: the question's turn is sent at its pause and the response's audio
+    waits; Alice goes on, so the response is cancelled unheard and nothing is stored; her whole
+    turn is then answered and heard."""
+    from pipeline.adapters.openai_realtime import RealtimeVoice
+    from pipeline.adapters.realtime_protocol import RealtimeConfig
+    from tests.support.realtime_stub import RealtimeStub, ScriptedResponse
+
+    whisper, _ = models
+    held = _HeldTurnModel(models[1])
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"))
+
+    def hearing(sink: Any, emitter: Any, clock: Any) -> Any:
+        return hearing_pipeline(whisper, sink, events=emitter, clock=clock, config=config, turn_model=held)
+
+    quiet = [bytes(FRAME_BYTES)] * 15
+    async with RealtimeStub() as rt:
+        rt.answer_turns = True
+        rt.default_response = ScriptedResponse(audio=[tone_pcm(0.1)] * 5)
+
+        def realtime_factory(emitter: Any) -> RealtimeVoice:
+            return RealtimeVoice(endpoint=OpenAIEndpoint(api_key="test-key", base_url=rt.base_url), events=emitter,
+                                 config=RealtimeConfig(model="gpt-realtime-test", voice="marin",
+                                                       first_audio_timeout_s=30.0, event_timeout_s=30.0,
+                                                       cancel_timeout_s=30.0))
+
+        events, clock = Events(), FakeClock()
+        resources = make_resources(
+            InMemorySessionStore(), clock=clock, events=events, realtime_factory=realtime_factory,
+            hearing_factory=hearing, config=GuildSessionConfig(bot_name="Clanky", take_back_s=1.5),
+        )
+        connector = FakeConnector(humans=[(ALICE, "Alice"), (2, "Bob")])
+        async with RunningRegistry(resources, connector) as registry:
+            session = await registry.join(1, 10)
+            room = _Room(connector.links[0], clock)
+
+            def created() -> int:
+                return sum(1 for r in rt.received if r.type == "response.create")
+
+            await room.say([*_frames("22_alice.ogg"), *quiet])
+            await yield_until("the response was asked for at the pause", lambda: created() >= 1, HANG_GUARD_S)
+            played_then = len(room.link.played)
+            await room.say(_frames("08_alice.ogg"))  # she goes on
+            await events.wait_for(BotReplyDropped.name, timeout_s=HANG_GUARD_S)
+            held.gate.set()
+            await room.say([bytes(FRAME_BYTES)] * 50)
+            completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+            turns = session.session.snapshot().turns
+    assert 0 == played_then
+    assert {"taken_back"} == {d["reason"] for d in events.named(BotReplyDropped.name)}
+    kinds = [r.type for r in rt.received]
+    first_delete = kinds.index("conversation.item.delete")  # the taken-back turn left the server too
+    assert first_delete < [i for i, k in enumerate(kinds) if k == "response.create"][1]
+    bot = [t for t in turns if t.kind is TurnKind.BOT]
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    assert 1 == len(bot) and "tokyo" in bot[0].text.lower(), [t.text for t in turns]  # the answer to the whole turn
+    assert speech[-1].seq == completed[0]["seq"]
 
 
 async def test_the_first_word_waits_while_someone_else_is_speaking() -> None:

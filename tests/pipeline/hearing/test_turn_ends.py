@@ -23,7 +23,9 @@ from pipeline.evaluation.wer import wer
 from pipeline.events import AsrTranscribed, EventEmitter, TurnScored
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.segmenter import SegmenterConfig
+from pipeline.models import Turn, TurnKind
 from pipeline.pcm import TARGET_RATE, PcmInt16
+from pipeline.ports import TurnGuess
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink, frames, to_discord
 from pipeline.wiring import hearing_pipeline
@@ -172,3 +174,165 @@ async def test_speech_after_the_pause_keeps_the_turn_open_and_whole(
     assert 1 == len(sink.turns), [t.text for t in sink.turns]
     assert wer(f"{first_text} {second_text}", sink.turns[0].text) < 0.2, sink.turns[0].text
     assert [False] == [e["speculative"] for e in events.named(AsrTranscribed.name)]
+
+
+class _Desk:
+    """The bot's reply decision on each speculative transcript (pipeline/context/reply_policy.py),
+    as the reply desk makes it: only a turn the bot would answer is judged."""
+
+    def __init__(self) -> None:
+        from pipeline.context.reply_policy import ReplyPolicy, ReplyPolicyConfig
+
+        self.policy = ReplyPolicy(ReplyPolicyConfig(bot_name="Clanky"))
+        self.guesses: list[TurnGuess] = []
+        self.went_on_by: list[str] = []
+
+    def guessed(self, guess: TurnGuess) -> bool:
+        self.guesses.append(guess)
+        turn = Turn(seq=0, kind=TurnKind.SPEECH, speaker_id=guess.speaker_id, speaker_name=guess.speaker_name,
+                    text=guess.text, started_at=guess.started_at, ended_at=guess.ended_at)
+        return self.policy.decide(turn, now=guess.ended_at, last_reply_at=None).reply
+
+    def went_on(self, speaker_id: str) -> None:
+        self.went_on_by.append(speaker_id)
+
+
+async def _hear(pipeline: HearingPipeline, clock: FakeClock, pcm: PcmInt16, events: _Scored,
+                *, voice_gate: bool = True) -> int:
+    """`pcm`, 300 ms of quiet, the client's end of transmission, then 800 ms of silence; the
+    turns there were before that silence."""
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        await asyncio.sleep(0)  # run() starts: its task group owns the speculations
+        _feed(pipeline, clock, np.concatenate([pcm, _silence(300)]))
+        await pipeline.wait_idle()  # the guess, and the turn model when it is asked
+        if voice_gate:
+            pipeline.speaking_state("u1", False)
+            await pipeline.wait_idle()
+        closed = not pipeline.stats().speaking
+        _feed(pipeline, clock, _silence(800))
+        await pipeline.flush()
+        runner.cancel()
+    return int(closed)
+
+
+@pytest.mark.slow
+async def test_a_turn_the_bot_would_not_answer_is_not_judged_and_ends_as_before(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """Nobody addresses the bot: the speculative transcript goes to the desk, which would not
+    answer it, so the turn model is never asked (no CPU for it), and the client's end of
+    transmission ends the half sentence as it does with the model off."""
+    pcm, _ = _clip("01_alice.ogg")
+    head = pcm[: pcm.size // 2]  # "Okay everyone, I just"
+    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=TURNS, turn_model=turn_model)
+    pipeline.listen(desk)
+    closed = await _hear(pipeline, clock, head, events)
+    assert 1 == closed  # the end of transmission closed the utterance, not the silence after it
+    assert [] == events.named(TurnScored.name)
+    assert 1 == len(desk.guesses) and "everyone" in desk.guesses[0].text.lower(), desk.guesses
+    assert (0, 1) == (pipeline.stats().turn_checks, len(sink.turns))
+
+
+@pytest.mark.slow
+async def test_a_turn_addressed_to_the_bot_is_judged_and_ends_at_its_pause(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """"Hey Clanky, ...?": the desk would answer its speculative transcript, so the model
+    judges the pause and ends the turn there."""
+    pcm, text = _clip("22_alice.ogg")
+    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=TURNS, turn_model=turn_model)
+    pipeline.listen(desk)
+    await _hear(pipeline, clock, pcm, events, voice_gate=False)
+    scored = events.named(TurnScored.name)
+    assert scored and scored[-1]["ended"], scored
+    assert 1 == len(sink.turns) and wer(text, sink.turns[0].text) < 0.15, sink.turns
+    assert "clanky" in desk.guesses[-1].text.lower()
+
+
+@pytest.mark.slow
+async def test_a_transcript_that_ends_no_sentence_is_held_without_the_model(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """TURN_SENTENCE_END: "Okay everyone, I just" has no sentence terminal, so the pause is held
+    (the voice gate does not cut it) with no model call; the silence ends the turn, whole."""
+    pcm, _ = _clip("01_alice.ogg")
+    head = pcm[: pcm.size // 2]
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), turn_sentence_end=True)
+    clock, sink, events = FakeClock(), ListSink(), _Scored()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=config, turn_model=turn_model)
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        await asyncio.sleep(0)
+        _feed(pipeline, clock, np.concatenate([head, _silence(300)]))
+        await pipeline.wait_idle()
+        pipeline.speaking_state("u1", False)  # the client's voice gate closed
+        await pipeline.wait_idle()
+        before = len(sink.turns)
+        _feed(pipeline, clock, _silence(500))
+        await pipeline.flush()
+        runner.cancel()
+    stats = pipeline.stats()
+    assert (0, 1, 0, 1) == (stats.turn_checks, stats.turn_unfinished, before, len(sink.turns)), stats
+    assert [] == events.named(TurnScored.name)
+
+
+@pytest.mark.slow
+async def test_the_end_of_transmission_waits_for_the_pause_transcript_then_ends_an_unjudged_turn(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """The client's voice gate closes while the pause's transcript is still being made: the
+    utterance stays open (the model may yet judge it unfinished); once the desk says it would
+    not answer it, the turn ends there and then, with no more silence."""
+    pcm, _ = _clip("01_alice.ogg")
+    head = pcm[: pcm.size // 2]
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    class HeldWhisper:
+        """Real Whisper, each transcription held until the test lets it go."""
+
+        async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Any:
+            started.set()
+            await gate.wait()
+            return await whisper.transcribe(audio, prompt=prompt)
+
+    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
+    pipeline = hearing_pipeline(HeldWhisper(), sink, events=events.emitter, clock=clock, config=TURNS,
+                                turn_model=turn_model)
+    pipeline.listen(desk)
+    async with asyncio.TaskGroup() as tg:
+        runner = tg.create_task(pipeline.run())
+        await asyncio.sleep(0)
+        _feed(pipeline, clock, np.concatenate([head, _silence(300)]))
+        await asyncio.wait_for(started.wait(), HANG_GUARD_S)  # the guess is being made
+        pipeline.speaking_state("u1", False)
+        open_then = pipeline.stats().speaking
+        gate.set()
+        await pipeline.wait_idle()
+        open_after = pipeline.stats().speaking
+        await pipeline.flush()
+        runner.cancel()
+    assert (("u1",), ()) == (open_then, open_after)
+    assert 1 == len(sink.turns) and [] == events.named(TurnScored.name)
+
+
+async def test_a_cancelled_guess_still_answers_whoever_waits_on_it(whisper: WhisperTranscriber) -> None:
+    """A speculative transcription made stale (the final piece is other speech) is cancelled, and
+    its `on_done` hears None, so the turn judge never waits on it for ever (`wait_idle`)."""
+    from pipeline.hearing.asr_queue import AsrJob
+    from pipeline.hearing.segmenter import Utterance
+    from pipeline.hearing.speculation import Speculations
+
+    pcm, _ = _clip("22_alice.ogg")
+    heard: list[object] = []
+    speculations = Speculations(whisper)
+    utterance = Utterance(speaker_id="u1", speaker_name="Alice", pcm16k=pcm, started_at=0.0, ended_at=2.0,
+                          final=True, speech_s=2.0)
+    async with asyncio.TaskGroup() as tg:
+        assert speculations.start(tg, "u1", utterance, None, workers=1, on_done=heard.append)
+        later = AsrJob(speaker_id="u1", speaker_name="Alice", pcm=[pcm], started_at=0.0, ended_at=3.0,
+                       final=True, speech_s=3.0)  # speech came after the pause
+        assert await speculations.result(later, None) is None
+    assert [None] == heard

@@ -1,0 +1,177 @@
+"""Turn ends from the audio (docs/latency.md): which pauses the turn model judges, and what its
+answer does to the speaker's utterance. `HearingPipeline` hands every `Pause` here.
+
+- **Without a listener** (`HearingPipeline.listen` not called) every pause is judged, as soon
+  as it is taken, side by side with its speculative transcription.
+- **With a listener** (the bot's reply desk) a pause waits for its speculative transcript; the
+  listener then says whether a reply may follow if the turn ends there (the bot's own reply
+  decision on that text). Only then is the pause judged: nobody else's pause costs a model call,
+  and their turns end by the silence or the end of transmission, as they do with the model off.
+  A pause with no speculative transcript (the transcriber was busy) is not judged either. While
+  the transcript comes the pause is held (the end of transmission does not cut it yet); a turn
+  that is not judged after all is released, and a transmission that ended meanwhile ends it
+  then (`Segmenter.release`), a transcription's time later than with the model off.
+- **A sentence end** (`sentence_end`): a pause the listener took also needs its transcript to
+  end a sentence by Unicode (`pipeline/text/sentence_end.py`). One that does not is held
+  (unfinished) with no model call, and its guess says so (`TurnGuess.complete`: the reply desk
+  starts no early reply on half a sentence).
+
+A judged pause at `threshold` or above ends the turn with exactly the pause's audio; below it
+the turn is held (`Segmenter.hold`: the end of transmission no longer cuts it, the full silence
+does). Each judgement is a `turn_scored` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline.events import EventEmitter, TurnScored
+from pipeline.hearing.segmenter import Pause, Utterance
+from pipeline.hearing.streams import SpeakerStreams
+from pipeline.ports import GuessListener, TurnGuess, TurnPredictor
+from pipeline.text.sentence_end import ends_sentence
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JudgeConfig:
+    threshold: float  # P(turn complete) at or above which the pause ends the turn
+    sentence_end: bool = False  # the speculative transcript must end a sentence too
+
+
+class TurnJudge:
+    """The pauses waiting for the turn model (or for their transcript first), and its loop."""
+
+    def __init__(self, streams: SpeakerStreams, model: TurnPredictor, config: JudgeConfig, *,
+                 events: EventEmitter, end: Callable[[list[Utterance]], None], notify: Callable[[], None]) -> None:
+        self._streams = streams
+        self._model = model
+        self._config = config
+        self._events = events
+        self._end = end  # the utterances a confident answer closed go to the ASR queue
+        self._notify = notify
+        self.listener: GuessListener | None = None
+        self._pauses: dict[str, Pause] = {}  # per speaker, the latest pause waiting for the model
+        self._awaiting: dict[str, Pause] = {}  # per speaker, a pause waiting for its transcript
+        self._taken: dict[str, Pause] = {}  # per speaker, the pause of a guess the listener took
+        self._ready = asyncio.Event()
+        self._judging = False
+        self.checks = 0  # pauses the model judged
+        self.ends = 0  # ... of which it ended the turn
+        self.unfinished = 0  # pauses held for a transcript that ends no sentence (no model call)
+
+    @property
+    def busy(self) -> bool:
+        """A pause waits for its transcript or the model, or the model is judging one."""
+        return bool(self._pauses or self._awaiting or self._judging)
+
+    @property
+    def needs_text(self) -> bool:
+        return self.listener is not None or self._config.sentence_end
+
+    def pause(self, speaker_id: str, pause: Pause, *, guessing: bool) -> None:
+        """A speaker's new pause; `guessing`: its speculative transcription was started (its text
+        comes to `guessed`)."""
+        self._awaiting.pop(speaker_id, None)
+        if not self.needs_text:
+            self._queue(speaker_id, pause)
+        elif guessing:
+            # Held while its transcript comes: the end of transmission must not cut a sentence the
+            # model is about to judge unfinished. A turn nobody judges is released (`_let_go`).
+            self._streams.hold(speaker_id, pause)
+            self._awaiting[speaker_id] = pause
+        self._notify()
+
+    def guessed(self, speaker_id: str, speaker_name: str, pause: Pause, text: str | None, *, before: str) -> None:
+        """The speculative transcript of `pause` (None: none the guards accept); `before`: the
+        text of the utterance's earlier pieces."""
+        if self._awaiting.get(speaker_id) is not pause:
+            return  # a newer pause took its place
+        del self._awaiting[speaker_id]
+        self._notify()
+        if not self._streams.paused_at(speaker_id, pause):
+            return
+        if text is None:
+            self._let_go(speaker_id, pause)
+            return
+        complete = not self._config.sentence_end or ends_sentence(text)
+        utterance = pause.utterance
+        if self.listener is not None:
+            guess = TurnGuess(speaker_id=speaker_id, speaker_name=speaker_name, text=f"{before} {text}".strip(),
+                              started_at=utterance.started_at, ended_at=utterance.ended_at, complete=complete)
+            if not self.listener.guessed(guess):
+                self._let_go(speaker_id, pause)
+                return
+            self._taken[speaker_id] = pause
+        if not complete:
+            self.unfinished += 1  # a sentence going on: held, no model call
+            return
+        self._queue(speaker_id, pause)
+
+    def check_went_on(self) -> None:
+        """After new audio: tell the listener of each taken guess whose speaker spoke again (the
+        utterance still open, speech after the pause); forget those whose utterance closed."""
+        if not self._taken:
+            return
+        open_now = self._streams.open_utterances()
+        for speaker_id, pause in list(self._taken.items()):
+            if self._streams.paused_at(speaker_id, pause):
+                continue
+            del self._taken[speaker_id]
+            if open_now.get(speaker_id) == pause.utterance.started_at and self.listener is not None:
+                self.listener.went_on(speaker_id)
+
+    def _let_go(self, speaker_id: str, pause: Pause) -> None:
+        """Not judged after all: the turn ends as with the model off (a transmission that ended
+        while it was held ends it now)."""
+        self._end(self._streams.release(speaker_id, pause))
+
+    def _queue(self, speaker_id: str, pause: Pause) -> None:
+        self._pauses.pop(speaker_id, None)  # the newest pause goes to the back of the line
+        self._pauses[speaker_id] = pause
+        self._ready.set()
+
+    async def run(self) -> None:
+        """Judge each pause, the oldest first; a confident one ends that speaker's turn now."""
+        threshold = self._config.threshold
+        while True:
+            if not self._pauses:
+                self._ready.clear()
+                await self._ready.wait()
+                continue
+            speaker_id = next(iter(self._pauses))
+            pause = self._pauses.pop(speaker_id)
+            if not self._streams.paused_at(speaker_id, pause):
+                self._notify()
+                continue  # the speaker went on (or the silence ended it) before its turn came
+            started = time.perf_counter()
+            probability: float | None = None
+            error_class: str | None = None
+            self._judging = True
+            try:
+                probability = await self._model.complete_probability(pause.recent)
+            except Exception as err:  # the silence timeout still ends the turn
+                error_class = type(err).__name__
+            finally:
+                self._judging = False
+            latency_ms = round((time.perf_counter() - started) * 1000, 1)
+            ended: list[Utterance] = []
+            confident = probability is not None and probability >= threshold
+            if confident:
+                ended = self._streams.end_turn(speaker_id, pause)
+            elif probability is not None:
+                self._streams.hold(speaker_id, pause)
+            else:
+                ended = self._streams.release(speaker_id, pause)  # the model failed: as with it off
+            self._end(ended)
+            self.checks += 1
+            self.ends += confident and bool(ended)
+            self._events.emit(TurnScored(
+                speaker_id=speaker_id, probability=None if probability is None else round(probability, 3),
+                threshold=threshold, silence_ms=pause.silence_ms, latency_ms=latency_ms,
+                ended=confident and bool(ended),
+                error_class=error_class,
+            ))
+            self._notify()
