@@ -43,16 +43,66 @@ def _package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 int8 through onnxruntime, loaded lazily in the worker thread."""
+class LocalEmbedder:
+    """What a packaged embedder shares: one model per process loaded lazily in the worker thread
+    (`_load` caches the first failure, so recall goes lexical-only without retrying on every
+    call), embedded under a lock, rows unit length. A subclass gives `model`, `loaded` and
+    `_vectors` (the rows for `texts`, loading first)."""
 
     def __init__(self, *, threads: int = 1) -> None:
         self._threads = max(1, threads)
         self._lock = threading.Lock()
+        self._error: str | None = None
+
+    @property
+    def model(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def loaded(self) -> bool:
+        raise NotImplementedError
+
+    def _vectors(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        raise NotImplementedError
+
+    def _failed(self, err: Exception) -> EmbeddingUnavailable:
+        """Remember why the model cannot load (a missing file, a broken wheel)."""
+        self._error = str(err) if isinstance(err, EmbeddingUnavailable) else f"{type(err).__name__}: {err}"[:300]
+        return err if isinstance(err, EmbeddingUnavailable) else EmbeddingUnavailable(self._error)
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise EmbeddingUnavailable(self._error)
+
+    def embed_blocking(self, texts: Sequence[str]) -> list[list[float]]:
+        """Load if needed and embed, on the calling thread (the worker thread, or a bench)."""
+        if not texts:
+            return []
+        with self._lock:
+            rows = self._vectors(texts)
+        rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return [row.tolist() for row in rows]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self.embed_blocking, list(texts))
+
+    async def warm_up(self) -> bool:
+        """Load the model off the loop; False (and recall stays lexical) if it cannot."""
+        try:
+            await self.embed(["warm up"])
+        except EmbeddingUnavailable:
+            return False
+        return True
+
+
+class MiniLMEmbedder(LocalEmbedder):
+    """all-MiniLM-L6-v2 int8 through onnxruntime, loaded lazily in the worker thread."""
+
+    def __init__(self, *, threads: int = 1) -> None:
+        super().__init__(threads=threads)
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: frozenset[str] = frozenset()
-        self._error: str | None = None
 
     @property
     def model(self) -> str:
@@ -65,8 +115,7 @@ class MiniLMEmbedder:
     def _load(self) -> None:
         if self._session is not None:
             return
-        if self._error is not None:
-            raise EmbeddingUnavailable(self._error)
+        self._check()
         try:
             from tokenizers import Tokenizer
 
@@ -76,17 +125,15 @@ class MiniLMEmbedder:
             tokenizer.enable_truncation(MAX_TOKENS)
             tokenizer.enable_padding()
             session = cpu_session(model_path, intra_op_threads=self._threads, inter_op_threads=1)
-        except EmbeddingUnavailable as err:
-            self._error = str(err)
-            raise
         except Exception as err:  # a missing file, a broken wheel: recall goes lexical-only
-            self._error = f"{type(err).__name__}: {err}"[:300]
-            raise EmbeddingUnavailable(self._error) from err
+            raise self._failed(err) from err
         self._inputs = frozenset(i.name for i in session.get_inputs())
         self._tokenizer = tokenizer
         self._session = session
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+    def _vectors(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """Mean pooling over the attention mask."""
+        self._load()
         encoded = self._tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
@@ -95,28 +142,7 @@ class MiniLMEmbedder:
             feed["token_type_ids"] = np.zeros_like(ids)
         hidden = self._session.run(None, feed)[0]
         weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: np.ndarray[Any, np.dtype[np.float32]] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return result
-
-    def embed_blocking(self, texts: Sequence[str]) -> list[list[float]]:
-        """Load if needed and embed, on the calling thread (the worker thread, or a bench)."""
-        if not texts:
-            return []
-        with self._lock:
-            self._load()
-            vectors = self._encode(texts)
-        return [row.tolist() for row in vectors]
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.embed_blocking, list(texts))
-
-    async def warm_up(self) -> bool:
-        """Load the model off the loop; False (and recall stays lexical) if it cannot."""
-        try:
-            await self.embed(["warm up"])
-        except EmbeddingUnavailable:
-            return False
-        return True
+        pooled: np.ndarray[Any, np.dtype[np.float32]] = (
+            (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)).astype(np.float32)
+        return pooled
 

