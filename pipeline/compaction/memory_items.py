@@ -217,10 +217,13 @@ def _standing(item: MemoryItem, newest: int) -> int:
     the lasting kinds of any fold, then screen context, then a stale "now" item -- one from an
     older fold, whose turns are no longer the ones just before the verbatim window."""
     if item.created_at == newest:
-        return 3
+        return LASTING + 1
     if item.kind in DURABLE_KINDS:
-        return 2
+        return LASTING
     return 1 if item.kind is ItemKind.SCREEN else 0
+
+
+LASTING = 2  # `_standing` of a plan, open question or fact of an older fold
 
 
 def _rank(item: MemoryItem, newest: int) -> tuple[int, int, int]:
@@ -257,23 +260,30 @@ def names_first(what: str, name: str) -> bool:
     return bool(re.match(rf"\s*{re.escape(name)}(?![^\W_])", what, re.IGNORECASE))
 
 
-def render_item(item: MemoryItem, by_id: dict[str, MemoryItem]) -> str:
+def render_item(item: MemoryItem, by_id: dict[str, MemoryItem], *, history: bool = True) -> str:
     """One summary line: attributed, quoted as data (`data_field`), the older value when it
-    corrects one, and the kind when it is not a plain fact."""
+    corrects one (`history`), and the kind when it is not a plain fact."""
     what = data_field(item.what).rstrip()
     who = ", ".join(item.who)
     body = what if not who or names_first(what, item.who[0]) else f"{who}: {what}"
     tag = _KIND_TAG.get(item.kind)
     line = f"- [{tag}] {body}" if tag else f"- {body}"
-    old = by_id.get(item.supersedes)
+    old = by_id.get(item.supersedes) if history else None
     if old is not None:
-        line += f" (was: {cap_text(data_field(old.what), WAS_CAP_CHARS)})"
+        line += was_tail(old)
     return line
+
+
+def was_tail(old: MemoryItem) -> str:
+    """What a correction's line shows of the value it replaced."""
+    return f" (was: {cap_text(data_field(old.what), WAS_CAP_CHARS)})"
 
 
 def render_summary(items: Sequence[MemoryItem], max_chars: int) -> tuple[str, bool]:
     """The running summary rendered from `items`, at most `max_chars`, and whether items were
-    left out for room."""
+    left out for room. What is true now comes before what was: the older values corrections
+    replaced (`was_tail`) get what room the newest fold's and the lasting items leave, ahead of
+    screen context and stale "now" items."""
     by_id = {i.id: i for i in items}
     shown = active(items)
     if not shown:
@@ -283,21 +293,33 @@ def render_summary(items: Sequence[MemoryItem], max_chars: int) -> tuple[str, bo
     # and stale "now" items last (`_standing`), newest first within each.
     priority = sorted(shown, key=lambda i: (-_standing(i, newest), -_KIND_WEIGHT[i.kind], -i.created_at,
                                             -max(i.seqs, default=-1)))
-    chosen: list[tuple[MemoryItem, str]] = []
+    # Each item's line, then (in the same order, ranked with the lasting items) its older value.
+    steps = sorted(((-(min(_standing(item, newest), LASTING) if history else _standing(item, newest)), history, n, item)
+                    for n, item in enumerate(priority)
+                    for history in (False, True) if not history or item.supersedes in by_id),
+                   key=lambda step: step[:3])
+    chosen: dict[str, str] = {}
     used = 0
-    for item in priority:
-        line = render_item(item, by_id)
+    for *_, history, _n, item in steps:
+        if history:
+            tail = was_tail(by_id[item.supersedes])
+            if item.id in chosen and used + len(tail) <= max_chars:
+                chosen[item.id] += tail
+                used += len(tail)
+            continue
+        line = render_item(item, by_id, history=False)
         cost = len(line) + (1 if chosen else 0)
         if used + cost > max_chars:
             line = cap_text(line, max_chars - used - (1 if chosen else 0))
             if len(line) < 24 or chosen:
                 continue
             cost = len(line)
-        chosen.append((item, line))
+        chosen[item.id] = line
         used += cost
     order = {k: n for n, k in enumerate(KIND_ORDER)}
-    chosen.sort(key=lambda x: (order[x[0].kind], -x[0].created_at, -max(x[0].seqs, default=-1)))
-    return "\n".join(line for _, line in chosen), len(chosen) < len(shown)
+    kept = sorted((i for i in shown if i.id in chosen),
+                  key=lambda i: (order[i.kind], -i.created_at, -max(i.seqs, default=-1)))
+    return "\n".join(chosen[i.id] for i in kept), len(chosen) < len(shown)
 
 
 _LEGACY_BULLET = re.compile(r"^\s*(?:[-*•]\s+)?")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -202,3 +203,23 @@ def test_stale_now_items_give_way_first_in_the_text_and_the_store() -> None:
     assert ["harness", "Lena", "salt pits"] == [w for line in text.splitlines()
                                                 for w in ("Lena", "harness", "salt pits") if w in line]
     assert ["m0.0", "m10.0", "m30.0"] == sorted(i.id for i in bound_items(items, limit=3))
+
+
+def test_what_is_true_now_is_shown_before_what_a_correction_replaced() -> None:
+    """Short of room, every lasting item's own line comes before a correction's older value:
+    the room for Ana's "(was: ...)" goes to Ben's plan (before, the history was shown and Ben's
+    plan left out). With room for both, the history is there too."""
+    old = replace(kind_item("m0.0", ItemKind.PLAN, 0, "Ana hosts the board game night on Friday."),
+                  status=ItemStatus.SUPERSEDED)
+    items = (
+        old,
+        replace(kind_item("m10.0", ItemKind.PLAN, 10, "Ana moved the board game night to Saturday."),
+                supersedes="m0.0"),
+        replace(kind_item("m20.0", ItemKind.PLAN, 20, "Ben will bring the snacks."), who=("Ben",)),
+        kind_item("m30.0", ItemKind.NOW, 30, "Ana is setting up the table."),
+    )
+    lines = [render_item(i, {}) for i in items[1:]]
+    tight, left_out = render_summary(items, sum(len(line) + 1 for line in lines) - 1)
+    assert "Ben will bring the snacks" in tight and "Saturday" in tight and "(was:" not in tight and not left_out
+    roomy, _ = render_summary(items, 1200)
+    assert "(was: Ana hosts the board game night on Friday.)" in roomy
