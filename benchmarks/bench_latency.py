@@ -296,10 +296,11 @@ def _mix_lines(seconds: float | None = None) -> list[dict[str, Any]]:
 
 async def _live_mix(
     transcriber: WhisperTranscriber, seconds: float, *, end_of_transmission: bool, workers: int,
-    turn_model: SmartTurnModel | None = None,
+    turn_model: SmartTurnModel | None = None, guess_ms: int | None = None,
 ) -> dict[str, Any]:
     """`end_of_transmission`: after each clip the speaker's client sends 200 ms of quiet, then an
-    Opus silence frame (speaking off), as Discord clients do; otherwise packets just stop."""
+    Opus silence frame (speaking off), as Discord clients do; otherwise packets just stop.
+    `guess_ms`: TURN_GUESS_MS (None: its default)."""
     lines = _mix_lines(seconds)
     pcm = {line["audio"]: read_audio_file(line["audio"], sample_rate=48_000, channels=2).astype("<i2").tobytes()
            for line in lines}
@@ -326,7 +327,8 @@ async def _live_mix(
     settings = Settings()
     check_ms = settings.turn_check_ms if turn_model is not None else 0
     config = HearingConfig(coalescer=CoalescerConfig(bot_name="Clanky"), asr_workers=workers,
-                           segmenter=SegmenterConfig(turn_check_ms=check_ms),
+                           segmenter=SegmenterConfig(turn_check_ms=check_ms, turn_guess_ms=(
+                               settings.turn_guess_ms if guess_ms is None else guess_ms) if check_ms else 0),
                            turn_sentence_end=settings.turn_sentence_end)
     pipeline = hearing_pipeline(transcriber, sink, events=events, clock=clock, config=config, turn_model=turn_model)
     pipeline.listen(_Listener(everyone=False))  # as the reply desk gates it: addressed turns are judged
@@ -344,7 +346,8 @@ async def _live_mix(
         runner.cancel()
     stats = pipeline.stats()
     return {"p50": stats.turn_latency_p50_s, "p95": stats.turn_latency_p95_s, "turns": stats.turns,
-            "turn_ends": stats.turn_ends, "speculation_used": stats.speculation_used,
+            "turn_ends": stats.turn_ends, "speculation_used": stats.speculation_used, "speculated": stats.speculated,
+            "speech_s": round(stats.asr_audio_s, 1), "asr_s": round(stats.asr_s, 2),
             "clips": len(lines), "held": stats.held, "merged": stats.merged,
             "rtf": round(stats.asr_s / stats.asr_audio_s, 3) if stats.asr_audio_s else None}
 
@@ -519,7 +522,8 @@ async def _turn_ends(transcriber: WhisperTranscriber, turn_model: SmartTurnModel
     from bot.settings import Settings
 
     settings = Settings()
-    segmenter = SegmenterConfig(turn_check_ms=settings.turn_check_ms if turn_model is not None else 0)
+    segmenter = SegmenterConfig(turn_check_ms=settings.turn_check_ms if turn_model is not None else 0,
+                                turn_guess_ms=settings.turn_guess_ms if turn_model is not None else 0)
     config = HearingConfig(segmenter=segmenter, coalescer=CoalescerConfig(bot_name="Clanky"),
                            turn_threshold=threshold or settings.turn_threshold, turn_sentence_end=sentence_end)
     out: dict[str, Any] = {"pauses": 0, "false": 0, "missed": 0, "ends": 0, "errors": 0, "words": 0,

@@ -124,6 +124,7 @@ def hearing_config(settings: Settings) -> HearingConfig:
             end_of_utterance_ms=settings.end_of_utterance_ms, max_utterance_s=settings.max_utterance_s,
             partial_after_s=settings.asr_partial_after_s,
             turn_check_ms=settings.turn_check_ms if settings.turn_prediction else 0,
+            turn_guess_ms=settings.turn_guess_ms if settings.turn_prediction else 0,
         ),
         turn_threshold=settings.turn_threshold,
         turn_sentence_end=settings.turn_sentence_end,

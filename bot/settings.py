@@ -176,6 +176,7 @@ class Settings:
     turn_prediction: bool = False
     turn_threshold: float = 0.97  # P(turn complete) that ends the turn at the pause (tuned on dev, docs/latency.md)
     turn_check_ms: int = 128  # silence after speech at which the pause is judged (commas are shorter)
+    turn_guess_ms: int = 32  # ... earlier: its transcript (and an early reply) starts; 0: at the check
     turn_take_back_s: float = 1.5  # a reply not yet heard is cancelled if its speaker goes on within this
     turn_sentence_end: bool = True  # the pause's transcript must also end a sentence (Unicode) to end the turn
     max_utterance_s: float = 15.0
@@ -342,6 +343,7 @@ VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "TURN_PREDICTION": ("turn_prediction", parse_bool),
     "TURN_THRESHOLD": ("turn_threshold", parse_float(0.01, 1.0)),
     "TURN_CHECK_MS": ("turn_check_ms", parse_int(32, 5000)),
+    "TURN_GUESS_MS": ("turn_guess_ms", parse_int(0, 5000)),
     "TURN_TAKE_BACK_S": ("turn_take_back_s", parse_float(0.0, 30.0)),
     "TURN_SENTENCE_END": ("turn_sentence_end", parse_bool),
     "MAX_UTTERANCE_S": ("max_utterance_s", parse_float(1.0, 600.0)),
@@ -419,6 +421,9 @@ def load_settings(environ: Mapping[str, str] | None = None, *, dotenv: Path | No
         )
     _check_redis_mode(settings)
     _check_language(settings)
+    if settings.turn_guess_ms >= settings.turn_check_ms:
+        raise SettingsError(f"TURN_GUESS_MS must be below TURN_CHECK_MS ({settings.turn_guess_ms} >= "
+                            f"{settings.turn_check_ms}): the guess point comes first; 0 transcribes at the check")
     if not settings.bot_name:
         raise SettingsError("BOT_NAME must not be empty")
     if settings.shard_ids and settings.shard_count is None:

@@ -75,7 +75,7 @@ class HearingStats:
     turn_latency_p95_s: float | None
     turn_checks: int = 0  # pauses the turn model judged
     turn_ends: int = 0  # ... of which it ended the turn
-    speculated: int = 0  # speculative transcriptions started at a pause
+    speculated: int = 0  # speculative Whisper calls made at a pause (one dropped before it began: none)
     speculation_used: int = 0  # ... whose text became the final piece's (no second Whisper call)
     turn_unfinished: int = 0  # pauses held, no model call: their transcript ends no sentence
 

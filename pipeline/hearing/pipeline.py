@@ -29,9 +29,10 @@ an `asr_retried` event, until `asr_retry_deadline_s` after the first try; only t
 utterance fail (`asr_failed`).
 
 Turn ends from the audio (docs/latency.md): with `SegmenterConfig.turn_check_ms` set, each
-speaker's short pause after speech (a `Pause`, ~100 ms of silence) starts a *speculative*
-transcription of the utterance so far (only while the transcriber is idle, so real work never
-waits behind one), and, with a turn model, goes to the `TurnJudge` (pipeline/hearing/turn_judge.py:
+speaker's short pause after speech (a `Pause`, ~100 ms of silence; with `turn_guess_ms` the
+earlier guess point's) starts a *speculative* transcription of the utterance so far (only while
+the transcriber is idle, so real work never waits behind one; a judged pause of the same silence
+shares the guess point's), and, with a turn model, goes to the `TurnJudge` (pipeline/hearing/turn_judge.py:
 which pauses the model judges, task `hearing:turn`, and what its answer does). The final piece
 takes the speculative result instead of a second Whisper call when it is the same speech
 (start, end, and prompt), and the guards judge it like any other (`asr_transcribed`'s
@@ -119,7 +120,8 @@ class HearingPipeline:
             JudgeConfig(threshold=self._config.turn_threshold, sentence_end=self._config.turn_sentence_end),
             events=events, end=self._enqueue_all, notify=self._notify,
         )
-        self._speculations = Speculations(transcriber)
+        self._speculations = Speculations(transcriber, workers=self._config.asr_workers,
+                                          idle=lambda: not self._asr.has_work())
         self._tasks: asyncio.TaskGroup | None = None  # run()'s, while it runs: owns the speculations
         self._work = asyncio.Event()
         self._outbox_ready = asyncio.Event()
@@ -293,9 +295,11 @@ class HearingPipeline:
         real work: other speakers' turns must not wait behind a guess). True: started."""
         tasks = self._tasks
         utterance = pause.utterance
-        if tasks is None or self._asr.has_work() or utterance.speech_s < self._config.min_asr_speech_s:
-            return False
         before = self._context.get(speaker_id)
+        if self._speculations.covers(speaker_id, utterance, before):
+            return True  # the guess point's transcription is this pause's too (its text comes to the judge)
+        if tasks is None or utterance.speech_s < self._config.min_asr_speech_s:
+            return False
         judge_ = self._judge
 
         def done(result: Transcription | None) -> None:
@@ -305,8 +309,7 @@ class HearingPipeline:
             text = clean_text(result.text) if result is not None and accepted else None
             judge_.guessed(speaker_id, utterance.speaker_name, pause, text or None, before=before or "")
 
-        return self._speculations.start(tasks, speaker_id, utterance, before, workers=self._config.asr_workers,
-                                        on_done=done)
+        return self._speculations.start(tasks, speaker_id, utterance, before, on_done=done)
 
     def _deliver(self, drafts: list[TurnDraft]) -> None:
         if drafts:

@@ -24,6 +24,11 @@ model is confident, `end_turn(pause)` closes the utterance with exactly that aud
 speech came back meanwhile (`pause.mark` is the speech end it was taken at). When it judged
 the turn unfinished (`hold`), the sender's end of transmission no longer ends the utterance
 early: its `end_of_utterance_ms` of silence does, as without a voice gate.
+
+A guess point (`turn_guess_ms`, below `turn_check_ms`; 0: none) is an earlier `Pause` with
+`judged=False`, taken the same way at that shorter silence: the moment to start transcribing the
+utterance so far, so its transcript (and a reply started on it) is under way before the pause
+the model judges (docs/latency.md, "The guess point").
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ class SegmenterConfig:
     partial_pause_ms: int = 300  # ... a pause at least this long (no effect at or above end_of_utterance_ms)
     turn_check_ms: int = 0  # silence after speech at which a Pause is taken for the turn model (0: off)
     turn_audio_s: float = 8.0  # the speaker's last seconds a Pause carries (the turn model's window)
+    turn_guess_ms: int = 0  # earlier silence at which a guess-only Pause is taken (0: none; needs turn_check_ms)
 
     def __post_init__(self) -> None:
         if self.end_of_utterance_ms <= 0:
@@ -71,6 +77,8 @@ class SegmenterConfig:
             raise ValueError("partial_pause_ms must be positive")
         if not 0 <= self.turn_check_ms < self.end_of_utterance_ms:
             raise ValueError("turn_check_ms must be >= 0 (0 = off) and below end_of_utterance_ms")
+        if self.turn_guess_ms and not 0 < self.turn_guess_ms < self.turn_check_ms:
+            raise ValueError("turn_guess_ms must be 0 (none) or positive and below turn_check_ms")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -104,6 +112,7 @@ class Pause:
     recent: PcmInt16
     mark: int  # the speech end (a sample index) it was taken at
     silence_ms: int  # silence after the last speech when it was taken
+    judged: bool = True  # False: a guess point (`turn_guess_ms`): transcribe now, the model judges later
 
 
 @dataclass(slots=True)
@@ -127,8 +136,8 @@ class Segmenter:
         "_in_utterance",
         "_last_speech_end",
         "_origin",
-        "_pause",
         "_pause_cut",
+        "_pauses",
         "_pending",
         "_piece",
         "_pre_roll",
@@ -166,7 +175,7 @@ class Segmenter:
         self._pause_cut: int | None = None
         self._piece = 0
         self._discarded = 0
-        self._pause: Pause | None = None  # taken, not yet handed out by take_pause()
+        self._pauses: list[Pause] = []  # taken, not yet handed out by take_pauses()
         self._earlier = np.zeros(0, dtype=np.int16)  # this utterance's earlier pieces (last turn_audio_s)
         self._held: int | None = None  # the speech end of a pause the turn model judged unfinished
         # (mark, min silence) of a transmission end a hold kept from ending the utterance (`release`)
@@ -266,10 +275,10 @@ class Segmenter:
             return []  # the turn model heard an unfinished sentence: the silence decides
         return self._close(self._consumed)
 
-    def take_pause(self) -> Pause | None:
-        """The pause taken since the last call, if any (each is handed out once)."""
-        pause, self._pause = self._pause, None
-        return pause
+    def take_pauses(self) -> list[Pause]:
+        """The pauses taken since the last call, oldest first (each is handed out once)."""
+        pauses, self._pauses = self._pauses, []
+        return pauses
 
     def paused_at(self, mark: int) -> bool:
         """The utterance is still open and no speech came after the pause taken at `mark`."""
@@ -341,9 +350,11 @@ class Segmenter:
             self._silence_run = 0
         else:
             self._silence_run += window.pcm.size
-            check = cfg.turn_check_ms * self._rate // 1000
-            if check and self._silence_run - window.pcm.size < check <= self._silence_run:
-                self._pause = self._take_pause(end)
+            before = self._silence_run - window.pcm.size
+            for ms, judged in ((cfg.turn_guess_ms, False), (cfg.turn_check_ms, True)):
+                at = ms * self._rate // 1000
+                if cfg.turn_check_ms and at and before < at <= self._silence_run:
+                    self._add_pause(self._take_pause(end, judged=judged))
             if self._silence_run >= cfg.min_cut_pause_ms * self._rate // 1000:
                 # Cut candidate: the middle of the pause so far, on a window boundary.
                 middle = end - self._silence_run // 2
@@ -362,7 +373,12 @@ class Segmenter:
             return [self._cut(end)]  # at the middle of this pause: the first part goes to Whisper now
         return []
 
-    def _take_pause(self, end: int) -> Pause | None:
+    def _add_pause(self, pause: Pause | None) -> None:
+        if pause is not None:
+            self._pauses = [p for p in self._pauses if p.mark == pause.mark]  # older speech's are moot
+            self._pauses.append(pause)
+
+    def _take_pause(self, end: int, *, judged: bool) -> Pause | None:
         """What closing the utterance now would emit, its tail made up to `tail_ms` with digital
         silence (as a closed utterance's is), and the speaker's recent audio."""
         cfg = self._config
@@ -380,7 +396,7 @@ class Segmenter:
         utterance = self._utterance(pcm, start, max(start, self._last_speech_end), final=True, piece=self._piece,
                                     speech=speech)
         return Pause(utterance=utterance, recent=recent, mark=self._last_speech_end,
-                     silence_ms=self._silence_run * 1000 // self._rate)
+                     silence_ms=self._silence_run * 1000 // self._rate, judged=judged)
 
     def _reset_after(self, audio_end: int) -> None:
         """The utterance is over at `audio_end`: the silence after it is the next one's pre-roll."""
@@ -389,7 +405,7 @@ class Segmenter:
         self._chunks = []
         self._in_utterance = False
         self._piece = 0
-        self._pause = None
+        self._pauses = []
         self._held = None
         self._ended_held = None
         self._earlier = np.zeros(0, dtype=np.int16)

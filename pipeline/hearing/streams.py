@@ -133,9 +133,7 @@ class SpeakerStreams:
         (`SegmenterConfig.turn_check_ms`)."""
         out: list[tuple[str, Pause]] = []
         for speaker_id, speaker in self._speakers.items():
-            pause = speaker.segmenter.take_pause()
-            if pause is not None:
-                out.append((speaker_id, pause))
+            out.extend((speaker_id, pause) for pause in speaker.segmenter.take_pauses())
         return out
 
     def paused_at(self, speaker_id: str, pause: Pause) -> bool:

@@ -16,6 +16,11 @@ answer does to the speaker's utterance. `HearingPipeline` hands every `Pause` he
   (unfinished) with no model call, and its guess says so (`TurnGuess.complete`: the reply desk
   starts no early reply on half a sentence).
 
+**The guess point** (`SegmenterConfig.turn_guess_ms`): an earlier, unjudged pause of the same
+silence starts the transcription, and the listener hears its transcript as soon as it is made
+(a preemptive reply starts then). The judged pause that follows with no speech between uses
+what that transcript decided, with no second transcription and no second question.
+
 A judged pause at `threshold` or above ends the turn with exactly the pause's audio; below it
 the turn is held (`Segmenter.hold`: the end of transmission no longer cuts it, the full silence
 does). Each judgement is a `turn_scored` event.
@@ -33,6 +38,15 @@ from pipeline.hearing.segmenter import Pause, Utterance
 from pipeline.hearing.streams import SpeakerStreams
 from pipeline.ports import GuessListener, TurnGuess, TurnPredictor
 from pipeline.text.sentence_end import ends_sentence
+
+
+@dataclass(frozen=True, slots=True)
+class _Decided:
+    """What a speculative transcript decided for the pauses of one silence (speech end `mark`)."""
+
+    mark: int
+    taken: bool  # a reply may follow (or no listener asks): the model may judge it
+    complete: bool  # it ends a sentence (or TURN_SENTENCE_END is off)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +70,7 @@ class TurnJudge:
         self._pauses: dict[str, Pause] = {}  # per speaker, the latest pause waiting for the model
         self._awaiting: dict[str, Pause] = {}  # per speaker, a pause waiting for its transcript
         self._taken: dict[str, Pause] = {}  # per speaker, the pause of a guess the listener took
+        self._decided: dict[str, _Decided] = {}  # per speaker, their latest transcript's decision
         self._ready = asyncio.Event()
         self._judging = False
         self.checks = 0  # pauses the model judged
@@ -72,11 +87,19 @@ class TurnJudge:
         return self.listener is not None or self._config.sentence_end
 
     def pause(self, speaker_id: str, pause: Pause, *, guessing: bool) -> None:
-        """A speaker's new pause; `guessing`: its speculative transcription was started (its text
-        comes to `guessed`)."""
-        self._awaiting.pop(speaker_id, None)
+        """A speaker's new pause; `guessing`: a speculative transcription of its speech is under
+        way or done (its text comes, or came, to `guessed`). A guess point (`pause.judged` False)
+        only waits for that text."""
+        waiting = self._awaiting.get(speaker_id)
+        if waiting is not None and (pause.judged or waiting.mark != pause.mark):
+            del self._awaiting[speaker_id]  # a newer pause took its place
+        if not pause.judged:
+            return
+        decided = self._decided.get(speaker_id)
         if not self.needs_text:
             self._queue(speaker_id, pause)
+        elif decided is not None and decided.mark == pause.mark:
+            self._apply(speaker_id, pause, decided)  # the guess point's transcript came first
         elif guessing:
             # Held while its transcript comes: the end of transmission must not cut a sentence the
             # model is about to judge unfinished. A turn nobody judges is released (`_let_go`).
@@ -85,27 +108,36 @@ class TurnJudge:
         self._notify()
 
     def guessed(self, speaker_id: str, speaker_name: str, pause: Pause, text: str | None, *, before: str) -> None:
-        """The speculative transcript of `pause` (None: none the guards accept); `before`: the
-        text of the utterance's earlier pieces."""
-        if self._awaiting.get(speaker_id) is not pause:
-            return  # a newer pause took its place
-        del self._awaiting[speaker_id]
-        self._notify()
+        """The speculative transcript of the speech `pause` was taken after (None: none the
+        guards accept); `before`: the text of the utterance's earlier pieces."""
+        waiting = self._awaiting.get(speaker_id)
         if not self._streams.paused_at(speaker_id, pause):
-            return
-        if text is None:
-            self._let_go(speaker_id, pause)
-            return
-        complete = not self._config.sentence_end or ends_sentence(text)
-        utterance = pause.utterance
-        if self.listener is not None:
+            if waiting is not None and waiting.mark == pause.mark:
+                del self._awaiting[speaker_id]
+                self._notify()
+            return  # speech came back: a guess about a turn that went on
+        taken, complete = text is not None, text is not None and (not self._config.sentence_end or ends_sentence(text))
+        if taken and self.listener is not None:
+            utterance = pause.utterance
             guess = TurnGuess(speaker_id=speaker_id, speaker_name=speaker_name, text=f"{before} {text}".strip(),
                               started_at=utterance.started_at, ended_at=utterance.ended_at, complete=complete)
-            if not self.listener.guessed(guess):
-                self._let_go(speaker_id, pause)
-                return
-            self._taken[speaker_id] = pause
-        if not complete:
+            taken = self.listener.guessed(guess)
+            if taken:
+                self._taken[speaker_id] = pause
+        decided = self._decided[speaker_id] = _Decided(mark=pause.mark, taken=taken, complete=complete)
+        if waiting is not None and waiting.mark == pause.mark:
+            del self._awaiting[speaker_id]
+            self._apply(speaker_id, waiting, decided)
+        self._notify()
+
+    def _apply(self, speaker_id: str, pause: Pause, decided: _Decided) -> None:
+        """A judged pause and its transcript's decision: not taken, the turn ends as with the model
+        off; half a sentence is held with no model call; else the model judges it."""
+        if not decided.taken:
+            self._let_go(speaker_id, pause)
+            return
+        self._streams.hold(speaker_id, pause)
+        if not decided.complete:
             self.unfinished += 1  # a sentence going on: held, no model call
             return
         self._queue(speaker_id, pause)

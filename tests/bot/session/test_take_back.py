@@ -89,13 +89,14 @@ class _HeldTurnModel:
 
 
 @asynccontextmanager
-async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_s: float,
+async def _session(models: tuple[WhisperTranscriber, SmartTurnModel], take_back_s: float, *,
                    turn_model: Any = None, first: str | None = SLOW, sentence_end: bool = False,
-                   spoken: bool = True) -> AsyncIterator[tuple[Any, Events, _Room, OpenAIStub]]:
+                   spoken: bool = True, guess_ms: int = 0,
+                   check_ms: int = 96) -> AsyncIterator[tuple[Any, Events, _Room, OpenAIStub]]:
     whisper, turn = models
     turn = turn_model or turn
-    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96), coalescer=CoalescerConfig(bot_name="Clanky"),
-                           turn_sentence_end=sentence_end)
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=check_ms, turn_guess_ms=guess_ms),
+                           coalescer=CoalescerConfig(bot_name="Clanky"), turn_sentence_end=sentence_end)
 
     def hearing(sink: Any, emitter: Any, clock: Any) -> Any:
         return hearing_pipeline(whisper, sink, events=emitter, clock=clock, config=config, turn_model=turn)
@@ -194,6 +195,33 @@ async def test_going_on_after_the_pause_takes_back_the_preemptive_reply(
         await room.say([*_frames("22_alice.ogg"), *quiet])
         await yield_until("the reply started on the guess", lambda: _chat_requests(stub) >= 1, HANG_GUARD_S)
         await room.say(_frames("08_alice.ogg"))  # she goes on before the model answered
+        await events.wait_for(BotReplyDropped.name, timeout_s=HANG_GUARD_S)
+        held.gate.set()
+        await room.say([bytes(FRAME_BYTES)] * 50)
+        completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    assert {"taken_back"} == {d["reason"] for d in events.named(BotReplyDropped.name)}
+    assert [FAST] == [t.text for t in turns if t.kind is TurnKind.BOT], [t.text for t in turns]
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    assert "tokyo" in speech[-1].text.lower() and "bob" in speech[-1].text.lower(), speech[-1].text
+    assert speech[-1].seq == completed[0]["seq"]
+
+
+@pytest.mark.slow
+async def test_the_reply_starts_at_the_guess_point_and_is_taken_back_when_she_goes_on(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """TURN_GUESS_MS: 60 ms of quiet is past the 32 ms guess point and far short of the 400 ms
+    check, and no more audio (no session time) comes until the reply is asked for: it starts
+    on the guess's transcript before any pause could be judged. Alice goes on (the model's
+    answers held): the reply is cancelled unheard, nothing of it is stored, and her whole turn
+    is the one answered, with no second transcription of the question."""
+    held = _HeldTurnModel(models[1])
+    async with _session(models, take_back_s=1.5, guess_ms=32, check_ms=400,
+                                           turn_model=held) as (session, events, room, stub):
+        await room.say([*_frames("22_alice.ogg"), *[bytes(FRAME_BYTES)] * 3])
+        await yield_until("the reply started at the guess point", lambda: _chat_requests(stub) >= 1, HANG_GUARD_S)
+        await room.say(_frames("08_alice.ogg"))  # she goes on
         await events.wait_for(BotReplyDropped.name, timeout_s=HANG_GUARD_S)
         held.gate.set()
         await room.say([bytes(FRAME_BYTES)] * 50)

@@ -77,10 +77,18 @@ def test_a_missing_model_file_is_a_clear_error_naming_the_setting(monkeypatch: p
 
 
 def test_turn_settings_reach_the_hearing_config() -> None:
-    """TURN_PREDICTION turns the pause checks on at TURN_CHECK_MS; TURN_THRESHOLD reaches the pipeline."""
+    """TURN_PREDICTION turns the pause checks on at TURN_CHECK_MS, with the guess point at
+    TURN_GUESS_MS; TURN_THRESHOLD reaches the pipeline."""
     from bot.runtime import hearing_config
 
     off = hearing_config(load_settings({}, dotenv=None))
-    on = hearing_config(load_settings({"TURN_PREDICTION": "true", "TURN_THRESHOLD": "0.7", "TURN_CHECK_MS": "128"},
-                                      dotenv=None))
-    assert (0, 128, 0.7) == (off.segmenter.turn_check_ms, on.segmenter.turn_check_ms, on.turn_threshold)
+    on = hearing_config(load_settings({"TURN_PREDICTION": "true", "TURN_THRESHOLD": "0.7", "TURN_CHECK_MS": "128",
+                                       "TURN_GUESS_MS": "48"}, dotenv=None))
+    assert (0, 0) == (off.segmenter.turn_check_ms, off.segmenter.turn_guess_ms)
+    assert (128, 48, 0.7) == (on.segmenter.turn_check_ms, on.segmenter.turn_guess_ms, on.turn_threshold)
+
+
+@pytest.mark.parametrize("guess", ["128", "300"])
+def test_a_guess_point_at_or_after_the_check_names_both_settings(guess: str) -> None:
+    with pytest.raises(SettingsError, match="TURN_GUESS_MS must be below TURN_CHECK_MS"):
+        load_settings({"TURN_GUESS_MS": guess, "TURN_CHECK_MS": "128"}, dotenv=None)

@@ -255,3 +255,32 @@ def test_audio_files_read_back_as_16k_mono(tmp_path: Path, suffix: str) -> None:
     back = read_audio_file(path)
     assert 2.0 == pytest.approx(back.size / R, abs=0.03)
     assert 500.0 == pytest.approx(_peak_hz(back), abs=2.0)
+
+
+def test_a_guess_point_comes_before_the_judged_pause_of_the_same_silence() -> None:
+    """turn_guess_ms: the earlier pause (unjudged) and the judged one carry the same speech end
+    and the same speech, each taken once; speech after the silence takes new ones."""
+    seg = segmenter(turn_check_ms=128, turn_guess_ms=32)
+    run(seg, np.concatenate([SPEECH.say(words(0, 3), gap_s=0.0), silence(0.05)]))
+    guess = seg.take_pauses()
+    run(seg, silence(0.1))
+    judged = seg.take_pauses()
+    assert ([False], [True]) == ([p.judged for p in guess], [p.judged for p in judged])
+    assert guess[0].mark == judged[0].mark and guess[0].silence_ms < 64 <= judged[0].silence_ms
+    assert SPEECH.hear(guess[0].utterance.pcm16k) == SPEECH.hear(judged[0].utterance.pcm16k) == words(0, 3)
+    assert [] == seg.take_pauses()
+    run(seg, np.concatenate([SPEECH.say(words(3, 2), gap_s=0.0), silence(0.2)]))
+    again = seg.take_pauses()
+    assert [False, True] == [p.judged for p in again] and again[0].mark > guess[0].mark
+
+
+def test_without_a_guess_point_only_the_judged_pause_is_taken() -> None:
+    seg = segmenter(turn_check_ms=128)
+    run(seg, np.concatenate([SPEECH.say(words(0, 3), gap_s=0.0), silence(0.2)]))
+    assert [True] == [p.judged for p in seg.take_pauses()]
+
+
+@pytest.mark.parametrize("guess_ms", [128, 200, -1])
+def test_a_guess_point_must_come_before_the_check(guess_ms: int) -> None:
+    with pytest.raises(ValueError, match="turn_guess_ms"):
+        SegmenterConfig(turn_check_ms=128, turn_guess_ms=guess_ms)

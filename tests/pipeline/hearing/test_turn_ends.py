@@ -319,20 +319,82 @@ async def test_the_end_of_transmission_waits_for_the_pause_transcript_then_ends_
 
 
 async def test_a_cancelled_guess_still_answers_whoever_waits_on_it(whisper: WhisperTranscriber) -> None:
-    """A speculative transcription made stale (the final piece is other speech) is cancelled, and
-    its `on_done` hears None, so the turn judge never waits on it for ever (`wait_idle`)."""
+    """A speculative transcription made stale (the final piece is other speech) before its call
+    began is cancelled, and its `on_done` hears None, so the turn judge never waits on it for ever
+    (`wait_idle`)."""
     from pipeline.hearing.asr_queue import AsrJob
     from pipeline.hearing.segmenter import Utterance
     from pipeline.hearing.speculation import Speculations
 
     pcm, _ = _clip("22_alice.ogg")
     heard: list[object] = []
-    speculations = Speculations(whisper)
+    speculations = Speculations(whisper, workers=1)
     utterance = Utterance(speaker_id="u1", speaker_name="Alice", pcm16k=pcm, started_at=0.0, ended_at=2.0,
                           final=True, speech_s=2.0)
     async with asyncio.TaskGroup() as tg:
-        assert speculations.start(tg, "u1", utterance, None, workers=1, on_done=heard.append)
+        assert speculations.start(tg, "u1", utterance, None, on_done=heard.append)
         later = AsrJob(speaker_id="u1", speaker_name="Alice", pcm=[pcm], started_at=0.0, ended_at=3.0,
                        final=True, speech_s=3.0)  # speech came after the pause
         assert await speculations.result(later, None) is None
     assert [None] == heard
+
+
+async def test_a_running_guess_is_never_cancelled_and_the_newer_pause_waits_for_it(
+    whisper: WhisperTranscriber,
+) -> None:
+    """A guess whose Whisper call began runs on in its thread whatever asyncio is told, so a
+    speaker's newer pause does not start a second call beside it: it waits, starts when the
+    first ends (which still answers its own waiter), and the first counts against the workers."""
+    from pipeline.hearing.segmenter import Utterance
+    from pipeline.hearing.speculation import Speculations
+
+    pcm, _ = _clip("22_alice.ogg")
+    gate, calls = asyncio.Event(), []
+
+    class GatedWhisper:
+        async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Any:
+            calls.append(audio.size)
+            await gate.wait()
+            return await whisper.transcribe(audio, prompt=prompt)
+
+    def speech(seconds: float) -> Utterance:
+        return Utterance(speaker_id="u1", speaker_name="Alice", pcm16k=pcm[: round(seconds * R)], started_at=0.0,
+                         ended_at=seconds, final=True, speech_s=seconds)
+
+    first, second, other = [], [], []
+    speculations = Speculations(GatedWhisper(), workers=2)
+    async with asyncio.TaskGroup() as tg:
+        assert speculations.start(tg, "u1", speech(1.0), None, on_done=first.append)
+        await asyncio.sleep(0)  # its call begins
+        assert speculations.start(tg, "u1", speech(2.0), None, on_done=second.append)  # waits, True
+        assert speculations.covers("u1", speech(2.0), None) and not speculations.covers("u1", speech(1.0), None)
+        assert 1 == len(calls) and 1 == speculations.started
+        assert speculations.start(tg, "u2", speech(1.5), None, on_done=other.append)  # the second worker
+        await asyncio.sleep(0)
+        assert not speculations.start(tg, "u3", speech(1.5), None)  # both workers busy
+        gate.set()
+    assert 3 == len(calls) and [round(1.0 * R), round(1.5 * R), round(2.0 * R)] == sorted(calls)
+    assert None not in (first[0], second[0], other[0])  # each waiter heard its own transcription
+    assert 3 == speculations.started
+
+
+@pytest.mark.slow
+async def test_the_judged_pause_uses_the_guess_points_transcript_and_decision(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """TURN_GUESS_MS: the guess point's transcript is the only Whisper call; the desk hears it
+    once (at the guess point), and the judged pause of the same silence is judged on that
+    decision: the model ends the turn there, with the guess's text."""
+    pcm, text = _clip("22_alice.ogg")
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96, turn_guess_ms=32))
+    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=config,
+                                turn_model=turn_model)
+    pipeline.listen(desk)
+    await _hear(pipeline, clock, pcm, events, voice_gate=False)
+    stats = pipeline.stats()
+    scored = events.named(TurnScored.name)
+    assert scored and scored[-1]["ended"], scored
+    assert 1 == len(sink.turns) and wer(text, sink.turns[0].text) < 0.15, sink.turns
+    assert (1, 1) == (stats.speculated, stats.speculation_used), stats
+    assert 1 == len([g for g in desk.guesses if g.ended_at == sink.turns[0].ended_at]), desk.guesses
