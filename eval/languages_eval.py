@@ -130,7 +130,7 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="dev", choices=("dev", "heldout"))
+    parser.add_argument("--split", default="dev", choices=("dev", "dev2", "heldout"))
     parser.add_argument("--embedder", action="append", choices=EMBEDDERS, help="default: minilm")
     parser.add_argument("--recall", nargs="*", default=[], help="RecallConfig overrides key=value")
     args = parser.parse_args(argv)
