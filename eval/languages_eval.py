@@ -20,6 +20,7 @@ RECALL_EMBEDDER's default (`auto`, bot/runtime.py's `RecallEmbedders`) chooses p
 its floor.
 
     .venv/bin/python -m eval.languages_eval --split dev --embedder minilm --embedder use
+    .venv/bin/python -m eval.languages_eval --split dev2 --embedder config   # round 3's dev split
     .venv/bin/python -m eval.languages_eval --split dev --embedder use --recall floor_dense=0.45
 
 Vectors are cached under out/recall_cache/ (keyed by embedder and the text's hash).
