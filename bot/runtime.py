@@ -22,7 +22,7 @@ from bot.settings import (
 )
 from pipeline.adapters.asr_pool import ProcessPoolTranscriber
 from pipeline.adapters.embeddings import MINILM_MODEL, MiniLMEmbedder
-from pipeline.adapters.multilingual import USE_MODEL, UseEmbedder, relevance_floor
+from pipeline.adapters.multilingual import USE_MODEL, UseEmbedder, relevance_floor, shared_word_floor
 from pipeline.adapters.openai_api import OpenAIEmbedder
 from pipeline.adapters.openai_client import OpenAIEndpoint
 from pipeline.adapters.openai_summarizer import ContextLimit, OpenAISummarizer
@@ -287,25 +287,32 @@ class RecallEmbedders:
             return UseEmbedder()
         return MiniLMEmbedder()
 
-    def floor(self, language: str) -> float:
-        """The dense relevance floor for `language`'s embedder."""
-        default = self._settings.recall_min_similarity
+    def _model(self, language: str) -> str:
         kind = self._kind(language)
-        if kind is RecallEmbedder.MINILM and language == "en":
+        return {RecallEmbedder.MINILM: MINILM_MODEL, RecallEmbedder.USE: USE_MODEL}.get(kind, "")
+
+    def floor(self, language: str) -> float:
+        """The dense relevance floor for `language`'s embedder (a line without a shared word)."""
+        default = self._settings.recall_min_similarity
+        if self._kind(language) is RecallEmbedder.MINILM and language == "en":
             return default  # RECALL_MIN_SIMILARITY: tuned on English (docs/recall.md)
-        model = {RecallEmbedder.MINILM: MINILM_MODEL, RecallEmbedder.USE: USE_MODEL}.get(kind, "")
-        return relevance_floor(model, language, default)
+        return relevance_floor(self._model(language), language, default)
+
+    def shared_word_floor(self, language: str) -> float:
+        """The dense floor for a line that shares a content word with the question: `floor`
+        unless the embedder measured its own (`pipeline.adapters.multilingual.shared_word_floor`)."""
+        return shared_word_floor(self._model(language), language, self.floor(language))
 
     def tuned(self, recall: RecallConfig, language: str) -> RecallConfig:
-        """`recall` with `language`'s embedder's floor. MiniLM in English keeps its two floors
-        (with and without a shared word, tuned on public English chat: docs/recall.md); any other
-        embedder or language has one measured floor (pipeline/adapters/multilingual.py), which a
-        line must reach with or without a shared word: USE's cosines sit far below MiniLM's, so
-        English's 0.33 for a line alone kept 10 of 16 Arabic answers out (14 of 16 at 0.3, dev)."""
+        """`recall` with `language`'s embedder's floors. MiniLM in English keeps its two floors
+        (with and without a shared word, tuned on public English chat: docs/recall.md). Any other
+        embedder or language has its measured floor for a line alone (pipeline/adapters/multilingual.py:
+        USE's cosines sit far below MiniLM's, so English's 0.33 kept 10 of 16 Arabic answers out,
+        dev) and for a line with a shared word its own where measured (USE's 0.25, dev2), else the same."""
         floor = self.floor(language)
         if self._kind(language) is RecallEmbedder.MINILM and language == "en":
             return dataclasses.replace(recall, floor_dense=floor)
-        return dataclasses.replace(recall, floor_dense=floor, floor_dense_alone=floor)
+        return dataclasses.replace(recall, floor_dense=self.shared_word_floor(language), floor_dense_alone=floor)
 
 
 def recall_config(settings: Settings) -> RecallConfig:

@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SETS_DIR = ROOT / "eval" / "sets"
 OUT_DIR = ROOT / "out" / "eval" / "sets"
-SPLITS = ("dev", "heldout")
+SPLITS = ("dev", "dev2", "heldout")  # dev2: a second dev split where a set needs fresh tuning data
 KINDS = ("pool", "topic", "session", "game", "conversation")
 STAMP = ".built"
 

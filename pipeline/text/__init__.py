@@ -14,9 +14,10 @@ suffix rules as data files. Pure (the standard library's `re` and `unicodedata` 
   (each file's first line names its source); empty for a language without one.
 - `Lemmatizer`: the port a dictionary lemmatiser implements (`pipeline/adapters/lemmas.py`, over
   simplemma); the composition places (`bot/`, `pipeline/wiring.py`) pass it in.
-- `Analyzer`: index terms for one language: tokens, stop words out, the lemma, then the
-  language's suffix rules (`data/<language>/suffixes.txt`). Recall's BM25 side reads it
-  (docs/recall.md).
+- `Analyzer`: index terms for one language: tokens, stop words out, the lemma (a stem instead
+  where the language is `STEMMED`: an injected stemmer, `pipeline/adapters/stems.py` over
+  Snowball), then the language's suffix rules (`data/<language>/suffixes.txt`). Recall's BM25 side reads
+  it (docs/recall.md).
 
 - `word_set(language, kind)`: a data file's words (the update check's stop words, fillers);
   `phrase_rule(language, kind)`: a data file of regular expressions (a language's phrase rules).
@@ -206,6 +207,13 @@ def grammar_token(token: str) -> bool:
     return _HIRAGANA.fullmatch(token) is not None
 
 
+# Languages whose terms are stems, not lemmas (`Analyzer`'s `stemmer`, which pipeline/wiring.py
+# passes for these): Arabic writes conjunctions, prepositions, the article and possessive endings into
+# the word ("للإيجار" for "الإيجار"), which the dictionary lemmas mostly leave on; the stem takes them
+# off. Measured on eval/sets/languages (docs/models.md, "Languages", round 3): stems took Arabic's
+# dev2 probes from 21 to 25 of 32 (with USE's shared-word floor); German and Portuguese stems changed
+# no hit and no recalled char on dev or dev2, so those keep their dictionary lemmas.
+STEMMED = frozenset({"ar"})
 # Languages that capitalise every noun ("das Treffen"), so a capital letter does not mark a name.
 NOUNS_CAPITALISED = frozenset({"de", "lb"})
 AUTO = "auto"  # CONVERSATION_LANGUAGE=auto: whatever the people speak
@@ -239,13 +247,17 @@ class NoLemmas:
 
 class Analyzer:
     """Index terms of one language: `tokens`, stop words and one-letter words out (a digit or
-    an unspaced script's character stays), each word's lemma, then the language's suffix rules.
+    an unspaced script's character stays), each word's lemma (its stem instead where a `stemmer`
+    is given, `STEMMED`), then the language's suffix rules. With a stemmer, a term that is a stop
+    word's stem is out too ("أي" and the list's "اي" are one word once the hamza is normalised).
     Caches the words it has seen (a chat reuses a few thousand), so one analyzer is shared by
     every session of a process."""
 
-    def __init__(self, language: str = "en", lemmatizer: Lemmatizer | None = None) -> None:
+    def __init__(self, language: str = "en", lemmatizer: Lemmatizer | None = None,
+                 stemmer: Lemmatizer | None = None) -> None:
         self.language = language
         self.lemmatizer: Lemmatizer = lemmatizer or NoLemmas()
+        self.stemmer = stemmer
         # Under `auto` the terms are English's, as before there was a setting (no line says its
         # language); the update check decides each batch's (`language_of`).
         self.terms_language = "en" if language == AUTO else language
@@ -253,22 +265,27 @@ class Analyzer:
         self._rules = suffix_rules(self.terms_language)
         self.stem = lru_cache(maxsize=8192)(self._stem)
         self.word_term = lru_cache(maxsize=4096)(self._word_term)
+        self._stop_stems = frozenset(self.stem(w) for w in self.stop_words) if stemmer is not None else frozenset()
 
-    def __reduce__(self) -> tuple[type[Analyzer], tuple[str, Lemmatizer]]:
-        """Pickled as its language and lemmatiser, never its caches (the words it has seen)."""
-        return (Analyzer, (self.language, self.lemmatizer))
+    def __reduce__(self) -> tuple[type[Analyzer], tuple[str, Lemmatizer, Lemmatizer | None]]:
+        """Pickled as its language, lemmatiser and stemmer, never its caches (the words it has seen)."""
+        return (Analyzer, (self.language, self.lemmatizer, self.stemmer))
 
     def _stem(self, word: str) -> str:
-        """The word's lemma ("bought" -> "buy"), then the first suffix rule that applies."""
+        """The word's lemma ("bought" -> "buy"), or its stem with a stemmer, then the first suffix
+        rule that applies."""
         if unspaced(word):
             return word
-        return strip_suffix(self.lemmatizer.lemma(word, self.terms_language), self._rules)
+        # A stem replaces the lemma: stemming a lemma strips twice ("البندق" -> "بندق" -> "ندق").
+        base = (self.stemmer or self.lemmatizer).lemma(word, self.terms_language)
+        return strip_suffix(base, self._rules)
 
     def terms(self, text: str) -> list[str]:
         """Index terms of `text`: its words less stop words, lemmatised, lightly stemmed."""
-        stop, stem = self.stop_words, self.stem
-        return [stem(w) for w in tokens(text, self.language)
-                if w not in stop and (len(w) > 1 or w.isdigit() or unspaced(w))]
+        stop, stem, stop_stems = self.stop_words, self.stem, self._stop_stems
+        found = [stem(w) for w in tokens(text, self.language)
+                 if w not in stop and (len(w) > 1 or w.isdigit() or unspaced(w))]
+        return [t for t in found if t not in stop_stems] if stop_stems else found
 
     def _word_term(self, word: str) -> str:
         """One word's index term ("" for a stop word)."""
@@ -279,7 +296,7 @@ class Analyzer:
 ENGLISH = Analyzer("en")  # English without a dictionary lemmatiser (what recall uses when none is injected)
 
 __all__ = [
-    "AUTO", "ENGLISH", "MARKS", "NOUNS_CAPITALISED", "UNSPACED", "Analyzer", "Lemmatizer", "NoLemmas",
+    "AUTO", "ENGLISH", "MARKS", "NOUNS_CAPITALISED", "STEMMED", "UNSPACED", "Analyzer", "Lemmatizer", "NoLemmas",
     "grammar_token", "has_data",
     "cased_words", "language_of", "phrase_rule", "stop_words", "strip_suffix", "suffix_rules", "tokens", "unspaced",
     "word_count", "word_set", "word_table",

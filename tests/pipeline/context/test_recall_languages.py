@@ -1,10 +1,13 @@
-"""Recall's BM25 side in other languages: German and Japanese lines are found by their words
-(the ASCII-only tokenizers read "Müller" and "Möller" as one word "ller", and Japanese as none)."""
+"""Recall's BM25 side in other languages: German, Japanese and Arabic lines are found by their
+words (the ASCII-only tokenizers read "Müller" and "Möller" as one word "ller", and Japanese as
+none; Arabic's words with their clitics on shared no term with a question's)."""
 
 from __future__ import annotations
 
 from pipeline.context.recall import RecallConfig, build_query
 from pipeline.context.recall_index import RecallIndex
+from pipeline.text import Analyzer
+from pipeline.wiring import text_analyzer
 from tests.pipeline.context.test_recall import TEXT, question, turn
 
 GERMAN_FILLER = [
@@ -25,8 +28,18 @@ JAPANESE_FILLER = [
 ]
 
 
-def _index(lines: list[tuple[str, str]]) -> RecallIndex:
-    index = RecallIndex(TEXT)
+ARABIC_FILLER = [
+    "الطقس جميل اليوم أخيراً",
+    "هل شاهدتم المباراة أمس",
+    "سأذهب لشراء القهوة بعد قليل",
+    "الإنترنت عندي بطيء جداً",
+    "يجب أن نأخذ استراحة قريباً",
+    "الموسيقى في المقهى مزعجة",
+]
+
+
+def _index(lines: list[tuple[str, str]], analyzer: Analyzer = TEXT) -> RecallIndex:
+    index = RecallIndex(analyzer)
     for seq, (speaker, text) in enumerate(lines):
         index.add_turn(turn(seq, speaker, text))
     return index
@@ -54,3 +67,12 @@ def test_a_japanese_line_is_found_by_its_characters() -> None:
     lines[25] = ("Maya", "土曜日の七時に東京駅の北口で会おう")
     hits = _lexical_hits(_index(lines), "土曜日は東京駅の北口だっけ?", at=60)
     assert hits and (25, 1) == hits[0]
+
+
+def test_an_arabic_line_is_found_by_its_stems() -> None:
+    """"الغيتار" (the guitar) asks about "غيتاري" (my guitar): as lemmas they were two terms and
+    the line passed no lexical floor; as stems (pipeline/text STEMMED) they are one."""
+    lines = [("ليلى" if i % 2 else "يوسف", ARABIC_FILLER[i % len(ARABIC_FILLER)]) for i in range(60)]
+    lines[18] = ("يوسف", "بعت غيتاري القديم بـ180 يورو")
+    hits = _lexical_hits(_index(lines, text_analyzer("ar")), "بكم باع يوسف الغيتار القديم؟", at=60)
+    assert hits and (18, 1) == hits[0]

@@ -7,6 +7,7 @@ import pickle
 from importlib import resources
 
 from pipeline.adapters.lemmas import SimplemmaLemmatizer
+from pipeline.adapters.stems import SnowballStemmer
 from pipeline.text import ENGLISH, Analyzer, NoLemmas, stop_words, suffix_rules, tokens
 from pipeline.wiring import text_analyzer
 
@@ -61,6 +62,30 @@ def test_the_lemmatiser_is_a_port() -> None:
     assert ["東京"] == Analyzer("ja", SimplemmaLemmatizer(("ja",))).terms("東京")  # a language simplemma lacks
     assert "kaufen" == SimplemmaLemmatizer(("de",)).lemma("gekauft", "de")
     assert "gekauft" == SimplemmaLemmatizer(("en",)).lemma("gekauft", "de")  # not loaded: never loaded mid-call
+
+
+def test_arabic_terms_are_stems_without_their_clitics() -> None:
+    """Arabic writes the article, prepositions, conjunctions and possessives into the word: with
+    simplemma's lemmas "للإيجار" (for the rent) and "الإيجار" (the rent), "بالقطار" (by train) and
+    "قطاري" (my train), "الغيتار" and "غيتاري" shared no term, so a question in other words matched
+    its statement by the embedder alone (eval/sets/languages dev2, docs/models.md)."""
+    arabic = text_analyzer("ar")
+    assert arabic.terms("للإيجار") == arabic.terms("الإيجار") == ["ايجار"]
+    assert arabic.terms("بالقطار") == arabic.terms("قطاري") == ["قطار"]
+    assert arabic.terms("الغيتار") == arabic.terms("غيتاري")
+    assert arabic.terms("البندق") == ["بندق"]  # the stem replaces the lemma: no second strip ("ندق")
+    assert [] == arabic.terms("أي")  # the stop list's "اي", once the hamza is normalised
+    assert ["180"] == arabic.terms("بـ180")
+    assert isinstance(arabic.stemmer, SnowballStemmer) and text_analyzer("de").stemmer is None
+    assert ["kaufen"] == text_analyzer("de").terms("gekauft")  # German keeps its lemmas
+
+
+def test_a_stemmer_pickles_as_its_languages() -> None:
+    arabic = Analyzer("ar", NoLemmas(), SnowballStemmer(("ar", "xx")))
+    assert arabic.stemmer is not None and frozenset({"ar"}) == arabic.stemmer.languages
+    again = pickle.loads(pickle.dumps(arabic))
+    assert again.terms("بالقطار") == ["قطار"]
+    assert "قطاري" == SnowballStemmer(("de",)).lemma("قطاري", "ar")  # a language not asked for: unchanged
 
 
 def test_an_analyzer_pickles_without_the_words_it_has_seen() -> None:
