@@ -20,7 +20,10 @@ What is measured on it (`benchmarks/bench_latency.py`, "turn ends" rows; the dev
 would have cut the person off: each planted pause counts, an afterthought's too), a *missed*
 one is an utterance whose end the turn model did not call (the silence ended it, later). Pauses
 are 250-650 ms: longer than the 200 ms after which a client's voice gate ends the turn today,
-shorter than the 700 ms end-of-utterance silence.
+shorter than the 700 ms end-of-utterance silence. An afterthought's planted pause is 100-150 ms:
+hibari-tts already leaves ~0.45 s between two sentences (samples/make_audio_session.py), so the
+silence there is ~0.55-0.6 s, and the bench's client sends its end of transmission only in a
+planted pause of 200 ms or more (`_turn_ends`), so "today" is not cut there by it.
 
     python -m eval.generate --set turn_ends
 """
