@@ -6,7 +6,7 @@
 
 One layout for every set (docs/evaluation.md, "Where the sets live"): `eval/sets/<name>/manifest.json` says where the
 set comes from, its licence, who wrote it and how, which recipe (eval/recipes/<recipe>.py) turns
-its data into session files, and for each split (`dev`, tuned on; `heldout` and a later `heldout_fresh`, frozen) its data
+its data into session files, and for each split (`dev`, tuned on; `heldout`, frozen) its data
 files, seeds, the SHA-256 of the generated sessions and which rounds have read it. The data files
 are JSONL in one schema (`load_data`): each line is a record with a `kind` -- `pool` (named
 wordings), `topic` (a fact a group settles and changes), `session` (a scripted session), `game`
