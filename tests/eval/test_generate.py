@@ -25,13 +25,24 @@ def test_every_set_has_a_manifest_with_its_provenance_and_splits() -> None:
         manifest = generate.load_manifest(name)
         assert MANIFEST_KEYS <= set(manifest), name
         assert all(manifest[k].strip() for k in ("source", "licence", "written_by", "how")), name
-        assert {"dev", "heldout"} <= set(manifest["splits"]) <= set(generate.SPLITS), name  # dev2: languages
-        dev, held = manifest["splits"]["dev"], manifest["splits"]["heldout"]
-        assert dev["frozen"] is False and held["frozen"] is True, name
-        assert isinstance(held["read_by"], list) and held["held_out_use"], name
-        assert all(not manifest["splits"][s]["frozen"] for s in set(manifest["splits"]) - {"heldout"}), name
-        for spec in manifest["splits"].values():
+        assert {"dev", "heldout"} <= set(manifest["splits"]) <= set(generate.SPLITS), name
+        splits = manifest["splits"]
+        held_out = [spec for split, spec in splits.items() if split.startswith("heldout")]
+        tuning = [spec for split, spec in splits.items() if not split.startswith("heldout")]
+        assert all(spec["frozen"] is False for spec in tuning), name  # dev, dev2
+        assert all(held["frozen"] is True for held in held_out), name  # heldout, heldout_fresh
+        assert all(isinstance(held["read_by"], list) and held["held_out_use"] for held in held_out), name
+        for spec in splits.values():
             assert re.fullmatch(r"[0-9a-f]{64}", spec["sha256"]) and spec["sessions"] > 0, name
+
+
+def test_the_fresh_turn_ends_split_is_frozen_unread_and_shares_no_utterance_with_dev() -> None:
+    """eval/sets/turn_ends/: heldout_fresh was written with dev_more.jsonl and frozen unread."""
+    fresh = generate.load_manifest("turn_ends")["splits"]["heldout_fresh"]
+    assert fresh["frozen"] is True and fresh["read_by"] == []
+    texts = {split: {" ".join(r["parts"]) for r in generate.split_data("turn_ends", split).sessions}
+             for split in ("dev", "heldout", "heldout_fresh")}
+    assert len(texts["heldout_fresh"]) == 40 and not texts["heldout_fresh"] & (texts["dev"] | texts["heldout"])
 
 
 def test_a_fresh_generation_matches_every_manifest_checksum(tmp_path: Path) -> None:
