@@ -67,7 +67,7 @@ class Speculations:
         old = self._guesses.get(speaker_id)
         if old is not None and not old.task.done() and old.task not in self._running:
             old.task.cancel()  # not begun yet: nothing runs to wait for
-        elif old is not None and not old.task.done():
+        elif old is not None and not old.task.done() and self._busy() >= self._workers:
             superseded = self._deferred.pop(speaker_id, None)
             if superseded is not None and superseded.on_done is not None:
                 superseded.on_done(None)

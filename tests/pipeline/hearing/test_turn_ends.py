@@ -339,12 +339,13 @@ async def test_a_cancelled_guess_still_answers_whoever_waits_on_it(whisper: Whis
     assert [None] == heard
 
 
-async def test_a_running_guess_is_never_cancelled_and_the_newer_pause_waits_for_it(
+async def test_a_running_guess_is_never_cancelled_and_the_newer_pause_waits_for_a_worker(
     whisper: WhisperTranscriber,
 ) -> None:
-    """A guess whose Whisper call began runs on in its thread whatever asyncio is told, so a
-    speaker's newer pause does not start a second call beside it: it waits, starts when the
-    first ends (which still answers its own waiter), and the first counts against the workers."""
+    """A guess whose Whisper call began runs on in its thread whatever asyncio is told, so it
+    keeps its worker: with both workers busy, a speaker's newer pause does not start a third
+    call beside them; it waits, starts when the speaker's older one ends (which still answers
+    its own waiter), and nobody else's guess starts meanwhile."""
     from pipeline.hearing.segmenter import Utterance
     from pipeline.hearing.speculation import Speculations
 
@@ -365,13 +366,12 @@ async def test_a_running_guess_is_never_cancelled_and_the_newer_pause_waits_for_
     speculations = Speculations(GatedWhisper(), workers=2)
     async with asyncio.TaskGroup() as tg:
         assert speculations.start(tg, "u1", speech(1.0), None, on_done=first.append)
-        await asyncio.sleep(0)  # its call begins
+        assert speculations.start(tg, "u2", speech(1.5), None, on_done=other.append)
+        await asyncio.sleep(0)  # both calls begin: both workers busy
         assert speculations.start(tg, "u1", speech(2.0), None, on_done=second.append)  # waits, True
         assert speculations.covers("u1", speech(2.0), None) and not speculations.covers("u1", speech(1.0), None)
-        assert 1 == len(calls) and 1 == speculations.started
-        assert speculations.start(tg, "u2", speech(1.5), None, on_done=other.append)  # the second worker
-        await asyncio.sleep(0)
-        assert not speculations.start(tg, "u3", speech(1.5), None)  # both workers busy
+        assert 2 == len(calls) == speculations.started
+        assert not speculations.start(tg, "u3", speech(1.5), None)  # no worker free
         gate.set()
     assert 3 == len(calls) and [round(1.0 * R), round(1.5 * R), round(2.0 * R)] == sorted(calls)
     assert None not in (first[0], second[0], other[0])  # each waiter heard its own transcription
