@@ -29,6 +29,7 @@ from pipeline.context.reply_policy import ReplyDecision, ReplyPolicy
 from pipeline.events import BotReplyDropped
 from pipeline.models import Turn, TurnKind
 from pipeline.ports import TurnGuess
+from pipeline.text import tokens
 
 log = structlog.get_logger("longcall.guild_session")
 
@@ -401,4 +402,6 @@ class ReplyDesk:
 
 
 def _same_text(a: str, b: str) -> bool:
-    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+    """The same words (any script, case and punctuation aside): the guess point's "tonight." and
+    the heard turn's "tonight?" ask the same question."""
+    return tokens(a) == tokens(b)

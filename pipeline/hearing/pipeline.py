@@ -120,6 +120,8 @@ class HearingPipeline:
             JudgeConfig(threshold=self._config.turn_threshold, sentence_end=self._config.turn_sentence_end),
             events=events, end=self._enqueue_all, notify=self._notify,
         )
+        if self._judge is not None:
+            self._judge.transcribe = self._transcribe_pause
         self._speculations = Speculations(transcriber, workers=self._config.asr_workers,
                                           idle=lambda: not self._asr.has_work())
         self._tasks: asyncio.TaskGroup | None = None  # run()'s, while it runs: owns the speculations
@@ -286,18 +288,23 @@ class HearingPipeline:
 
     def _take_pauses(self) -> None:
         for speaker_id, pause in self._streams.take_pauses():
-            guessing = self._speculate(speaker_id, pause)
-            if self._judge is not None:
-                self._judge.pause(speaker_id, pause, guessing=guessing)
+            judge_ = self._judge
+            covered = self._speculations.covers(speaker_id, pause.utterance, self._context.get(speaker_id))
+            if judge_ is not None and judge_.needs_text and pause.judged:
+                judge_.pause(speaker_id, pause, guessing=covered)  # it asks for the pause's own transcript
+                continue
+            # The guess point's transcription serves a later pause of the same silence (its final piece).
+            guessing = covered or self._transcribe_pause(speaker_id, pause)
+            if judge_ is not None:
+                judge_.pause(speaker_id, pause, guessing=guessing)
 
-    def _speculate(self, speaker_id: str, pause: Pause) -> bool:
+    def _transcribe_pause(self, speaker_id: str, pause: Pause) -> bool:
         """Transcribe the utterance so far now, while the transcriber is idle (never ahead of
-        real work: other speakers' turns must not wait behind a guess). True: started."""
+        real work: other speakers' turns must not wait behind a guess). True: started (or it
+        waits for the speaker's older guess)."""
         tasks = self._tasks
         utterance = pause.utterance
         before = self._context.get(speaker_id)
-        if self._speculations.covers(speaker_id, utterance, before):
-            return True  # the guess point's transcription is this pause's too (its text comes to the judge)
         if tasks is None or utterance.speech_s < self._config.min_asr_speech_s:
             return False
         judge_ = self._judge

@@ -76,9 +76,9 @@ class Speculations:
         if not self._idle() or self._busy() >= self._workers:
             return False
         task = tasks.create_task(self._transcribe(utterance.pcm16k, prompt), name=f"hearing:speculate:{speaker_id}")
+        task.add_done_callback(self._running.discard)  # first: its worker is free for what on_done starts
         if on_done is not None:  # before anyone awaits it: the judge hears first (cancelled: None)
             task.add_done_callback(lambda done: on_done(None if done.cancelled() else done.result()))
-        task.add_done_callback(self._running.discard)
         task.add_done_callback(lambda done: self._next(speaker_id, done))
         self._guesses[speaker_id] = _Guess(key=(utterance.started_at, utterance.ended_at), prompt=prompt, task=task)
         return True

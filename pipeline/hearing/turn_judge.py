@@ -18,8 +18,12 @@ answer does to the speaker's utterance. `HearingPipeline` hands every `Pause` he
 
 **The guess point** (`SegmenterConfig.turn_guess_ms`): an earlier, unjudged pause of the same
 silence starts the transcription, and the listener hears its transcript as soon as it is made
-(a preemptive reply starts then). The judged pause that follows with no speech between uses
-what that transcript decided, with no second transcription and no second question.
+(a preemptive reply starts then). The judged pause that follows with no speech between waits
+for that decision: a turn the listener would not answer is let go, and half a sentence is held
+as unfinished, with no second transcription; a whole sentence it would answer is judged on the
+judged pause's own transcript (`transcribe`: its audio has the longer silence), as without a
+guess point. So no pause is cut that was not cut before: Whisper may end a sentence at the
+shorter silence that it leaves open at the longer one, and only the longer one's counts.
 
 A judged pause at `threshold` or above ends the turn with exactly the pause's audio; below it
 the turn is held (`Segmenter.hold`: the end of transmission no longer cuts it, the full silence
@@ -49,6 +53,14 @@ class _Decided:
     complete: bool  # it ends a sentence (or TURN_SENTENCE_END is off)
 
 
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    """A judged pause held for a transcript: its own (`own`) or first the guess point's decision."""
+
+    pause: Pause
+    own: bool
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JudgeConfig:
     threshold: float  # P(turn complete) at or above which the pause ends the turn
@@ -66,9 +78,11 @@ class TurnJudge:
         self._events = events
         self._end = end  # the utterances a confident answer closed go to the ASR queue
         self._notify = notify
+        # Starts a speculative transcript of a pause (False: none could start); the pipeline's.
+        self.transcribe: Callable[[str, Pause], bool] = lambda speaker_id, pause: False
         self.listener: GuessListener | None = None
         self._pauses: dict[str, Pause] = {}  # per speaker, the latest pause waiting for the model
-        self._awaiting: dict[str, Pause] = {}  # per speaker, a pause waiting for its transcript
+        self._awaiting: dict[str, _Wait] = {}  # per speaker, a judged pause waiting for a transcript
         self._taken: dict[str, Pause] = {}  # per speaker, the pause of a guess the listener took
         self._decided: dict[str, _Decided] = {}  # per speaker, their latest transcript's decision
         self._ready = asyncio.Event()
@@ -89,9 +103,9 @@ class TurnJudge:
     def pause(self, speaker_id: str, pause: Pause, *, guessing: bool) -> None:
         """A speaker's new pause; `guessing`: a speculative transcription of its speech is under
         way or done (its text comes, or came, to `guessed`). A guess point (`pause.judged` False)
-        only waits for that text."""
+        only waits for that text; a judged pause that needs one asks for its own (`transcribe`)."""
         waiting = self._awaiting.get(speaker_id)
-        if waiting is not None and (pause.judged or waiting.mark != pause.mark):
+        if waiting is not None and (pause.judged or waiting.pause.mark != pause.mark):
             del self._awaiting[speaker_id]  # a newer pause took its place
         if not pause.judged:
             return
@@ -99,12 +113,11 @@ class TurnJudge:
         if not self.needs_text:
             self._queue(speaker_id, pause)
         elif decided is not None and decided.mark == pause.mark:
-            self._apply(speaker_id, pause, decided)  # the guess point's transcript came first
+            self._after_guess_point(speaker_id, pause, decided)
         elif guessing:
-            # Held while its transcript comes: the end of transmission must not cut a sentence the
-            # model is about to judge unfinished. A turn nobody judges is released (`_let_go`).
-            self._streams.hold(speaker_id, pause)
-            self._awaiting[speaker_id] = pause
+            self._hold_for(speaker_id, pause, own=False)  # the guess point's transcript comes first
+        else:
+            self._transcribe_own(speaker_id, pause)
         self._notify()
 
     def guessed(self, speaker_id: str, speaker_name: str, pause: Pause, text: str | None, *, before: str) -> None:
@@ -112,7 +125,7 @@ class TurnJudge:
         guards accept); `before`: the text of the utterance's earlier pieces."""
         waiting = self._awaiting.get(speaker_id)
         if not self._streams.paused_at(speaker_id, pause):
-            if waiting is not None and waiting.mark == pause.mark:
+            if waiting is not None and waiting.pause.mark == pause.mark:
                 del self._awaiting[speaker_id]
                 self._notify()
             return  # speech came back: a guess about a turn that went on
@@ -125,10 +138,39 @@ class TurnJudge:
             if taken:
                 self._taken[speaker_id] = pause
         decided = self._decided[speaker_id] = _Decided(mark=pause.mark, taken=taken, complete=complete)
-        if waiting is not None and waiting.mark == pause.mark:
+        if waiting is not None and waiting.pause.mark == pause.mark and waiting.own == pause.judged:
             del self._awaiting[speaker_id]
-            self._apply(speaker_id, waiting, decided)
+            if waiting.own:
+                self._apply(speaker_id, waiting.pause, decided)
+            else:
+                self._after_guess_point(speaker_id, waiting.pause, decided)
         self._notify()
+
+    def _hold_for(self, speaker_id: str, pause: Pause, *, own: bool) -> None:
+        # Held while its transcript comes: the end of transmission must not cut a sentence the
+        # model is about to judge unfinished. A turn nobody judges is released (`_let_go`).
+        self._streams.hold(speaker_id, pause)
+        self._awaiting[speaker_id] = _Wait(pause, own)
+
+    def _after_guess_point(self, speaker_id: str, pause: Pause, decided: _Decided) -> None:
+        """The guess point's decision for a judged pause: not a turn to answer, let go; half a
+        sentence, held as unfinished (at worst the silence ends a finished one: never a cut);
+        a whole sentence to answer is judged on the pause's own transcript, which must end a
+        sentence too before the model may end the turn."""
+        if not decided.taken or not decided.complete:
+            self._apply(speaker_id, pause, decided)
+        else:
+            self._transcribe_own(speaker_id, pause)
+
+    def _transcribe_own(self, speaker_id: str, pause: Pause) -> None:
+        if self.transcribe(speaker_id, pause):
+            self._hold_for(speaker_id, pause, own=True)
+            return
+        decided = self._decided.get(speaker_id)  # none could start: the guess point's transcript, if any
+        if decided is not None and decided.mark == pause.mark:
+            self._apply(speaker_id, pause, decided)
+        else:
+            self._let_go(speaker_id, pause)  # no transcript: not judged
 
     def _apply(self, speaker_id: str, pause: Pause, decided: _Decided) -> None:
         """A judged pause and its transcript's decision: not taken, the turn ends as with the model

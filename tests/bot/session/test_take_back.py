@@ -360,3 +360,13 @@ async def test_the_first_word_waits_while_someone_else_is_speaking() -> None:
     open_now["1"] = 9.0  # Alice starts a new utterance
     floor.update()
     assert ["1", "2", "1"] == starts
+
+
+def test_a_preemptive_reply_matches_its_turn_by_words_not_punctuation() -> None:
+    """The guess point's transcript and the judged pause's may differ in a final mark only: the
+    same question, so the reply made on one is the other's (any script); other words are not."""
+    from bot.session.reply_jobs import _same_text
+
+    assert _same_text("Hey Clanky, has Bob died tonight.", "hey clanky has Bob died tonight?")
+    assert _same_text("次は土曜にしよう。", "次は土曜にしよう")
+    assert not _same_text("Hey Clanky, has Bob died tonight.", "Hey Clanky, has Bob died")

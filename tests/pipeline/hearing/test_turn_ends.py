@@ -379,12 +379,13 @@ async def test_a_running_guess_is_never_cancelled_and_the_newer_pause_waits_for_
 
 
 @pytest.mark.slow
-async def test_the_judged_pause_uses_the_guess_points_transcript_and_decision(
+async def test_the_guess_points_transcript_reaches_the_desk_and_the_judged_pause_is_judged_on_its_own(
     whisper: WhisperTranscriber, turn_model: SmartTurnModel
 ) -> None:
-    """TURN_GUESS_MS: the guess point's transcript is the only Whisper call; the desk hears it
-    once (at the guess point), and the judged pause of the same silence is judged on that
-    decision: the model ends the turn there, with the guess's text."""
+    """TURN_GUESS_MS: the desk hears the question's guess-point transcript first; it would answer
+    it, so the judged pause of the same silence gets its own transcript (its audio has the longer
+    silence: the sentence end and the model judge what they judged without a guess point), and
+    the model ends the turn there with the judged pause's text (no third Whisper call)."""
     pcm, text = _clip("22_alice.ogg")
     config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96, turn_guess_ms=32))
     clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
@@ -396,5 +397,26 @@ async def test_the_judged_pause_uses_the_guess_points_transcript_and_decision(
     scored = events.named(TurnScored.name)
     assert scored and scored[-1]["ended"], scored
     assert 1 == len(sink.turns) and wer(text, sink.turns[0].text) < 0.15, sink.turns
-    assert (1, 1) == (stats.speculated, stats.speculation_used), stats
-    assert 1 == len([g for g in desk.guesses if g.ended_at == sink.turns[0].ended_at]), desk.guesses
+    assert (2, 1) == (stats.speculated, stats.speculation_used), stats
+    heard = [g for g in desk.guesses if g.ended_at == sink.turns[0].ended_at]
+    assert 2 == len(heard) and sink.turns[0].text == heard[-1].text, desk.guesses
+
+
+@pytest.mark.slow
+async def test_a_turn_the_desk_would_not_answer_at_the_guess_point_needs_no_second_transcript(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """Nobody addresses the bot: the guess point's transcript is the pause's only one (the
+    judged pause lets the turn go on that decision), and the end of transmission ends it."""
+    pcm, _ = _clip("01_alice.ogg")
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96, turn_guess_ms=32))
+    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=config,
+                                turn_model=turn_model)
+    pipeline.listen(desk)
+    closed = await _hear(pipeline, clock, pcm, events)
+    stats = pipeline.stats()
+    assert (1, 1, 0) == (closed, len(sink.turns), stats.turn_checks), stats
+    last = [g for g in desk.guesses if g.ended_at == sink.turns[0].ended_at]
+    assert 1 == len(last) and (1, 1) == (stats.speculated, stats.speculation_used), (desk.guesses, stats)
+
