@@ -29,7 +29,6 @@ from pipeline.context.reply_policy import ReplyDecision, ReplyPolicy
 from pipeline.events import BotReplyDropped
 from pipeline.models import Turn, TurnKind
 from pipeline.ports import TurnGuess
-from pipeline.text import tokens
 
 log = structlog.get_logger("longcall.guild_session")
 
@@ -266,14 +265,16 @@ class ReplyDesk:
             self._taken_back = job
 
     def _confirm_held(self, turn: Turn, decision: ReplyDecision, *, heard_at: float, asr_ms: int | None) -> bool:
-        """A heard turn of the held reply's speaker: the same speech and text make it that turn's
-        reply (True); any other turn of theirs takes it back."""
+        """A heard turn of the held reply's speaker: the same speech (start and end) makes it that
+        turn's reply (True); any other turn of theirs takes it back. Not the same words: the guess
+        and the heard turn are two readings of one stretch of audio (the guess point's and the
+        judged pause's transcripts, which Whisper may word differently), and the reply answers
+        that audio either way."""
         held = self._held
         if held is None or held.turn.speaker_id != turn.speaker_id:
             return False
         self._held = None
-        same = (abs(held.turn.ended_at - turn.ended_at) < 1e-6 and abs(held.turn.started_at - turn.started_at) < 1e-6
-                and _same_text(held.turn.text, turn.text))
+        same = abs(held.turn.ended_at - turn.ended_at) < 1e-6 and abs(held.turn.started_at - turn.started_at) < 1e-6
         if not (same and decision.reply) or not held.held:
             self._take_back_held(held)
             return False
@@ -400,8 +401,3 @@ class ReplyDesk:
         if job.held and not task.done() and self._held is job:
             self._take_back_held(job)
 
-
-def _same_text(a: str, b: str) -> bool:
-    """The same words (any script, case and punctuation aside): the guess point's "tonight." and
-    the heard turn's "tonight?" ask the same question."""
-    return tokens(a) == tokens(b)

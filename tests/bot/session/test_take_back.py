@@ -11,6 +11,7 @@ Frames are fed on the session's fake clock; waits wake on events (a timeout only
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -362,11 +363,36 @@ async def test_the_first_word_waits_while_someone_else_is_speaking() -> None:
     assert ["1", "2", "1"] == starts
 
 
-def test_a_preemptive_reply_matches_its_turn_by_words_not_punctuation() -> None:
-    """The guess point's transcript and the judged pause's may differ in a final mark only: the
-    same question, so the reply made on one is the other's (any script); other words are not."""
-    from bot.session.reply_jobs import _same_text
 
-    assert _same_text("Hey Clanky, has Bob died tonight.", "hey clanky has Bob died tonight?")
-    assert _same_text("次は土曜にしよう。", "次は土曜にしよう")
-    assert not _same_text("Hey Clanky, has Bob died tonight.", "Hey Clanky, has Bob died")
+@pytest.mark.slow
+async def test_a_preemptive_reply_is_its_turns_when_the_same_speech_is_heard_in_other_words(
+    models: tuple[WhisperTranscriber, SmartTurnModel],
+) -> None:
+    """The reply starts on the guess point's transcript; the judged pause's own transcript of
+    the same speech comes out in other words (here: Whisper's reading, its last word changed,
+    as a second reading of slightly different audio may be). Same speech, same turn: the reply
+    made is the one played, with one model call and nothing taken back."""
+    whisper, turn = models
+    lengths: list[int] = []
+
+    class SecondReading:
+        """Real Whisper; a second transcription of audio as long as an earlier one (the judged
+        pause's: the same speech and tail) reads its last word differently."""
+
+        async def transcribe(self, audio: Any, *, prompt: str | None = None) -> Any:
+            result = await whisper.transcribe(audio, prompt=prompt)
+            again = audio.size in lengths
+            lengths.append(audio.size)
+            if again and result.text:
+                return dataclasses.replace(result, text=result.text.rsplit(" ", 1)[0] + " tonite?")
+            return result
+
+    async with _session((SecondReading(), turn), take_back_s=1.5, guess_ms=32, first=None) as (
+            session, events, room, stub):  # type: ignore[arg-type]
+        await room.say([*_frames("22_alice.ogg"), *[bytes(FRAME_BYTES)] * 15])
+        completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
+        turns = session.session.snapshot().turns
+    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
+    assert speech[-1].text.endswith("tonite?"), speech[-1].text  # the turn is the judged pause's reading
+    assert (1, []) == (_chat_requests(stub), events.named(BotReplyDropped.name))
+    assert speech[-1].seq == completed[0]["seq"]
