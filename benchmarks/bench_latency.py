@@ -588,10 +588,11 @@ async def _turn_ends(transcriber: WhisperTranscriber, turn_model: SmartTurnModel
 
 
 def _splits() -> tuple[str, ...]:
-    """The turn-ends splits to read: BENCH_TURN_SPLITS (comma-separated; default dev and held-out;
-    `heldout_fresh` is the later, unread one). A tuning run reads dev alone, so a held-out split is
-    read only when it is meant to be."""
-    return tuple(x.strip() for x in os.environ.get("BENCH_TURN_SPLITS", "dev,heldout").split(",") if x.strip())
+    """The turn-ends splits to read: BENCH_TURN_SPLITS (comma-separated; default dev and both
+    held-out splits, `heldout_fresh` the later one). A tuning run reads dev alone
+    (`python -m eval.turn_sweep`), so a held-out split is read only when it is meant to be."""
+    chosen = os.environ.get("BENCH_TURN_SPLITS", "dev,heldout,heldout_fresh")
+    return tuple(x.strip() for x in chosen.split(",") if x.strip())
 
 
 def _turn_end_rows(rows: list[dict[str, Any]], transcriber: WhisperTranscriber, turn_model: SmartTurnModel) -> None:

@@ -188,8 +188,8 @@ class ReplyDesk:
     speaker's speculative transcript at a pause (`guessed`, the `GuessListener` port). When the
     bot would answer that text (the same `ReplyPolicy` decision as for a heard turn) and no
     other reply is in hand, the reply starts now, on the guess; its first frame waits until the
-    turn is heard with the same speech and text (then it is that turn's reply). When the speaker
-    goes on instead (`went_on`), or the heard turn differs, it is taken back as above. The
+    turn is heard with the same speech (then it is that turn's reply). When the speaker goes on
+    instead (`went_on`), or the heard turn is other speech, it is taken back as above. The
     answer to `guessed` also gates the turn model: a turn the bot would not answer is not judged
     early (pipeline/hearing/turn_judge.py)."""
 
