@@ -36,10 +36,11 @@ def test_every_set_has_a_manifest_with_its_provenance_and_splits() -> None:
             assert re.fullmatch(r"[0-9a-f]{64}", spec["sha256"]) and spec["sessions"] > 0, name
 
 
-def test_the_fresh_turn_ends_split_is_frozen_unread_and_shares_no_utterance_with_dev() -> None:
-    """eval/sets/turn_ends/: heldout_fresh was written with dev_more.jsonl and frozen unread."""
+def test_the_fresh_turn_ends_split_is_frozen_read_once_and_shares_no_utterance_with_dev() -> None:
+    """eval/sets/turn_ends/: heldout_fresh was written with dev_more.jsonl, frozen, and read once
+    (the end of issue 38's third round, recorded)."""
     fresh = generate.load_manifest("turn_ends")["splits"]["heldout_fresh"]
-    assert fresh["frozen"] is True and fresh["read_by"] == []
+    assert fresh["frozen"] is True and len(fresh["read_by"]) == 1 and "round 3" in fresh["read_by"][0]
     texts = {split: {" ".join(r["parts"]) for r in generate.split_data("turn_ends", split).sessions}
              for split in ("dev", "heldout", "heldout_fresh")}
     assert len(texts["heldout_fresh"]) == 40 and not texts["heldout_fresh"] & (texts["dev"] | texts["heldout"])
