@@ -184,45 +184,23 @@ async def test_the_reply_starts_on_the_pause_transcript_and_plays_once_the_turn_
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("guess_ms", "check_ms", "quiet_frames"), [(0, 96, 15), (32, 400, 3)],
+                         ids=["at the judged pause", "at the guess point"])
 async def test_going_on_after_the_pause_takes_back_the_preemptive_reply(
-    models: tuple[WhisperTranscriber, SmartTurnModel],
+    models: tuple[WhisperTranscriber, SmartTurnModel], guess_ms: int, check_ms: int, quiet_frames: int,
 ) -> None:
     """The reply started on the pause's transcript; Alice goes on in the same utterance (the
-    model never ended it): the reply is cancelled unheard (`taken_back`), nothing of it is
-    stored, and her whole turn is answered."""
+    model never ended it: its answers are held): the reply is cancelled unheard (`taken_back`),
+    nothing of it is stored, and her whole turn is answered. At the guess point (TURN_GUESS_MS):
+    60 ms of quiet is past the 32 ms guess point and far short of the 400 ms check, and no more
+    audio (no session time) comes until the reply is asked for, so it starts on the guess's
+    transcript before any pause could be judged."""
     held = _HeldTurnModel(models[1])
-    quiet = [bytes(FRAME_BYTES)] * 15
-    async with _session(models, take_back_s=1.5, turn_model=held) as (session, events, room, stub):
-        await room.say([*_frames("22_alice.ogg"), *quiet])
+    async with _session(models, take_back_s=1.5, turn_model=held, guess_ms=guess_ms,
+                        check_ms=check_ms) as (session, events, room, stub):
+        await room.say([*_frames("22_alice.ogg"), *[bytes(FRAME_BYTES)] * quiet_frames])
         await yield_until("the reply started on the guess", lambda: _chat_requests(stub) >= 1, HANG_GUARD_S)
         await room.say(_frames("08_alice.ogg"))  # she goes on before the model answered
-        await events.wait_for(BotReplyDropped.name, timeout_s=HANG_GUARD_S)
-        held.gate.set()
-        await room.say([bytes(FRAME_BYTES)] * 50)
-        completed = await events.wait_for(BotReplyCompleted.name, timeout_s=HANG_GUARD_S)
-        turns = session.session.snapshot().turns
-    assert {"taken_back"} == {d["reason"] for d in events.named(BotReplyDropped.name)}
-    assert [FAST] == [t.text for t in turns if t.kind is TurnKind.BOT], [t.text for t in turns]
-    speech = [t for t in turns if t.kind is TurnKind.SPEECH]
-    assert "tokyo" in speech[-1].text.lower() and "bob" in speech[-1].text.lower(), speech[-1].text
-    assert speech[-1].seq == completed[0]["seq"]
-
-
-@pytest.mark.slow
-async def test_the_reply_starts_at_the_guess_point_and_is_taken_back_when_she_goes_on(
-    models: tuple[WhisperTranscriber, SmartTurnModel],
-) -> None:
-    """TURN_GUESS_MS: 60 ms of quiet is past the 32 ms guess point and far short of the 400 ms
-    check, and no more audio (no session time) comes until the reply is asked for: it starts
-    on the guess's transcript before any pause could be judged. Alice goes on (the model's
-    answers held): the reply is cancelled unheard, nothing of it is stored, and her whole turn
-    is the one answered, with no second transcription of the question."""
-    held = _HeldTurnModel(models[1])
-    async with _session(models, take_back_s=1.5, guess_ms=32, check_ms=400,
-                                           turn_model=held) as (session, events, room, stub):
-        await room.say([*_frames("22_alice.ogg"), *[bytes(FRAME_BYTES)] * 3])
-        await yield_until("the reply started at the guess point", lambda: _chat_requests(stub) >= 1, HANG_GUARD_S)
-        await room.say(_frames("08_alice.ogg"))  # she goes on
         await events.wait_for(BotReplyDropped.name, timeout_s=HANG_GUARD_S)
         held.gate.set()
         await room.say([bytes(FRAME_BYTES)] * 50)

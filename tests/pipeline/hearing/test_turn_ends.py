@@ -378,6 +378,17 @@ async def test_a_running_guess_is_never_cancelled_and_the_newer_pause_waits_for_
     assert 3 == speculations.started
 
 
+def _with_guess_point(whisper: WhisperTranscriber, turn_model: SmartTurnModel) -> tuple[
+        HearingPipeline, FakeClock, ListSink, _Scored, _Desk]:
+    """A pipeline judging at 96 ms with its guess point at 32 ms, the desk listening."""
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96, turn_guess_ms=32))
+    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
+    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=config,
+                                turn_model=turn_model)
+    pipeline.listen(desk)
+    return pipeline, clock, sink, events, desk
+
+
 @pytest.mark.slow
 async def test_the_guess_points_transcript_reaches_the_desk_and_the_judged_pause_is_judged_on_its_own(
     whisper: WhisperTranscriber, turn_model: SmartTurnModel
@@ -387,11 +398,7 @@ async def test_the_guess_points_transcript_reaches_the_desk_and_the_judged_pause
     silence: the sentence end and the model judge what they judged without a guess point), and
     the model ends the turn there with the judged pause's text (no third Whisper call)."""
     pcm, text = _clip("22_alice.ogg")
-    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96, turn_guess_ms=32))
-    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
-    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=config,
-                                turn_model=turn_model)
-    pipeline.listen(desk)
+    pipeline, clock, sink, events, desk = _with_guess_point(whisper, turn_model)
     await _hear(pipeline, clock, pcm, events, voice_gate=False)
     stats = pipeline.stats()
     scored = events.named(TurnScored.name)
@@ -409,11 +416,7 @@ async def test_a_turn_the_desk_would_not_answer_at_the_guess_point_needs_no_seco
     """Nobody addresses the bot: the guess point's transcript is the pause's only one (the
     judged pause lets the turn go on that decision), and the end of transmission ends it."""
     pcm, _ = _clip("01_alice.ogg")
-    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96, turn_guess_ms=32))
-    clock, sink, events, desk = FakeClock(), ListSink(), _Scored(), _Desk()
-    pipeline = hearing_pipeline(whisper, sink, events=events.emitter, clock=clock, config=config,
-                                turn_model=turn_model)
-    pipeline.listen(desk)
+    pipeline, clock, sink, events, desk = _with_guess_point(whisper, turn_model)
     closed = await _hear(pipeline, clock, pcm, events)
     stats = pipeline.stats()
     assert (1, 1, 0) == (closed, len(sink.turns), stats.turn_checks), stats
