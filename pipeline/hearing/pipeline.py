@@ -32,8 +32,9 @@ Turn ends from the audio (docs/latency.md): with `SegmenterConfig.turn_check_ms`
 speaker's short pause after speech (a `Pause`, ~100 ms of silence; with `turn_guess_ms` the
 earlier guess point's) starts a *speculative* transcription of the utterance so far (only while
 the transcriber is idle, so real work never waits behind one; a judged pause of the same silence
-shares the guess point's), and, with a turn model, goes to the `TurnJudge` (pipeline/hearing/turn_judge.py:
-which pauses the model judges, task `hearing:turn`, and what its answer does). The final piece
+shares the guess point's unless the judge asks for its own), and, with a turn model, goes to the
+`TurnJudge` (pipeline/hearing/turn_judge.py: which pauses the model judges, task `hearing:turn`,
+and what its answer does). The final piece
 takes the speculative result instead of a second Whisper call when it is the same speech
 (start, end, and prompt), and the guards judge it like any other (`asr_transcribed`'s
 `speculative`).

@@ -40,9 +40,9 @@ class Speculations:
     """Per speaker, the latest speculative transcription, and how many calls were made and used.
 
     A guess is never cancelled while its transcription runs (a worker thread's Whisper call
-    cannot be stopped; cancelling only hides it, and its CPU goes on): a speaker's newer pause
-    waits for it (`_Deferred`), so each speaker has at most one transcription of theirs running
-    and at most `workers` run at once in all."""
+    cannot be stopped; cancelling only hides it, and its CPU goes on), so it keeps its worker: a
+    speaker's newer pause starts beside it while a worker is free and otherwise waits for it
+    (`_Deferred`); at most `workers` run at once in all."""
 
     __slots__ = ("_deferred", "_guesses", "_idle", "_running", "_tasks", "_transcriber", "_workers", "started", "used")
 
