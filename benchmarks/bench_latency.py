@@ -590,7 +590,7 @@ async def _turn_ends(transcriber: WhisperTranscriber, turn_model: SmartTurnModel
 def _splits() -> tuple[str, ...]:
     """The turn-ends splits to read: BENCH_TURN_SPLITS (comma-separated; default dev and both
     held-out splits, `heldout_fresh` the later one). A tuning run reads dev alone
-    (`python -m eval.turn_sweep`), so a held-out split is read only when it is meant to be."""
+    (`python -m benchmarks.turn_sweep`), so a held-out split is read only when it is meant to be."""
     chosen = os.environ.get("BENCH_TURN_SPLITS", "dev,heldout,heldout_fresh")
     return tuple(x.strip() for x in chosen.split(",") if x.strip())
 

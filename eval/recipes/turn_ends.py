@@ -16,13 +16,13 @@ pause's silence put in at the quietest point near the part's end), so only text 
 checksummed.
 
 What is measured on it (`benchmarks/bench_latency.py`, "turn ends" rows; the dev sweep
-`python -m eval.turn_sweep`): a *false turn end* is a turn boundary inside an utterance (the bot
+`python -m benchmarks.turn_sweep`): a *false turn end* is a turn boundary inside an utterance (the bot
 would have cut the person off: each planted pause counts, an afterthought's too), a *missed*
 one is an utterance whose end the turn model did not call (the silence ended it, later). Pauses
 are longer than the 200 ms after which a client's voice gate ends the turn today and shorter
 than the 700 ms end-of-utterance silence: 350-600 ms planted in dev.jsonl and heldout.jsonl; in
 the newer files the planted pause with the voice's own silence around it is at most 600 ms
-(`python -m eval.turn_sweep --fit-pauses`: hibari-tts leaves up to ~0.45 s at a comma or between
+(`python -m benchmarks.turn_sweep --fit-pauses`: hibari-tts leaves up to ~0.45 s at a comma or between
 two sentences, samples/make_audio_session.py), 20-600 ms planted. The bench's client sends its
 end of transmission only in a planted pause of 220 ms or more (`_turn_ends`), so "today" is not
 cut by it at the shorter ones (an afterthought's, mostly).

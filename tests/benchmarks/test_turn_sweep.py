@@ -1,4 +1,4 @@
-"""eval/turn_sweep.py: the dev sweep counts false and missed turn ends through
+"""benchmarks/turn_sweep.py: the dev sweep counts false and missed turn ends through
 benchmarks/bench_latency.py's own `_turn_ends`, with the real models (faster-whisper, Smart Turn
 v3.2, Silero) on bundled clips (samples/audio_night/), and asks each model once per audio.
 
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from eval import turn_sweep
+from benchmarks import turn_sweep
 from pipeline.adapters.av_audio import read_audio_file
 from pipeline.adapters.smart_turn import SmartTurnModel
 from pipeline.adapters.whisper import WhisperConfig, WhisperTranscriber

@@ -1,8 +1,8 @@
 """Turn ends on the DEV split: false and missed ends for each TURN_CHECK_MS x TURN_THRESHOLD x
 TURN_SENTENCE_END (issue 38, docs/latency.md).
 
-    nice -n 15 .venv/bin/python -m eval.turn_sweep --split dev
-    nice -n 15 .venv/bin/python -m eval.turn_sweep --split dev --checks 128 --thresholds 0.97,0.99
+    nice -n 15 .venv/bin/python -m benchmarks.turn_sweep --split dev
+    nice -n 15 .venv/bin/python -m benchmarks.turn_sweep --split dev --checks 128 --thresholds 0.97,0.99
 
 Each utterance of eval/sets/turn_ends/ is said by hibari-tts exactly as benchmarks/bench_latency.py
 says it (`_say`, its seed the utterance's index in the split) and run alone through the hearing
@@ -267,7 +267,7 @@ def rows(results: Sequence[dict[str, Any]], split: str) -> list[dict[str, Any]]:
             wer=round(t["errors"] / max(1, t["words"]), 4), check_ms=r["check_ms"], threshold=r["threshold"],
             sentence_end=r["sentence_end"],
             note="listener everyone (every pause's guess taken, as the bench counts false and missed ends); "
-                 "eval/turn_sweep.py over benchmarks/bench_latency.py's _turn_ends; simulated time",
+                 "benchmarks/turn_sweep.py over benchmarks/bench_latency.py's _turn_ends; simulated time",
         ))
     return out
 
@@ -300,7 +300,7 @@ def _floats(text: str) -> list[float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eval.turn_sweep", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.turn_sweep", description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="dev", choices=sorted(load_manifest(TURN_SET)["splits"]),
                         help="default dev; a held-out split only when named (record the read in its manifest)")
     parser.add_argument("--checks", default=",".join(map(str, CHECKS_MS)), help="TURN_CHECK_MS values, ms")
