@@ -75,7 +75,12 @@ class Speculations:
             return True
         if not self._idle() or self._busy() >= self._workers:
             return False
-        task = tasks.create_task(self._transcribe(utterance.pcm16k, prompt), name=f"hearing:speculate:{speaker_id}")
+        call = self._transcribe(utterance.pcm16k, prompt)
+        try:
+            task = tasks.create_task(call, name=f"hearing:speculate:{speaker_id}")
+        except RuntimeError:  # the task group is finishing (the pipeline stops): no new guess
+            call.close()
+            return False
         task.add_done_callback(self._running.discard)  # first: its worker is free for what on_done starts
         if on_done is not None:  # before anyone awaits it: the judge hears first (cancelled: None)
             task.add_done_callback(lambda done: on_done(None if done.cancelled() else done.result()))

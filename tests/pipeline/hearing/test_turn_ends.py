@@ -368,14 +368,60 @@ async def test_a_running_guess_is_never_cancelled_and_the_newer_pause_waits_for_
         assert speculations.start(tg, "u1", speech(1.0), None, on_done=first.append)
         assert speculations.start(tg, "u2", speech(1.5), None, on_done=other.append)
         await asyncio.sleep(0)  # both calls begin: both workers busy
-        assert speculations.start(tg, "u1", speech(2.0), None, on_done=second.append)  # waits, True
+        second_done = asyncio.Event()
+
+        def heard_second(result: Any) -> None:
+            second.append(result)
+            second_done.set()
+
+        assert speculations.start(tg, "u1", speech(2.0), None, on_done=heard_second)  # waits, True
         assert speculations.covers("u1", speech(2.0), None) and not speculations.covers("u1", speech(1.0), None)
         assert 2 == len(calls) == speculations.started
         assert not speculations.start(tg, "u3", speech(1.5), None)  # no worker free
         gate.set()
+        await asyncio.wait_for(second_done.wait(), 60)  # the group stays open until the waiting guess ran
     assert 3 == len(calls) and [round(1.0 * R), round(1.5 * R), round(2.0 * R)] == sorted(calls)
     assert None not in (first[0], second[0], other[0])  # each waiter heard its own transcription
     assert 3 == speculations.started
+
+
+async def test_a_waiting_guess_is_dropped_cleanly_when_its_task_group_finishes() -> None:
+    """The speaker's older guess ends while the pipeline's task group is finishing: the guess
+    that waited for it cannot start there, so its waiter hears None, and nothing is raised in a
+    done callback or left as a coroutine never awaited."""
+    import gc
+    import warnings
+
+    from pipeline.hearing.segmenter import Utterance
+    from pipeline.hearing.speculation import Speculations
+    from pipeline.transcription import Transcription
+
+    gate, errors = asyncio.Event(), []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+
+    class GatedTranscriber:
+        async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
+            await gate.wait()
+            return Transcription(text="hello", avg_logprob=-0.1, no_speech_prob=0.0, duration_s=audio.size / R)
+
+    utterance = Utterance(speaker_id="u1", speaker_name="Alice", pcm16k=np.zeros(R, dtype=np.int16), started_at=0.0,
+                          ended_at=1.0, final=True, speech_s=1.0)
+    later = Utterance(speaker_id="u1", speaker_name="Alice", pcm16k=np.zeros(2 * R, dtype=np.int16),
+                      started_at=0.0, ended_at=2.0, final=True, speech_s=2.0)
+    first: list[Transcription | None] = []
+    second: list[Transcription | None] = []
+    speculations = Speculations(GatedTranscriber(), workers=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with asyncio.TaskGroup() as tg:
+            assert speculations.start(tg, "u1", utterance, None, on_done=first.append)
+            await asyncio.sleep(0)  # its call begins: the one worker is busy
+            assert speculations.start(tg, "u1", later, None, on_done=second.append)  # waits for it
+            gate.set()  # the group's exit waits for the first guess, which ends last
+        gc.collect()
+    assert first[0] is not None and first[0].text == "hello"
+    assert second == [None] and 1 == speculations.started
+    assert not errors and not [w for w in caught if "never awaited" in str(w.message)]
 
 
 def _with_guess_point(whisper: WhisperTranscriber, turn_model: SmartTurnModel) -> tuple[
