@@ -308,6 +308,7 @@ ENGLISH = Analyzer("en")  # English without a dictionary lemmatiser (what recall
 __all__ = [
     "AUTO", "ENGLISH", "MARKS", "NOUNS_CAPITALISED", "STEMMED", "UNSPACED", "Analyzer", "Lemmatizer", "NoLemmas",
     "grammar_token", "has_data",
-    "cased_words", "language_of", "phrase_rule", "stop_words", "strip_prefix", "strip_suffix", "suffix_rules", "tokens", "unspaced",
+    "cased_words", "language_of", "phrase_rule", "stop_words", "strip_prefix", "strip_suffix", "suffix_rules",
+    "tokens", "unspaced",
     "word_count", "word_set", "word_table",
 ]
