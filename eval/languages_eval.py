@@ -21,9 +21,13 @@ its floor.
 
     .venv/bin/python -m eval.languages_eval --split dev --embedder minilm --embedder use
     .venv/bin/python -m eval.languages_eval --split dev2 --embedder config   # round 3's dev split
+    .venv/bin/python -m eval.languages_eval --split dev3 --embedder config --probes   # round 4's, each probe
     .venv/bin/python -m eval.languages_eval --split dev --embedder use --recall floor_dense=0.45
 
-Vectors are cached under out/recall_cache/ (keyed by embedder and the text's hash).
+`--probes` adds each probe's row (`by_probe`: hit or not, the answer line's cosine, its share of
+the question's terms, whether it shares a content word, its ranks and whether it passed the floor,
+and both sides' terms), to read why a dev split's probes miss; the held-out split refuses it (its
+misses are not read). Vectors are cached under out/recall_cache/ (keyed by embedder and the text's hash).
 """
 
 from __future__ import annotations
@@ -40,9 +44,9 @@ from typing import Any
 import numpy as np
 
 from eval.generate import built_split
-from eval.recall_honest import Session, Vectors, ask, found, load, parse_overrides
+from eval.recall_honest import Session, Vectors, ask, found, load, parse_overrides, query_of
 from pipeline.context.recall import RecallConfig, embed_text, turn_key
-from pipeline.context.recall_index import RecallIndex
+from pipeline.context.recall_index import RecallIndex, passes
 from pipeline.models import TurnKind
 from pipeline.ports import Embedder
 from pipeline.wiring import text_analyzer
@@ -86,7 +90,32 @@ async def open_session(path: Path, language: str, vectors: Vectors) -> Session:
     return Session(path.stem, turns, probes, index, people[0], [])  # its unanswerable questions: `measure`
 
 
-async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, Any]) -> dict[str, Any]:
+async def explain(session: Session, probe: dict[str, Any], config: RecallConfig, vectors: Vectors) -> dict[str, Any]:
+    """Why `probe` hit or missed: what the floor read of its answer line (`passes`), its ranks
+    among the fused candidates, and the question's and the answer's terms."""
+    query, qvec = await query_of(session, probe["question"], config, vectors)
+    (at,) = probe["evidence"]
+    before = max(0, len(session.turns) - 50)
+    fused = session.index.candidates(query, config, before_seq=before, query_vector=qvec)
+    doc = session.index.lines.turn_doc[at]
+    entry = fused.get(doc)
+    analyzer = session.index.analyzer
+    return {
+        "fact": probe["fact"], "question": probe["question"], "answer": session.turns[at].text,
+        "question_terms": analyzer.terms(probe["question"]), "answer_terms": analyzer.terms(session.turns[at].text),
+        "candidate": entry is not None,
+        "cosine": None if entry is None or entry.cosine is None else round(entry.cosine, 3),
+        "coverage": None if entry is None else round(entry.coverage, 3),
+        "shares_word": None if entry is None else entry.content,
+        "lexical_rank": None if entry is None else entry.lexical_rank,
+        "dense_rank": None if entry is None else entry.dense_rank,
+        "passes": entry is not None and passes(entry, config),
+        "passing_lines": sum(passes(e, config) for e in fused.values()),
+    }
+
+
+async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, Any],
+                  probes_too: bool = False) -> dict[str, Any]:
     by_language: dict[str, list[Path]] = {}
     for path in paths:
         by_language.setdefault(str(header(path)["language"]), []).append(path)
@@ -99,6 +128,7 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
         ranks: list[int] = []
         cosines: list[float] = []
         un_chars: list[int] = []
+        rows: list[dict[str, Any]] = []
         for path in group:
             session = await open_session(path, language, vectors)
             lines = np.vstack(await vectors.embed([embed_text(t) for t in session.turns]))
@@ -112,6 +142,9 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
                 scores = lines @ q
                 ranks.append(int((scores > scores[probe["evidence"][0]]).sum()) + 1)
                 cosines.append(float(np.median(scores)))
+                if probes_too:
+                    why = await explain(session, probe, config, vectors)
+                    rows.append({"session": path.stem, "hit": found(probe, text), "rank": ranks[-1], **why})
             for question in header(path)["unanswerable"]:
                 _, result = await ask(session, question, config, vectors)
                 un_chars.append(result.chars)
@@ -123,6 +156,8 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
             "unanswerable_chars_p90": int(np.percentile(un_chars, 90)),
             "floor_dense": config.floor_dense, "model": embedder.model,
         }
+        if probes_too:
+            out[language]["by_probe"] = rows
     english = out.get("en", {}).get("hits")
     for row in out.values():
         row["vs_english"] = None if english is None else row["hits"] - english
@@ -131,12 +166,15 @@ async def measure(paths: list[Path], embedder_name: str, overrides: dict[str, An
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="dev", choices=("dev", "dev2", "heldout"))
+    parser.add_argument("--split", default="dev", choices=("dev", "dev2", "dev3", "heldout"))
     parser.add_argument("--embedder", action="append", choices=EMBEDDERS, help="default: minilm")
     parser.add_argument("--recall", nargs="*", default=[], help="RecallConfig overrides key=value")
+    parser.add_argument("--probes", action="store_true", help="each probe's row (a dev split only)")
     args = parser.parse_args(argv)
+    if args.probes and args.split == "heldout":
+        parser.error("--probes reads each probe's miss: not on the held-out split (aggregates only)")
     paths = sorted(built_split("languages", args.split).glob("languages-*.jsonl"))
-    report = {name: asyncio.run(measure(paths, name, parse_overrides(args.recall)))
+    report = {name: asyncio.run(measure(paths, name, parse_overrides(args.recall), args.probes))
               for name in args.embedder or ["minilm"]}
     print(json.dumps({"split": args.split, **report}, indent=1, ensure_ascii=False))
     return 0

@@ -212,12 +212,11 @@ def bm25_reference(session: Session, question: str, budget_chars: int) -> str:
     return "\n".join(lines) + "\n" + "\n".join(f"{t.speaker_name}: {t.text}" for t in session.turns[cursor:])
 
 
-async def ask(
-    session: Session, question: str, config: RecallConfig, vectors: Vectors, scope: RecallScope = NO_SCOPE
-) -> tuple[str, Any]:
-    """(the context text: recalled section + window, the RecallResult) for `question`."""
+async def query_of(
+    session: Session, question: str, config: RecallConfig, vectors: Vectors
+) -> tuple[RecallQuery, np.ndarray]:
+    """(the RecallQuery, its query vector) for `question` asked as the session's current turn."""
     n = len(session.turns)
-    cursor = max(0, n - WINDOW)
     current = Turn(seq=n, kind=TurnKind.SPEECH, speaker_id=session.asker.speaker_id,
                    speaker_name=session.asker.speaker_name, text=question, started_at=session.turns[-1].started_at + 5,
                    ended_at=session.turns[-1].started_at + 5)
@@ -227,6 +226,15 @@ async def ask(
     if PROJECT and query.speakers:
         names = await vectors.embed([session.index.speakers[k] for k in sorted(query.speakers)])
         qvec = name_free(qvec, names, keep=config.name_keep)
+    return query, qvec
+
+
+async def ask(
+    session: Session, question: str, config: RecallConfig, vectors: Vectors, scope: RecallScope = NO_SCOPE
+) -> tuple[str, Any]:
+    """(the context text: recalled section + window, the RecallResult) for `question`."""
+    cursor = max(0, len(session.turns) - WINDOW)
+    query, qvec = await query_of(session, question, config, vectors)
     result = session.index.search(query, config, before_seq=cursor,
                                   budget_chars=config.reply_budget_chars - len(REPLY_HEADER) - 1, query_vector=qvec,
                                   scope=scope)

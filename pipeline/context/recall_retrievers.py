@@ -139,11 +139,11 @@ class LexicalIndex:
         main_all = [p for p in postings if p[0] in query.main]
         # The coverage denominator: every term of the turn, found in the index or not (a word
         # no line ever used, "Australia", is the strongest sign the question is about nothing here).
-        # Names found in the index are left out of it (they say whom, not what); a name no
-        # line has, like any absent word, stays in.
-        speaker_terms = {t for key in query.speakers for t in key.split()}
+        # The names of the people in the room are left out of it (they say whom, not what):
+        # `query.names` are their index terms, as the analyzer makes them ("يوسف" -> "وسف" in
+        # Arabic), never compared with the raw words of their names.
         total_mass = sum(
-            idf(len(p), w) for t, w, p in main_all if not (t in query.names and (p or t in speaker_terms))
+            idf(len(p), w) for t, w, p in main_all if t not in query.names
         ) or sum(
             idf(len(p), w) for _, w, p in main_all
         )

@@ -197,6 +197,15 @@ def strip_suffix(word: str, rules: tuple[tuple[str, int, str], ...]) -> str:
     return word
 
 
+def strip_prefix(word: str, rules: tuple[tuple[str, int, str], ...]) -> str:
+    """`word` with the first of `rules` (`suffix_rules(language, "prefixes")`: a prefix, the word's
+    length it must exceed, its replacement) that applies at its start, else unchanged."""
+    for prefix, longer, replacement in rules:
+        if len(word) > longer and word.startswith(prefix):
+            return replacement + word[len(prefix) :]
+    return word
+
+
 _HIRAGANA = re.compile("[\u3041-\u309f\u30fc]+")
 
 
@@ -213,7 +222,7 @@ def grammar_token(token: str) -> bool:
 # off. Measured on eval/sets/languages (docs/models.md, "Languages", round 3): stems took Arabic's
 # dev2 probes from 21 to 25 of 32 (with USE's shared-word floor); German and Portuguese stems changed
 # no hit and no recalled char on dev or dev2, so those keep their dictionary lemmas.
-STEMMED = frozenset({"ar"})
+STEMMED = frozenset({"ar"})  # Arabic also has prefix rules (data/ar/prefixes.txt, round 4)
 # Languages that capitalise every noun ("das Treffen"), so a capital letter does not mark a name.
 NOUNS_CAPITALISED = frozenset({"de", "lb"})
 AUTO = "auto"  # CONVERSATION_LANGUAGE=auto: whatever the people speak
@@ -263,6 +272,7 @@ class Analyzer:
         self.terms_language = "en" if language == AUTO else language
         self.stop_words = stop_words(self.terms_language)
         self._rules = suffix_rules(self.terms_language)
+        self._prefixes = suffix_rules(self.terms_language, "prefixes")
         self.stem = lru_cache(maxsize=8192)(self._stem)
         self.word_term = lru_cache(maxsize=4096)(self._word_term)
         self._stop_stems = frozenset(self.stem(w) for w in self.stop_words) if stemmer is not None else frozenset()
@@ -278,7 +288,7 @@ class Analyzer:
             return word
         # A stem replaces the lemma: stemming a lemma strips twice ("البندق" -> "بندق" -> "ندق").
         base = (self.stemmer or self.lemmatizer).lemma(word, self.terms_language)
-        return strip_suffix(base, self._rules)
+        return strip_suffix(strip_prefix(base, self._prefixes), self._rules)
 
     def terms(self, text: str) -> list[str]:
         """Index terms of `text`: its words less stop words, lemmatised, lightly stemmed."""
@@ -298,6 +308,7 @@ ENGLISH = Analyzer("en")  # English without a dictionary lemmatiser (what recall
 __all__ = [
     "AUTO", "ENGLISH", "MARKS", "NOUNS_CAPITALISED", "STEMMED", "UNSPACED", "Analyzer", "Lemmatizer", "NoLemmas",
     "grammar_token", "has_data",
-    "cased_words", "language_of", "phrase_rule", "stop_words", "strip_suffix", "suffix_rules", "tokens", "unspaced",
+    "cased_words", "language_of", "phrase_rule", "stop_words", "strip_prefix", "strip_suffix", "suffix_rules",
+    "tokens", "unspaced",
     "word_count", "word_set", "word_table",
 ]

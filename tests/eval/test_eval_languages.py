@@ -23,7 +23,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "languages"
 
 
-@pytest.mark.parametrize(("split", "facts"), [("dev", 8), ("dev2", 16), ("heldout", 8)])
+@pytest.mark.parametrize(("split", "facts"), [("dev", 8), ("dev2", 16), ("dev3", 16), ("heldout", 8)])
 def test_every_language_has_the_english_controls_layout(built: Path, split: str, facts: int) -> None:
     for number in ("01", "02"):
         shapes = {}
