@@ -33,7 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SETS_DIR = ROOT / "eval" / "sets"
 OUT_DIR = ROOT / "out" / "eval" / "sets"
-# dev2, dev3: a second and third dev split (eval/sets/languages); heldout_fresh: a later, second held-out split (eval/sets/turn_ends)
+# dev2, dev3: a second and third dev split (eval/sets/languages);
+# heldout_fresh: a later, second held-out split (eval/sets/turn_ends)
 SPLITS = ("dev", "dev2", "dev3", "heldout", "heldout_fresh")
 KINDS = ("pool", "topic", "session", "game", "conversation")
 STAMP = ".built"
