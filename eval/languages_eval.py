@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from eval.generate import built_split
-from eval.recall_honest import Session, Vectors, ask, found, load, parse_overrides, query_of
+from eval.recall_honest import WINDOW, Session, Vectors, ask, found, load, parse_overrides, query_of
 from pipeline.context.recall import RecallConfig, embed_text, turn_key
 from pipeline.context.recall_index import RecallIndex, passes
 from pipeline.models import TurnKind
@@ -95,7 +95,7 @@ async def explain(session: Session, probe: dict[str, Any], config: RecallConfig,
     among the fused candidates, and the question's and the answer's terms."""
     query, qvec = await query_of(session, probe["question"], config, vectors)
     (at,) = probe["evidence"]
-    before = max(0, len(session.turns) - 50)
+    before = max(0, len(session.turns) - WINDOW)
     fused = session.index.candidates(query, config, before_seq=before, query_vector=qvec)
     doc = session.index.lines.turn_doc[at]
     entry = fused.get(doc)
