@@ -23,7 +23,11 @@ for that decision: a turn the listener would not answer is let go, and half a se
 as unfinished, with no second transcription; a whole sentence it would answer is judged on the
 judged pause's own transcript (`transcribe`: its audio has the longer silence), as without a
 guess point. So no pause is cut that was not cut before: Whisper may end a sentence at the
-shorter silence that it leaves open at the longer one, and only the longer one's counts.
+shorter silence that it leaves open at the longer one, and only the longer one's counts. The
+model judges that pause's audio while its own transcript is made (`_Early`: the two run side by
+side, on the model's thread and an ASR worker), and the turn ends when both are in and both say
+so, one's time after the pause instead of their sum: the same decision, sooner. The model's
+answer for a pause its own transcript lets go, or finds half a sentence, is dropped unused.
 
 A judged pause at `threshold` or above ends the turn with exactly the pause's audio; below it
 the turn is held (`Segmenter.hold`: the end of transmission no longer cuts it, the full silence
@@ -61,6 +65,16 @@ class _Wait:
     own: bool
 
 
+@dataclass(slots=True)
+class _Early:
+    """A judged pause the model judges while its own transcript comes (the guess point's took it
+    for a whole sentence to answer): whichever is second decides."""
+
+    pause: Pause
+    text_ok: bool = False  # its own transcript came, taken and a whole sentence: the model's answer decides
+    answer: tuple[float | None, str | None, float] | None = None  # (probability, error class, ms) once in
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JudgeConfig:
     threshold: float  # P(turn complete) at or above which the pause ends the turn
@@ -85,6 +99,7 @@ class TurnJudge:
         self._awaiting: dict[str, _Wait] = {}  # per speaker, a judged pause waiting for a transcript
         self._taken: dict[str, Pause] = {}  # per speaker, the pause of a guess the listener took
         self._decided: dict[str, _Decided] = {}  # per speaker, their latest transcript's decision
+        self._early: dict[str, _Early] = {}  # per speaker, a pause judged while its own transcript comes
         self._ready = asyncio.Event()
         self._judging = False
         self.checks = 0  # pauses the model judged
@@ -94,7 +109,7 @@ class TurnJudge:
     @property
     def busy(self) -> bool:
         """A pause waits for its transcript or the model, or the model is judging one."""
-        return bool(self._pauses or self._awaiting or self._judging)
+        return bool(self._pauses or self._awaiting or self._early or self._judging)
 
     @property
     def needs_text(self) -> bool:
@@ -107,6 +122,9 @@ class TurnJudge:
         waiting = self._awaiting.get(speaker_id)
         if waiting is not None and (pause.judged or waiting.pause.mark != pause.mark):
             del self._awaiting[speaker_id]  # a newer pause took its place
+        early = self._early.get(speaker_id)
+        if early is not None and early.pause.mark != pause.mark:
+            del self._early[speaker_id]  # ... and its early answer goes unused
         if not pause.judged:
             return
         decided = self._decided.get(speaker_id)
@@ -127,6 +145,7 @@ class TurnJudge:
         if not self._streams.paused_at(speaker_id, pause):
             if waiting is not None and waiting.pause.mark == pause.mark:
                 del self._awaiting[speaker_id]
+                self._early.pop(speaker_id, None)
                 self._notify()
             return  # speech came back: a guess about a turn that went on
         taken, complete = text is not None, text is not None and (not self._config.sentence_end or ends_sentence(text))
@@ -160,11 +179,16 @@ class TurnJudge:
         if not decided.taken or not decided.complete:
             self._apply(speaker_id, pause, decided)
         else:
-            self._transcribe_own(speaker_id, pause)
+            self._transcribe_own(speaker_id, pause, early=True)
 
-    def _transcribe_own(self, speaker_id: str, pause: Pause) -> None:
+    def _transcribe_own(self, speaker_id: str, pause: Pause, *, early: bool = False) -> None:
+        """`early`: the guess point's transcript would let the model end the turn, so the model
+        judges the pause while its own transcript is made (`_Early`)."""
         if self.transcribe(speaker_id, pause):
             self._hold_for(speaker_id, pause, own=True)
+            if early:
+                self._early[speaker_id] = _Early(pause)
+                self._queue(speaker_id, pause)
             return
         decided = self._decided.get(speaker_id)  # none could start: the guess point's transcript, if any
         if decided is not None and decided.mark == pause.mark:
@@ -175,12 +199,25 @@ class TurnJudge:
     def _apply(self, speaker_id: str, pause: Pause, decided: _Decided) -> None:
         """A judged pause and its transcript's decision: not taken, the turn ends as with the model
         off; half a sentence is held with no model call; else the model judges it."""
+        early = self._early.get(speaker_id)
+        if early is not None and early.pause is pause:
+            if not (decided.taken and decided.complete):
+                del self._early[speaker_id]  # the model's answer, in or to come, is not used
+                if self._pauses.get(speaker_id) is pause:
+                    del self._pauses[speaker_id]  # not judged yet: no call
+            elif early.answer is not None:
+                del self._early[speaker_id]
+                self._decide(speaker_id, pause, *early.answer)
+                return
+            else:
+                early.text_ok = True  # the model's answer, when it comes, decides
+                return
         if not decided.taken:
             self._let_go(speaker_id, pause)
             return
         self._streams.hold(speaker_id, pause)
         if not decided.complete:
-            self.unfinished += 1  # a sentence going on: held, no model call
+            self.unfinished += 1  # a sentence going on: held, no model call (or its answer unused)
             return
         self._queue(speaker_id, pause)
 
@@ -209,7 +246,6 @@ class TurnJudge:
 
     async def run(self) -> None:
         """Judge each pause, the oldest first; a confident one ends that speaker's turn now."""
-        threshold = self._config.threshold
         while True:
             if not self._pauses:
                 self._ready.clear()
@@ -217,7 +253,11 @@ class TurnJudge:
                 continue
             speaker_id = next(iter(self._pauses))
             pause = self._pauses.pop(speaker_id)
+            early = self._early.get(speaker_id)
+            judged_early = early is not None and early.pause is pause  # judged while its own transcript comes
             if not self._streams.paused_at(speaker_id, pause):
+                if judged_early:
+                    del self._early[speaker_id]
                 self._notify()
                 continue  # the speaker went on (or the silence ended it) before its turn came
             started = time.perf_counter()
@@ -231,21 +271,37 @@ class TurnJudge:
             finally:
                 self._judging = False
             latency_ms = round((time.perf_counter() - started) * 1000, 1)
-            ended: list[Utterance] = []
-            confident = probability is not None and probability >= threshold
-            if confident:
-                ended = self._streams.end_turn(speaker_id, pause)
-            elif probability is not None:
-                self._streams.hold(speaker_id, pause)
-            else:
-                ended = self._streams.release(speaker_id, pause)  # the model failed: as with it off
-            self._end(ended)
             self.checks += 1
-            self.ends += confident and bool(ended)
-            self._events.emit(TurnScored(
-                speaker_id=speaker_id, probability=None if probability is None else round(probability, 3),
-                threshold=threshold, silence_ms=pause.silence_ms, latency_ms=latency_ms,
-                ended=confident and bool(ended),
-                error_class=error_class,
-            ))
+            early = self._early.get(speaker_id)
+            if not judged_early:
+                self._decide(speaker_id, pause, probability, error_class, latency_ms)
+            elif early is None or early.pause is not pause:
+                pass  # its own transcript let it go or found half a sentence, or speech came back: unused
+            elif early.text_ok:
+                del self._early[speaker_id]
+                self._decide(speaker_id, pause, probability, error_class, latency_ms)
+            else:
+                early.answer = (probability, error_class, latency_ms)  # its own transcript decides when in
             self._notify()
+
+    def _decide(self, speaker_id: str, pause: Pause, probability: float | None, error_class: str | None,
+                latency_ms: float) -> None:
+        """The model's answer for a pause it may end: confident, the turn ends now; else held, or
+        as with the model off when it failed."""
+        threshold = self._config.threshold
+        ended: list[Utterance] = []
+        confident = probability is not None and probability >= threshold
+        if confident:
+            ended = self._streams.end_turn(speaker_id, pause)
+        elif probability is not None:
+            self._streams.hold(speaker_id, pause)
+        else:
+            ended = self._streams.release(speaker_id, pause)  # the model failed: as with it off
+        self._end(ended)
+        self.ends += confident and bool(ended)
+        self._events.emit(TurnScored(
+            speaker_id=speaker_id, probability=None if probability is None else round(probability, 3),
+            threshold=threshold, silence_ms=pause.silence_ms, latency_ms=latency_ms,
+            ended=confident and bool(ended),
+            error_class=error_class,
+        ))

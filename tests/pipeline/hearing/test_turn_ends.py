@@ -9,6 +9,8 @@ model's `turn_scored`, the pipeline's idleness), with a timeout only as a hang g
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from pipeline.pcm import TARGET_RATE, PcmInt16
 from pipeline.ports import TurnGuess
 from pipeline.testing import FakeClock
 from pipeline.testing.audio import ListSink, frames, to_discord
+from pipeline.transcription import Transcription
 from pipeline.wiring import hearing_pipeline
 
 SESSION = Path(__file__).resolve().parents[3] / "samples" / "audio_night"
@@ -469,3 +472,82 @@ async def test_a_turn_the_desk_would_not_answer_at_the_guess_point_needs_no_seco
     last = [g for g in desk.guesses if g.ended_at == sink.turns[0].ended_at]
     assert 1 == len(last) and (1, 1) == (stats.speculated, stats.speculation_used), (desk.guesses, stats)
 
+
+
+class _SecondReading:
+    """Real Whisper, whose second reading (the judged pause's own transcript) waits until the
+    turn model has been asked, at most `wait_s`, and can lose its sentence terminal
+    (`open_ended`: Whisper leaving open at the longer silence what it ended at the shorter)."""
+
+    def __init__(self, whisper: WhisperTranscriber, log: list[str], asked: asyncio.Event, *,
+                 open_ended: bool = False, wait_s: float = 10.0) -> None:
+        self._whisper, self._log, self._asked = whisper, log, asked
+        self._open_ended, self._wait_s, self.calls = open_ended, wait_s, 0
+
+    async def transcribe(self, audio: PcmInt16, *, prompt: str | None = None) -> Transcription:
+        self.calls += 1
+        result = await self._whisper.transcribe(audio, prompt=prompt)
+        if self.calls == 2:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._asked.wait(), self._wait_s)
+            self._log.append("own transcript")
+            if self._open_ended:
+                result = dataclasses.replace(result, text=result.text.rstrip().rstrip("?.!"))
+        return result
+
+
+class _Asked:
+    """The real turn model, noting when it is asked."""
+
+    def __init__(self, model: SmartTurnModel, log: list[str], asked: asyncio.Event) -> None:
+        self._model, self._log, self._asked = model, log, asked
+
+    async def complete_probability(self, pcm: PcmInt16) -> float:
+        self._log.append("model asked")
+        self._asked.set()
+        return await self._model.complete_probability(pcm)
+
+
+def _early_judged(whisper: WhisperTranscriber, turn_model: SmartTurnModel, *, open_ended: bool) -> tuple[
+        HearingPipeline, FakeClock, ListSink, _Scored, list[str]]:
+    log: list[str] = []
+    asked = asyncio.Event()
+    config = HearingConfig(segmenter=SegmenterConfig(turn_check_ms=96, turn_guess_ms=32), turn_sentence_end=True)
+    clock, sink, events = FakeClock(), ListSink(), _Scored()
+    pipeline = hearing_pipeline(_SecondReading(whisper, log, asked, open_ended=open_ended), sink,
+                                events=events.emitter, clock=clock, config=config,
+                                turn_model=_Asked(turn_model, log, asked))
+    pipeline.listen(_Desk())
+    return pipeline, clock, sink, events, log
+
+
+@pytest.mark.slow
+async def test_the_model_judges_a_pause_while_its_own_transcript_is_made(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """The guess point's transcript is a whole question to the bot: the model is asked about the
+    judged pause before that pause's own transcript is in (side by side, not one after the
+    other), and the turn ends there once both are in, with the own transcript's text."""
+    pcm, text = _clip("22_alice.ogg")
+    pipeline, clock, sink, events, log = _early_judged(whisper, turn_model, open_ended=False)
+    closed = await _hear(pipeline, clock, pcm, events, voice_gate=False)
+    assert ["model asked", "own transcript"] == log
+    scored = events.named(TurnScored.name)
+    assert (1, [True]) == (closed, [e["ended"] for e in scored]), scored
+    assert 1 == len(sink.turns) and wer(text, sink.turns[0].text) < 0.15, sink.turns
+
+
+@pytest.mark.slow
+async def test_an_own_transcript_that_ends_no_sentence_overrules_the_models_early_answer(
+    whisper: WhisperTranscriber, turn_model: SmartTurnModel
+) -> None:
+    """The model answered first, but the judged pause's own transcript leaves the sentence open:
+    its answer goes unused (no turn_scored), the pause is held as unfinished, and the silence
+    ends the turn, as when the model was asked after the transcript."""
+    pcm, _ = _clip("22_alice.ogg")
+    pipeline, clock, sink, events, log = _early_judged(whisper, turn_model, open_ended=True)
+    closed = await _hear(pipeline, clock, pcm, events, voice_gate=False)
+    stats = pipeline.stats()
+    assert ["model asked", "own transcript"] == log
+    assert (0, [], 1, 1) == (closed, events.named(TurnScored.name), stats.turn_checks, stats.turn_unfinished), stats
+    assert 1 == len(sink.turns), sink.turns
